@@ -1,0 +1,1 @@
+"""Metrics, tables, seaborn plots and reports; reads results, never recomputes them."""

@@ -1,0 +1,53 @@
+"""fairplace — fair (THEMIS) and variability-aware (PAL) GPU cluster scheduling, solved exactly."""
+
+from fairplace.api import load, solve
+from fairplace.domain import (
+    GPU,
+    App,
+    AuctionInstance,
+    Bid,
+    Cluster,
+    Job,
+    PlacementInstance,
+)
+from fairplace.errors import (
+    DataError,
+    FairplaceError,
+    InstanceError,
+    OptionError,
+    ProgramInfeasible,
+    SolverFailed,
+    UnknownSolver,
+)
+from fairplace.solution import Solution
+
+__version__ = "0.1.0"
+
+__all__ = [
+    "GPU",
+    "App",
+    "AuctionInstance",
+    "Bid",
+    "Cluster",
+    "Job",
+    "PlacementInstance",
+    "Solution",
+    "DataError",
+    "FairplaceError",
+    "InstanceError",
+    "OptionError",
+    "ProgramInfeasible",
+    "SolverFailed",
+    "UnknownSolver",
+    "load",
+    "solve",
+    "__version__",
+]
+
+
+def __getattr__(name):  # late imports keep `import fairplace` light
+    if name == "simulate":
+        from fairplace.sim import simulate
+
+        return simulate
+    raise AttributeError(name)

@@ -1,0 +1,44 @@
+"""The package face: ``load`` and ``solve``."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from fairplace.domain import Instance
+from fairplace.instances import io
+from fairplace.solution import Solution
+from fairplace.solvers import registry
+from fairplace.solvers.options import SolveOptions
+
+
+def load(path: str | Path) -> Instance:
+    """Load and validate an instance JSON file (raises :class:`~fairplace.errors.InstanceError`)."""
+    return io.load(path)
+
+
+def solve(
+    instance: Instance | str | Path | dict,
+    solver: str = "exact",
+    time_limit: float | None = None,
+    **options,
+) -> Solution:
+    """Solve one auction or placement instance.
+
+    ``solver``: ``exact`` (HiGHS via highspy), ``highs``, ``pyomo``, ``cvxpy`` and the heuristics and
+    policies listed by ``fairplace.solvers.registry.solver_table()``. Options: the fields of
+    :class:`~fairplace.solvers.options.SolveOptions` (``mip_rel_gap``, ``threads``, ``random_seed``,
+    ``presolve``, ...) and solver-specific ones (auctions: ``rounding='floor'|'lottery'|'fractional'``,
+    ``seed``, ``payments``, ``tie_break``).
+    """
+    if isinstance(instance, (str, Path)):
+        instance = io.load(instance)
+    elif isinstance(instance, dict):
+        instance = io.from_dict(instance)
+    fn = registry.get(solver, instance.kind)
+    opt_fields = set(SolveOptions.__dataclass_fields__)
+    opts = SolveOptions.from_kwargs(
+        time_limit=time_limit, **{k: v for k, v in options.items() if k in opt_fields}
+    )
+    rest = {k: v for k, v in options.items() if k not in opt_fields}
+    sol = fn(instance, opts, name=solver, **rest)
+    return sol

@@ -1,0 +1,77 @@
+"""``fairplace`` command line: a thin dispatcher over ``fairplace.commands.<name>`` modules.
+
+Each command module defines ``HELP``, ``add_arguments(parser)`` and ``run(args) -> int``. Bad input
+(any :class:`~fairplace.errors.FairplaceError`, or a bad option) prints one line on stderr and exits 2;
+set ``FAIRPLACE_DEBUG=1`` to see tracebacks of unexpected errors.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from importlib import import_module
+
+from fairplace.errors import FairplaceError
+
+COMMANDS = (
+    "solve",
+    "schema",
+    "instances",
+    "batch",
+    "sweep",
+    "simulate",
+    "plot",
+    "reproduce",
+    "bench",
+)
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message: str):  # one line, exit 2 (argparse prints usage + message by default)
+        sys.stderr.write(f"{self.prog}: error: {message}\n")
+        raise SystemExit(2)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = _Parser(prog="fairplace", description=__doc__.splitlines()[0])
+    from fairplace import __version__
+
+    parser.add_argument("--version", action="version", version=f"fairplace {__version__}")
+    sub = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
+    for name in COMMANDS:
+        try:
+            mod = import_module(f"fairplace.commands.{name}")
+        except ModuleNotFoundError as exc:
+            if exc.name == f"fairplace.commands.{name}":
+                continue
+            raise
+        p = sub.add_parser(name, help=mod.HELP, description=mod.HELP)
+        mod.add_arguments(p)
+        p.set_defaults(_run=mod.run)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    try:
+        return int(args._run(args) or 0)
+    except FairplaceError as exc:
+        sys.stderr.write(f"fairplace {args.command}: error: {exc}\n")
+        return 2
+    except KeyboardInterrupt:
+        sys.stderr.write(f"fairplace {args.command}: interrupted\n")
+        return 130
+    except Exception as exc:  # noqa: BLE001 - the CLI never shows a traceback unless asked to
+        if os.environ.get("FAIRPLACE_DEBUG"):
+            raise
+        sys.stderr.write(
+            f"fairplace {args.command}: internal error: {type(exc).__name__}: {exc} "
+            "(set FAIRPLACE_DEBUG=1 for a traceback)\n"
+        )
+        return 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,1 @@
+"""One module per ``fairplace`` sub-command (``HELP``, ``add_arguments``, ``run``)."""

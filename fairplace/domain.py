@@ -1,0 +1,175 @@
+"""Domain model: frozen dataclasses for GPUs, clusters, bids, apps, jobs and instances.
+
+The mathematics works on numpy views (``Cluster.machine_index``, ``Cluster.pm_matrix``); the dataclasses
+are the user-facing, hashable, immutable description.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from functools import cached_property
+
+import numpy as np
+
+#: Spread levels of a GPU set (DESIGN.md): one machine, several machines in one rack, several racks.
+SPREAD_MACHINE, SPREAD_RACK, SPREAD_CLUSTER = 0, 1, 2
+SPREAD_NAMES = ("machine", "rack", "cluster")
+
+
+@dataclass(frozen=True, slots=True)
+class GPU:
+    """One GPU: its id, the machine and rack that hold it, and its PM-score per application class."""
+
+    id: str
+    machine: str
+    rack: str = "r0"
+    pm: Mapping[str, float] = field(default_factory=dict)
+
+    def __hash__(self) -> int:  # pm is a dict; identity is the id
+        return hash(self.id)
+
+    def pm_score(self, cls: str | None) -> float:
+        """V_class(g); 1.0 (the median GPU) when the class has no score."""
+        if cls is None:
+            return 1.0
+        return float(self.pm.get(cls, 1.0))
+
+
+@dataclass(frozen=True)
+class Cluster:
+    """An ordered tuple of GPUs with index views for the mathematics."""
+
+    gpus: tuple[GPU, ...]
+
+    def __len__(self) -> int:
+        return len(self.gpus)
+
+    @cached_property
+    def index(self) -> dict[str, int]:
+        """GPU id -> position."""
+        return {g.id: k for k, g in enumerate(self.gpus)}
+
+    @cached_property
+    def machines(self) -> tuple[str, ...]:
+        return tuple(dict.fromkeys(g.machine for g in self.gpus))
+
+    @cached_property
+    def racks(self) -> tuple[str, ...]:
+        return tuple(dict.fromkeys(g.rack for g in self.gpus))
+
+    @cached_property
+    def machine_index(self) -> np.ndarray:
+        """m(g) as integers, shape (G,)."""
+        pos = {m: k for k, m in enumerate(self.machines)}
+        return np.array([pos[g.machine] for g in self.gpus], dtype=np.int64)
+
+    @cached_property
+    def rack_index(self) -> np.ndarray:
+        """k(g) as integers, shape (G,)."""
+        pos = {r: k for k, r in enumerate(self.racks)}
+        return np.array([pos[g.rack] for g in self.gpus], dtype=np.int64)
+
+    @cached_property
+    def classes(self) -> tuple[str, ...]:
+        return tuple(sorted({c for g in self.gpus for c in g.pm}))
+
+    def pm_vector(self, cls: str | None) -> np.ndarray:
+        """V_class(g) for every GPU, shape (G,); 1.0 where absent."""
+        return np.array([g.pm_score(cls) for g in self.gpus], dtype=float)
+
+    def indices(self, ids: Iterable[str]) -> np.ndarray:
+        return np.array([self.index[i] for i in ids], dtype=np.int64)
+
+    def ids(self, idx: Iterable[int]) -> list[str]:
+        return [self.gpus[int(k)].id for k in idx]
+
+    def spread(self, gpu_idx: Iterable[int]) -> int:
+        """Spread of a GPU set: 0 one machine, 1 one rack, 2 several racks (DESIGN.md)."""
+        return spread(
+            self.machine_index, self.rack_index, np.asarray(list(gpu_idx), dtype=np.int64)
+        )
+
+
+def spread(machine_index: np.ndarray, rack_index: np.ndarray, gpu_idx: np.ndarray) -> int:
+    """spread(G) = 0 if |m(G)| <= 1, 1 if |k(G)| == 1, else 2."""
+    if gpu_idx.size == 0 or np.unique(machine_index[gpu_idx]).size <= 1:
+        return SPREAD_MACHINE
+    if np.unique(rack_index[gpu_idx]).size == 1:
+        return SPREAD_RACK
+    return SPREAD_CLUSTER
+
+
+def slowdown(
+    locality: tuple[float, float, float], spread_level: int, pm_scores: np.ndarray
+) -> float:
+    """S_j(G) = L_j(spread(G)) * max_{g in G} V_class(j)(g)  (DESIGN.md; PAL Eq. 1; THEMIS S(G))."""
+    vmax = float(np.max(pm_scores)) if np.size(pm_scores) else 1.0
+    return float(locality[spread_level]) * vmax
+
+
+@dataclass(frozen=True)
+class Bid:
+    """One row of an app's bid table: a GPU bundle and the app's finish-time fairness rho on it."""
+
+    gpus: tuple[str, ...]
+    rho: float
+
+
+@dataclass(frozen=True)
+class App:
+    """A THEMIS app in explicit form: its bid table and rho if it gets nothing (None = unbounded)."""
+
+    id: str
+    bids: tuple[Bid, ...]
+    rho_empty: float | None = None
+
+
+@dataclass(frozen=True)
+class Job:
+    """A job to place (PAL): GPU demand, application class, weight in the joint objective."""
+
+    id: str
+    gpus: int
+    cls: str | None = None
+    weight: float = 1.0
+    model: str | None = None
+
+
+@dataclass(frozen=True)
+class AuctionInstance:
+    """``kind: auction`` — a cluster and apps with explicit bid tables."""
+
+    cluster: Cluster
+    apps: tuple[App, ...]
+    name: str = ""
+    meta: Mapping[str, object] = field(default_factory=dict)
+
+    kind = "auction"
+
+
+@dataclass(frozen=True)
+class PlacementInstance:
+    """``kind: placement`` — a cluster with PM-scores and jobs to place jointly.
+
+    ``locality_penalty`` is L for a set spread over several machines (L=1 within a machine); a per-class
+    or per-model override can be given in ``locality_by_model``.
+    """
+
+    cluster: Cluster
+    jobs: tuple[Job, ...]
+    locality_penalty: float = 1.7
+    locality_by_model: Mapping[str, float] = field(default_factory=dict)
+    name: str = ""
+    meta: Mapping[str, object] = field(default_factory=dict)
+
+    kind = "placement"
+
+    def locality(self, job: Job) -> float:
+        """L_across for a job (per-model table first, then the instance constant)."""
+        if job.model is not None and job.model in self.locality_by_model:
+            return float(self.locality_by_model[job.model])
+        return float(self.locality_penalty)
+
+
+Instance = AuctionInstance | PlacementInstance

@@ -1,0 +1,44 @@
+"""The small typed error hierarchy of fairplace (modelled on cvxportfolio's).
+
+Every error a user can provoke with bad data or an unsolvable program is a
+:class:`FairplaceError`; the CLI turns those into one line on stderr and exit 2.
+"""
+
+from __future__ import annotations
+
+
+class FairplaceError(Exception):
+    """Base class of every error fairplace raises on purpose."""
+
+
+class DataError(FairplaceError, ValueError):
+    """Input data (an instance, a trace, a profile, an option) is malformed."""
+
+    def __init__(self, path: str, problem: str):
+        self.path = path
+        self.problem = problem
+        super().__init__(f"{path}: {problem}" if path else problem)
+
+
+class InstanceError(DataError):
+    """An instance JSON document breaks the contract; ``path`` is its JSON path (``$.apps[0].bids[1].rho``)."""
+
+
+class TraceError(DataError):
+    """A workload trace CSV is malformed."""
+
+
+class OptionError(DataError):
+    """A solver / simulator option has an invalid value."""
+
+
+class UnknownSolver(OptionError):
+    """The solver (or policy) name is not registered."""
+
+
+class ProgramInfeasible(FairplaceError):
+    """The mathematical program has no feasible point."""
+
+
+class SolverFailed(FairplaceError):
+    """The back end crashed or returned a status fairplace cannot interpret."""

@@ -1,0 +1,1 @@
+"""Trace-driven cluster simulation (the round driver)."""

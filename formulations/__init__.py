@@ -1,0 +1,1 @@
+"""What is optimised: objectives and constraints as solver-neutral programs (never calls a solver)."""

@@ -1,0 +1,88 @@
+"""Partial allocation (PA) — THEMIS Pseudocode 1 (Cole, Gkatzelis & Goel's mechanism).
+
+    c_i = prod_{j != i} v_j(PF) / prod_{j != i} v_j(PF_{-i}),    v = 1 / rho
+    log c_i = sum_{j != i} -log rho_j(PF)  -  sum_{j != i} -log rho_j(PF_{-i})
+
+clamped to [0, 1] (solver tolerances can push the ratio a hair above 1). With unbounded ``rho_empty``
+the valuations are compared lexicographically (PFValue): if removing i lets more of the other
+unbounded apps be served, some v_j(PF) = 0 and c_i = 0.
+
+Indivisible GPUs need a rounding rule for "app i keeps a c_i share of its PF bundle":
+
+* ``lottery`` — the app keeps its whole PF bundle with probability c_i (seeded), else nothing.
+* ``floor``   — the app keeps its best bid B' ⊆ B_pf with |B'| <= floor(c_i |B_pf|) (nothing if none fits).
+* ``fractional`` — no rounding: the share c_i is reported and the whole bundle is kept (for analysis).
+
+GPUs of a PF bundle that the final allocation does not use are the leftover (handed to non-bidders by
+the round driver).
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from fairplace.domain import AuctionInstance
+from fairplace.errors import OptionError
+
+from .pf import PFValue, pf_value
+
+ROUNDING_RULES = ("lottery", "floor", "fractional")
+
+
+def others_value(instance: AuctionInstance, choice: dict[int, int], apps, i: int) -> PFValue:
+    """PF value of ``choice`` restricted to apps j != i."""
+    return pf_value(instance, choice, [j for j in apps if j != i])
+
+
+def payment(with_i: PFValue, without_i: PFValue) -> float:
+    """c_i from the others' value in PF (with i) and in PF_{-i} (without i), clamped to [0, 1]."""
+    if with_i.n_unbounded_served < without_i.n_unbounded_served:
+        return 0.0
+    if with_i.n_unbounded_served > without_i.n_unbounded_served:  # cannot happen at an optimum
+        return 1.0
+    return float(min(1.0, max(0.0, math.exp(with_i.log_sum - without_i.log_sum))))
+
+
+def round_allocation(
+    instance: AuctionInstance,
+    pf_choice: dict[int, int],
+    c: dict[int, float],
+    rule: str = "floor",
+    seed: int = 0,
+) -> dict[int, tuple[str, ...]]:
+    """Final bundles {app index: gpu ids} from the PF choice and payments under a named rule."""
+    if rule not in ROUNDING_RULES:
+        raise OptionError(
+            "rounding", f"unknown rounding rule {rule!r}; expected one of {list(ROUNDING_RULES)}"
+        )
+    rng = np.random.default_rng(seed)
+    out: dict[int, tuple[str, ...]] = {}
+    for i in sorted(pf_choice):
+        bundle = instance.apps[i].bids[pf_choice[i]].gpus
+        ci = c.get(i, 1.0)
+        if rule == "fractional":
+            out[i] = bundle
+        elif rule == "lottery":
+            if rng.random() < ci:
+                out[i] = bundle
+        else:
+            cap = math.floor(ci * len(bundle) + 1e-9)
+            inside = set(bundle)
+            fits = [
+                b for b in instance.apps[i].bids if len(b.gpus) <= cap and set(b.gpus) <= inside
+            ]
+            if fits:
+                best = min(fits, key=lambda b: (b.rho, len(b.gpus)))
+                out[i] = best.gpus
+    return out
+
+
+def leftover(
+    instance: AuctionInstance, pf_choice: dict[int, int], final: dict[int, tuple[str, ...]]
+) -> list[str]:
+    """GPUs of PF bundles not used by the final allocation, in cluster order."""
+    used_pf = {g for i, b in pf_choice.items() for g in instance.apps[i].bids[b].gpus}
+    used_final = {g for gs in final.values() for g in gs}
+    return [g.id for g in instance.cluster.gpus if g.id in used_pf and g.id not in used_final]

@@ -1,0 +1,227 @@
+"""Joint placement IP (PAL, exact): place all jobs of a round at once.
+
+    minimise   sum_j w_j * L_j(spread(G_j)) * max_{g in G_j} V_{class(j)}(g)
+
+with L_j = 1 within one machine and L_j = ``locality_penalty`` (or the job's per-model value) across
+machines. When not every job fits, the program first maximises the number of placed jobs, then the
+slowdown sum (a weight BIG > any slowdown sum on the count).
+
+Symmetry reduction: GPUs on one machine with the same score for every class in play are interchangeable,
+so the program uses integer *counts* n_jq per (job, group q) instead of one binary per (job, GPU).
+The max and the spread are linearised with one binary per LxV cell (s, v) per job, exactly the PAL
+LxV matrix: s in {within, across}, v a score level of the job's class.
+
+    sum_q n_jq = n_j p_j                       (demand met iff placed)
+    sum_j n_jq <= |q|                          (no GPU used twice)
+    sum_{s,v} z_jsv = p_j                      (one cell per placed job)
+    n_jq <= u_jq * sum_{s, v >= V_j(q)} z_jsv  (only GPUs at or below the cell's score)
+    sum_m y_jm = sum_v z_j,within,v            (a within cell picks one machine)
+    n_jq <= u_jq * (y_j,m(q) + sum_v z_j,across,v)
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from functools import cached_property
+
+import numpy as np
+import scipy.sparse as sp
+
+from fairplace.domain import SPREAD_MACHINE, PlacementInstance
+
+from .program import MILP
+
+
+@dataclass(frozen=True)
+class PlacementProgram:
+    """The joint placement IP of ``instance``; ``scores`` overrides V per class (e.g. binned scores)."""
+
+    instance: PlacementInstance
+    scores: Mapping[str, np.ndarray] = field(default_factory=dict)
+    free: np.ndarray | None = None  # boolean mask of usable GPUs (default: all)
+
+    def score(self, cls: str | None) -> np.ndarray:
+        if cls in self.scores:
+            return np.asarray(self.scores[cls], dtype=float)
+        return self.instance.cluster.pm_vector(cls)
+
+    @cached_property
+    def classes(self) -> tuple:
+        return tuple(dict.fromkeys(j.cls for j in self.instance.jobs))
+
+    @cached_property
+    def groups(self) -> tuple[tuple[int, tuple[float, ...], tuple[int, ...]], ...]:
+        """(machine index, score per class, GPU indices) of interchangeable GPUs."""
+        cl = self.instance.cluster
+        V = (
+            np.stack([self.score(c) for c in self.classes])
+            if self.classes
+            else np.ones((1, len(cl)))
+        )
+        free = np.ones(len(cl), bool) if self.free is None else np.asarray(self.free, bool)
+        buckets: dict[tuple, list[int]] = {}
+        for g in np.flatnonzero(free):
+            key = (int(cl.machine_index[g]), tuple(np.round(V[:, g], 12)))
+            buckets.setdefault(key, []).append(int(g))
+        return tuple((m, s, tuple(gs)) for (m, s), gs in sorted(buckets.items()))
+
+    @cached_property
+    def layout(self):
+        """Column layout: dict of name -> (start, count) and per-job metadata."""
+        jobs = self.instance.jobs
+        Q = len(self.groups)
+        n_machines = len(self.instance.cluster.machines)
+        machine_cap = np.zeros(n_machines, int)
+        for m, _, gs in self.groups:
+            machine_cap[m] += len(gs)
+        cols = 0
+        meta = []
+        for j, job in enumerate(jobs):
+            ci = self.classes.index(job.cls)
+            levels = np.unique([s[ci] for _, s, _ in self.groups]) if Q else np.zeros(0)
+            within_ok = job.gpus <= (machine_cap.max() if n_machines else 0)
+            spreads = [0] if job.gpus == 1 else ([0, 1] if within_ok else [1])
+            cells = [(s, v) for s in spreads for v in levels]
+            machines = (
+                [m for m in range(n_machines) if machine_cap[m] >= job.gpus]
+                if 0 in spreads and job.gpus > 1
+                else []
+            )
+            entry = {
+                "n": cols,
+                "p": cols + Q,
+                "z": cols + Q + 1,
+                "cells": cells,
+                "y": cols + Q + 1 + len(cells),
+                "machines": machines,
+                "ci": ci,
+            }
+            cols += Q + 1 + len(cells) + len(machines)
+            meta.append(entry)
+        return cols, meta
+
+    def cell_cost(self, j: int, cell: tuple[int, float]) -> float:
+        job = self.instance.jobs[j]
+        L = 1.0 if cell[0] == 0 else self.instance.locality(job)
+        return job.weight * L * float(cell[1])
+
+    @cached_property
+    def big(self) -> float:
+        worst = sum(
+            self.cell_cost(j, c) for j, e in enumerate(self.layout[1]) for c in e["cells"][-1:]
+        )
+        return 1.0 + 2.0 * worst
+
+    def to_milp(self) -> MILP:
+        n_cols, meta = self.layout
+        jobs, groups = self.instance.jobs, self.groups
+        Q = len(groups)
+        c = np.zeros(n_cols)
+        lb, ub = np.zeros(n_cols), np.ones(n_cols)
+        rows, cols, vals, rlb, rub = [], [], [], [], []
+        r = 0
+
+        def add(entries, lo, hi):
+            nonlocal r
+            for col, v in entries:
+                rows.append(r)
+                cols.append(col)
+                vals.append(v)
+            rlb.append(lo)
+            rub.append(hi)
+            r += 1
+
+        for j, (job, e) in enumerate(zip(jobs, meta, strict=True)):
+            for q, (_, _, gs) in enumerate(groups):
+                ub[e["n"] + q] = min(job.gpus, len(gs))
+            c[e["p"]] = -self.big
+            for k, cell in enumerate(e["cells"]):
+                c[e["z"] + k] = self.cell_cost(j, cell)
+            add([(e["n"] + q, 1.0) for q in range(Q)] + [(e["p"], -float(job.gpus))], 0.0, 0.0)
+            add([(e["z"] + k, 1.0) for k in range(len(e["cells"]))] + [(e["p"], -1.0)], 0.0, 0.0)
+            within = [e["z"] + k for k, (s, _) in enumerate(e["cells"]) if s == SPREAD_MACHINE]
+            across = [e["z"] + k for k, (s, _) in enumerate(e["cells"]) if s != SPREAD_MACHINE]
+            if e["machines"]:
+                add(
+                    [(e["y"] + t, 1.0) for t in range(len(e["machines"]))]
+                    + [(z, -1.0) for z in within],
+                    0.0,
+                    0.0,
+                )
+            mpos = {m: t for t, m in enumerate(e["machines"])}
+            for q, (m, s, _) in enumerate(groups):
+                u = ub[e["n"] + q]
+                # only GPUs at or below the cell's score level
+                allowed = [
+                    e["z"] + k for k, (_, v) in enumerate(e["cells"]) if v >= s[e["ci"]] - 1e-12
+                ]
+                add([(e["n"] + q, 1.0)] + [(z, -u) for z in allowed], -np.inf, 0.0)
+                if job.gpus > 1 and within:
+                    ys = [(e["y"] + mpos[m], -u)] if m in mpos else []
+                    add([(e["n"] + q, 1.0)] + ys + [(z, -u) for z in across], -np.inf, 0.0)
+        for q, (_, _, gs) in enumerate(groups):
+            add([(meta[j]["n"] + q, 1.0) for j in range(len(jobs))], -np.inf, float(len(gs)))
+        A = sp.csr_matrix((vals, (rows, cols)), shape=(r, n_cols))
+        return MILP(
+            c=c,
+            A=A,
+            row_lb=np.array(rlb),
+            row_ub=np.array(rub),
+            col_lb=lb,
+            col_ub=ub,
+            integrality=np.ones(n_cols, dtype=bool),
+            sense="min",
+        )
+
+    def decode(self, x: np.ndarray) -> dict[str, tuple[str, ...]]:
+        """GPU ids per placed job (groups handed out in cluster order)."""
+        _, meta = self.layout
+        cl = self.instance.cluster
+        taken = [0] * len(self.groups)
+        out: dict[str, tuple[str, ...]] = {}
+        for job, e in zip(self.instance.jobs, meta, strict=True):
+            if x[e["p"]] < 0.5:
+                continue
+            ids = []
+            for q, (_, _, gs) in enumerate(self.groups):
+                k = int(round(x[e["n"] + q]))
+                ids.extend(cl.gpus[g].id for g in gs[taken[q] : taken[q] + k])
+                taken[q] += k
+            out[job.id] = tuple(ids)
+        return out
+
+    def to_pyomo(self):
+        """The same program as a Pyomo model (columns x[k], rows con[r]) built from the matrix form."""
+        from fairplace.formulations.pyomo_matrix import milp_to_pyomo
+
+        return milp_to_pyomo(self.to_milp())
+
+    def from_pyomo(self, model) -> np.ndarray:
+        return np.array([model.x[k].value or 0.0 for k in model.x], dtype=float)
+
+    def to_cvxpy(self):
+        from fairplace.formulations.pyomo_matrix import milp_to_cvxpy
+
+        return milp_to_cvxpy(self.to_milp())
+
+
+def slowdowns(
+    instance: PlacementInstance,
+    allocation: Mapping[str, tuple[str, ...]],
+    scores: Mapping[str, np.ndarray] | None = None,
+) -> dict[str, float]:
+    """S_j = L_j(spread) * max V per placed job (the quantity the program minimises)."""
+    cl = instance.cluster
+    out = {}
+    for job in instance.jobs:
+        ids = allocation.get(job.id)
+        if not ids:
+            continue
+        idx = cl.indices(ids)
+        V = (
+            np.asarray(scores[job.cls]) if scores and job.cls in scores else cl.pm_vector(job.cls)
+        )[idx]
+        L = 1.0 if cl.spread(idx) == SPREAD_MACHINE else instance.locality(job)
+        out[job.id] = float(L * V.max())
+    return out

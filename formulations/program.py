@@ -1,0 +1,89 @@
+"""A solver-neutral mixed-integer linear program in matrix form.
+
+Formulations compile to :class:`MILP`; solver back ends (``fairplace.solvers``) read it. Nothing here
+imports a solver.
+
+    maximise (or minimise)  c @ x + offset
+    subject to              row_lb <= A @ x <= row_ub,  col_lb <= x <= col_ub,  x_k integer where integrality[k]
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+import scipy.sparse as sp
+
+
+@dataclass(frozen=True)
+class MILP:
+    c: np.ndarray
+    A: sp.csr_matrix
+    row_lb: np.ndarray
+    row_ub: np.ndarray
+    col_lb: np.ndarray
+    col_ub: np.ndarray
+    integrality: np.ndarray
+    sense: str = "max"
+    offset: float = 0.0
+    col_names: tuple[str, ...] = field(default=(), repr=False)
+    row_names: tuple[str, ...] = field(default=(), repr=False)
+
+    def __post_init__(self):
+        if self.sense not in ("max", "min"):
+            raise ValueError(f"sense must be 'max' or 'min', got {self.sense!r}")
+        n = self.c.shape[0]
+        if self.A.shape[1] != n or self.col_lb.shape[0] != n or self.col_ub.shape[0] != n:
+            raise ValueError("inconsistent MILP dimensions")
+
+    @property
+    def n_cols(self) -> int:
+        return int(self.c.shape[0])
+
+    @property
+    def n_rows(self) -> int:
+        return int(self.A.shape[0])
+
+    def value(self, x: np.ndarray) -> float:
+        """Objective value c @ x + offset."""
+        return float(self.c @ x + self.offset)
+
+    def is_feasible(self, x: np.ndarray, tol: float = 1e-6) -> bool:
+        """Whether x satisfies every row, bound and integrality requirement."""
+        ax = self.A @ x
+        ok = np.all(ax >= self.row_lb - tol) and np.all(ax <= self.row_ub + tol)
+        ok &= np.all(x >= self.col_lb - tol) and np.all(x <= self.col_ub + tol)
+        xi = x[self.integrality]
+        return bool(ok and np.all(np.abs(xi - np.round(xi)) <= tol))
+
+    def relaxed(self) -> MILP:
+        """The LP relaxation (all integrality dropped)."""
+        return MILP(
+            self.c,
+            self.A,
+            self.row_lb,
+            self.row_ub,
+            self.col_lb,
+            self.col_ub,
+            np.zeros_like(self.integrality),
+            self.sense,
+            self.offset,
+            self.col_names,
+            self.row_names,
+        )
+
+
+@dataclass(frozen=True)
+class RawResult:
+    """What a back end returns for a :class:`MILP`: status, point, objective and proven bound."""
+
+    status: str  # optimal | time_limit | infeasible | error
+    x: np.ndarray | None
+    objective: float | None
+    bound: float | None
+    seconds: float
+    message: str = ""
+
+    @property
+    def has_solution(self) -> bool:
+        return self.x is not None

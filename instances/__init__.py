@@ -1,0 +1,1 @@
+"""Instance schema, loaders, generators, bundled suites and data."""

@@ -1,0 +1,139 @@
+"""Deterministic instance generators; every parameter (and the seed) is recorded in ``meta``."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from fairplace.domain import GPU, App, AuctionInstance, Bid, Cluster, Job, PlacementInstance, spread
+
+#: THEMIS' bootstrap slowdown constants (machine / rack / cluster) and a placement-sensitive profile.
+LOCALITY_INSENSITIVE = (1.0, 1.1, 1.3)
+LOCALITY_SENSITIVE = (1.0, 1.5, 2.0)
+
+
+def grid_cluster(
+    machines: int,
+    gpus_per_machine: int,
+    machines_per_rack: int | None = None,
+    pm: dict[str, np.ndarray] | None = None,
+) -> Cluster:
+    """``machines`` x ``gpus_per_machine`` GPUs named ``m{k}/{g}``, racks of ``machines_per_rack``."""
+    mpr = machines_per_rack or machines
+    gpus = []
+    for m in range(machines):
+        for g in range(gpus_per_machine):
+            k = m * gpus_per_machine + g
+            scores = {c: float(v[k]) for c, v in (pm or {}).items()}
+            gpus.append(GPU(id=f"m{m}/{g}", machine=f"m{m}", rack=f"r{m // mpr}", pm=scores))
+    return Cluster(tuple(gpus))
+
+
+def random_auction(
+    apps: int = 8,
+    machines: int = 8,
+    gpus_per_machine: int = 4,
+    bids_per_app: int = 20,
+    machines_per_rack: int = 4,
+    sensitive_fraction: float = 0.5,
+    seed: int = 0,
+    rho_empty: str = "finite",
+) -> AuctionInstance:
+    """THEMIS-like bid tables: each app is a job with demand cap d_max, work W and elapsed time; a bid is
+    a bundle and rho = (elapsed + W * S(G) / min(|G|, d_max)) / T_id (Eq. 1), S from the app's locality
+    constants. ``rho_empty='finite'`` uses rho with no GPUs for one more lease (W/1 GPU as a cap);
+    ``'null'`` leaves it unbounded."""
+    rng = np.random.default_rng(seed)
+    cl = grid_cluster(machines, gpus_per_machine, machines_per_rack)
+    G = len(cl)
+    mi, ri = cl.machine_index, cl.rack_index
+    out = []
+    for a in range(apps):
+        d_max = int(rng.choice([1, 2, 4, 8, 16]))
+        d_max = min(d_max, G)
+        loc = LOCALITY_SENSITIVE if rng.random() < sensitive_fraction else LOCALITY_INSENSITIVE
+        work = float(rng.uniform(1, 10)) * 3600 * d_max
+        elapsed = float(rng.uniform(0, 5)) * 3600
+        t_id = work / min(G, d_max) * apps
+        seen, bids = set(), []
+        tries = 0
+        while len(bids) < bids_per_app and tries < 20 * bids_per_app:
+            tries += 1
+            size = int(rng.integers(1, min(d_max, G) + 1))
+            if rng.random() < 0.5:  # packed: fill machines in a random order
+                order = rng.permutation(machines)
+                picks = np.concatenate([np.flatnonzero(mi == m) for m in order])[:size]
+            else:
+                picks = rng.choice(G, size=size, replace=False)
+            key = frozenset(int(p) for p in picks)
+            if key in seen:
+                continue
+            seen.add(key)
+            idx = np.array(sorted(key))
+            S = loc[spread(mi, ri, idx)]
+            rho = (elapsed + work * S / min(len(idx), d_max)) / t_id
+            bids.append(Bid(gpus=tuple(cl.gpus[k].id for k in idx), rho=float(rho)))
+        empty = None if rho_empty == "null" else float((elapsed + 600 + work) / t_id)
+        out.append(App(id=f"A{a}", bids=tuple(bids), rho_empty=empty))
+    meta = {
+        "generator": "random_auction",
+        "apps": apps,
+        "machines": machines,
+        "gpus_per_machine": gpus_per_machine,
+        "bids_per_app": bids_per_app,
+        "machines_per_rack": machines_per_rack,
+        "sensitive_fraction": sensitive_fraction,
+        "seed": seed,
+        "rho_empty": rho_empty,
+    }
+    return AuctionInstance(
+        cluster=cl, apps=tuple(out), name=f"auction-{apps}x{G}-s{seed}", meta=meta
+    )
+
+
+def random_placement(
+    jobs: int = 8,
+    machines: int = 8,
+    gpus_per_machine: int = 4,
+    classes=("A", "B", "C"),
+    locality_penalty: float = 1.7,
+    levels: int | None = 4,
+    seed: int = 0,
+    max_demand: int | None = None,
+) -> PlacementInstance:
+    """Random PM-scores (a tight body near 1 and a slow tail) and jobs of demand 1..max_demand.
+    ``levels`` rounds scores to that many distinct values per class (like binned scores)."""
+    rng = np.random.default_rng(seed)
+    G = machines * gpus_per_machine
+    pm = {}
+    for k, c in enumerate(classes):
+        spread_ = 0.15 / (k + 1)
+        v = 1 + np.abs(rng.normal(0, spread_, G)) * rng.choice([-0.3, 1], G)
+        v[rng.random(G) < 0.05] *= 2.0
+        if levels:
+            qs = np.quantile(v, np.linspace(0, 1, levels))
+            v = qs[np.abs(v[:, None] - qs[None, :]).argmin(1)]
+        pm[c] = v
+    cl = grid_cluster(machines, gpus_per_machine, pm=pm)
+    md = max_demand or 2 * gpus_per_machine
+    js = tuple(
+        Job(id=f"j{j}", gpus=int(rng.integers(1, md + 1)), cls=str(rng.choice(classes)))
+        for j in range(jobs)
+    )
+    meta = {
+        "generator": "random_placement",
+        "jobs": jobs,
+        "machines": machines,
+        "gpus_per_machine": gpus_per_machine,
+        "classes": list(classes),
+        "locality_penalty": locality_penalty,
+        "levels": levels,
+        "seed": seed,
+        "max_demand": md,
+    }
+    return PlacementInstance(
+        cluster=cl,
+        jobs=js,
+        locality_penalty=locality_penalty,
+        name=f"placement-{jobs}x{G}-s{seed}",
+        meta=meta,
+    )

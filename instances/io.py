@@ -1,0 +1,229 @@
+"""Load, validate and save instance JSON documents (the contract in DESIGN.md).
+
+Every problem raises :class:`~fairplace.errors.InstanceError` whose ``path`` is a JSON path such as
+``$.apps[1].bids[0].gpus[2]`` and whose ``problem`` says what is wrong.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+import jsonschema
+
+from fairplace.domain import (
+    GPU,
+    App,
+    AuctionInstance,
+    Bid,
+    Cluster,
+    Instance,
+    Job,
+    PlacementInstance,
+)
+from fairplace.errors import InstanceError
+
+from .schema import SCHEMAS
+
+
+def _jpath(parts) -> str:
+    out = "$"
+    for p in parts:
+        out += f"[{p}]" if isinstance(p, int) else f".{p}"
+    return out
+
+
+def _reject_constants(token: str):
+    raise InstanceError("$", f"non-finite number {token} is not valid JSON")
+
+
+def loads(text: str, source: str = "<string>") -> Instance:
+    """Parse and validate an instance from JSON text."""
+    try:
+        doc = json.loads(text, parse_constant=_reject_constants)
+    except json.JSONDecodeError as exc:
+        raise InstanceError(
+            "$", f"malformed JSON in {source} (line {exc.lineno}, column {exc.colno}: {exc.msg})"
+        ) from None
+    return from_dict(doc)
+
+
+def load(path: str | Path) -> Instance:
+    """Read an instance JSON file."""
+    p = Path(path)
+    try:
+        text = p.read_text()
+    except FileNotFoundError:
+        raise InstanceError("$", f"file not found: {p}") from None
+    except (IsADirectoryError, PermissionError, UnicodeDecodeError) as exc:
+        raise InstanceError("$", f"cannot read {p}: {exc}") from None
+    return loads(text, source=str(p))
+
+
+def _structural(doc: Any) -> str:
+    if not isinstance(doc, Mapping):
+        raise InstanceError("$", f"expected a JSON object, got {type(doc).__name__}")
+    kind = doc.get("kind")
+    if kind not in SCHEMAS:
+        raise InstanceError("$.kind", f"expected one of {sorted(SCHEMAS)}, got {kind!r}")
+    validator = jsonschema.Draft202012Validator(SCHEMAS[kind])
+    errors = sorted(
+        validator.iter_errors(doc),
+        key=lambda e: (len(e.absolute_path), list(map(str, e.absolute_path))),
+    )
+    if errors:
+        err = max(errors, key=lambda e: len(e.absolute_path))  # the most specific location
+        msg = err.message
+        if err.validator == "exclusiveMinimum":
+            msg = f"must be > {err.validator_value}, got {err.instance!r}"
+        raise InstanceError(_jpath(err.absolute_path), msg)
+    return kind
+
+
+def _check_finite(value: float, path: str) -> float:
+    if not math.isfinite(value):
+        raise InstanceError(path, f"must be finite, got {value!r}")
+    return float(value)
+
+
+def _cluster(doc: Mapping) -> Cluster:
+    seen: dict[str, int] = {}
+    gpus = []
+    for k, g in enumerate(doc["gpus"]):
+        if g["id"] in seen:
+            raise InstanceError(
+                f"$.gpus[{k}].id",
+                f"duplicate GPU id {g['id']!r} (first at $.gpus[{seen[g['id']]}])",
+            )
+        seen[g["id"]] = k
+        pm = {c: _check_finite(v, f"$.gpus[{k}].pm.{c}") for c, v in g.get("pm", {}).items()}
+        gpus.append(GPU(id=g["id"], machine=g["machine"], rack=g.get("rack", "r0"), pm=pm))
+    return Cluster(tuple(gpus))
+
+
+def _auction(doc: Mapping) -> AuctionInstance:
+    cluster = _cluster(doc)
+    apps, seen = [], {}
+    for i, a in enumerate(doc["apps"]):
+        base = f"$.apps[{i}]"
+        if a["id"] in seen:
+            raise InstanceError(
+                f"{base}.id", f"duplicate app id {a['id']!r} (first at $.apps[{seen[a['id']]}])"
+            )
+        seen[a["id"]] = i
+        if "bids" not in a:
+            raise InstanceError(base, "an app needs a 'bids' table")
+        rho_empty = a.get("rho_empty")
+        if rho_empty is not None:
+            rho_empty = _check_finite(rho_empty, f"{base}.rho_empty")
+        bids = []
+        for b, bid in enumerate(a["bids"]):
+            bpath = f"{base}.bids[{b}]"
+            rho = _check_finite(bid["rho"], f"{bpath}.rho")
+            if len(set(bid["gpus"])) != len(bid["gpus"]):
+                raise InstanceError(f"{bpath}.gpus", "a GPU is listed twice in one bundle")
+            for k, gid in enumerate(bid["gpus"]):
+                if gid not in cluster.index:
+                    raise InstanceError(f"{bpath}.gpus[{k}]", f"unknown GPU id {gid!r}")
+            bids.append(Bid(gpus=tuple(bid["gpus"]), rho=rho))
+        apps.append(App(id=a["id"], bids=tuple(bids), rho_empty=rho_empty))
+    return AuctionInstance(
+        cluster=cluster, apps=tuple(apps), name=doc.get("name", ""), meta=dict(doc.get("meta", {}))
+    )
+
+
+def _placement(doc: Mapping) -> PlacementInstance:
+    cluster = _cluster(doc)
+    jobs, seen = [], {}
+    for j, job in enumerate(doc["jobs"]):
+        base = f"$.jobs[{j}]"
+        if job["id"] in seen:
+            raise InstanceError(
+                f"{base}.id", f"duplicate job id {job['id']!r} (first at $.jobs[{seen[job['id']]}])"
+            )
+        seen[job["id"]] = j
+        if job["gpus"] > len(cluster):
+            raise InstanceError(
+                f"{base}.gpus",
+                f"job asks for {job['gpus']} GPUs but the cluster has {len(cluster)}",
+            )
+        cls = job.get("class")
+        if cls is not None:
+            missing = [g.id for g in cluster.gpus if cls not in g.pm]
+            if missing:
+                raise InstanceError(
+                    f"{base}.class",
+                    f"no PM-score for class {cls!r} on GPU {missing[0]!r}"
+                    + (f" (and {len(missing) - 1} more)" if len(missing) > 1 else ""),
+                )
+        weight = _check_finite(job.get("weight", 1.0), f"{base}.weight")
+        jobs.append(
+            Job(id=job["id"], gpus=int(job["gpus"]), cls=cls, weight=weight, model=job.get("model"))
+        )
+    return PlacementInstance(
+        cluster=cluster,
+        jobs=tuple(jobs),
+        locality_penalty=_check_finite(doc.get("locality_penalty", 1.7), "$.locality_penalty"),
+        locality_by_model=dict(doc.get("locality_by_model", {})),
+        name=doc.get("name", ""),
+        meta=dict(doc.get("meta", {})),
+    )
+
+
+def from_dict(doc: Any) -> Instance:
+    """Validate a parsed JSON document and build the domain instance."""
+    kind = _structural(doc)
+    return _auction(doc) if kind == "auction" else _placement(doc)
+
+
+def _gpus_dict(cluster: Cluster) -> list[dict]:
+    out = []
+    for g in cluster.gpus:
+        d = {"id": g.id, "machine": g.machine, "rack": g.rack}
+        if g.pm:
+            d["pm"] = dict(g.pm)
+        out.append(d)
+    return out
+
+
+def to_dict(inst: Instance) -> dict:
+    """The contract JSON document of an instance (inverse of :func:`from_dict`)."""
+    doc: dict[str, Any] = {"kind": inst.kind}
+    if inst.name:
+        doc["name"] = inst.name
+    if inst.meta:
+        doc["meta"] = dict(inst.meta)
+    if isinstance(inst, AuctionInstance):
+        doc["gpus"] = _gpus_dict(inst.cluster)
+        doc["apps"] = [
+            {
+                "id": a.id,
+                "rho_empty": a.rho_empty,
+                "bids": [{"gpus": list(b.gpus), "rho": b.rho} for b in a.bids],
+            }
+            for a in inst.apps
+        ]
+    else:
+        doc["locality_penalty"] = inst.locality_penalty
+        if inst.locality_by_model:
+            doc["locality_by_model"] = dict(inst.locality_by_model)
+        doc["gpus"] = _gpus_dict(inst.cluster)
+        doc["jobs"] = []
+        for j in inst.jobs:
+            d = {"id": j.id, "gpus": j.gpus, "class": j.cls}
+            if j.weight != 1.0:
+                d["weight"] = j.weight
+            if j.model is not None:
+                d["model"] = j.model
+            doc["jobs"].append(d)
+    return doc
+
+
+def save(inst: Instance, path: str | Path) -> Path:
+    """Write an instance as contract JSON."""
+    p = Path(path)
+    p.write_text(json.dumps(to_dict(inst), indent=1))
+    return p

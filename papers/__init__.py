@@ -1,0 +1,1 @@
+"""Experiment specs and claims of the two papers (THEMIS, PAL)."""

@@ -1,0 +1,1 @@
+"""How programs are solved: HiGHS (highspy), Pyomo, CVXPY back ends and heuristics."""

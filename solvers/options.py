@@ -1,0 +1,50 @@
+"""Solver options shared by every back end."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, replace
+
+from fairplace.errors import OptionError
+
+
+@dataclass(frozen=True)
+class SolveOptions:
+    """How to solve: time limit (s, None = none), MIP gaps, threads, seed, presolve, log output.
+
+    The gaps default to 1e-9 because partial-allocation payments divide two optima: HiGHS' default
+    relative gap (1e-4) can under-estimate a leave-one-out optimum enough to give c_i > 1.
+    """
+
+    time_limit: float | None = None
+    mip_rel_gap: float = 1e-9
+    mip_abs_gap: float = 1e-9
+    threads: int = 1
+    random_seed: int = 0
+    presolve: bool = True
+    verbose: bool = False
+    parallel: bool = True  # PA: run the leave-one-out solves on a process pool
+
+    def __post_init__(self):
+        if self.time_limit is not None and (
+            not math.isfinite(self.time_limit) or self.time_limit <= 0
+        ):
+            raise OptionError(
+                "time_limit", f"must be a positive number of seconds, got {self.time_limit!r}"
+            )
+        for name in ("mip_rel_gap", "mip_abs_gap"):
+            if getattr(self, name) < 0:
+                raise OptionError(name, f"must be >= 0, got {getattr(self, name)!r}")
+        if self.threads < 1:
+            raise OptionError("threads", f"must be >= 1, got {self.threads!r}")
+
+    def with_(self, **kw) -> SolveOptions:
+        return replace(self, **kw)
+
+    @classmethod
+    def from_kwargs(cls, time_limit=None, **kw) -> SolveOptions:
+        known = set(cls.__dataclass_fields__)
+        unknown = set(kw) - known
+        if unknown:
+            raise OptionError(sorted(unknown)[0], f"unknown solver option; known: {sorted(known)}")
+        return cls(time_limit=time_limit, **kw)

@@ -1,0 +1,73 @@
+"""Solver names (DESIGN.md contract) -> callables ``f(instance, opts, **options) -> Solution``.
+
+``solver_table()`` builds the mapping on demand (no module-level state). Later layers add heuristics
+and placement policies here by name.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from fairplace.errors import UnknownSolver
+
+from .options import SolveOptions
+
+
+def _auction(backend: str):
+    def run(inst, opts: SolveOptions, **kw):
+        from .auction import solve_auction
+
+        return solve_auction(inst, backend=backend, opts=opts, name=kw.pop("name", None), **kw)
+
+    return run
+
+
+def _placement(backend: str):
+    def run(inst, opts: SolveOptions, **kw):
+        from .placement import solve_placement
+
+        return solve_placement(inst, backend=backend, opts=opts, name=kw.pop("name", None), **kw)
+
+    return run
+
+
+def solver_table() -> dict[str, dict[str, Callable]]:
+    """{solver name: {instance kind: callable}}."""
+    table: dict[str, dict[str, Callable]] = {}
+    for name, backend in (
+        ("exact", "highs"),
+        ("highs", "highs"),
+        ("pyomo", "pyomo"),
+        ("cvxpy", "cvxpy"),
+    ):
+        table[name] = {"auction": _auction(backend), "placement": _placement(backend)}
+    _extend(table)
+    return table
+
+
+def _extend(table: dict[str, dict[str, Callable]]) -> None:
+    """Hook for heuristics / policies / relaxations registered by other modules."""
+    from importlib import import_module
+
+    for mod in ("heuristics", "policies", "relaxation"):
+        try:
+            m = import_module(f"fairplace.solvers.{mod}")
+        except ModuleNotFoundError as exc:
+            if exc.name != f"fairplace.solvers.{mod}":
+                raise
+            continue
+        for name, per_kind in m.SOLVERS.items():
+            table.setdefault(name, {}).update(per_kind)
+
+
+def get(name: str, kind: str) -> Callable:
+    table = solver_table()
+    if name not in table:
+        raise UnknownSolver("solver", f"unknown solver {name!r}; known: {', '.join(sorted(table))}")
+    if kind not in table[name]:
+        ok = sorted(n for n, t in table.items() if kind in t)
+        raise UnknownSolver(
+            "solver",
+            f"solver {name!r} does not solve {kind} instances; use one of: {', '.join(ok)}",
+        )
+    return table[name][kind]
