@@ -77,7 +77,7 @@ class PlacementProgram:
             machine_cap[m] += len(gs)
         cols = 0
         meta = []
-        for j, job in enumerate(jobs):
+        for job in jobs:
             ci = self.classes.index(job.cls)
             levels = np.unique([s[ci] for _, s, _ in self.groups]) if Q else np.zeros(0)
             within_ok = job.gpus <= (machine_cap.max() if n_machines else 0)
