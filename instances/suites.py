@@ -1,0 +1,285 @@
+"""Instance suites: named collections of auction and placement instances.
+
+* ``small`` — brute-forceable instances stored as JSON in ``instances/suites/small/`` with their stored
+  optimum in ``meta.optimum`` (computed by the brute-force oracles below AND the exact HiGHS solver;
+  ``make_small`` rebuilds them and refuses to store an instance on which the two disagree).
+* ``medium``, ``large`` — built on demand by the deterministic generators of
+  :mod:`fairplace.instances.generators` (every parameter, the seed included, lands in ``meta``).
+* ``paper`` — the worked examples of the two papers, from the builders of other modules when present
+  (see :func:`paper_items`).
+
+An item is ``(name, payload)`` where the payload is the path of a stored JSON file or a contract dict
+(:func:`fairplace.instances.io.to_dict`), so a batch worker can solve it without the registry.
+"""
+
+from __future__ import annotations
+
+import itertools
+import json
+from collections.abc import Callable
+from pathlib import Path
+
+import numpy as np
+
+from fairplace.domain import AuctionInstance, Instance, PlacementInstance
+from fairplace.errors import OptionError
+
+from . import generators, io
+
+SUITE_DIR = Path(__file__).with_name("suites")
+
+#: (suite name, one-line description); the builders are looked up in :func:`_builders`.
+DESCRIPTIONS = (
+    ("paper", "worked examples of THEMIS and PAL (from the builders that exist)"),
+    ("small", "brute-forceable auctions and placements with stored optima"),
+    ("medium", "generated auctions (4-12 apps x 32 GPUs) and placements (8-16 jobs x 32 GPUs)"),
+    (
+        "large",
+        "generated auctions (16 apps x 64 GPUs x 20 bids) and placements (64 jobs x 256 GPUs)",
+    ),
+)
+
+#: generator parameters of the small suite: (kind, kwargs); seeds are the running index.
+SMALL_SPECS = (
+    *(("auction", dict(apps=3, machines=2, gpus_per_machine=2, bids_per_app=4)),) * 4,
+    *(("auction", dict(apps=4, machines=2, gpus_per_machine=3, bids_per_app=4)),) * 4,
+    *(("auction", dict(apps=4, machines=2, gpus_per_machine=2, bids_per_app=3, rho_empty="null")),)
+    * 4,
+    *(("placement", dict(jobs=3, machines=2, gpus_per_machine=2, max_demand=2)),) * 4,
+    *(("placement", dict(jobs=3, machines=3, gpus_per_machine=2, max_demand=3)),) * 4,
+    *(("placement", dict(jobs=4, machines=2, gpus_per_machine=3, max_demand=3, levels=3)),) * 4,
+)
+
+
+# --- brute-force oracles ----------------------------------------------------------------------------
+def brute_force_auction(inst: AuctionInstance) -> tuple[int, float]:
+    """max over choices (each app: nothing or one bid, no GPU twice) of the PF value
+    (#apps with unbounded rho_empty served, sum_i -log rho_i), lexicographically."""
+    from fairplace.formulations.pf import pf_value
+
+    best = None
+    options = [[None, *range(len(a.bids))] for a in inst.apps]
+    for pick in itertools.product(*options):
+        used: set[str] = set()
+        ok = True
+        for i, b in enumerate(pick):
+            if b is None:
+                continue
+            g = set(inst.apps[i].bids[b].gpus)
+            if used & g:
+                ok = False
+                break
+            used |= g
+        if not ok:
+            continue
+        choice = {i: b for i, b in enumerate(pick) if b is not None}
+        v = pf_value(inst, choice, range(len(inst.apps)))
+        key = (v.n_unbounded_served, v.log_sum)
+        if best is None or key > best:
+            best = key
+    return best
+
+
+def brute_force_placement(inst: PlacementInstance) -> tuple[int, float]:
+    """max #jobs placed, then min sum_j w_j L_j(spread) max V over every assignment of GPU sets."""
+    from fairplace.formulations.placement import slowdowns
+
+    G = len(inst.cluster)
+    best = None
+
+    def rec(j: int, free: frozenset, alloc: dict):
+        nonlocal best
+        if j == len(inst.jobs):
+            S = slowdowns(inst, alloc)
+            cost = sum(job.weight * S[job.id] for job in inst.jobs if job.id in S)
+            key = (len(alloc), -cost)
+            if best is None or key > best:
+                best = key
+            return
+        job = inst.jobs[j]
+        rec(j + 1, free, alloc)
+        for combo in itertools.combinations(sorted(free), job.gpus):
+            alloc[job.id] = inst.cluster.ids(combo)
+            rec(j + 1, free - set(combo), alloc)
+            del alloc[job.id]
+
+    rec(0, frozenset(range(G)), {})
+    return best[0], -best[1]
+
+
+def brute_force(inst: Instance) -> dict:
+    """The stored-optimum record of a tiny instance: objective in the ``fairplace solve`` sense."""
+    if inst.kind == "auction":
+        served, obj = brute_force_auction(inst)
+        return {"objective": obj, "n_unbounded_served": served}
+    placed, obj = brute_force_placement(inst)
+    return {"objective": obj, "placed": placed}
+
+
+def make_small(out: Path = SUITE_DIR / "small", tol: float = 1e-6) -> list[Path]:
+    """Regenerate the stored small suite: brute force and the exact solver must agree within ``tol``."""
+    import fairplace
+
+    out.mkdir(parents=True, exist_ok=True)
+    paths = []
+    for k, (kind, kw) in enumerate(SMALL_SPECS):
+        gen = generators.random_auction if kind == "auction" else generators.random_placement
+        inst = gen(seed=k, **kw)
+        oracle = brute_force(inst)
+        exact = fairplace.solve(inst, "exact", presolve=False)
+        if exact.status != "optimal" or abs(exact.objective - oracle["objective"]) > tol:
+            raise AssertionError(f"{inst.name}: brute force {oracle} != exact {exact.objective}")
+        doc = io.to_dict(inst)
+        doc["name"] = f"small-{k:02d}-{kind}"
+        doc["meta"]["optimum"] = {
+            **oracle,
+            "exact": exact.objective,
+            "oracle": "brute force + HiGHS (presolve off)",
+        }
+        p = out / f"{doc['name']}.json"
+        p.write_text(json.dumps(doc, indent=1) + "\n")
+        paths.append(p)
+    return paths
+
+
+# --- registry -------------------------------------------------------------------------------------
+def _small() -> list[tuple[str, Path]]:
+    return [(p.stem, p) for p in sorted((SUITE_DIR / "small").glob("*.json"))]
+
+
+def _generated(auctions, placements) -> list[tuple[str, dict]]:
+    items = []
+    for kw in auctions:
+        inst = generators.random_auction(**kw)
+        items.append((f"auction-{kw['apps']}a-{kw['bids_per_app']}b-s{kw['seed']}", inst))
+    for kw in placements:
+        inst = generators.random_placement(**kw)
+        items.append((f"placement-{kw['jobs']}j-s{kw['seed']}", inst))
+    out = []
+    for name, inst in items:
+        doc = io.to_dict(inst)
+        doc["name"] = name
+        out.append((name, doc))
+    return out
+
+
+def _medium() -> list[tuple[str, dict]]:
+    auctions = [
+        dict(apps=a, machines=8, gpus_per_machine=4, bids_per_app=10, seed=s)
+        for a in (4, 8, 12)
+        for s in range(4)
+    ]
+    placements = [
+        dict(jobs=j, machines=8, gpus_per_machine=4, seed=s) for j in (8, 16) for s in range(4)
+    ]
+    return _generated(auctions, placements)
+
+
+def _large() -> list[tuple[str, dict]]:
+    auctions = [
+        dict(apps=16, machines=16, gpus_per_machine=4, bids_per_app=20, seed=s) for s in range(4)
+    ]
+    placements = [dict(jobs=64, machines=64, gpus_per_machine=4, seed=s) for s in range(4)]
+    return _generated(auctions, placements)
+
+
+def paper_items() -> list[tuple[str, dict]]:
+    """Paper examples from ``fairplace.instances.paper`` (THEMIS) and ``.variability`` (PAL) when those
+    modules exist and expose ``PAPER_INSTANCES = {name: builder() -> Instance}``."""
+    from importlib import import_module
+
+    out = []
+    for mod in ("paper", "variability"):
+        try:
+            m = import_module(f"fairplace.instances.{mod}")
+        except ModuleNotFoundError as exc:
+            if exc.name != f"fairplace.instances.{mod}":
+                raise
+            continue
+        for name, build in getattr(m, "PAPER_INSTANCES", {}).items():
+            doc = io.to_dict(build())
+            doc["name"] = name
+            out.append((name, doc))
+    return out
+
+
+def _builders() -> dict[str, Callable[[], list]]:
+    return {"paper": paper_items, "small": _small, "medium": _medium, "large": _large}
+
+
+def suite_names() -> tuple[str, ...]:
+    return tuple(n for n, _ in DESCRIPTIONS)
+
+
+def describe(name: str) -> str:
+    return dict(DESCRIPTIONS)[_check(name)]
+
+
+def _check(name: str) -> str:
+    if name not in _builders():
+        raise OptionError("suite", f"unknown suite {name!r}; known: {', '.join(suite_names())}")
+    return name
+
+
+def suite_items(name: str) -> list[tuple[str, Path | dict]]:
+    """(instance name, stored JSON path or contract dict) for every instance of a registered suite."""
+    return _builders()[_check(name)]()
+
+
+def load_item(payload: Path | str | dict) -> Instance:
+    return io.from_dict(payload) if isinstance(payload, dict) else io.load(payload)
+
+
+def load_suite(name: str) -> dict[str, Instance]:
+    """{instance name: instance} of a registered suite."""
+    return {n: load_item(p) for n, p in suite_items(name)}
+
+
+def stored_optimum(inst: Instance) -> float | None:
+    """The objective stored in ``meta.optimum`` (small suite), else None."""
+    opt = (inst.meta or {}).get("optimum")
+    if isinstance(opt, dict) and opt.get("objective") is not None:
+        return float(opt["objective"])
+    return None
+
+
+def generate(name: str, out: str | Path) -> list[Path]:
+    """Write every instance of suite ``name`` as ``out/<instance>.json``."""
+    out = Path(out)
+    out.mkdir(parents=True, exist_ok=True)
+    paths = []
+    for inst_name, payload in suite_items(name):
+        doc = payload if isinstance(payload, dict) else json.loads(Path(payload).read_text())
+        p = out / f"{inst_name}.json"
+        p.write_text(json.dumps(doc, indent=1) + "\n")
+        paths.append(p)
+    return paths
+
+
+def summary(inst: Instance) -> dict:
+    """Features of an instance (the batch table's columns): size, contention, bids, seed."""
+    cl = inst.cluster
+    G = len(cl)
+    meta = dict(inst.meta or {})
+    row = {
+        "kind": inst.kind,
+        "gpus": G,
+        "machines": len(cl.machines),
+        "racks": len(cl.racks),
+        "generator": meta.get("generator"),
+        "seed": meta.get("seed"),
+    }
+    if inst.kind == "auction":
+        demand = sum(max((len(b.gpus) for b in a.bids), default=0) for a in inst.apps)
+        row |= {
+            "apps": len(inst.apps),
+            "bids_per_app": float(np.mean([len(a.bids) for a in inst.apps])) if inst.apps else 0.0,
+            "contention": demand / G if G else float("nan"),
+        }
+    else:
+        row |= {
+            "jobs": len(inst.jobs),
+            "contention": sum(j.gpus for j in inst.jobs) / G if G else float("nan"),
+            "locality_penalty": inst.locality_penalty,
+        }
+    return row
