@@ -36,14 +36,15 @@ def _jpath(parts) -> str:
     return out
 
 
-def _reject_constants(token: str):
-    raise InstanceError("$", f"non-finite number {token} is not valid JSON")
+def _parse_constant(token: str) -> float:
+    """NaN / Infinity are not JSON; keep them as floats so validation reports the field that holds them."""
+    return float(token.lower().replace("infinity", "inf"))
 
 
 def loads(text: str, source: str = "<string>") -> Instance:
     """Parse and validate an instance from JSON text."""
     try:
-        doc = json.loads(text, parse_constant=_reject_constants)
+        doc = json.loads(text, parse_constant=_parse_constant)
     except json.JSONDecodeError as exc:
         raise InstanceError(
             "$", f"malformed JSON in {source} (line {exc.lineno}, column {exc.colno}: {exc.msg})"
@@ -77,7 +78,9 @@ def _structural(doc: Any) -> str:
     if errors:
         err = max(errors, key=lambda e: len(e.absolute_path))  # the most specific location
         msg = err.message
-        if err.validator == "exclusiveMinimum":
+        if isinstance(err.instance, float) and not math.isfinite(err.instance):
+            msg = f"must be finite, got {err.instance!r}"
+        elif err.validator == "exclusiveMinimum":
             msg = f"must be > {err.validator_value}, got {err.instance!r}"
         raise InstanceError(_jpath(err.absolute_path), msg)
     return kind
