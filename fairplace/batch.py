@@ -1,0 +1,360 @@
+"""Batch solving of instance suites on Dask: one task per (instance, solver), results journaled durably.
+
+Storage (the durability contract): every finished result is appended as one JSON line to the *journal*
+``<out>.jsonl`` (``out`` itself when it ends in ``.jsonl``) and flushed + fsync'ed before the next result
+is handled, so a crash, a killed worker or Ctrl-C loses nothing that finished. At the end the journal is
+converted to ``out`` by its extension (``.parquet`` or ``.csv``; ``.jsonl`` stays the journal).
+``resume=True`` reads the journal (a torn last line from a crash is dropped) and skips every
+(instance, solver) pair already in it; without ``resume`` an existing journal is an error unless
+``overwrite=True``.
+
+A task never raises: a solver exception becomes a row with status ``error`` and the message, a solver
+that does not handle the instance's kind a row with status ``skipped``, and a task whose worker died
+(Dask's ``KilledWorker`` after its retries) a row with status ``error``.
+
+Gap: for each instance the reference optimum is the stored optimum (``meta.optimum``, small suite) or
+else the objective of an ``exact`` row with status ``optimal`` from the same run;
+``gap = (objective worse than optimum) / max(1, |optimum|)`` (>= 0 up to tolerance; objective units are
+sum -log rho for auctions, maximised, and the slowdown sum for placements, minimised).
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import math
+import os
+import time
+import uuid
+from collections.abc import Iterator, Sequence
+from pathlib import Path
+
+import pandas as pd
+
+from fairplace.errors import OptionError, UnknownSolver
+
+#: leading columns of the results table (instance features follow ``kind``).
+COLUMNS = (
+    "instance",
+    "kind",
+    "apps",
+    "jobs",
+    "gpus",
+    "machines",
+    "racks",
+    "bids_per_app",
+    "contention",
+    "locality_penalty",
+    "generator",
+    "seed",
+    "solver",
+    "status",
+    "objective",
+    "bound",
+    "optimum",
+    "gap",
+    "seconds",
+    "wall_seconds",
+    "unserved_unbounded",
+    "message",
+)
+
+EXACT_SOLVERS = ("exact", "highs")
+
+
+# --- worker side ----------------------------------------------------------------------------------
+def _finite(v):
+    return None if v is None or (isinstance(v, float) and not math.isfinite(v)) else v
+
+
+def solve_task(instance: str, solver: str, payload, time_limit: float | None = None) -> dict:
+    """Solve one (instance, solver) pair on a worker with HiGHS ``threads=1``; never raises."""
+    import fairplace
+    from fairplace.instances import suites
+
+    t0 = time.perf_counter()
+    row: dict = {"instance": instance, "solver": solver}
+    try:
+        inst = suites.load_item(payload)
+        row |= suites.summary(inst)
+        row["optimum"] = suites.stored_optimum(inst)
+    except Exception as exc:  # noqa: BLE001 - a bad instance is a row, not a crash
+        return row | {"status": "error", "message": f"{type(exc).__name__}: {exc}"}
+    try:
+        sol = fairplace.solve(inst, solver, time_limit=time_limit, threads=1, parallel=False)
+    except UnknownSolver as exc:
+        row |= {"status": "skipped", "message": str(exc)}
+    except Exception as exc:  # noqa: BLE001
+        row |= {"status": "error", "message": f"{type(exc).__name__}: {exc}"}
+    else:
+        row |= {
+            "status": sol.status,
+            "objective": _finite(sol.objective),
+            "bound": _finite(sol.bound),
+            "seconds": sol.seconds,
+            "message": sol.message or "",
+        }
+        if inst.kind == "auction":
+            row["unserved_unbounded"] = len(sol.extra.get("unserved_unbounded", []))
+    row["wall_seconds"] = time.perf_counter() - t0
+    return row
+
+
+# --- suite resolution -----------------------------------------------------------------------------
+def resolve_suite(suite) -> list[tuple[str, object]]:
+    """(instance name, payload) pairs of a registered suite name, a folder of JSON files, or a list."""
+    from fairplace.instances import suites
+
+    if not isinstance(suite, (str, Path)):
+        return [(str(n), p) for n, p in suite]
+    if isinstance(suite, str) and suite in suites.suite_names():
+        return suites.suite_items(suite)
+    folder = Path(suite)
+    if not folder.is_dir():
+        raise OptionError(
+            "SUITE",
+            f"{suite!r} is neither a registered suite ({', '.join(suites.suite_names())}) "
+            "nor a folder of instance JSON files",
+        )
+    files = sorted(folder.glob("*.json"))
+    if not files:
+        raise OptionError("SUITE", f"folder {str(folder)!r} holds no *.json instance files")
+    return [(p.stem, str(p.resolve())) for p in files]
+
+
+# --- the journal ----------------------------------------------------------------------------------
+def journal_path(out: str | Path) -> Path:
+    out = Path(out)
+    return out if out.suffix == ".jsonl" else out.with_name(out.name + ".jsonl")
+
+
+def read_journal(path: str | Path) -> list[dict]:
+    """Rows of a journal; a torn (unterminated or unparsable) last line is ignored."""
+    p = Path(path)
+    if not p.exists():
+        return []
+    rows = []
+    for line in p.read_text().splitlines():
+        try:
+            rows.append(json.loads(line))
+        except json.JSONDecodeError:
+            continue
+    return rows
+
+
+def _repair(path: Path) -> None:
+    """Cut a torn last line (a crash mid-write) so appends start on a fresh line."""
+    data = path.read_bytes()
+    if data and not data.endswith(b"\n"):
+        with open(path, "r+b") as f:
+            f.truncate(data.rfind(b"\n") + 1)
+
+
+def _append(f, row: dict) -> None:
+    f.write(json.dumps(row, default=str) + "\n")
+    f.flush()
+    os.fsync(f.fileno())
+
+
+# --- the results table ----------------------------------------------------------------------------
+def add_gaps(df: pd.DataFrame) -> pd.DataFrame:
+    """Fill ``optimum`` (stored, else the exact row's optimal objective) and ``gap`` per row."""
+    df = df.copy()
+    if df.empty:
+        return df
+    exact = df[df["solver"].isin(EXACT_SOLVERS) & (df["status"] == "optimal")]
+    ref = exact.groupby("instance")["objective"].first()
+    stored = pd.to_numeric(df["optimum"], errors="coerce") if "optimum" in df else None
+    opt = df["instance"].map(ref).astype(float)
+    if stored is not None:
+        opt = stored.where(stored.notna(), opt)
+    df["optimum"] = opt
+    obj = pd.to_numeric(df["objective"], errors="coerce")
+    worse = (opt - obj).where(df["kind"] == "auction", obj - opt)
+    df["gap"] = worse / opt.abs().clip(lower=1.0)
+    return df
+
+
+def to_frame(rows: Sequence[dict]) -> pd.DataFrame:
+    """The results table: one row per (instance, solver) (last journal entry wins), known columns first."""
+    df = pd.DataFrame(list(rows))
+    for c in COLUMNS:
+        if c not in df:
+            df[c] = None
+    df = df.drop_duplicates(["instance", "solver"], keep="last")
+    df = add_gaps(df)
+    extra = [c for c in df.columns if c not in COLUMNS]
+    return df[list(COLUMNS) + extra].sort_values(["instance", "solver"]).reset_index(drop=True)
+
+
+def write_table(df: pd.DataFrame, out: str | Path) -> Path:
+    out = Path(out)
+    if out.suffix == ".parquet":
+        df.astype({"seed": "object", "generator": "object"}).to_parquet(out, index=False)
+    elif out.suffix == ".csv":
+        df.to_csv(out, index=False)
+    return out
+
+
+# --- the driver -----------------------------------------------------------------------------------
+def _client(workers: int, scheduler_address: str | None):
+    from dask.distributed import Client, LocalCluster
+
+    if scheduler_address:
+        return Client(scheduler_address, timeout="20s"), None
+    if workers < 1:
+        raise OptionError("--workers", f"must be >= 1, got {workers}")
+    cluster = LocalCluster(
+        n_workers=workers,
+        processes=True,
+        threads_per_worker=1,
+        host="127.0.0.1",
+        dashboard_address=None,
+        silence_logs=logging.ERROR,
+    )
+    return Client(cluster), cluster
+
+
+def _progress(enabled: bool):
+    from rich.console import Console
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TimeRemainingColumn
+
+    return Progress(
+        "[progress.description]{task.description}",
+        BarColumn(),
+        MofNCompleteColumn(),
+        TimeRemainingColumn(),
+        console=Console(stderr=True),
+        disable=not enabled,
+    )
+
+
+def run_batch(
+    suite,
+    solvers: Sequence[str] = ("exact",),
+    workers: int = 2,
+    scheduler_address: str | None = None,
+    time_limit: float | None = None,
+    out: str | Path | None = None,
+    resume: bool = False,
+    overwrite: bool = False,
+    progress: bool = True,
+    max_in_flight: int | None = None,
+) -> pd.DataFrame:
+    """Solve every (instance, solver) pair of ``suite`` on Dask; return the results table.
+
+    ``suite``: a registered suite name, a folder of instance JSON files or a list of (name, payload).
+    ``out``: the table (``.parquet`` / ``.csv`` / ``.jsonl``); its journal is ``<out>.jsonl``
+    (see the module docstring). Without ``out`` the journal goes to a temporary file.
+    """
+    from dask.distributed import as_completed
+
+    from fairplace.solvers.registry import solver_table
+
+    known = solver_table()
+    for s in solvers:
+        if s not in known:
+            raise UnknownSolver("--solvers", f"unknown solver {s!r}; known: {', '.join(known)}")
+    if time_limit is not None and not (math.isfinite(time_limit) and time_limit > 0):
+        raise OptionError("--time-limit", f"must be a positive number of seconds, got {time_limit}")
+    items = resolve_suite(suite)
+    names = [n for n, _ in items]
+    if len(set(names)) != len(names):
+        dup = next(n for n in names if names.count(n) > 1)
+        raise OptionError("SUITE", f"instance name {dup!r} appears twice")
+
+    tmp = out is None
+    if tmp:
+        import tempfile
+
+        out = Path(tempfile.mkdtemp(prefix="fairplace-batch-")) / "results.jsonl"
+    jpath = journal_path(out)
+    if jpath.exists() and not (resume or overwrite):
+        raise OptionError(
+            "--out", f"{jpath} exists: pass --resume to continue it or --overwrite to start again"
+        )
+    jpath.parent.mkdir(parents=True, exist_ok=True)
+    if jpath.exists() and resume:
+        _repair(jpath)
+    elif jpath.exists():
+        jpath.unlink()
+    done_rows = read_journal(jpath)
+    done = {(r.get("instance"), r.get("solver")) for r in done_rows}
+    todo = [(n, s, p) for n, p in items for s in solvers if (n, s) not in done]
+
+    if todo:
+        client, cluster = _client(workers, scheduler_address)
+        try:
+            _drive(client, todo, jpath, time_limit, progress, max_in_flight, as_completed)
+        finally:
+            client.close()
+            if cluster is not None:
+                cluster.close()
+    df = to_frame(read_journal(jpath))
+    if not tmp:
+        write_table(df, out)
+    return df
+
+
+def _drive(client, todo, jpath: Path, time_limit, progress: bool, max_in_flight, as_completed):
+    n_workers = max(1, len(client.scheduler_info().get("workers", {})))
+    limit = max_in_flight or max(8, 4 * n_workers)
+    run_id = uuid.uuid4().hex[:8]
+    queue: Iterator = iter(enumerate(todo))
+    meta: dict = {}
+
+    def submit(ac) -> None:
+        nxt = next(queue, None)
+        if nxt is None:
+            return
+        k, (name, solver, payload) = nxt
+        fut = client.submit(
+            solve_task,
+            name,
+            solver,
+            payload,
+            time_limit,
+            key=f"fairplace-solve-{run_id}-{k}",
+            pure=False,
+        )
+        meta[fut.key] = (name, solver)
+        ac.add(fut)
+
+    ac = as_completed()
+    for _ in range(limit):
+        submit(ac)
+    with _progress(progress) as bar, open(jpath, "a") as f:
+        task = bar.add_task("solving", total=len(todo))
+        for fut in ac:
+            name, solver = meta.pop(fut.key)
+            try:
+                row = fut.result()
+            except Exception as exc:  # noqa: BLE001 - KilledWorker, cancelled, ...: a row, never abort
+                row = {
+                    "instance": name,
+                    "solver": solver,
+                    "status": "error",
+                    "message": f"{type(exc).__name__}: {exc}",
+                }
+            _append(f, row)
+            fut.release()
+            bar.advance(task)
+            submit(ac)
+
+
+def summarize(df: pd.DataFrame) -> pd.DataFrame:
+    """Rows per solver x status, with mean seconds and mean gap."""
+    if df.empty:
+        return df
+    return (
+        df.groupby(["solver", "status"], dropna=False)
+        .agg(
+            rows=("instance", "size"),
+            mean_seconds=("seconds", "mean"),
+            mean_gap=("gap", lambda g: pd.to_numeric(g, errors="coerce").mean()),
+        )
+        .reset_index()
+    )
+
+
+__all__ = ["run_batch", "solve_task", "read_journal", "journal_path", "to_frame", "summarize"]

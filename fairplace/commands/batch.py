@@ -1,0 +1,64 @@
+"""``fairplace batch SUITE [--solvers a,b] [--workers N | --scheduler-address ADDR] [--time-limit S]
+[--out FILE] [--resume]``."""
+
+from __future__ import annotations
+
+import sys
+
+HELP = "solve a suite (registered name or folder of JSON files) on Dask into a results table"
+
+
+def add_arguments(p) -> None:
+    p.add_argument("suite", metavar="SUITE", help="registered suite name or folder of *.json")
+    p.add_argument(
+        "--solvers", default="exact", help="comma-separated solver names (default exact)"
+    )
+    where = p.add_mutually_exclusive_group()
+    where.add_argument("--workers", type=int, default=2, metavar="N", help="local worker processes")
+    where.add_argument(
+        "--scheduler-address", default=None, metavar="ADDR", help="existing Dask scheduler"
+    )
+    p.add_argument("--time-limit", type=float, default=None, metavar="S", help="seconds per solve")
+    p.add_argument(
+        "--out",
+        default=None,
+        metavar="FILE",
+        help="results .parquet (default batch-<suite>.parquet), .csv or .jsonl; "
+        "the journal <FILE>.jsonl is written as results arrive",
+    )
+    p.add_argument("--resume", action="store_true", help="skip pairs already in the journal")
+    p.add_argument("--overwrite", action="store_true", help="discard an existing journal")
+    p.add_argument("--no-progress", action="store_true", help="no progress bar on stderr")
+
+
+def run(args) -> int:
+    from pathlib import Path
+
+    from fairplace.batch import journal_path, run_batch, summarize
+    from fairplace.errors import OptionError
+
+    solvers = [s.strip() for s in args.solvers.split(",") if s.strip()]
+    if not solvers:
+        raise OptionError("--solvers", "give at least one solver name")
+    out = args.out or f"batch-{Path(args.suite).name or 'suite'}.parquet"
+    try:
+        df = run_batch(
+            args.suite,
+            solvers=solvers,
+            workers=args.workers,
+            scheduler_address=args.scheduler_address,
+            time_limit=args.time_limit,
+            out=out,
+            resume=args.resume,
+            overwrite=args.overwrite,
+            progress=not args.no_progress,
+        )
+    except KeyboardInterrupt:
+        sys.stderr.write(
+            f"fairplace batch: interrupted; finished rows are in {journal_path(out)} "
+            "(rerun with --resume)\n"
+        )
+        return 130
+    print(summarize(df).to_string(index=False))
+    print(f"{len(df)} rows -> {out}")
+    return 0
