@@ -1,0 +1,291 @@
+"""Bounds and the Gavel-style finish-time-fairness policy: solvers ``relaxation`` and ``gavel-ftf``.
+
+``relaxation`` (status ``bound``): an upper bound on the exact PF objective (sum -log rho) of an auction
+instance, from :class:`~fairplace.formulations.relaxation.PFRelaxation`. ``method='lp'`` solves the LP
+relaxation with HiGHS (the tight bound on explicit bid tables), ``'eg'`` the Eisenberg-Gale relaxation with
+CVXPY + Clarabel (divisible GPUs; never tighter than the LP), ``'both'`` (default) solves both and reports
+the LP one as ``objective`` (EG >= LP by concavity, so the LP bound is the tighter; EG is kept in
+``extra['eg_bound']``). Row (*) of the relaxation uses ``n_min`` = the number of unbounded apps served by
+``greedy-log`` (a lower bound on the exact n*), or the exact n* when the exact optimum is computed.
+``extra['integrality_gap'] = bound - exact`` when ``exact_objective=`` is passed or ``compute_exact=True``.
+
+``gavel-ftf``: :class:`~fairplace.formulations.gavel.GavelFTF` solved exactly, by rho-bisection over
+HiGHS LPs (``method='bisection'``, default) or as one CVXPY SOCP (``method='socp'``).
+"""
+
+from __future__ import annotations
+
+import time
+import warnings
+from dataclasses import dataclass
+
+import numpy as np
+from fairplace.formulations.gavel import GavelFTF
+from fairplace.formulations.pf import PFProgram
+from fairplace.formulations.relaxation import PFRelaxation
+
+from fairplace.domain import AuctionInstance
+from fairplace.errors import OptionError, ProgramInfeasible, SolverFailed
+from fairplace.solution import Solution
+
+from . import highs
+from .options import SolveOptions
+
+_CLARABEL_TIGHT = {"tol_gap_abs": 1e-10, "tol_gap_rel": 1e-10, "tol_feas": 1e-10}
+
+
+# --- bounds -------------------------------------------------------------------------------------
+def lp_bound(relax: PFRelaxation, opts: SolveOptions = SolveOptions()) -> tuple[float, np.ndarray]:
+    """(optimum, x) of the LP relaxation (HiGHS simplex)."""
+    res = highs.solve(relax.to_lp(), opts.with_(time_limit=None))
+    if res.status != "optimal":
+        raise SolverFailed(f"LP relaxation: {res.status} ({res.message})")
+    return float(res.objective), res.x
+
+
+def eg_bound(relax: PFRelaxation) -> tuple[float, np.ndarray]:
+    """(optimum, x) of the Eisenberg-Gale relaxation (CVXPY, Clarabel)."""
+    import cvxpy as cp
+
+    prob, x = relax.to_cvxpy()
+    with warnings.catch_warnings():  # "inaccurate" is reported through the status below
+        warnings.simplefilter("ignore", UserWarning)
+        prob.solve(solver=cp.CLARABEL)
+    if prob.status not in (cp.OPTIMAL, cp.OPTIMAL_INACCURATE):
+        raise SolverFailed(f"EG relaxation: {prob.status}")
+    xv = np.zeros(len(relax.columns)) if x.value is None else np.asarray(x.value, dtype=float)
+    return float(prob.value), xv
+
+
+def solve_relaxation(
+    inst: AuctionInstance,
+    opts: SolveOptions = SolveOptions(),
+    method: str = "both",
+    exact_objective: float | None = None,
+    compute_exact: bool = False,
+    n_min: int | None = None,
+    name: str | None = None,
+    **_ignored,
+) -> Solution:
+    """Upper bound on sum -log rho (status ``bound``); see the module docstring."""
+    if method not in ("lp", "eg", "both"):
+        raise OptionError("method", f"expected 'lp', 'eg' or 'both', got {method!r}")
+    t0 = time.perf_counter()
+    exact_served = None
+    if compute_exact and exact_objective is None:
+        from .auction import solve_pf
+
+        res, choice, prog = solve_pf(inst, "highs", opts, tie_break=False)
+        if res.status == "optimal" and choice is not None:
+            val = prog.value(choice)
+            exact_objective, exact_served = val.log_sum, val.n_unbounded_served
+    if n_min is None:
+        if exact_served is not None:
+            n_min = exact_served
+        else:
+            from .heuristics import greedy_log_choice
+
+            choice = greedy_log_choice(inst)
+            n_min = sum(inst.apps[i].rho_empty is None for i in choice)
+    relax = PFRelaxation(inst, n_min=int(n_min))
+    extra: dict = {"method": method, "n_min": int(n_min)}
+    bounds, xs = [], []
+    if method in ("lp", "both"):
+        v, x = lp_bound(relax, opts)
+        extra["lp_bound"] = v
+        bounds.append(v)
+        xs.append(x)
+    if method in ("eg", "both"):
+        v, x = eg_bound(relax)
+        extra["eg_bound"] = v
+        bounds.append(v)
+        xs.append(x)
+    k = 0  # 'both': the LP bound (LP <= EG by concavity of log; EG is reported in extra)
+    bound = bounds[k]
+    ids = [a.id for a in inst.apps]
+    frac: dict[str, dict[int, float]] = {}
+    for (i, b), v in zip(relax.columns, xs[k], strict=True):
+        if v > 1e-9:
+            frac.setdefault(ids[i], {})[b] = float(v)
+    extra["fractions"] = frac
+    if exact_objective is not None:
+        extra["exact_objective"] = float(exact_objective)
+        extra["integrality_gap"] = float(bound - exact_objective)
+    return Solution(
+        kind="auction",
+        status="bound",
+        solver=name or "relaxation",
+        seconds=time.perf_counter() - t0,
+        objective=bound,
+        allocation={},
+        bound=bound,
+        gap=extra.get("integrality_gap"),
+        message=f"{['lp', 'eg'][k] if method == 'both' else method} relaxation (upper bound)",
+        extra=extra,
+    )
+
+
+# --- Gavel-style FTF ----------------------------------------------------------------------------
+@dataclass(frozen=True)
+class GavelResult:
+    """Time fractions X (n, K), rho per job, max rho, method, LP/SOCP solves and seconds."""
+
+    X: np.ndarray
+    rho: np.ndarray
+    max_rho: float
+    method: str
+    solves: int
+    seconds: float
+
+
+def _lp_at(prob: GavelFTF, t: float, opts: SolveOptions) -> tuple[float, np.ndarray]:
+    res = highs.solve(prob.feasibility_lp(t), opts.with_(time_limit=None))
+    if res.status != "optimal":
+        raise SolverFailed(f"gavel-ftf LP at t={t:g}: {res.status} ({res.message})")
+    return float(res.objective), res.x[:-1].reshape(prob.n, prob.K)
+
+
+def solve_gavel(
+    prob: GavelFTF, method: str = "bisection", tol: float = 1e-10, opts=SolveOptions()
+) -> GavelResult:
+    """min max rho exactly. Bisection keeps lo (infeasible t, or the lower bound) and hi = max rho(X)
+    of the best LP point found (always achievable); it stops when hi - lo <= tol (1 + hi)."""
+    t0 = time.perf_counter()
+    if method == "socp":
+        import cvxpy as cp
+
+        p, X, t = prob.to_cvxpy()
+        p.solve(solver=cp.CLARABEL, **_CLARABEL_TIGHT)
+        if p.status == cp.INFEASIBLE:
+            raise ProgramInfeasible("gavel-ftf: no allocation gives every job a positive rate")
+        if p.status not in (cp.OPTIMAL, cp.OPTIMAL_INACCURATE):
+            raise SolverFailed(f"gavel-ftf SOCP: {p.status}")
+        Xv = np.maximum(np.asarray(X.value, dtype=float), 0.0)
+        rho = prob.rho(Xv)
+        return GavelResult(Xv, rho, float(t.value), "socp", 1, time.perf_counter() - t0)
+    if method != "bisection":
+        raise OptionError("method", f"expected 'bisection' or 'socp', got {method!r}")
+    lo = prob.lower_bound()
+    if not np.any(prob.work > 0):
+        X = np.zeros_like(prob.throughput)
+        return GavelResult(X, prob.rho(X), lo, method, 0, time.perf_counter() - t0)
+    t = 2.0 * lo if lo > 0 else 1.0
+    lam, X = _lp_at(prob, t, opts)
+    if lam <= 0:
+        raise ProgramInfeasible("gavel-ftf: no allocation gives every job a positive rate")
+    best_X, hi = X, float(np.max(prob.rho(X)))
+    solves = 1
+    while hi - lo > tol * (1.0 + hi) and solves < 200:
+        t = 0.5 * (lo + hi)
+        lam, X = _lp_at(prob, t, opts)
+        solves += 1
+        r = float(np.max(prob.rho(X))) if lam > 0 else np.inf
+        if r < hi:
+            best_X, hi = X, r
+        if lam >= 1.0 - 1e-12:
+            hi = min(hi, max(t, r))
+        else:
+            lo = t
+    return GavelResult(best_X, prob.rho(best_X), hi, method, solves, time.perf_counter() - t0)
+
+
+def auction_to_gavel(inst: AuctionInstance) -> tuple[GavelFTF, list[tuple[int, int | None]], list]:
+    """Map an auction instance to :class:`GavelFTF`.
+
+    Every kept PF column (app i, bid b) is a configuration of app i with throughput 1/rho_ib using the
+    GPUs of B_ib (each GPU a resource of capacity 1); a finite ``rho_empty`` adds a free configuration of
+    throughput 1/rho_empty. With work = t_id = 1 and elapsed = 0, rho_i = 1 / sum_k X_ik / rho_ik: an app
+    holding bundle b all the time has its reported rho_ib, and time-sharing mixes the *rates* 1/rho.
+    Apps with unbounded ``rho_empty`` and no bid cannot be served and are left out.
+    Returns (program, configs [(app, bid or None)], apps kept).
+    """
+    prog = PFProgram(inst)
+    cl = inst.cluster
+    apps = [
+        i
+        for i in range(len(inst.apps))
+        if inst.apps[i].rho_empty is not None or any(j == i for j, _ in prog.columns)
+    ]
+    configs: list[tuple[int, int | None]] = list(prog.columns)
+    configs += [(i, None) for i in apps if inst.apps[i].rho_empty is not None]
+    pos = {i: r for r, i in enumerate(apps)}
+    thr = np.zeros((len(apps), len(configs)))
+    use = np.zeros((len(configs), len(cl)))
+    for k, (i, b) in enumerate(configs):
+        app = inst.apps[i]
+        thr[pos[i], k] = 1.0 / (app.rho_empty if b is None else app.bids[b].rho)
+        if b is not None:
+            use[k, cl.indices(app.bids[b].gpus)] = 1.0
+    n = len(apps)
+    g = GavelFTF(thr, use, np.ones(len(cl)), np.ones(n), np.zeros(n), np.ones(n))
+    return g, configs, apps
+
+
+def solve_gavel_auction(
+    inst: AuctionInstance,
+    opts: SolveOptions = SolveOptions(),
+    method: str = "bisection",
+    name: str | None = None,
+    **_ignored,
+) -> Solution:
+    """``gavel-ftf`` on an auction instance. ``objective`` = sum_i -log rho_i of the time-shared
+    allocation; ``allocation`` = a conflict-free integral rounding (largest time fraction first);
+    ``extra``: ``max_rho``, ``rho`` and ``time_fractions`` {app: {bid index or 'empty': X}}."""
+    t0 = time.perf_counter()
+    ids = [a.id for a in inst.apps]
+    unserved = [a.id for a in inst.apps if a.rho_empty is None]
+    if not inst.apps:
+        return Solution("auction", "optimal", name or "gavel-ftf", 0.0, 0.0, {})
+    g, configs, apps = auction_to_gavel(inst)
+    if not apps:
+        res = None
+    else:
+        res = solve_gavel(g, method=method, opts=opts)
+    fractions: dict[str, dict] = {}
+    order = []
+    if res is not None:
+        for r, i in enumerate(apps):
+            for k, (j, b) in enumerate(configs):
+                if j == i and res.X[r, k] > 1e-9:
+                    fractions.setdefault(ids[i], {})["empty" if b is None else b] = float(
+                        res.X[r, k]
+                    )
+                    if b is not None:
+                        order.append((-res.X[r, k], inst.apps[i].bids[b].rho, i, b))
+    alloc, used = {}, set()
+    for _, _, i, b in sorted(order):
+        gs = inst.apps[i].bids[b].gpus
+        if ids[i] not in alloc and not used.intersection(gs):
+            alloc[ids[i]] = list(gs)
+            used.update(gs)
+    rho = {ids[i]: float(res.rho[r]) for r, i in enumerate(apps)} if res is not None else {}
+    unserved = [a for a in unserved if a not in rho]
+    objective = float(sum(-np.log(v) for v in rho.values()))
+    return Solution(
+        kind="auction",
+        status="optimal",
+        solver=name or "gavel-ftf",
+        seconds=time.perf_counter() - t0,
+        objective=objective,
+        allocation=alloc,
+        message="optimal for min max rho over time fractions (not the PF objective)",
+        extra={
+            "max_rho": float(res.max_rho) if res is not None else None,
+            "rho": rho,
+            "time_fractions": fractions,
+            "method": method,
+            "solves": res.solves if res is not None else 0,
+            "unserved_unbounded": unserved,
+        },
+    )
+
+
+def _relaxation(inst, opts, **kw):
+    return solve_relaxation(inst, opts, **kw)
+
+
+def _gavel(inst, opts, **kw):
+    return solve_gavel_auction(inst, opts, **kw)
+
+
+SOLVERS = {"relaxation": {"auction": _relaxation}, "gavel-ftf": {"auction": _gavel}}
