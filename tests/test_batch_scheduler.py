@@ -1,0 +1,100 @@
+"""``fairplace batch --scheduler-address``: the same batch on a Dask cluster started separately."""
+
+from __future__ import annotations
+
+import json
+import logging
+
+import pandas as pd
+import pytest
+from dask.distributed import LocalCluster
+from fairplace.instances.suites import SUITE_DIR
+
+from fairplace import cli
+from fairplace.batch import read_journal, run_batch, solve_task, to_frame
+
+
+@pytest.fixture(scope="module")
+def scheduler():
+    cluster = LocalCluster(
+        n_workers=2,
+        processes=True,
+        threads_per_worker=1,
+        host="127.0.0.1",
+        dashboard_address=None,
+        silence_logs=logging.ERROR,
+    )
+    yield cluster.scheduler_address
+    cluster.close()
+
+
+def test_folder_suite_on_external_scheduler(tmp_path, scheduler, capsys):
+    suite = tmp_path / "suite"
+    assert cli.main(["instances", "generate", "small", "--out", str(suite)]) == 0
+    out = tmp_path / "res.csv"
+    argv = ["batch", str(suite), "--scheduler-address", scheduler, "--out", str(out)]
+    assert cli.main([*argv, "--no-progress"]) == 0
+    df = pd.read_csv(out)
+    assert len(df) == 24 and set(df["solver"]) == {"exact"}
+    assert set(df["status"]) == {"optimal"}
+    assert (df["gap"].abs() < 1e-6).all()
+    assert {"apps", "jobs", "gpus", "machines", "contention", "seed", "bids_per_app"} <= set(df)
+    # resuming a finished batch submits nothing and keeps every row once
+    assert cli.main([*argv, "--resume", "--no-progress"]) == 0
+    assert len(pd.read_csv(out)) == 24
+    assert "24 rows" in capsys.readouterr().out
+
+
+def test_failures_become_rows(tmp_path, scheduler):
+    good = json.loads((SUITE_DIR / "small" / "small-00-auction.json").read_text())
+    bad = dict(good, apps=[dict(good["apps"][0], bids=[{"gpus": ["nope"], "rho": 1.0}])])
+    items = [("good", good), ("bad", bad)]
+    out = tmp_path / "r.jsonl"
+    df = run_batch(items, solvers=["exact"], scheduler_address=scheduler, out=out, progress=False)
+    by = df.set_index("instance")
+    assert by.loc["good", "status"] == "optimal"
+    assert by.loc["bad", "status"] == "error"
+    assert "$.apps[0].bids[0].gpus[0]" in by.loc["bad", "message"]
+    assert len(read_journal(out)) == 2
+
+
+def test_exact_row_is_the_reference_when_no_optimum_is_stored():
+    rows = [
+        {
+            "instance": "i",
+            "kind": "placement",
+            "solver": "exact",
+            "status": "optimal",
+            "objective": 4.0,
+        },
+        {
+            "instance": "i",
+            "kind": "placement",
+            "solver": "h",
+            "status": "heuristic",
+            "objective": 5.0,
+        },
+        {
+            "instance": "k",
+            "kind": "auction",
+            "solver": "exact",
+            "status": "optimal",
+            "objective": -0.5,
+        },
+        {
+            "instance": "k",
+            "kind": "auction",
+            "solver": "h",
+            "status": "heuristic",
+            "objective": -0.7,
+        },
+    ]
+    df = to_frame(rows).set_index(["instance", "solver"])
+    assert df.loc[("i", "h"), "gap"] == pytest.approx(0.25)
+    assert df.loc[("k", "h"), "gap"] == pytest.approx(0.2)
+    assert df.loc[("i", "exact"), "gap"] == 0.0
+
+
+def test_solve_task_never_raises():
+    row = solve_task("x", "exact", {"kind": "auction"})
+    assert row["status"] == "error" and "$" in row["message"]
