@@ -1,0 +1,70 @@
+"""Batch throughput (instances / second) of ``run_batch`` with 1 and 2 local Dask workers.
+
+The clock covers submitting, solving and journaling; the cluster is started (and each worker has imported
+fairplace) before it starts. Quick mode solves the 12 medium auctions, the full run the whole medium
+suite (20 instances) with the ``exact`` solver. No target is set (the issue asks for the comparison).
+"""
+
+from __future__ import annotations
+
+import logging
+import tempfile
+import time
+from pathlib import Path
+
+
+def _items(quick: bool):
+    from fairplace.instances import suites
+
+    items = suites.suite_items("medium")
+    return [it for it in items if it[0].startswith("auction")] if quick else items
+
+
+def _warm() -> bool:
+    import fairplace.batch  # noqa: F401 - import the solver stack once per worker
+    import fairplace.solvers.auction  # noqa: F401
+    import fairplace.solvers.placement  # noqa: F401
+
+    return True
+
+
+def measure(workers: int, quick: bool) -> dict:
+    from dask.distributed import Client, LocalCluster
+
+    from fairplace.batch import run_batch
+
+    items = _items(quick)
+    with LocalCluster(
+        n_workers=workers,
+        processes=True,
+        threads_per_worker=1,
+        host="127.0.0.1",
+        dashboard_address=None,
+        silence_logs=logging.ERROR,
+    ) as cluster:
+        with Client(cluster) as client:
+            client.run(_warm)
+        with tempfile.TemporaryDirectory() as tmp:
+            t0 = time.perf_counter()
+            df = run_batch(
+                items,
+                solvers=["exact"],
+                scheduler_address=cluster.scheduler_address,
+                out=Path(tmp) / "bench.jsonl",
+                progress=False,
+            )
+            seconds = time.perf_counter() - t0
+    return {
+        "seconds": seconds,
+        "workers": workers,
+        "instances": len(df),
+        "instances_per_second": len(df) / seconds,
+        "solver_seconds": float(df["seconds"].sum()),
+        "statuses": sorted(set(df["status"])),
+    }
+
+
+CASES = {
+    "batch_medium_1_worker": (lambda quick: measure(1, quick), None),
+    "batch_medium_2_workers": (lambda quick: measure(2, quick), None),
+}

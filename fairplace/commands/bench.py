@@ -1,0 +1,88 @@
+"""``fairplace bench [--quick] [--json]``: run every ``CASES`` entry of ``fairplace.benchmarks.*``."""
+
+from __future__ import annotations
+
+import json
+import sys
+
+HELP = "run the benchmarks, each next to its target"
+
+
+def add_arguments(p) -> None:
+    p.add_argument("--quick", action="store_true", help="fewer repetitions (same sizes)")
+    p.add_argument("--json", action="store_true", help="print a JSON list of results")
+    p.add_argument("--only", default=None, metavar="TEXT", help="cases whose name contains TEXT")
+    p.add_argument("--list", action="store_true", help="list the cases and their targets")
+
+
+def collect() -> list[tuple[str, str, object, float | None]]:
+    """(module, case name, run, target_seconds) of every benchmark module; a module that fails to
+    import yields one case whose run raises the import error."""
+    import pkgutil
+    from importlib import import_module
+
+    import fairplace.benchmarks as pkg
+
+    out = []
+    for info in sorted(pkgutil.iter_modules(pkg.__path__), key=lambda m: m.name):
+        try:
+            mod = import_module(f"{pkg.__name__}.{info.name}")
+        except Exception as exc:  # noqa: BLE001 - report it as a failed case
+
+            def broken(quick, exc=exc):
+                raise exc
+
+            out.append((info.name, f"{info.name} (import)", broken, None))
+            continue
+        for name, (run, target) in getattr(mod, "CASES", {}).items():
+            out.append((info.name, name, run, target))
+    return out
+
+
+def run_case(module: str, name: str, run, target, quick: bool) -> dict:
+    """One result object: name, seconds, target_seconds, ok, module (+ extras, or ``error``)."""
+    import time
+
+    entry = {"name": name, "module": module, "target_seconds": target}
+    t0 = time.perf_counter()
+    try:
+        res = dict(run(quick))
+    except Exception as exc:  # noqa: BLE001 - a failing case is an entry, never an abort
+        return entry | {
+            "seconds": None,
+            "ok": False,
+            "error": f"{type(exc).__name__}: {exc}",
+            "wall_seconds": time.perf_counter() - t0,
+        }
+    seconds = res.pop("seconds", None)
+    ok = None if target is None or seconds is None else bool(seconds <= target)
+    return entry | {"seconds": seconds, "ok": ok} | res
+
+
+def _fmt(v, spec=".4g") -> str:
+    return "-" if v is None else format(v, spec)
+
+
+def run(args) -> int:
+    cases = collect()
+    if args.only:
+        cases = [c for c in cases if args.only in c[1]]
+    if args.list:
+        for module, name, _, target in cases:
+            print(f"{name:<34} {_fmt(target):>8}  ({module})")
+        return 0
+    results = []
+    for module, name, fn, target in cases:
+        sys.stderr.write(f"bench: {name} ...\n")
+        sys.stderr.flush()
+        results.append(run_case(module, name, fn, target, args.quick))
+    if args.json:
+        print(json.dumps(results, indent=1, default=str))
+        return 0
+    print(f"{'name':<34} {'seconds':>10} {'target':>8} {'ok':>5}")
+    for r in results:
+        ok = "ERR" if "error" in r else {True: "yes", False: "NO", None: "-"}[r["ok"]]
+        print(f"{r['name']:<34} {_fmt(r['seconds']):>10} {_fmt(r['target_seconds']):>8} {ok:>5}")
+        if "error" in r:
+            print(f"  error: {r['error']}")
+    return 0
