@@ -1,0 +1,194 @@
+"""``fairplace.simulate(...)``: resolve names (trace, profile, scheduler, placement) and run the driver."""
+
+from __future__ import annotations
+
+import sys
+import time
+from collections.abc import Mapping
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from fairplace.errors import DataError, OptionError, TraceError
+
+from . import metrics
+from .engine import Driver, SimConfig
+from .result import SimulationResult
+from .schedulers import QUEUE_SCHEDULERS, make_scheduler
+from .workload import Workload, workload_from_trace
+
+SCHEDULERS = tuple(QUEUE_SCHEDULERS)
+
+
+def models_table(names, classes: str = "paper", source: str = "<trace>") -> dict[str, dict]:
+    """{model name as written in the trace: {"t_iter", "cls"}} from ``instances.models``."""
+    from fairplace.instances.models import model
+
+    out = {}
+    for k, name in enumerate(names):
+        if name in out:
+            continue
+        try:
+            spec = model(name)
+        except DataError:
+            raise TraceError(
+                f"{source}: row {k + 1} column 'model'", f"unknown model {name!r}"
+            ) from None
+        out[name] = {"t_iter": spec.iter_seconds, "cls": spec.cls(classes)}
+    return out
+
+
+def binned_scores(cluster, classes, binning: str, seed: int) -> dict[str, np.ndarray]:
+    """Per class the PM-scores placement decides on: K-means bins (PAL) or the raw scores."""
+    raw = np.column_stack([cluster.pm_vector(c) for c in classes])
+    if binning == "none":
+        B = raw
+    elif binning in ("silhouette", "artifact"):
+        from fairplace.formulations.pm_score import PMScoreBinner
+
+        B = PMScoreBinner(k_rule=binning, random_state=seed).fit_transform(raw)
+    else:
+        raise OptionError("binning", f"expected silhouette, artifact or none, got {binning!r}")
+    return {c: B[:, k].copy() for k, c in enumerate(classes)}
+
+
+def _trace_frame(trace) -> pd.DataFrame:
+    from fairplace.instances.traces import load_trace
+
+    if isinstance(trace, (str, Path, pd.DataFrame)):
+        return load_trace(trace)
+    raise OptionError("trace", f"expected a trace name, a CSV path or a DataFrame, got {trace!r}")
+
+
+def _progress(enabled: bool | None, total: int):
+    """A rich progress bar on stderr (only on a terminal) -> (advance callable, stop callable)."""
+    if enabled is False or (enabled is None and not sys.stderr.isatty()):
+        return None, lambda: None
+    from rich.console import Console
+    from rich.progress import Progress
+
+    bar = Progress(console=Console(file=sys.stderr), transient=True)
+    task = bar.add_task("simulating", total=total)
+    bar.start()
+    return (lambda n: bar.advance(task, n)), bar.stop
+
+
+def simulate(
+    trace="workload-1",
+    scheduler: str = "fifo",
+    placement: str = "pal",
+    *,
+    gpus: int = 64,
+    gpus_per_machine: int = 4,
+    machines_per_rack: int | None = None,
+    profile: str = "longhorn",
+    classes: str = "paper",
+    with_replacement: bool | None = None,
+    binning: str = "silhouette",
+    locality_penalty: float = 1.7,
+    locality_by_model: Mapping[str, float] | None = None,
+    round_length: float | None = None,
+    checkpoint: float = 10.0,
+    restart: float = 35.0,
+    seed: int = 0,
+    rho_variant: str = "themis",
+    debug: bool = False,
+    skip_quiet: bool = True,
+    progress: bool | None = None,
+    scheduler_options: Mapping[str, object] | None = None,
+    placement_options: Mapping[str, object] | None = None,
+) -> SimulationResult:
+    """Simulate ``trace`` (bundled name, CSV path or frame) on a ``gpus``-GPU cluster
+    (``gpus_per_machine`` per machine, PM-scores from ``profile``) with a job-ordering ``scheduler``
+    composed with a ``placement`` policy. Round length defaults to 300 s (THEMIS: its lease).
+
+    Returns a :class:`SimulationResult`; bad options raise :class:`OptionError`, bad traces
+    :class:`TraceError`."""
+    from fairplace.instances.variability import make_cluster
+    from fairplace.solvers.policies import ClusterState, make_policy
+
+    if rho_variant not in metrics.RHO_VARIANTS:
+        raise OptionError("rho_variant", f"expected one of {metrics.RHO_VARIANTS}")
+    if int(gpus) < 1 or int(gpus_per_machine) < 1 or gpus % gpus_per_machine:
+        raise OptionError(
+            "--gpus", f"{gpus} GPUs is not a positive multiple of {gpus_per_machine} per machine"
+        )
+    if not locality_penalty >= 1.0:
+        raise OptionError("--locality-penalty", f"must be >= 1, got {locality_penalty}")
+    sched_name = str(scheduler).lower()
+    if sched_name not in SCHEDULERS:
+        raise OptionError(
+            "--scheduler", f"unknown scheduler {scheduler!r}; known: {', '.join(SCHEDULERS)}"
+        )
+    config = SimConfig(
+        round_length=float(round_length if round_length is not None else 300.0),
+        checkpoint=checkpoint,
+        restart=restart,
+        debug=debug,
+        skip_quiet=skip_quiet,
+    )
+    if isinstance(trace, Workload):
+        w = trace
+    else:
+        frame = _trace_frame(trace)
+        models = (
+            {}
+            if {"t_iter", "cls"} <= set(frame.columns)
+            else models_table(frame["model"], classes, frame.attrs.get("name", "<trace>"))
+        )
+        w = workload_from_trace(frame, models, locality_penalty, locality_by_model, max_gpus=gpus)
+    machines = gpus // gpus_per_machine
+    repl = with_replacement
+    if repl is None:  # the Longhorn BERT profile has 136 GPUs: larger clusters must repeat scores
+        repl = profile == "longhorn" and gpus > 136 or profile == "frontera" and machines > 8
+    try:
+        cluster = make_cluster(
+            profile,
+            machines,
+            gpus_per_machine,
+            seed=seed,
+            classes=classes,
+            with_replacement=repl,
+            machines_per_rack=machines_per_rack,
+        )
+    except DataError as exc:
+        raise OptionError(f"--profile {profile}", exc.problem) from None
+    cls_used = sorted({c for c in w.cls if c is not None})
+    scores = binned_scores(cluster, cls_used, binning, seed)
+    policy = make_policy(
+        placement,
+        seed=seed,
+        locality_penalty=locality_penalty,
+        locality_by_model=locality_by_model,
+        **dict(placement_options or {}),
+    )
+    sched = make_scheduler(sched_name, seed=seed, **dict(scheduler_options or {}))
+    advance, stop = _progress(progress, len(w))
+    t_start = time.perf_counter()
+    try:
+        tr = Driver(w, cluster, scores, sched, policy, ClusterState, config, advance).run()
+    finally:
+        stop()
+    seconds = time.perf_counter() - t_start
+    jobs = metrics.job_frame(w, tr, gpus)
+    apps = metrics.app_frame(w, tr, jobs, gpus)
+    summ = metrics.summary(jobs, apps, tr, gpus, rho_variant)
+    summ["wall_seconds"] = seconds
+    cfg = {
+        "trace": w.name,
+        "scheduler": sched_name,
+        "placement": placement,
+        "gpus": gpus,
+        "gpus_per_machine": gpus_per_machine,
+        "profile": profile,
+        "classes": classes,
+        "with_replacement": bool(repl),
+        "binning": binning,
+        "locality_penalty": locality_penalty,
+        "round_length": config.round_length,
+        "checkpoint": checkpoint,
+        "restart": restart,
+        "seed": seed,
+    }
+    return SimulationResult(jobs, apps, metrics.round_frame(tr), summ, cfg)

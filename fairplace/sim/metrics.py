@@ -1,0 +1,172 @@
+"""Frames and summary built from what the driver recorded (analysis never recomputes them).
+
+Finish-time fairness of an app (or of a job taken as its own app), realised:
+    rho = T_sh / T_id,  T_sh = finish - arrival,
+and T_id under each variant of :class:`fairplace.formulations.ftf.IdealTime` with
+W = sum_j iters_j x t_iter_j x N_j (serial GPU-seconds), d_max = largest per-phase demand:
+    themis:   W / min(R_C, d_max) x N_avg   (N_avg = time-averaged number of active apps over the life)
+    static:   W / min(R_C / N_arrival, d_max)
+    gavel:    t_isolated (the isolated-equivalent time of the work, accumulated by the driver)
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+
+from fairplace.formulations.ftf import IdealTime, n_avg
+
+from .engine import Trace
+from .workload import Workload
+
+RHO_VARIANTS = ("themis", "static", "gavel")
+
+
+def active_step(arrival: np.ndarray, finish: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Step function of the number of active entities: (change times, count from each time on)."""
+    times = np.concatenate([arrival, finish])
+    delta = np.concatenate([np.ones(arrival.size), -np.ones(finish.size)])
+    order = np.lexsort((-delta, times))  # at equal times count arrivals first
+    t, d = times[order], delta[order]
+    counts = np.cumsum(d)
+    last = np.r_[t[1:] != t[:-1], True]  # keep the count after all changes at one time
+    return t[last], counts[last].astype(np.int64)
+
+
+def _rho(arrival, finish, work, dmax, t_iso, steps, G) -> dict[str, np.ndarray]:
+    times, counts = steps
+    t_sh = finish - arrival
+    out = {v: np.empty(arrival.size) for v in RHO_VARIANTS}
+    for k in range(arrival.size):
+        navg = n_avg(times, counts, arrival[k], finish[k])
+        pos = int(np.searchsorted(times, arrival[k], side="right")) - 1
+        n_arr = int(counts[pos]) if pos >= 0 else 1
+        for v in RHO_VARIANTS:
+            tid = IdealTime(
+                variant=v,
+                n_avg=max(navg, 1.0),
+                n_arrival=max(n_arr, 1),
+                n_active=1,
+                t_isolated=float(t_iso[k]),
+            ).value(float(work[k]), 0.0, int(dmax[k]), G)
+            out[v][k] = t_sh[k] / tid if tid > 0 else np.inf
+    return out
+
+
+def job_frame(w: Workload, tr: Trace, G: int) -> pd.DataFrame:
+    jct = tr.finish - tr.release
+    app_arr = pd.Series(tr.release).groupby(w.app).min().to_numpy()
+    app_fin = pd.Series(tr.finish).groupby(w.app).max().to_numpy()
+    steps = active_step(app_arr, app_fin)
+    work = w.iters * w.t_iter * w.demand
+    rho = _rho(tr.release, tr.finish, work, w.demand, tr.t_isolated_job, steps, G)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        score = np.where(tr.run > 0, tr.score_time / tr.run, np.nan)
+    df = pd.DataFrame(
+        {
+            "job_id": list(w.ids),
+            "app_id": [w.app_ids[a] for a in w.app],
+            "model": list(w.model),
+            "cls": list(w.cls),
+            "gpus": w.demand,
+            "phase": w.phase,
+            "iterations": w.iters,
+            "submit": w.submit,
+            "arrival": tr.release,
+            "start": tr.start,
+            "finish": tr.finish,
+            "jct": jct,
+            "waiting": jct - tr.held,
+            "run_time": tr.held,
+            "gpu_time": tr.held * w.demand,
+            "ideal_time": w.iters * w.t_iter,
+            "placement_score": score,
+            "migrations": tr.migrations,
+            "preemptions": tr.preemptions,
+            "overhead": tr.overhead,
+        }
+    )
+    for v in RHO_VARIANTS:
+        df[f"rho_{v}"] = rho[v]
+    return df
+
+
+def app_frame(w: Workload, tr: Trace, jobs: pd.DataFrame, G: int) -> pd.DataFrame:
+    g = jobs.groupby(w.app, sort=True)
+    arrival = g["arrival"].min().to_numpy()
+    finish = g["finish"].max().to_numpy()
+    work = pd.Series(w.iters * w.t_iter * w.demand).groupby(w.app).sum().to_numpy()
+    dmax = w.app_demand_max()
+    rho = _rho(arrival, finish, work, dmax, tr.t_isolated, active_step(arrival, finish), G)
+    run = g["run_time"].sum().to_numpy()
+    st = pd.Series(tr.score_time).groupby(w.app).sum().to_numpy()
+    prog = pd.Series(tr.run).groupby(w.app).sum().to_numpy()
+    with np.errstate(invalid="ignore", divide="ignore"):
+        score = np.where(prog > 0, st / prog, np.nan)
+    df = pd.DataFrame(
+        {
+            "app_id": list(w.app_ids),
+            "jobs": g.size().to_numpy(),
+            "demand_max": dmax,
+            "arrival": arrival,
+            "finish": finish,
+            "jct": finish - arrival,
+            "run_time": run,
+            "gpu_time": g["gpu_time"].sum().to_numpy(),
+            "placement_score": score,
+            "migrations": g["migrations"].sum().to_numpy(),
+        }
+    )
+    for v in RHO_VARIANTS:
+        df[f"rho_{v}"] = rho[v]
+    return df
+
+
+def round_frame(tr: Trace) -> pd.DataFrame:
+    return pd.DataFrame(tr.rounds)
+
+
+def jain(x: np.ndarray) -> float:
+    """Jain's fairness index (sum x)^2 / (n sum x^2) in (0, 1]."""
+    x = np.asarray(x, float)
+    x = x[np.isfinite(x)]
+    return float(x.sum() ** 2 / (x.size * np.square(x).sum())) if x.size else float("nan")
+
+
+def summary(
+    jobs: pd.DataFrame, apps: pd.DataFrame, tr: Trace, G: int, rho_variant: str = "themis"
+) -> dict:
+    jct = jobs["jct"].to_numpy()
+    makespan = float(jobs["finish"].max() - jobs["submit"].min())
+    rho = apps[f"rho_{rho_variant}"].to_numpy()
+    out = {
+        "jobs": int(len(jobs)),
+        "apps": int(len(apps)),
+        "gpus": int(G),
+        "avg_jct": float(jct.mean()),
+        "median_jct": float(np.median(jct)),
+        "p99_jct": float(np.percentile(jct, 99)),
+        "geomean_jct": float(np.exp(np.mean(np.log(jct)))),
+        "avg_waiting": float(jobs["waiting"].mean()),
+        "avg_app_jct": float(apps["jct"].mean()),
+        "makespan": makespan,
+        "utilization": float(tr.busy_gpu_seconds / (G * makespan)) if makespan > 0 else 0.0,
+        "gpu_time": float(jobs["gpu_time"].sum()),
+        "placement_score": float(
+            np.nansum(jobs["placement_score"] * jobs["run_time"]) / jobs["run_time"].sum()
+        ),
+        "migrations": int(jobs["migrations"].sum()),
+        "preemptions": int(jobs["preemptions"].sum()),
+        "rho_variant": rho_variant,
+        "max_rho": float(np.max(rho)),
+        "median_rho": float(np.median(rho)),
+        "frac_rho_le_1": float(np.mean(rho <= 1.0)),
+        "jain_rho": jain(rho),
+        "decisions": int(len(tr.rounds["t"])),
+        "rounds": int(np.sum(tr.rounds["span"])),
+    }
+    for v in RHO_VARIANTS:
+        r = apps[f"rho_{v}"].to_numpy()
+        out[f"max_rho_{v}"] = float(np.max(r))
+        out[f"median_rho_{v}"] = float(np.median(r))
+    return out

@@ -1,0 +1,126 @@
+"""A trace frame turned into the numpy arrays the driver works on."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+
+import numpy as np
+import pandas as pd
+
+from fairplace.domain import Job
+from fairplace.errors import TraceError
+
+
+@dataclass(frozen=True)
+class Workload:
+    """One entry per job; apps group jobs, ``phase`` orders successive-halving phases inside an app."""
+
+    ids: tuple[str, ...]
+    app_ids: tuple[str, ...]  # distinct apps, in first-arrival order
+    app: np.ndarray  # app index per job
+    phase: np.ndarray
+    submit: np.ndarray  # seconds
+    demand: np.ndarray  # GPUs
+    iters: np.ndarray  # iterations
+    t_iter: np.ndarray  # seconds per iteration on median GPUs within one machine
+    cls: tuple[str | None, ...]
+    model: tuple[str, ...]
+    l_machine: np.ndarray  # L when spread over machines of one rack
+    l_rack: np.ndarray  # L when spread over racks
+    name: str = ""
+    meta: Mapping[str, object] = field(default_factory=dict)
+
+    def __len__(self) -> int:
+        return len(self.ids)
+
+    def jobs(self) -> list[Job]:
+        """:class:`~fairplace.domain.Job` objects handed to placement policies."""
+        return [
+            Job(id=i, gpus=int(d), cls=c, model=m, weight=1.0)
+            for i, d, c, m in zip(self.ids, self.demand, self.cls, self.model, strict=True)
+        ]
+
+    def app_demand_max(self) -> np.ndarray:
+        """Per app: the largest total demand of one phase (jobs of a phase run together)."""
+        key = self.app * (int(self.phase.max()) + 2) + self.phase
+        _, g = np.unique(key, return_inverse=True)
+        per_phase = np.bincount(g, weights=self.demand)
+        app_of = np.zeros(per_phase.size, np.int64)
+        app_of[g] = self.app
+        out = np.zeros(len(self.app_ids))
+        np.maximum.at(out, app_of, per_phase)
+        return out
+
+    @property
+    def work(self) -> np.ndarray:
+        """Isolated running time per job on median GPUs within one machine: iters x t_iter (s)."""
+        return self.iters * self.t_iter
+
+
+def _lookup(models: Mapping[str, Mapping[str, object]], model: str, key: str, row: int, name: str):
+    for m in (model, model.lower()):
+        if m in models and models[m].get(key) is not None:
+            return models[m][key]
+    raise TraceError(f"{name}: row {row + 1} column 'model'", f"unknown model {model!r} ({key})")
+
+
+def workload_from_trace(
+    frame: pd.DataFrame,
+    models: Mapping[str, Mapping[str, object]] | None = None,
+    locality_penalty: float = 1.7,
+    locality_by_model: Mapping[str, float] | None = None,
+    max_gpus: int | None = None,
+) -> Workload:
+    """Trace frame (``instances.traces.validate_trace`` columns) -> :class:`Workload`.
+
+    ``t_iter`` and ``cls`` come from the frame's columns when present, else from ``models``
+    (model -> {"t_iter": s, "cls": class}); L across machines from the ``locality`` column, else
+    ``locality_by_model``, else ``locality_penalty``; L across racks from ``locality_rack`` else the
+    same L (PAL's two-level model)."""
+    name = frame.attrs.get("name", "<trace>")
+    models = models or {}
+    n = len(frame)
+    model = tuple(frame["model"].astype(str))
+    if "t_iter" in frame.columns:
+        t_iter = frame["t_iter"].to_numpy(dtype=float)
+    else:
+        t_iter = np.array(
+            [float(_lookup(models, m, "t_iter", k, name)) for k, m in enumerate(model)]
+        )
+    if "cls" in frame.columns:
+        cls = tuple(None if pd.isna(c) else str(c) for c in frame["cls"])
+    else:
+        cls = tuple(str(_lookup(models, m, "cls", k, name)) for k, m in enumerate(model))
+    if "locality" in frame.columns:
+        l_m = frame["locality"].to_numpy(dtype=float)
+    else:
+        by = locality_by_model or {}
+        l_m = np.array([float(by.get(m, by.get(m.lower(), locality_penalty))) for m in model])
+    l_r = frame["locality_rack"].to_numpy(dtype=float) if "locality_rack" in frame else l_m.copy()
+    demand = frame["num_gpus"].to_numpy(dtype=np.int64)
+    if max_gpus is not None and (demand > max_gpus).any():
+        k = int(np.flatnonzero(demand > max_gpus)[0])
+        raise TraceError(
+            f"{name}: row {k + 1} column 'num_gpus'",
+            f"job needs {demand[k]} GPUs but the cluster has {max_gpus}",
+        )
+    apps = frame["app_id"].astype(str) if "app_id" in frame else frame["job_id"].astype(str)
+    app_ids = tuple(dict.fromkeys(apps))
+    pos = {a: k for k, a in enumerate(app_ids)}
+    phase = frame["phase"].to_numpy(dtype=np.int64) if "phase" in frame else np.zeros(n, np.int64)
+    return Workload(
+        ids=tuple(frame["job_id"].astype(str)),
+        app_ids=app_ids,
+        app=np.array([pos[a] for a in apps], dtype=np.int64),
+        phase=phase,
+        submit=frame["submit_time"].to_numpy(dtype=float),
+        demand=demand,
+        iters=frame["duration"].to_numpy(dtype=float),
+        t_iter=t_iter,
+        cls=cls,
+        model=model,
+        l_machine=l_m,
+        l_rack=l_r,
+        name=str(name),
+    )

@@ -1,0 +1,174 @@
+"""Workload traces: the Sia-Philly CSV format, the bundled PAL traces and a Synergy-style generator.
+
+A trace is a :class:`pandas.DataFrame` with one row per job and the columns of the Sia-Philly CSVs
+(``job_id, num_gpus, submit_time, duration, model``; ``duration`` is a number of iterations). Optional
+columns understood by the simulator: ``app_id`` (jobs of one app), ``phase`` (successive-halving phase:
+phase p of an app is released when every job of phase p-1 of that app has finished), ``t_iter``
+(seconds per iteration with the job's GPUs on a median GPU), ``cls`` (PM-score class), ``locality``
+(L across machines) and ``locality_rack`` (L across racks; defaults to ``locality``).
+
+Bundled traces (``workload-1`` .. ``workload-4``) are copies of the PAL artifact's Sia-Philly traces
+(hal-uw/blox-pal, MIT licence, see ``data/README.md``), read through :mod:`importlib.resources`.
+"""
+
+from __future__ import annotations
+
+from importlib import resources
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from fairplace.errors import TraceError
+
+COLUMNS = ("job_id", "num_gpus", "submit_time", "duration", "model")
+#: Bundled Sia-Philly traces (160 jobs each, 64-GPU cluster = 16 x 4).
+SIA_PHILLY = ("workload-1", "workload-2", "workload-3", "workload-4")
+
+
+def trace_names() -> tuple[str, ...]:
+    """Names accepted by :func:`load_trace` besides file paths."""
+    return SIA_PHILLY
+
+
+def _data(*parts: str):
+    return resources.files("fairplace.instances").joinpath("data", *parts)
+
+
+def load_trace(source: str | Path | pd.DataFrame) -> pd.DataFrame:
+    """A bundled trace name, a CSV path or a DataFrame -> a validated trace frame (see module doc)."""
+    if isinstance(source, pd.DataFrame):
+        return validate_trace(source, name="<frame>")
+    name = str(source)
+    if name in SIA_PHILLY:
+        with _data("traces", "sia-philly", f"{name}.csv").open("r") as fh:
+            return validate_trace(pd.read_csv(fh), name=name)
+    path = Path(name)
+    if path.suffix.lower() != ".csv" and not path.exists():
+        raise TraceError(
+            "--trace", f"unknown trace {name!r}: use {', '.join(SIA_PHILLY)} or a .csv file"
+        )
+    if not path.is_file():
+        raise TraceError(name, "file not found")
+    try:
+        frame = pd.read_csv(path)
+    except (pd.errors.ParserError, pd.errors.EmptyDataError, UnicodeDecodeError) as exc:
+        raise TraceError(name, f"not a readable CSV ({type(exc).__name__}: {exc})") from None
+    return validate_trace(frame, name=name)
+
+
+def _bad_row(frame: pd.DataFrame, mask: np.ndarray, name: str, col: str, problem: str):
+    k = int(np.flatnonzero(mask)[0])
+    raise TraceError(
+        f"{name}: row {k + 1} column {col!r}", f"{problem}, got {frame[col].iloc[k]!r}"
+    )
+
+
+def validate_trace(frame: pd.DataFrame, name: str = "<trace>") -> pd.DataFrame:
+    """Check columns and values; return a clean copy (job_id/app_id as str, sorted by submit time).
+
+    Row numbers in errors count data rows from 1 (the header is row 0)."""
+    missing = [c for c in COLUMNS if c not in frame.columns]
+    if missing:
+        raise TraceError(f"{name}: column {missing[0]!r}", "missing")
+    if len(frame) == 0:
+        raise TraceError(name, "no jobs")
+    out = frame.copy()
+    for col in ("num_gpus", "submit_time", "duration") + tuple(
+        c for c in ("t_iter", "locality", "locality_rack", "phase") if c in out.columns
+    ):
+        num = pd.to_numeric(out[col], errors="coerce")
+        bad = num.isna().to_numpy() | ~np.isfinite(num.to_numpy(dtype=float, na_value=np.nan))
+        if bad.any():
+            _bad_row(frame, bad, name, col, "must be a finite number")
+        out[col] = num.astype(float)
+    g = out["num_gpus"].to_numpy()
+    if ((g < 1) | (g != np.round(g))).any():
+        _bad_row(
+            frame, (g < 1) | (g != np.round(g)), name, "num_gpus", "must be a positive integer"
+        )
+    out["num_gpus"] = g.astype(np.int64)
+    if (out["submit_time"].to_numpy() < 0).any():
+        _bad_row(frame, out["submit_time"].to_numpy() < 0, name, "submit_time", "must be >= 0")
+    if (out["duration"].to_numpy() <= 0).any():
+        _bad_row(frame, out["duration"].to_numpy() <= 0, name, "duration", "must be > 0")
+    for col in ("t_iter", "locality"):
+        if col in out.columns and (out[col].to_numpy() <= 0).any():
+            _bad_row(frame, out[col].to_numpy() <= 0, name, col, "must be > 0")
+    if "phase" in out.columns:
+        p = out["phase"].to_numpy()
+        if ((p < 0) | (p != np.round(p))).any():
+            _bad_row(frame, (p < 0) | (p != np.round(p)), name, "phase", "must be an integer >= 0")
+        out["phase"] = p.astype(np.int64)
+    models = out["model"]
+    bad = models.isna().to_numpy() | (models.astype(str).str.strip() == "").to_numpy()
+    if bad.any():
+        _bad_row(frame, bad, name, "model", "must be a model name")
+    out["model"] = models.astype(str)
+    out["job_id"] = out["job_id"].astype(str)
+    dup = out["job_id"].duplicated().to_numpy()
+    if dup.any():
+        _bad_row(frame, dup, name, "job_id", "duplicate job id")
+    if "app_id" in out.columns:
+        out["app_id"] = out["app_id"].astype(str)
+    out = out.sort_values("submit_time", kind="stable").reset_index(drop=True)
+    out.attrs["name"] = name
+    return out
+
+
+def philly_gpu_demand() -> pd.DataFrame:
+    """GPU-demand histogram of 82,247 Philly jobs (``num_gpus, jobs, fraction``)."""
+    with _data("traces", "philly-gpu-demand.csv").open("r") as fh:
+        return pd.read_csv(fh)
+
+
+def philly_duration_quantiles() -> pd.DataFrame:
+    """Duration quantiles (seconds) of the same Philly jobs (``quantile, duration_s``)."""
+    with _data("traces", "philly-duration-quantiles.csv").open("r") as fh:
+        return pd.read_csv(fh)
+
+
+def synergy_trace(
+    n_jobs: int = 1000,
+    jobs_per_hour: float = 8.0,
+    t_iter: dict[str, float] | None = None,
+    max_gpus: int | None = None,
+    seed: int = 0,
+) -> pd.DataFrame:
+    """Synergy-style workload: Poisson arrivals at ``jobs_per_hour``, GPU demand drawn from the Philly
+    histogram (restricted to ``<= max_gpus`` and renormalised), duration (seconds) drawn from the Philly
+    duration quantiles by log-linear interpolation of the inverse CDF (clipped to [q05/2, q99]), model
+    uniform over ``t_iter`` (model -> seconds per iteration); ``duration`` = seconds / t_iter."""
+    if n_jobs < 1:
+        raise TraceError("n_jobs", f"must be >= 1, got {n_jobs}")
+    if not jobs_per_hour > 0:
+        raise TraceError("jobs_per_hour", f"must be > 0, got {jobs_per_hour}")
+    if not t_iter:
+        raise TraceError("t_iter", "needs at least one model -> seconds per iteration")
+    rng = np.random.default_rng(seed)
+    hist = philly_gpu_demand()
+    if max_gpus is not None:
+        hist = hist[hist["num_gpus"] <= max_gpus]
+    p = hist["fraction"].to_numpy(dtype=float)
+    gpus = rng.choice(hist["num_gpus"].to_numpy(), size=n_jobs, p=p / p.sum())
+    q = philly_duration_quantiles()
+    qs = np.concatenate([[0.0], q["quantile"].to_numpy(), [1.0]])
+    ds = q["duration_s"].to_numpy(dtype=float)
+    logd = np.log(np.concatenate([[ds[0] / 2], ds, [ds[-1]]]))
+    seconds = np.exp(np.interp(rng.random(n_jobs), qs, logd))
+    gaps = rng.exponential(3600.0 / jobs_per_hour, size=n_jobs)
+    submit = np.round(np.cumsum(gaps) - gaps[0], 3)
+    names = sorted(t_iter)
+    model = rng.choice(np.array(names, dtype=object), size=n_jobs)
+    per_iter = np.array([t_iter[m] for m in model], dtype=float)
+    frame = pd.DataFrame(
+        {
+            "job_id": np.arange(n_jobs).astype(str),
+            "num_gpus": gpus.astype(np.int64),
+            "submit_time": submit,
+            "duration": np.maximum(1.0, np.round(seconds / per_iter)),
+            "model": model.astype(str),
+        }
+    )
+    frame.attrs["name"] = f"synergy-{n_jobs}-{jobs_per_hour:g}ph-s{seed}"
+    return frame
