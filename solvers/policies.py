@@ -1,0 +1,317 @@
+"""Placement policies of PAL's evaluation behind one interface, and their ``fairplace solve`` entries.
+
+A policy maps the cluster state (per-class scores, current allocations) and the scheduler's ordered queue
+(highest priority first, running and waiting jobs) to the next round's allocation:
+
+* ``pm-first`` (PAL §III-B, Alg. 1): cut the queue where cumulative demand first exceeds the cluster
+  size, stable-sort that prefix by class (A first), then give each job the free GPUs with the lowest
+  score (ties by GPU index). Non-sticky.
+* ``pal`` (§III-C, Alg. 2): like PM-First, but a job with 1 < N_j <= GPUs per machine takes the first
+  feasible cell of its class's L×V walk (closed form :func:`~fairplace.formulations.lv.choose_cell`):
+  the best packed set on one machine if its max score w* <= L_across * a*, else PM-First (max score a*).
+* ``packed-sticky`` (Tiresias) / ``packed-non-sticky`` (Gandiva): exact-fit machine, else best fit,
+  else spill over the machines with the most free GPUs. ``random-sticky`` / ``random-non-sticky``:
+  a uniformly random set of free GPUs, seeded by (seed, ``ClusterState.round``).
+
+Sticky (Blox semantics): running jobs keep their GPUs; a waiting job that does not fit preempts running
+jobs of lower priority, lowest first, only if that makes it fit. Non-sticky: every selected job is placed
+afresh each round. A job that does not fit stops the round (artifact, ``backfill=False``) or is skipped
+(``backfill=True``). ``Decision.preempted`` lists running jobs in the queue that get no GPUs next round;
+running jobs absent from the queue are simply released. Policies are frozen and keep no state.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+
+import numpy as np
+from fairplace.formulations.lv import choose_cell
+
+from fairplace.domain import Cluster, Job
+from fairplace.errors import DataError, OptionError, UnknownSolver
+
+from .placement_engine import FreePool
+
+POLICY_NAMES = (
+    "pal",
+    "pm-first",
+    "packed-sticky",
+    "packed-non-sticky",
+    "random-sticky",
+    "random-non-sticky",
+)
+
+
+@dataclass(frozen=True)
+class ClusterState:
+    """What a policy sees: the cluster, per-class (binned) scores of shape (G,), running allocations.
+
+    ``round`` (optional) is the scheduling round; the random policies seed their draw with it.
+    """
+
+    cluster: Cluster
+    scores: Mapping[str, np.ndarray]
+    allocation: Mapping[str, tuple[int, ...]] = field(default_factory=dict)
+    round: int = 0
+
+
+@dataclass(frozen=True)
+class Decision:
+    """Every job that runs next round -> its GPU indices (disjoint); running jobs that lost their GPUs."""
+
+    allocation: dict[str, tuple[int, ...]]
+    preempted: tuple[str, ...]
+
+    def migrated(self, state: ClusterState) -> tuple[str, ...]:
+        """Running jobs that keep running on a different GPU set (non-sticky re-placement)."""
+        return tuple(
+            j
+            for j, g in self.allocation.items()
+            if j in state.allocation and tuple(sorted(state.allocation[j])) != g
+        )
+
+
+@dataclass(frozen=True)
+class PlacementPolicy:
+    """Base policy: queue handling, stickiness and misfits; subclasses choose GPUs in ``_pick``."""
+
+    name: str = "policy"
+    sticky: bool = False
+    seed: int = 0
+    locality_penalty: float = 1.7
+    locality_by_model: tuple[tuple[str, float], ...] = ()
+    backfill: bool = False
+
+    def locality(self, job: Job) -> float:
+        """L_across of a job: per-model table first, then the constant."""
+        if job.model is not None:
+            for m, v in self.locality_by_model:
+                if m == job.model:
+                    return v
+        return self.locality_penalty
+
+    def place(self, state: ClusterState, queue: Sequence[Job]) -> Decision:
+        jobs = _validate(state, queue)
+        running = {j: np.asarray(g, dtype=np.int64) for j, g in state.allocation.items()}
+        in_queue = {j.id for j in jobs}
+        held = {j: g for j, g in running.items() if j in in_queue and self.sticky}
+        free = np.ones(len(state.cluster), dtype=bool)
+        for g in held.values():
+            free[g] = False
+        pool = FreePool(state.cluster, state.scores, free)
+        self._prepare(pool, state)
+        alloc: dict[str, tuple[int, ...]] = {}
+        order = jobs if self.sticky else self._order(jobs, len(state.cluster))
+        for k, job in enumerate(order):
+            if job.id in held:
+                alloc[job.id] = tuple(int(x) for x in np.sort(held[job.id]))
+                continue
+            if self.sticky and pool.n_free < job.gpus:
+                self._preempt_lower(pool, held, order, k, job.gpus)
+            gpus = self._pick(pool, job) if job.gpus <= pool.n_free else None
+            if gpus is None:
+                if self.backfill:
+                    continue
+                break
+            pool.take(gpus)
+            alloc[job.id] = tuple(int(x) for x in np.sort(gpus))
+        for j, g in held.items():  # running jobs not reached before a stop keep their GPUs
+            alloc.setdefault(j, tuple(int(x) for x in np.sort(g)))
+        preempted = tuple(j for j in running if j in in_queue and j not in alloc)
+        return Decision(alloc, preempted)
+
+    def _preempt_lower(self, pool, held, order, k, n) -> None:
+        """Release running jobs of lower priority than ``order[k]``, lowest first, until ``n`` fit."""
+        lower = [j.id for j in reversed(order[k + 1 :]) if j.id in held]
+        if pool.n_free + sum(held[j].size for j in lower) < n:
+            return
+        for j in lower:
+            pool.release(held.pop(j))
+            if pool.n_free >= n:
+                return
+
+    def _order(self, jobs: list[Job], cluster_size: int) -> list[Job]:
+        return jobs
+
+    def _prepare(self, pool: FreePool, state: ClusterState) -> None:
+        """Per-round set-up (e.g. the random permutation)."""
+
+    def _pick(self, pool: FreePool, job: Job) -> np.ndarray | None:
+        raise NotImplementedError
+
+
+@dataclass(frozen=True)
+class PMFirstPolicy(PlacementPolicy):
+    """PM-First: class-sorted guaranteed prefix, lowest-score free GPUs."""
+
+    name: str = "pm-first"
+
+    def _order(self, jobs, cluster_size):
+        demand = np.cumsum([j.gpus for j in jobs])
+        cut = int(np.searchsorted(demand, cluster_size, side="right"))
+        head = sorted(jobs[:cut], key=lambda j: (j.cls is None, j.cls or ""))
+        return head + jobs[cut:]
+
+    def _pick(self, pool, job):
+        return pool.first_free(job.cls, job.gpus)
+
+
+@dataclass(frozen=True)
+class PALPolicy(PMFirstPolicy):
+    """PAL: PM-First plus the L×V walk for 1 < N_j <= GPUs per machine."""
+
+    name: str = "pal"
+
+    def _pick(self, pool, job):
+        across = pool.first_free(job.cls, job.gpus)
+        if across is None or not 1 < job.gpus <= pool.P:
+            return across
+        within = pool.best_within(job.cls, job.gpus)
+        a_star = float(pool.score(job.cls)[across].max())
+        if within is not None and choose_cell(within[0], a_star, self.locality(job)):
+            return within[1]
+        return across
+
+
+@dataclass(frozen=True)
+class PackedPolicy(PlacementPolicy):
+    """Tiresias (sticky) / Gandiva (non-sticky) consolidated placement; ignores scores."""
+
+    name: str = "packed-sticky"
+    sticky: bool = True
+
+    def _pick(self, pool, job):
+        return pool.packed(job.gpus)
+
+
+@dataclass(frozen=True)
+class RandomPolicy(PlacementPolicy):
+    """Uniformly random free GPUs: the first free ones of a permutation seeded by (seed, round)."""
+
+    name: str = "random-sticky"
+    sticky: bool = True
+
+    def _prepare(self, pool, state):
+        rng = np.random.default_rng([int(self.seed), int(state.round)])
+        pool.set_order("__random__", rng.permutation(pool.G))
+
+    def _pick(self, pool, job):
+        return pool.first_free("__random__", job.gpus)
+
+
+_POLICIES = {
+    "pal": (PALPolicy, False),
+    "pm-first": (PMFirstPolicy, False),
+    "packed-sticky": (PackedPolicy, True),
+    "packed-non-sticky": (PackedPolicy, False),
+    "random-sticky": (RandomPolicy, True),
+    "random-non-sticky": (RandomPolicy, False),
+}
+
+
+def make_policy(
+    name: str,
+    *,
+    seed: int = 0,
+    locality_penalty: float = 1.7,
+    locality_by_model: Mapping[str, float] | None = None,
+    **options,
+) -> PlacementPolicy:
+    """A policy by name (:data:`POLICY_NAMES`). Option: ``backfill`` (bool, default False = stop at the
+    first job that does not fit, as the artifact does)."""
+    if name not in _POLICIES:
+        raise UnknownSolver(
+            "placement", f"unknown placement policy {name!r}; known: {', '.join(POLICY_NAMES)}"
+        )
+    unknown = set(options) - {"backfill"}
+    if unknown:
+        raise OptionError(sorted(unknown)[0], "unknown policy option; known: ['backfill']")
+    if not np.isfinite(locality_penalty) or locality_penalty <= 0:
+        raise OptionError(
+            "locality_penalty", f"must be a positive number, got {locality_penalty!r}"
+        )
+    table = tuple(sorted((str(k), float(v)) for k, v in (locality_by_model or {}).items()))
+    cls, sticky = _POLICIES[name]
+    return cls(
+        name=name,
+        sticky=sticky,
+        seed=int(seed),
+        locality_penalty=float(locality_penalty),
+        locality_by_model=table,
+        backfill=bool(options.get("backfill", False)),
+    )
+
+
+def _validate(state: ClusterState, queue: Sequence[Job]) -> list[Job]:
+    G = len(state.cluster)
+    for c, v in state.scores.items():
+        if np.shape(v) != (G,):
+            raise DataError(f"scores[{c!r}]", f"expected shape ({G},), got {np.shape(v)}")
+    jobs = list(queue)
+    seen = set()
+    for k, j in enumerate(jobs):
+        if j.id in seen:
+            raise DataError(f"queue[{k}].id", f"duplicate job id {j.id!r}")
+        seen.add(j.id)
+        if isinstance(j.gpus, bool) or not isinstance(j.gpus, (int, np.integer)) or j.gpus < 1:
+            raise DataError(f"queue[{k}].gpus", f"must be a positive integer, got {j.gpus!r}")
+    held = [np.asarray(g, dtype=np.int64) for g in state.allocation.values()]
+    if held:
+        flat = np.concatenate(held)
+        if flat.size and (flat.min() < 0 or flat.max() >= G):
+            raise DataError("allocation", f"GPU index out of range 0..{G - 1}")
+        if flat.size != np.unique(flat).size:
+            raise DataError("allocation", "running jobs share GPUs")
+    return jobs
+
+
+# ---- fairplace solve placement.json --solver <policy> ------------------------------------------
+
+
+def _solver(policy_name: str):
+    def run(inst, opts=None, name=None, seed=0, bin=False, backfill=False, **_ignored):
+        from fairplace.formulations.placement import slowdowns
+        from fairplace.formulations.pm_score import bin_scores
+
+        from fairplace.solution import Solution
+
+        t0 = time.perf_counter()
+        cl = inst.cluster
+        classes = dict.fromkeys([*cl.classes, *(j.cls for j in inst.jobs if j.cls is not None)])
+        raw = {c: cl.pm_vector(c) for c in classes}
+        scores = bin_scores(raw, random_state=int(seed))[0] if bin else raw
+        policy = make_policy(
+            policy_name,
+            seed=int(seed or 0),
+            locality_penalty=inst.locality_penalty,
+            locality_by_model=inst.locality_by_model,
+            backfill=backfill,
+        )
+        decision = policy.place(ClusterState(cl, scores, {}), inst.jobs)
+        alloc = {j: cl.ids(g) for j, g in decision.allocation.items()}
+        S = slowdowns(inst, alloc, scores)
+        extra = {
+            "placed": len(alloc),
+            "unplaced": [j.id for j in inst.jobs if j.id not in alloc],
+            "weighted_objective": sum(j.weight * S[j.id] for j in inst.jobs if j.id in S),
+            "binned": bool(bin),
+        }
+        if bin:
+            extra["objective_raw_scores"] = float(sum(slowdowns(inst, alloc).values()))
+        return Solution(
+            kind="placement",
+            status="heuristic",
+            solver=name or policy_name,
+            seconds=time.perf_counter() - t0,
+            objective=float(sum(S.values())),
+            allocation=alloc,
+            slowdown=S,
+            extra=extra,
+        )
+
+    return run
+
+
+SOLVERS = {name: {"placement": _solver(name)} for name in POLICY_NAMES}
