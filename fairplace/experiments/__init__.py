@@ -1,0 +1,1 @@
+"""Experiments that drive repeated auctions and return tidy pandas tables (THEMIS §6.3 truth-telling)."""
