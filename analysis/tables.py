@@ -1,0 +1,97 @@
+"""Small read-only helpers over results tables: column lookup, table-type detection, normalisation,
+gaps to a reference solver. They aggregate what the simulator / batch recorded, never recompute it."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+
+from fairplace.errors import DataError
+
+#: table kind -> columns that identify it (checked in this order)
+SIGNATURES = (
+    ("batch", ("instance", "solver", "objective")),
+    ("strategyproofness", ("X",)),
+    ("placement_time", ("gpus", "seconds", "policy")),
+    ("rounds", ("gpus_busy",)),
+    ("apps", ("rho",)),
+    ("jobs", ("jct",)),
+    ("sweep", ("scheduler", "placement")),
+)
+
+
+def col(df: pd.DataFrame, *candidates: str) -> str:
+    """The first of ``candidates`` that is a column of ``df``."""
+    for c in candidates:
+        if c in df.columns:
+            return c
+    raise DataError(candidates[0], f"missing column (looked for {', '.join(candidates)})")
+
+
+def detect(df: pd.DataFrame) -> str:
+    """The kind of a results table, from its columns (see ``SIGNATURES``)."""
+    cols = set(df.columns)
+    if "x" in cols and "X" not in cols:
+        cols.add("X")
+    for kind, need in SIGNATURES:
+        if set(need) <= cols:
+            return kind
+    raise DataError("columns", f"unrecognised results table (columns: {', '.join(map(str, df))})")
+
+
+#: statuses of rows that carry no result (sweeps use ok | error; batches optimal | heuristic | ...)
+FAILED = ("error", "skipped", "infeasible")
+
+
+def ok_rows(df: pd.DataFrame) -> pd.DataFrame:
+    """Rows that carry a result (drops failed / skipped cells and solves)."""
+    return df[~df["status"].isin(FAILED)] if "status" in df.columns else df
+
+
+def normalise_to(
+    df: pd.DataFrame, metric: str, baseline: str, by: list[str], key: str = "placement"
+) -> pd.DataFrame:
+    """Mean of ``metric`` over seeds per (by..., key), divided by the baseline's value in the same
+    ``by`` group; adds ``<metric>_norm``."""
+    if metric not in df.columns:
+        raise DataError(metric, "missing column")
+    m = ok_rows(df).groupby([*by, key], as_index=False)[metric].mean()
+    base = m[m[key] == baseline].set_index(by)[metric]
+    if base.empty:
+        raise DataError(key, f"no rows for the baseline {baseline!r}")
+    idx = pd.MultiIndex.from_frame(m[by]) if len(by) > 1 else m[by[0]]
+    m[f"{metric}_norm"] = m[metric].to_numpy() / base.reindex(idx).to_numpy()
+    return m
+
+
+def improvement(
+    df: pd.DataFrame, metric: str, policy: str, baseline: str, by: list[str], key: str = "placement"
+) -> pd.Series:
+    """Per group, 1 - metric(policy)/metric(baseline) (positive = policy better), indexed by ``by``."""
+    n = normalise_to(df, metric, baseline, by, key)
+    s = n[n[key] == policy].set_index(by)[f"{metric}_norm"]
+    if s.empty:
+        raise DataError(key, f"no rows for {policy!r}")
+    return 1.0 - s
+
+
+def geomean_improvement(ratios_improvement: pd.Series) -> float:
+    """1 - geomean(1 - improvement): the papers' 'geomean improvement'."""
+    r = 1.0 - ratios_improvement.to_numpy(dtype=float)
+    return float(1.0 - np.exp(np.log(r).mean()))
+
+
+def relative_gap(batch: pd.DataFrame, reference: str = "exact") -> pd.DataFrame:
+    """Rows of ``batch`` with ``rel_gap``: how much worse than the reference solver's objective on the
+    same instance, signed so that >= 0 means worse (auctions maximise, placements minimise)."""
+    ref = batch[batch["solver"] == reference].set_index("instance")["objective"]
+    out = batch.dropna(subset=["objective"]).copy()
+    out = out[out["instance"].isin(ref.index)]
+    r = ref.reindex(out["instance"]).to_numpy(dtype=float)
+    sign = (
+        np.where(out.get("kind", "auction").eq("placement"), 1.0, -1.0) if "kind" in out else -1.0
+    )
+    out["rel_gap"] = (
+        sign * (out["objective"].to_numpy(dtype=float) - r) / np.maximum(np.abs(r), 1e-9)
+    )
+    return out

@@ -1,0 +1,46 @@
+"""``fairplace sweep SPEC.toml [--out FILE] [--workers N] [--resume]``."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+HELP = "run a grid of schedulers x placements x traces x parameters x seeds through the simulator"
+
+
+def add_arguments(p) -> None:
+    p.add_argument("spec", help="sweep spec (TOML; see fairplace.sweep)")
+    p.add_argument(
+        "--out",
+        default=None,
+        metavar="FILE",
+        help="results table (.parquet and .csv siblings); default <spec name>-results.parquet",
+    )
+    p.add_argument(
+        "--workers",
+        type=int,
+        default=1,
+        metavar="N",
+        help="1 = sequential (default); N > 1 runs cells on a loopback Dask LocalCluster",
+    )
+    p.add_argument("--resume", action="store_true", help="skip cells already in the results CSV")
+    p.add_argument("--no-progress", action="store_true", help="no progress bar")
+    p.add_argument(
+        "--validate-only", action="store_true", help="check the spec and print the grid size"
+    )
+
+
+def run(args) -> int:
+    from fairplace.sweep import load_spec, results_paths, run_sweep
+
+    spec = load_spec(args.spec)
+    if args.validate_only:
+        print(f"{spec.name}: {len(spec)} cells")
+        return 0
+    out = Path(args.out) if args.out else Path(f"{spec.name}-results.parquet")
+    df = run_sweep(
+        spec, out, resume=args.resume, workers=args.workers, progress=not args.no_progress
+    )
+    paths = results_paths(out)
+    n_err = int((df["status"] != "ok").sum()) if "status" in df else 0
+    print(f"{len(df)} rows ({n_err} failed) -> {paths['parquet']} and {paths['csv']}")
+    return 0 if n_err == 0 else 1

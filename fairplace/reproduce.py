@@ -1,0 +1,337 @@
+"""Paper reproductions: run the experiment specs of ``papers/<paper>/*.toml``, evaluate
+``papers/<paper>/claims.toml`` on the results and write ``report.md`` + ``report.html``.
+
+An experiment spec::
+
+    [experiment]
+    title = "..."
+    kind = "sweep"            # sweep | strategyproofness | solver-gap | placement-time
+    sizes = ["tiny", "quick", "full"]
+    [[experiment.figure]]     # plot = a function of fairplace.analysis.plots applied to `frame`
+    name = "..."; plot = "jct_normalised"; frame = "summary"; args = {...}; where = {...}
+    [spec]                    # the kind's spec (a sweep spec for sweeps)
+    [size.quick]              # overrides of [spec] for that size (tables merge one level deep)
+
+Each experiment calls one public API (``fairplace.sweep.run_sweep`` -> ``fairplace.simulate``,
+``fairplace.experiments.strategyproofness``, ``fairplace.batch.solve_task`` -> ``fairplace.solve``).
+One whose dependency is missing or fails is reported as ``not run: <reason>``; its claims likewise.
+"""
+
+from __future__ import annotations
+
+import subprocess
+import time
+import tomllib
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+
+from fairplace.errors import OptionError
+
+PAPERS = ("themis", "pal")
+SIZES = ("tiny", "quick", "full")
+
+
+@dataclass(frozen=True)
+class Experiment:
+    """One experiment of a paper at one size (the [spec] with the size's overrides applied)."""
+
+    paper: str
+    key: str
+    title: str
+    kind: str
+    spec: dict[str, Any]
+    figures: tuple[dict, ...] = ()
+    runs: bool = True
+
+
+@dataclass
+class Outcome:
+    """What an experiment produced: result frames by name, a status line, seconds."""
+
+    frames: dict[str, pd.DataFrame] = field(default_factory=dict)
+    status: str = "ok"
+    seconds: float = 0.0
+
+    @property
+    def ran(self) -> bool:
+        return not self.status.startswith("not run")
+
+
+def _paper_dir(paper: str):
+    return resources.files("fairplace.papers").joinpath(paper)
+
+
+def _merge(base: dict, over: dict) -> dict:
+    out = dict(base)
+    for k, v in over.items():
+        out[k] = {**out[k], **v} if isinstance(v, dict) and isinstance(out.get(k), dict) else v
+    return out
+
+
+def load_experiments(paper: str, size: str) -> list[Experiment]:
+    """The experiments of ``paper`` (sorted by file name) at ``size``."""
+    if paper not in PAPERS:
+        raise OptionError("paper", f"unknown paper {paper!r}; known: {', '.join(PAPERS)}")
+    if size not in SIZES:
+        raise OptionError("size", f"unknown size {size!r}; known: {', '.join(SIZES)}")
+    out = []
+    for f in sorted(_paper_dir(paper).iterdir(), key=lambda p: p.name):
+        if not f.name.endswith(".toml") or f.name == "claims.toml":
+            continue
+        raw = tomllib.loads(f.read_text())
+        meta = raw.get("experiment", {})
+        spec = _merge(raw.get("spec", {}), raw.get("size", {}).get(size, {}))
+        out.append(
+            Experiment(
+                paper=paper,
+                key=f.name.removesuffix(".toml"),
+                title=meta.get("title", f.name),
+                kind=meta.get("kind", "sweep"),
+                spec=spec,
+                figures=tuple(meta.get("figure", [])),
+                runs=size in meta.get("sizes", SIZES),
+            )
+        )
+    return out
+
+
+def load_claims(paper: str) -> list[dict]:
+    return tomllib.loads(_paper_dir(paper).joinpath("claims.toml").read_text()).get("claim", [])
+
+
+# ------------------------------------------------------------------ runners (one public API each)
+
+
+def run_sweep_experiment(exp: Experiment, data_dir: Path, simulate=None, progress=True) -> Outcome:
+    from fairplace.sweep import load_spec, results_paths, run_sweep
+
+    spec = load_spec(exp.spec, check_names=simulate is None)
+    out = data_dir / f"{exp.paper}-{exp.key}"
+    df = run_sweep(spec, out, progress=progress, simulate=simulate)
+    frames = {"summary": df}
+    paths = results_paths(out)
+    for f in spec.frames:
+        if paths[f"{f}.parquet"].exists():
+            frames[f] = pd.read_parquet(paths[f"{f}.parquet"])
+    bad = df[df["status"] != "ok"]
+    if len(bad) == len(df):
+        msg = bad["message"].iloc[0] if len(bad) else "empty grid"
+        return Outcome(frames, f"not run: all {len(df)} simulations failed ({msg})")
+    status = (
+        "ok" if bad.empty else f"ok ({len(bad)}/{len(df)} cells failed: {bad['message'].iloc[0]})"
+    )
+    return Outcome(frames, status)
+
+
+def run_strategyproofness(exp: Experiment, data_dir: Path, **_) -> Outcome:
+    """THEMIS §6.3 via ``fairplace.experiments.strategyproofness``: one row per misreport X."""
+    from fairplace.experiments import strategyproofness as sp
+
+    fn = next((getattr(sp, n) for n in ("run", "curve", "sweep") if hasattr(sp, n)), None)
+    if fn is None:
+        raise ImportError("fairplace.experiments.strategyproofness has no run()/curve()")
+    df = fn(**exp.spec)
+    df = df if isinstance(df, pd.DataFrame) else pd.DataFrame(df)
+    df.to_csv(data_dir / f"{exp.paper}-{exp.key}.csv", index=False)
+    return Outcome({"strategyproofness": df})
+
+
+def run_solver_gap(exp: Experiment, data_dir: Path, **_) -> Outcome:
+    """Generated instances solved by each solver through ``fairplace.batch.solve_task`` (sequential,
+    in process); the batch results table with gaps to the exact optimum."""
+    import itertools
+
+    from fairplace import batch
+    from fairplace.instances import generators, io
+
+    s = exp.spec
+    gen = getattr(generators, s["generator"])
+    grid = s.get("grid", {})
+    rows = []
+    for values in itertools.product(*grid.values()):
+        for seed in s.get("seeds", [0]):
+            kw = dict(zip(grid, values, strict=True)) | s.get("fixed", {}) | {"seed": seed}
+            inst = gen(**kw)
+            payload = io.to_dict(inst)
+            for solver in s["solvers"]:
+                rows.append(batch.solve_task(inst.name, solver, payload, s.get("time_limit")))
+    df = batch.to_frame(rows)
+    batch.write_table(df, data_dir / f"{exp.paper}-{exp.key}.csv")
+    skipped = df[df["status"].isin(["skipped", "error"])]
+    status = "ok"
+    if len(skipped):
+        status = (
+            f"ok ({len(skipped)}/{len(df)} solves skipped or failed: {skipped['message'].iloc[0]})"
+        )
+    return Outcome({"batch": df}, status)
+
+
+def run_placement_time(exp: Experiment, data_dir: Path, **_) -> Outcome:
+    """Seconds of one ``fairplace.solve`` placement round per policy and cluster size (PAL Fig. 18)."""
+    import fairplace
+    from fairplace.instances.generators import random_placement
+
+    s = exp.spec
+    rows = []
+    for gpus in s["gpus"]:
+        machines = gpus // s.get("gpus_per_machine", 4)
+        inst = random_placement(
+            jobs=max(1, gpus // s.get("gpus_per_job", 4)),
+            machines=machines,
+            gpus_per_machine=s.get("gpus_per_machine", 4),
+            seed=0,
+            max_demand=s.get("max_demand", 4),
+        )
+        for policy in s["policies"]:
+            for rep in range(s.get("repeats", 3)):
+                sol = fairplace.solve(inst, solver=policy, seed=rep)
+                rows.append({"gpus": gpus, "policy": policy, "rep": rep, "seconds": sol.seconds})
+    df = pd.DataFrame(rows)
+    df.to_csv(data_dir / f"{exp.paper}-{exp.key}.csv", index=False)
+    return Outcome({"placement_time": df})
+
+
+RUNNERS: dict[str, Callable[..., Outcome]] = {
+    "sweep": run_sweep_experiment,
+    "strategyproofness": run_strategyproofness,
+    "solver-gap": run_solver_gap,
+    "placement-time": run_placement_time,
+}
+
+
+def run_experiment(exp: Experiment, data_dir: Path, simulate=None, progress=True) -> Outcome:
+    """Run one experiment; never raises — a missing dependency or a failure is ``not run: ...``."""
+    t0 = time.perf_counter()
+    if not exp.runs:
+        return Outcome(status="not run: not part of this size (run without --quick)")
+    try:
+        runner = RUNNERS[exp.kind]
+        out = runner(exp, data_dir, simulate=simulate, progress=progress)
+    except ImportError as exc:
+        out = Outcome(status=f"not run: dependency missing ({exc})")
+    except Exception as exc:  # noqa: BLE001 - reported, never hidden
+        out = Outcome(status=f"not run: {type(exc).__name__}: {exc}")
+    out.seconds = time.perf_counter() - t0
+    return out
+
+
+# ------------------------------------------------------------------ figures, claims, report
+
+
+def make_figures(exp: Experiment, outcome: Outcome):
+    """[(name, PNG bytes)] and [(name, reason)] of figures that could not be drawn."""
+    from fairplace.analysis import plots
+    from fairplace.analysis.claims import _where
+    from fairplace.analysis.report import png
+    from fairplace.analysis.tables import ok_rows
+
+    made, failed = [], []
+    for f in exp.figures:
+        try:
+            df = ok_rows(outcome.frames[f.get("frame", "summary")])
+            if f.get("where"):
+                df = _where(df, f["where"])
+            made.append((f["name"], png(getattr(plots, f["plot"])(df, **f.get("args", {})))))
+        except Exception as exc:  # noqa: BLE001 - a figure that cannot be drawn is reported
+            failed.append((f["name"], f"{type(exc).__name__}: {exc}"))
+    return made, failed
+
+
+def _summary_table(outcome: Outcome) -> pd.DataFrame | None:
+    df = outcome.frames.get("summary")
+    if df is None or df.empty:
+        return None
+    df = df[df["status"] == "ok"]
+    metrics = [
+        c
+        for c in ("avg_jct", "p99_jct", "makespan", "utilization", "max_rho", "median_rho")
+        if c in df
+    ]
+    keys = [c for c in df.columns if c not in ("seed", "cell_id", "status", "message")]
+    keys = [c for c in keys if df[c].dtype == object or c in ("locality_penalty", "contention")]
+    keys = [c for c in keys if c not in metrics and df[c].nunique() > 0][:5]
+    if not metrics or not keys:
+        return None
+    return df.groupby(keys, as_index=False)[metrics].mean().round(3)
+
+
+def _git_commit() -> str:
+    try:
+        here = Path(__file__).resolve().parent
+        r = subprocess.run(
+            ["git", "rev-parse", "--short", "HEAD"], cwd=here, capture_output=True, text=True
+        )
+        return r.stdout.strip() or "unknown"
+    except OSError:
+        return "unknown"
+
+
+def reproduce(
+    which: str = "all",
+    size: str = "quick",
+    out: str | Path = "fairplace-report",
+    simulate: Callable | None = None,
+    progress: bool = True,
+    log: Callable[[str], None] | None = None,
+) -> dict[str, Any]:
+    """Run the experiments of ``which`` (themis | pal | all) at ``size`` and write the report.
+
+    Returns ``{"md", "html", "claims" (paths), "table" (the claims DataFrame), "seconds"}``.
+    ``simulate`` replaces ``fairplace.simulate`` (tests)."""
+    from fairplace.analysis.claims import evaluate
+    from fairplace.analysis.report import Section, write_report
+
+    if which not in (*PAPERS, "all"):
+        raise OptionError("paper", f"unknown paper {which!r}; use themis, pal or all")
+    papers = PAPERS if which == "all" else (which,)
+    exps = [e for p in papers for e in load_experiments(p, size)]
+    out = Path(out)
+    data_dir = out / "data"
+    data_dir.mkdir(parents=True, exist_ok=True)
+    t0 = time.perf_counter()
+    outcomes: dict[tuple[str, str], Outcome] = {}
+    sections, rows = [], []
+    for e in exps:
+        if log:
+            log(f"[{e.paper}] {e.key}: {e.title}")
+        o = run_experiment(e, data_dir, simulate=simulate, progress=progress)
+        outcomes[(e.paper, e.key)] = o
+        if log:
+            log(f"[{e.paper}] {e.key}: {o.status} ({o.seconds:.1f} s)")
+        sec = Section(title=f"{e.paper.upper()} — {e.title}", status=o.status)
+        sec.lines.append(f"Experiment `{e.paper}/{e.key}` ({e.kind}), {o.seconds:.1f} s.")
+        if o.ran:
+            sec.figures, failed = make_figures(e, o)
+            sec.lines += [f"Figure '{n}' not drawn: {why}" for n, why in failed]
+            tab = _summary_table(o)
+            if tab is not None:
+                sec.tables.append(("Mean over seeds", tab))
+        sections.append(sec)
+    for p in papers:
+        for c in load_claims(p):
+            o = outcomes.get((p, c["experiment"]))
+            if o is None:
+                rows.append(evaluate(c, None, f"not run: no experiment {c['experiment']!r}"))
+            elif not o.ran:
+                rows.append(evaluate(c, None, o.status))
+            else:
+                rows.append(evaluate(c, o.frames))
+    table = pd.DataFrame(rows)
+    seconds = time.perf_counter() - t0
+    held = (table["holds"] == "yes").sum() if len(table) else 0
+    nr = table["holds"].astype(str).str.startswith("not run").sum() if len(table) else 0
+    preamble = [
+        f"Command: fairplace reproduce {which}{' --quick' if size == 'quick' else ''}"
+        f"{' (size ' + size + ')' if size == 'tiny' else ''}; fairplace commit {_git_commit()}; "
+        f"generated {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}; {seconds:.0f} s.",
+        f"{held} of {len(table)} claims hold, {len(table) - held - nr} do not, {nr} not run. "
+        "'holds?' applies the stated rule to our numbers; the paper's number is shown for context. "
+        "Raw results are in data/.",
+    ]
+    paths = write_report(out, "fairplace reproduction report", table, sections, preamble)
+    return {**paths, "table": table, "seconds": seconds}

@@ -1,0 +1,342 @@
+"""Simulation sweeps: a grid of schedulers x placements x traces x parameters x seeds, run through
+``fairplace.simulate`` into one results table (one row per cell, appended as cells finish).
+
+A spec (TOML or dict)::
+
+    name = "pal-sia-philly"
+    schedulers = ["fifo"]
+    placements = ["packed-sticky", "pal"]
+    traces = ["workload-1", "workload-2"]      # names or CSV paths, passed to simulate(trace=...)
+    seeds = [0, 1]
+    frames = ["jobs"]                          # optional per-cell frames kept (jobs | apps | rounds)
+    [params]                                   # grid axes: name -> list of values
+    locality_penalty = [1.0, 2.0, 3.0]
+    [fixed]                                    # constant keyword arguments of simulate
+    gpus = 64
+
+Rows hold the cell (``scheduler, placement, trace, seed`` and each param), ``status`` (``ok`` |
+``error``), ``message``, ``wall_seconds`` and every scalar of the simulation's ``summary``.
+Runs are sequential by default; ``workers > 1`` runs cells on a loopback Dask ``LocalCluster``.
+"""
+
+from __future__ import annotations
+
+import inspect
+import itertools
+import math
+import time
+import tomllib
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+
+from fairplace.errors import OptionError
+
+SPEC_KEYS = ("name", "schedulers", "placements", "traces", "seeds", "params", "fixed", "frames")
+FRAMES = ("jobs", "apps", "rounds")
+#: Documented in issue 5; used when the simulator does not publish its own registry.
+SCHEDULERS = ("fifo", "las", "srtf", "drf", "gandiva", "optimus", "slaq", "themis", "gavel-ftf")
+PLACEMENTS = (
+    "pal",
+    "pm-first",
+    "packed-sticky",
+    "packed-non-sticky",
+    "random-sticky",
+    "random-non-sticky",
+    "exact",
+    "themis",
+    "none",
+)
+CELL_KEYS = ("scheduler", "placement", "trace", "seed")
+
+
+@dataclass(frozen=True)
+class SweepSpec:
+    """A validated sweep grid (see module docstring)."""
+
+    name: str
+    schedulers: tuple[str, ...]
+    placements: tuple[str, ...]
+    traces: tuple[str, ...]
+    seeds: tuple[int, ...] = (0,)
+    params: dict[str, tuple] = field(default_factory=dict)
+    fixed: dict[str, Any] = field(default_factory=dict)
+    frames: tuple[str, ...] = ()
+
+    def cells(self) -> list[dict[str, Any]]:
+        """The grid in a fixed order: one dict of cell coordinates per simulation."""
+        axes = list(self.params)
+        out = []
+        for sch, pl, tr in itertools.product(self.schedulers, self.placements, self.traces):
+            for values in itertools.product(*(self.params[a] for a in axes)):
+                for seed in self.seeds:
+                    cell = {"scheduler": sch, "placement": pl, "trace": tr, "seed": seed}
+                    cell.update(dict(zip(axes, values, strict=True)))
+                    out.append(cell)
+        return out
+
+    def __len__(self) -> int:
+        n = len(self.schedulers) * len(self.placements) * len(self.traces) * len(self.seeds)
+        return n * math.prod(len(v) for v in self.params.values())
+
+
+def _registry(attr: str, default: tuple[str, ...]) -> tuple[str, ...]:
+    try:
+        import fairplace.sim as sim
+    except ImportError:
+        return default
+    names = getattr(sim, attr, None)
+    return tuple(names) if names else default
+
+
+def _simulate_params() -> set[str] | None:
+    """Keyword names ``fairplace.simulate`` accepts, or None (unknown / accepts **kwargs)."""
+    try:
+        from fairplace.sim import simulate
+    except ImportError:
+        return None
+    sig = inspect.signature(simulate)
+    if any(p.kind is p.VAR_KEYWORD for p in sig.parameters.values()):
+        return None
+    return set(sig.parameters)
+
+
+def _names(spec: dict, key: str, known: tuple[str, ...] | None) -> tuple[str, ...]:
+    v = spec.get(key)
+    if isinstance(v, str):
+        v = [v]
+    if not isinstance(v, list) or not v or not all(isinstance(x, str) for x in v):
+        raise OptionError(key, "must be a non-empty list of names")
+    if known is not None:
+        for x in v:
+            if x not in known:
+                raise OptionError(key, f"unknown value {x!r}; known: {', '.join(known)}")
+    return tuple(v)
+
+
+def validate_spec(spec: dict, *, check_names: bool = True) -> SweepSpec:
+    """Check a spec dict and return a :class:`SweepSpec`; raises :class:`OptionError` naming the key."""
+    if not isinstance(spec, dict):
+        raise OptionError("spec", "must be a TOML table")
+    for k in spec:
+        if k not in SPEC_KEYS:
+            raise OptionError(k, f"unknown key; allowed: {', '.join(SPEC_KEYS)}")
+    name = spec.get("name", "sweep")
+    if not isinstance(name, str):
+        raise OptionError("name", "must be a string")
+    scheds = _names(
+        spec, "schedulers", _registry("SCHEDULERS", SCHEDULERS) if check_names else None
+    )
+    places = _names(
+        spec, "placements", _registry("PLACEMENTS", PLACEMENTS) if check_names else None
+    )
+    traces = _names(spec, "traces", None)
+    seeds = spec.get("seeds", [0])
+    if isinstance(seeds, int):
+        seeds = [seeds]
+    if not isinstance(seeds, list) or not seeds or not all(type(s) is int for s in seeds):
+        raise OptionError("seeds", "must be a non-empty list of integers")
+    allowed = _simulate_params() if check_names else None
+    reserved = set(CELL_KEYS)
+    params: dict[str, tuple] = {}
+    for table in ("params", "fixed"):
+        t = spec.get(table, {})
+        if not isinstance(t, dict):
+            raise OptionError(table, "must be a table of simulate() keyword arguments")
+        for k, v in t.items():
+            if k in reserved:
+                raise OptionError(f"{table}.{k}", f"{k!r} is a grid axis of its own")
+            if allowed is not None and k not in allowed:
+                raise OptionError(f"{table}.{k}", "unknown simulate() parameter")
+            if table == "params" and (not isinstance(v, list) or not v):
+                raise OptionError(f"params.{k}", "must be a non-empty list of values")
+    params = {k: tuple(v) for k, v in spec.get("params", {}).items()}
+    fixed = dict(spec.get("fixed", {}))
+    for k in set(params) & set(fixed):
+        raise OptionError(f"fixed.{k}", "is also a grid axis in [params]")
+    frames = spec.get("frames", [])
+    if not isinstance(frames, list) or any(f not in FRAMES for f in frames):
+        raise OptionError("frames", f"must be a list drawn from {', '.join(FRAMES)}")
+    return SweepSpec(name, scheds, places, traces, tuple(seeds), params, fixed, tuple(frames))
+
+
+def load_spec(path: str | Path | dict, *, check_names: bool = True) -> SweepSpec:
+    """Read a TOML spec file (or take a dict) and validate it."""
+    if isinstance(path, dict):
+        return validate_spec(path, check_names=check_names)
+    p = Path(path)
+    try:
+        with p.open("rb") as fh:
+            raw = tomllib.load(fh)
+    except FileNotFoundError as exc:
+        raise OptionError(str(p), "no such spec file") from exc
+    except tomllib.TOMLDecodeError as exc:
+        raise OptionError(str(p), f"not valid TOML: {exc}") from exc
+    return validate_spec(raw, check_names=check_names)
+
+
+def cell_id(cell: dict[str, Any]) -> str:
+    """A stable identifier of one grid cell (used by ``resume``)."""
+    return "|".join(f"{k}={cell[k]}" for k in sorted(cell))
+
+
+def _scalars(summary: dict) -> dict[str, Any]:
+    out = {}
+    for k, v in (summary or {}).items():
+        if isinstance(v, (bool, int, float, str)) or v is None:
+            out[k] = v
+        elif hasattr(v, "item") and getattr(v, "ndim", 1) == 0:
+            out[k] = v.item()
+    return out
+
+
+def run_cell(cell: dict, fixed: dict, frames: Iterable[str] = (), simulate: Callable | None = None):
+    """Simulate one cell; never raises: failures become ``status='error'`` rows.
+
+    Returns ``(row, {frame name: DataFrame})``.
+    """
+    t0 = time.perf_counter()
+    row = dict(cell, cell_id=cell_id(cell))
+    got: dict[str, pd.DataFrame] = {}
+    try:
+        if simulate is None:
+            from fairplace.sim import simulate
+        res = simulate(**cell, **fixed)
+        row.update(_scalars(getattr(res, "summary", {})))
+        row.update(status="ok", message="")
+        for f in frames:
+            df = getattr(res, f, None)
+            if isinstance(df, pd.DataFrame):
+                got[f] = df.assign(**{k: v for k, v in cell.items() if k not in df.columns})
+    except Exception as exc:  # noqa: BLE001 - a failing cell is a row, never the end of the sweep
+        row.update(status="error", message=f"{type(exc).__name__}: {exc}"[:500])
+    row["wall_seconds"] = time.perf_counter() - t0
+    return row, got
+
+
+def _append_csv(path: Path, df: pd.DataFrame) -> None:
+    if path.exists() and path.stat().st_size > 0:
+        old_cols = list(pd.read_csv(path, nrows=0).columns)
+        if set(df.columns) <= set(old_cols):
+            df.reindex(columns=old_cols).to_csv(path, mode="a", header=False, index=False)
+            return
+        merged = pd.concat([pd.read_csv(path), df], ignore_index=True)  # new columns: rewrite
+        merged.to_csv(path, index=False)
+        return
+    df.to_csv(path, index=False)
+
+
+def results_paths(out: str | Path) -> dict[str, Path]:
+    """``{table: path}`` for a sweep written to ``out`` (``.parquet`` / ``.csv`` siblings)."""
+    base = Path(out)
+    stem = base.with_suffix("") if base.suffix in (".parquet", ".csv") else base
+    paths = {"parquet": stem.with_suffix(".parquet"), "csv": stem.with_suffix(".csv")}
+    for f in FRAMES:
+        paths[f"{f}.csv"] = stem.parent / f"{stem.name}.{f}.csv"
+        paths[f"{f}.parquet"] = stem.parent / f"{stem.name}.{f}.parquet"
+    return paths
+
+
+def _finish(paths: dict[str, Path], frames: Iterable[str]) -> None:
+    for key in ["", *(f"{f}." for f in frames)]:
+        csv = paths[f"{key}csv"]
+        if csv.exists() and csv.stat().st_size > 0:
+            pd.read_csv(csv).to_parquet(paths[f"{key}parquet"], index=False)
+
+
+def run_sweep(
+    spec: SweepSpec | dict | str | Path,
+    out: str | Path,
+    *,
+    resume: bool = False,
+    workers: int = 1,
+    progress: bool = True,
+    simulate: Callable | None = None,
+) -> pd.DataFrame:
+    """Run every cell of ``spec``; append each finished row to ``out`` (CSV), then write parquet.
+
+    ``resume`` skips cells whose ``cell_id`` is already in the CSV. ``simulate`` replaces
+    ``fairplace.simulate`` (tests). Returns the whole results table.
+    """
+    if not isinstance(spec, SweepSpec):
+        spec = load_spec(spec)
+    if workers < 1:
+        raise OptionError("workers", "must be >= 1")
+    paths = results_paths(out)
+    paths["csv"].parent.mkdir(parents=True, exist_ok=True)
+    done: set[str] = set()
+    if resume and paths["csv"].exists() and paths["csv"].stat().st_size > 0:
+        done = set(pd.read_csv(paths["csv"], usecols=["cell_id"])["cell_id"])
+    elif not resume:
+        for p in paths.values():
+            p.unlink(missing_ok=True)
+    todo = [c for c in spec.cells() if cell_id(c) not in done]
+
+    def record(row, got):
+        _append_csv(paths["csv"], pd.DataFrame([row]))
+        for f, df in got.items():
+            _append_csv(paths[f"{f}.csv"], df)
+
+    bar = _Progress(len(todo), spec.name, enabled=progress)
+    with bar:
+        if workers == 1 or len(todo) <= 1:
+            for c in todo:
+                record(*run_cell(c, spec.fixed, spec.frames, simulate))
+                bar.advance()
+        else:
+            _run_dask(todo, spec, workers, simulate, record, bar)
+    _finish(paths, spec.frames)
+    if not paths["csv"].exists():
+        return pd.DataFrame(columns=[*CELL_KEYS, "status", "message"])
+    return pd.read_parquet(paths["parquet"])
+
+
+def _run_dask(todo, spec, workers, simulate, record, bar) -> None:
+    from dask.distributed import Client, LocalCluster, as_completed
+
+    with (
+        LocalCluster(
+            n_workers=workers,
+            processes=True,
+            threads_per_worker=1,
+            host="127.0.0.1",
+            dashboard_address=None,
+        ) as cluster,
+        Client(cluster) as client,
+    ):
+        futs = [
+            client.submit(run_cell, c, spec.fixed, spec.frames, simulate, pure=False) for c in todo
+        ]
+        for fut in as_completed(futs):
+            record(*fut.result())
+            bar.advance()
+
+
+class _Progress:
+    """A rich progress bar on stderr (silent when disabled or not a terminal)."""
+
+    def __init__(self, total: int, label: str, enabled: bool = True):
+        self.total, self.label, self.enabled = total, label, enabled
+        self._p = None
+
+    def __enter__(self):
+        if self.enabled and self.total:
+            from rich.console import Console
+            from rich.progress import Progress
+
+            self._p = Progress(console=Console(stderr=True), transient=False)
+            self._p.start()
+            self._task = self._p.add_task(self.label, total=self.total)
+        return self
+
+    def advance(self) -> None:
+        if self._p is not None:
+            self._p.advance(self._task)
+
+    def __exit__(self, *exc):
+        if self._p is not None:
+            self._p.stop()
+        return False

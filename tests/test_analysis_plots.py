@@ -1,0 +1,176 @@
+"""Plot functions on synthetic frames return Figures; table detection; `fairplace plot`."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import pytest
+from fairplace.analysis import plots
+from fairplace.analysis.auto import figures_for
+from fairplace.analysis.claims import evaluate, geomean_gain, max_rho_ratio, tipping_point
+from fairplace.analysis.tables import detect, geomean_improvement, normalise_to
+from matplotlib.figure import Figure
+
+from fairplace.cli import main
+from fairplace.errors import DataError
+
+RNG = np.random.default_rng(0)
+
+
+def _sweep():
+    rows = []
+    for tr in ("workload-1", "workload-2"):
+        for pl, g in (("packed-sticky", 1.0), ("pm-first", 0.7), ("pal", 0.6)):
+            for L in (1.0, 3.0):
+                for seed in (0, 1):
+                    rows.append(
+                        dict(
+                            scheduler="fifo",
+                            placement=pl,
+                            trace=tr,
+                            seed=seed,
+                            status="ok",
+                            locality_penalty=L,
+                            load=8.0 + seed,
+                            avg_jct=1e3 * g * L,
+                            max_rho=2.0,
+                            gpu_time=5.0,
+                        )
+                    )
+    return pd.DataFrame(rows)
+
+
+def _themis():
+    rows = [
+        dict(
+            scheduler=s,
+            placement="packed-sticky",
+            trace="t",
+            seed=0,
+            status="ok",
+            contention=c,
+            max_rho=r * c,
+            gpu_time=10.0 * c,
+            f=f,
+            lease=600.0,
+        )
+        for s, r in (("themis", 1.0), ("las", 2.5), ("gavel-ftf", 3.0))
+        for c in (1, 2)
+        for f in (0.5, 0.8)
+    ]
+    return pd.DataFrame(rows)
+
+
+def _apps():
+    return pd.DataFrame(
+        {
+            "scheduler": np.repeat(["themis", "las"], 20),
+            "rho": RNG.uniform(0.5, 3, 40),
+            "placement_score": RNG.uniform(0.5, 1, 40),
+        }
+    )
+
+
+def _batch():
+    rows = []
+    for i in range(6):
+        opt = -RNG.uniform(1, 5)
+        for s, d in (("exact", 0.0), ("greedy-rho", 0.5), ("relaxation", -0.3)):
+            rows.append(
+                dict(
+                    instance=f"i{i}",
+                    kind="auction",
+                    gpus=16 * (1 + i % 3),
+                    solver=s,
+                    status="optimal",
+                    objective=opt - d,
+                    seconds=0.01 * (i + 1),
+                )
+            )
+    return pd.DataFrame(rows)
+
+
+@pytest.mark.parametrize(
+    "fn,frame",
+    [
+        (plots.jct_normalised, _sweep),
+        (plots.locality_sweep, _sweep),
+        (plots.jct_vs_load, _sweep),
+        (plots.max_rho_vs_contention, _themis),
+        (plots.gpu_time, _themis),
+        (lambda d: plots.sensitivity(d, "f"), _themis),
+        (plots.rho_cdf, _apps),
+        (plots.placement_score, _apps),
+        (plots.heuristic_gap, _batch),
+        (plots.solve_time_vs_size, _batch),
+        (plots.integrality_gap, _batch),
+        (plots.gpus_in_use, lambda: pd.DataFrame({"time": [0, 300, 600], "gpus_busy": [1, 5, 3]})),
+        (
+            plots.placement_time,
+            lambda: pd.DataFrame(
+                {
+                    "gpus": [64, 64, 256, 256],
+                    "policy": ["pal"] * 4,
+                    "seconds": [1e-3, 2e-3, 5e-3, 4e-3],
+                }
+            ),
+        ),
+        (
+            plots.strategyproofness_curve,
+            lambda: pd.DataFrame(
+                {"X": [0, 20, 40], "liar_jct": [10, 10, 20], "truthful_avg_jct": [10, 9, 8]}
+            ),
+        ),
+    ],
+)
+def test_plot_functions_return_figures(fn, frame):
+    fig = fn(frame())
+    assert isinstance(fig, Figure)
+    assert fig.axes and fig.axes[0].has_data()
+
+
+def test_normalisation_and_geomean():
+    n = normalise_to(_sweep(), "avg_jct", "packed-sticky", by=["trace"])
+    assert np.allclose(n.set_index("placement").loc["pal", "avg_jct_norm"], 0.6)
+    g, _ = geomean_gain({"summary": _sweep()}, "pal", "packed-sticky")
+    assert g == pytest.approx(40.0)
+    assert geomean_improvement(pd.Series([0.5, 0.0])) == pytest.approx(1 - np.sqrt(0.5))
+
+
+def test_claim_measures_and_rules():
+    r, _ = max_rho_ratio({"summary": _themis()}, "themis", ["las", "gavel-ftf"])
+    assert r == pytest.approx(2.5)
+    sp = pd.DataFrame({"X": [0, 20, 40, 60], "liar_jct": [10, 10, 18, 19]})
+    assert tipping_point({"strategyproofness": sp})[0] == 40
+    claim = dict(
+        id="c",
+        text="t",
+        measure="max_rho_ratio",
+        rule="between",
+        threshold=[2.2, 3.25],
+        args={"scheduler": "themis", "baselines": ["las"]},
+    )
+    assert evaluate(claim, {"summary": _themis()})["holds"] == "yes"
+    assert evaluate(claim | {"threshold": [3.0, 4.0]}, {"summary": _themis()})["holds"] == "no"
+    assert evaluate(claim, None, "not run: x")["holds"] == "not run"
+
+
+def test_detect_table_kinds():
+    assert detect(_sweep()) == "sweep"
+    assert detect(_batch()) == "batch"
+    assert detect(_apps()) == "apps"
+    with pytest.raises(DataError):
+        detect(pd.DataFrame({"foo": [1]}))
+    kind, made, skipped = figures_for(_sweep())
+    names = {n for n, _ in made}
+    assert {"jct-normalised", "locality-sweep", "jct-vs-load"} <= names
+    assert "max-rho-vs-contention" in {n for n, _ in skipped}
+
+
+def test_plot_command(tmp_path, capsys):
+    f = tmp_path / "r.parquet"
+    _batch().to_parquet(f)
+    assert main(["plot", str(f), "--out", str(tmp_path / "o")]) == 0
+    assert (tmp_path / "o" / "heuristic-gap.png").stat().st_size > 1000
+    assert main(["plot", str(tmp_path / "missing.csv")]) == 2
+    assert "missing.csv" in capsys.readouterr().err

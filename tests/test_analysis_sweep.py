@@ -1,0 +1,91 @@
+"""`fairplace sweep`: spec validation (exit 2 naming the key), grid, appended rows, resume."""
+
+from __future__ import annotations
+
+from types import SimpleNamespace
+
+import pandas as pd
+import pytest
+
+from fairplace.cli import main
+from fairplace.errors import OptionError
+from fairplace.sweep import load_spec, results_paths, run_sweep
+
+SPEC = {
+    "name": "t",
+    "schedulers": ["fifo"],
+    "placements": ["pal", "packed-sticky"],
+    "traces": ["workload-1"],
+    "seeds": [0, 1],
+    "params": {"locality_penalty": [1.0, 3.0]},
+    "fixed": {"gpus": 16},
+    "frames": ["jobs"],
+}
+
+
+def fake(trace, scheduler, placement, seed, locality_penalty, gpus):
+    if placement == "packed-sticky" and seed == 1:
+        raise ValueError("boom")
+    jobs = pd.DataFrame({"job": [0, 1], "jct": [1.0, 2.0]})
+    return SimpleNamespace(summary={"avg_jct": locality_penalty * (seed + 1)}, jobs=jobs)
+
+
+def test_grid_and_rows(tmp_path):
+    spec = load_spec(SPEC, check_names=False)
+    assert len(spec) == len(spec.cells()) == 8
+    df = run_sweep(spec, tmp_path / "r.parquet", progress=False, simulate=fake)
+    assert len(df) == 8 and (df["status"] == "error").sum() == 2
+    assert df.loc[df["status"] == "error", "message"].str.contains("boom").all()
+    ok = df[df["status"] == "ok"]
+    assert set(ok["avg_jct"]) == {1.0, 2.0, 3.0, 6.0}
+    paths = results_paths(tmp_path / "r.parquet")
+    assert paths["csv"].exists() and paths["parquet"].exists()
+    jobs = pd.read_parquet(paths["jobs.parquet"])
+    assert len(jobs) == 2 * 6 and {"placement", "seed", "locality_penalty"} <= set(jobs)
+
+
+def test_resume_skips_finished_cells(tmp_path):
+    calls = []
+
+    def counting(**kw):
+        calls.append(kw)
+        return SimpleNamespace(summary={"avg_jct": 1.0})
+
+    spec = load_spec(SPEC | {"frames": []}, check_names=False)
+    run_sweep(spec, tmp_path / "r", progress=False, simulate=counting)
+    pd.read_csv(tmp_path / "r.csv").iloc[:3].to_csv(tmp_path / "r.csv", index=False)
+    calls.clear()
+    df = run_sweep(spec, tmp_path / "r", progress=False, simulate=counting, resume=True)
+    assert len(calls) == 5 and len(df) == 8 and df["cell_id"].is_unique
+
+
+@pytest.mark.parametrize(
+    "bad,key",
+    [
+        ({"bogus": 1}, "bogus"),
+        ({"schedulers": []}, "schedulers"),
+        ({"placements": ["nowhere"]}, "placements"),
+        ({"seeds": ["a"]}, "seeds"),
+        ({"params": {"locality_penalty": 2.0}}, "params.locality_penalty"),
+        ({"params": {"seed": [1]}}, "params.seed"),
+        ({"frames": ["nope"]}, "frames"),
+    ],
+)
+def test_bad_spec_names_the_key(bad, key):
+    with pytest.raises(OptionError) as e:
+        load_spec(SPEC | bad)
+    assert e.value.path == key
+
+
+def test_cli_exit_2_on_bad_spec(tmp_path, capsys):
+    f = tmp_path / "s.toml"
+    f.write_text(
+        'name = "x"\nschedulers = ["fifo"]\nplacements = ["pal"]\ntraces = ["w"]\nfoo = 1\n'
+    )
+    assert main(["sweep", str(f)]) == 2
+    assert "foo" in capsys.readouterr().err
+    f.write_text("not = [valid")
+    assert main(["sweep", str(f)]) == 2
+    assert main(["sweep", str(tmp_path / "missing.toml")]) == 2
+    f.write_text('schedulers = ["fifo"]\nplacements = ["pal"]\ntraces = ["w"]\n')
+    assert main(["sweep", str(f), "--validate-only"]) == 0
