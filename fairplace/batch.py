@@ -15,7 +15,9 @@ that does not handle the instance's kind a row with status ``skipped``, and a ta
 Gap: for each instance the reference optimum is the stored optimum (``meta.optimum``, small suite) or
 else the objective of an ``exact`` row with status ``optimal`` from the same run;
 ``gap = (objective worse than optimum) / max(1, |optimum|)`` (>= 0 up to tolerance; objective units are
-sum -log rho for auctions, maximised, and the slowdown sum for placements, minimised).
+sum -log rho for auctions, maximised, and the slowdown sum for placements, minimised). Both optima are
+lexicographic (first serve every unbounded app / place as many jobs as fit, see the formulations): a row
+worse on that first part (``unserved_unbounded`` / ``placed``) gets no gap; ``summarize`` counts them.
 """
 
 from __future__ import annotations
@@ -56,6 +58,7 @@ COLUMNS = (
     "seconds",
     "wall_seconds",
     "unserved_unbounded",
+    "placed",
     "message",
 )
 
@@ -94,10 +97,25 @@ def solve_task(instance: str, solver: str, payload, time_limit: float | None = N
             "seconds": sol.seconds,
             "message": sol.message or "",
         }
-        if inst.kind == "auction":
-            row["unserved_unbounded"] = len(sol.extra.get("unserved_unbounded", []))
+        row |= _primary(inst, sol)
     row["wall_seconds"] = time.perf_counter() - t0
     return row
+
+
+def _primary(inst, sol) -> dict:
+    """The first, lexicographic part of the objective: unbounded apps left without GPUs (auctions) or
+    jobs placed (placements), for the row and for the stored optimum."""
+    opt = dict((inst.meta or {}).get("optimum") or {})
+    if inst.kind == "auction":
+        n_null = sum(a.rho_empty is None for a in inst.apps)
+        out = {"unserved_unbounded": len(sol.extra.get("unserved_unbounded", []))}
+        if "n_unbounded_served" in opt:
+            out["optimum_unserved_unbounded"] = n_null - int(opt["n_unbounded_served"])
+        return out
+    out = {"placed": len(sol.allocation)}
+    if "placed" in opt:
+        out["optimum_placed"] = int(opt["placed"])
+    return out
 
 
 # --- suite resolution -----------------------------------------------------------------------------
@@ -171,8 +189,27 @@ def add_gaps(df: pd.DataFrame) -> pd.DataFrame:
     df["optimum"] = opt
     obj = pd.to_numeric(df["objective"], errors="coerce")
     worse = (opt - obj).where(df["kind"] == "auction", obj - opt)
-    df["gap"] = worse / opt.abs().clip(lower=1.0)
+    df["gap"] = (worse / opt.abs().clip(lower=1.0)).where(~_worse_primary(df, exact))
     return df
+
+
+def _worse_primary(df: pd.DataFrame, exact: pd.DataFrame) -> pd.Series:
+    """Rows that serve fewer unbounded apps / place fewer jobs than the reference optimum: their
+    objectives are not comparable (the optimum is lexicographic), so their gap is left empty."""
+    out = pd.Series(False, index=df.index)
+    for mine, stored, better in (
+        ("unserved_unbounded", "optimum_unserved_unbounded", -1),
+        ("placed", "optimum_placed", 1),
+    ):
+        if mine not in df:
+            continue
+        ref = df["instance"].map(exact.groupby("instance")[mine].first()).astype(float)
+        if stored in df:
+            st = pd.to_numeric(df[stored], errors="coerce")
+            ref = st.where(st.notna(), ref)
+        val = pd.to_numeric(df[mine], errors="coerce")
+        out |= (better * (val - ref) < 0).fillna(False)
+    return out
 
 
 def to_frame(rows: Sequence[dict]) -> pd.DataFrame:
@@ -210,7 +247,7 @@ def _client(workers: int, scheduler_address: str | None):
         threads_per_worker=1,
         host="127.0.0.1",
         dashboard_address=None,
-        silence_logs=logging.ERROR,
+        silence_logs=logging.CRITICAL,
     )
     return Client(cluster), cluster
 
@@ -343,7 +380,8 @@ def _drive(client, todo, jpath: Path, time_limit, progress: bool, max_in_flight,
 
 
 def summarize(df: pd.DataFrame) -> pd.DataFrame:
-    """Rows per solver x status, with mean seconds and mean gap."""
+    """Rows per solver x status: mean seconds, mean / max gap, rows without a gap (no reference
+    optimum, or worse on the lexicographic first part)."""
     if df.empty:
         return df
     return (
@@ -352,6 +390,8 @@ def summarize(df: pd.DataFrame) -> pd.DataFrame:
             rows=("instance", "size"),
             mean_seconds=("seconds", "mean"),
             mean_gap=("gap", lambda g: pd.to_numeric(g, errors="coerce").mean()),
+            max_gap=("gap", lambda g: pd.to_numeric(g, errors="coerce").max()),
+            no_gap=("gap", lambda g: int(pd.to_numeric(g, errors="coerce").isna().sum())),
         )
         .reset_index()
     )

@@ -22,7 +22,7 @@ def scheduler():
         threads_per_worker=1,
         host="127.0.0.1",
         dashboard_address=None,
-        silence_logs=logging.ERROR,
+        silence_logs=logging.CRITICAL,
     )
     yield cluster.scheduler_address
     cluster.close()
@@ -98,3 +98,37 @@ def test_exact_row_is_the_reference_when_no_optimum_is_stored():
 def test_solve_task_never_raises():
     row = solve_task("x", "exact", {"kind": "auction"})
     assert row["status"] == "error" and "$" in row["message"]
+
+
+def test_rows_worse_on_the_lexicographic_first_part_get_no_gap():
+    rows = [
+        {
+            "instance": "p",
+            "kind": "placement",
+            "solver": "exact",
+            "status": "optimal",
+            "objective": 6.0,
+            "placed": 3,
+        },
+        {
+            "instance": "p",
+            "kind": "placement",
+            "solver": "h",
+            "status": "heuristic",
+            "objective": 2.0,
+            "placed": 2,
+        },
+        {
+            "instance": "q",
+            "kind": "auction",
+            "solver": "h",
+            "status": "heuristic",
+            "objective": 3.0,
+            "unserved_unbounded": 1,
+            "optimum": 1.0,
+            "optimum_unserved_unbounded": 0,
+        },
+    ]
+    df = to_frame(rows).set_index(["instance", "solver"])
+    assert pd.isna(df.loc[("p", "h"), "gap"]) and pd.isna(df.loc[("q", "h"), "gap"])
+    assert df.loc[("p", "exact"), "gap"] == 0.0

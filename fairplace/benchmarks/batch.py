@@ -40,7 +40,7 @@ def measure(workers: int, quick: bool) -> dict:
         threads_per_worker=1,
         host="127.0.0.1",
         dashboard_address=None,
-        silence_logs=logging.ERROR,
+        silence_logs=logging.CRITICAL,
     ) as cluster:
         with Client(cluster) as client:
             client.run(_warm)
