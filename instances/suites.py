@@ -184,12 +184,13 @@ def _large() -> list[tuple[str, dict]]:
 
 
 def paper_items() -> list[tuple[str, dict]]:
-    """Paper examples from ``fairplace.instances.paper`` (THEMIS) and ``.variability`` (PAL) when those
-    modules exist and expose ``PAPER_INSTANCES = {name: builder() -> Instance}``."""
+    """Paper examples: every ``PAPER_INSTANCES = {name: builder() -> Instance}`` of
+    ``fairplace.instances.paper`` (THEMIS Fig. 5), ``.suite_paper`` (THEMIS §4.3.3, PAL L x V, Frontera)
+    and ``.variability``; a builder whose module dependency is missing is left out."""
     from importlib import import_module
 
     out = []
-    for mod in ("paper", "variability"):
+    for mod in ("paper", "suite_paper", "variability"):
         try:
             m = import_module(f"fairplace.instances.{mod}")
         except ModuleNotFoundError as exc:
@@ -197,7 +198,11 @@ def paper_items() -> list[tuple[str, dict]]:
                 raise
             continue
         for name, build in getattr(m, "PAPER_INSTANCES", {}).items():
-            doc = io.to_dict(build())
+            try:
+                inst = build()
+            except ModuleNotFoundError:
+                continue
+            doc = io.to_dict(inst)
             doc["name"] = name
             out.append((name, doc))
     return out

@@ -80,10 +80,25 @@ def test_summary_features():
     assert f["contention"] == sum(max(len(b.gpus) for b in a.bids) for a in inst.apps) / 4
 
 
-def test_paper_suite_instances_load():
-    for name, payload in suites.paper_items():
-        inst = suites.load_item(payload)
-        assert inst.kind in ("auction", "placement"), name
+def test_paper_suite_holds_the_worked_examples():
+    paper = suites.load_suite("paper")
+    assert {
+        "themis-fig5-instance1",
+        "themis-fig5-instance2",
+        "themis-4.3.3",
+        "pal-lxv-example",
+        "pal-frontera-32gpu",
+    } <= set(paper)
+    # THEMIS Table 3: rho(2) = 2, rho(8) = 0.5, rho(16) = 0.34 for the §4.3.3 app
+    rho = {len(b.gpus): b.rho for b in paper["themis-4.3.3"].apps[0].bids}
+    assert rho[2] == pytest.approx(2.0) and rho[8] == pytest.approx(0.5)
+    assert rho[16] == pytest.approx(0.34, abs=0.005)
+    # PAL L x V example: spread over the 0.89 / 0.94 GPUs (1.5 x 0.94) beats packing with a 2.55 GPU
+    sol = fairplace.solve(paper["pal-lxv-example"], "exact")
+    assert sol.objective == pytest.approx(1.41)
+    assert {g.split("/")[0] for g in sol.allocation["j1"]} == {"m0", "m1"}
+    frontera = paper["pal-frontera-32gpu"]
+    assert len(frontera.cluster) == 32 and len(frontera.cluster.machines) == 8
 
 
 def test_unknown_suite_is_a_typed_error():
