@@ -1,0 +1,115 @@
+"""Placement benchmarks: one PAL / PM-First round, PM-score binning at 100,000 GPUs, exact joint placement.
+
+Queues mimic Synergy-style Philly load: GPU demands drawn from the Philly demand histogram (>90% single
+GPU, capped at the cluster size), models uniformly from Table II (paper classes), until the total demand
+is 1.5x the cluster; scores are Longhorn (256 GPUs, sampled with replacement as the artifact does) or
+synthetic (4,096 and 100,000 GPUs) PM-scores binned by :class:`PMScoreBinner`.
+"""
+
+from __future__ import annotations
+
+import statistics
+import time
+
+import numpy as np
+import pandas as pd
+
+from fairplace.domain import Job, PlacementInstance
+from fairplace.formulations.pm_score import bin_scores
+from fairplace.instances.generators import grid_cluster
+from fairplace.instances.models import MODELS
+from fairplace.instances.variability import data_file, make_cluster, synthetic_pm_scores
+from fairplace.solvers.policies import ClusterState, make_policy
+
+
+def philly_queue(cluster_size: int, seed: int = 0, load: float = 1.5, max_jobs=None) -> list[Job]:
+    """Jobs with Philly GPU demands and Table II models until demand >= load * cluster_size."""
+    with data_file("traces", "philly-gpu-demand.csv").open("r") as fh:
+        hist = pd.read_csv(fh)
+    hist = hist[hist["num_gpus"] <= cluster_size]
+    p = hist["jobs"].to_numpy(float) / hist["jobs"].sum()
+    rng = np.random.default_rng(seed)
+    names = list(MODELS)
+    jobs, total = [], 0
+    while total < load * cluster_size and (max_jobs is None or len(jobs) < max_jobs):
+        n = int(rng.choice(hist["num_gpus"].to_numpy(), p=p))
+        m = MODELS[names[int(rng.integers(len(names)))]]
+        jobs.append(Job(f"j{len(jobs)}", n, m.paper_class, model=m.name))
+        total += n
+    return jobs
+
+
+def _state(machines: int, profile: str, seed: int = 0) -> ClusterState:
+    cl = make_cluster(profile, machines, 4, seed=seed, with_replacement=True)
+    scores, _ = bin_scores({c: cl.pm_vector(c) for c in cl.classes}, random_state=seed)
+    return ClusterState(cl, scores, {})
+
+
+def _round_bench(policy: str, machines: int, profile: str):
+    def run(quick: bool = False) -> dict:
+        state = _state(machines, profile)
+        queue = philly_queue(len(state.cluster))
+        pol = make_policy(policy, backfill=True)
+        times = []
+        for r in range(5 if quick else 30):
+            t0 = time.perf_counter()
+            d = pol.place(ClusterState(state.cluster, state.scores, {}, round=r), queue)
+            times.append(time.perf_counter() - t0)
+        return {
+            "seconds": statistics.median(times),
+            "worst": max(times),
+            "gpus": len(state.cluster),
+            "jobs": len(queue),
+            "placed": len(d.allocation),
+        }
+
+    return run
+
+
+def _binning(quick: bool = False) -> dict:
+    n = 10_000 if quick else 100_000
+    scores = synthetic_pm_scores(n, seed=0)
+    t0 = time.perf_counter()
+    _, binner = bin_scores(scores, random_state=0)
+    return {
+        "seconds": time.perf_counter() - t0,
+        "gpus": n,
+        "k": [int(k) for k in binner.k_],
+        "outliers": [int(k) for k in binner.n_outliers_],
+    }
+
+
+def exact_instance(machines: int = 64, jobs: int = 64, seed: int = 0) -> PlacementInstance:
+    """``jobs`` Philly jobs (demand <= 8) on ``machines`` x 4 Longhorn GPUs with binned scores."""
+    state = _state(machines, "longhorn", seed)
+    cl = grid_cluster(machines, 4, pm={c: np.asarray(v) for c, v in state.scores.items()})
+    queue = [j for j in philly_queue(len(cl), seed=seed, load=50) if j.gpus <= 8][:jobs]
+    return PlacementInstance(cl, tuple(queue), locality_penalty=1.7, name=f"exact-{jobs}x{len(cl)}")
+
+
+def _exact(quick: bool = False) -> dict:
+    import fairplace
+
+    inst = exact_instance(16 if quick else 64, 16 if quick else 64)
+    t0 = time.perf_counter()
+    sol = fairplace.solve(inst, solver="exact")
+    seconds = time.perf_counter() - t0
+    pal = fairplace.solve(inst, solver="pal", backfill=True)
+    return {
+        "seconds": seconds,
+        "status": sol.status,
+        "placed": sol.extra.get("placed"),
+        "objective": sol.objective,
+        "pal_objective": pal.objective,
+        "pal_placed": pal.extra["placed"],
+    }
+
+
+CASES = {
+    "pal_place_256": (_round_bench("pal", 64, "longhorn"), 0.01),
+    "pm_first_place_256": (_round_bench("pm-first", 64, "longhorn"), 0.01),
+    "pal_place_4096": (_round_bench("pal", 1024, "synthetic"), 0.2),
+    "pm_first_place_4096": (_round_bench("pm-first", 1024, "synthetic"), 0.2),
+    "binning_100k": (_binning, 5.0),
+    "placement_exact_256": (_exact, 5.0),
+}
