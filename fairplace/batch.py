@@ -5,7 +5,9 @@ Storage (the durability contract): every finished result is appended as one JSON
 is handled, so a crash, a killed worker or Ctrl-C loses nothing that finished. At the end the journal is
 converted to ``out`` by its extension (``.parquet`` or ``.csv``; ``.jsonl`` stays the journal).
 ``resume=True`` reads the journal (a torn last line from a crash is dropped) and skips every
-(instance, solver) pair already in it; without ``resume`` an existing journal is an error unless
+(instance, solver) pair already in it, except error rows of the infrastructure (a worker killed
+past Dask's retries, a cancelled future: :data:`RETRY_ON_RESUME`), which run again (the table keeps
+the last row of a pair); without ``resume`` an existing journal is an error unless
 ``overwrite=True``.
 
 A task never raises: a solver exception becomes a row with status ``error`` and the message, a solver
@@ -63,6 +65,8 @@ COLUMNS = (
 )
 
 EXACT_SOLVERS = ("exact", "highs")
+#: error rows that say nothing about the instance (the infrastructure failed): ``resume`` runs them again.
+RETRY_ON_RESUME = ("KilledWorker", "CancelledError", "CommClosedError", "FutureCancelledError")
 
 
 # --- worker side ----------------------------------------------------------------------------------
@@ -315,8 +319,11 @@ def run_batch(
         _repair(jpath)
     elif jpath.exists():
         jpath.unlink()
-    done_rows = read_journal(jpath)
-    done = {(r.get("instance"), r.get("solver")) for r in done_rows}
+    done = {
+        (r.get("instance"), r.get("solver"))
+        for r in read_journal(jpath)
+        if not str(r.get("message", "")).startswith(RETRY_ON_RESUME)
+    }
     todo = [(n, s, p) for n, p in items for s in solvers if (n, s) not in done]
 
     if todo:

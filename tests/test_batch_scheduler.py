@@ -132,3 +132,31 @@ def test_rows_worse_on_the_lexicographic_first_part_get_no_gap():
     df = to_frame(rows).set_index(["instance", "solver"])
     assert pd.isna(df.loc[("p", "h"), "gap"]) and pd.isna(df.loc[("q", "h"), "gap"])
     assert df.loc[("p", "exact"), "gap"] == 0.0
+
+
+def test_time_limit_becomes_a_row_with_its_status():
+    from fairplace.instances import suites
+
+    payload = dict(suites.suite_items("large"))["placement-64j-s0"]
+    row = solve_task("p", "exact", payload, time_limit=0.05)
+    assert row["status"] == "time_limit" and row["message"]
+    assert row["jobs"] == 64 and row["gpus"] == 256
+
+
+def test_resume_reruns_infrastructure_errors_only(tmp_path, scheduler):
+    good = json.loads((SUITE_DIR / "small" / "small-00-auction.json").read_text())
+    out = tmp_path / "r.jsonl"
+    out.write_text(
+        json.dumps(
+            {"instance": "a", "solver": "exact", "status": "error", "message": "KilledWorker: x"}
+        )
+        + "\n"
+        + json.dumps({"instance": "b", "solver": "exact", "status": "error", "message": "bad"})
+        + "\n"
+        + '{"instance": "c", "sol'  # torn line from a crash mid-write
+    )
+    items = [("a", good), ("b", good), ("c", good)]
+    df = run_batch(items, scheduler_address=scheduler, out=out, resume=True, progress=False)
+    by = df.set_index("instance")["status"].to_dict()
+    assert by == {"a": "optimal", "b": "error", "c": "optimal"}
+    assert len(read_journal(out)) == 4 and out.read_text().endswith("\n")
