@@ -38,30 +38,10 @@ import pandas as pd
 from fairplace.errors import OptionError, UnknownSolver
 
 #: leading columns of the results table (instance features follow ``kind``).
-COLUMNS = (
-    "instance",
-    "kind",
-    "apps",
-    "jobs",
-    "gpus",
-    "machines",
-    "racks",
-    "bids_per_app",
-    "contention",
-    "locality_penalty",
-    "generator",
-    "seed",
-    "solver",
-    "status",
-    "objective",
-    "bound",
-    "optimum",
-    "gap",
-    "seconds",
-    "wall_seconds",
-    "unserved_unbounded",
-    "placed",
-    "message",
+COLUMNS = tuple(
+    "instance kind apps jobs gpus machines racks bids_per_app contention locality_penalty generator "
+    "seed solver status objective bound optimum gap seconds wall_seconds unserved_unbounded placed "
+    "message".split()
 )
 
 EXACT_SOLVERS = ("exact", "highs")
