@@ -79,7 +79,7 @@ def simulate(
     scheduler: str = "fifo",
     placement: str = "pal",
     *,
-    gpus: int = 64,
+    gpus: int | None = None,
     gpus_per_machine: int = 4,
     machines_per_rack: int | None = None,
     profile: str = "longhorn",
@@ -96,13 +96,16 @@ def simulate(
     debug: bool = False,
     skip_quiet: bool = True,
     progress: bool | None = None,
+    cluster=None,
     scheduler_options: Mapping[str, object] | None = None,
     placement_options: Mapping[str, object] | None = None,
 ) -> SimulationResult:
     """Simulate ``trace`` (bundled name, CSV path or frame) on a ``gpus``-GPU cluster
     (``gpus_per_machine`` per machine, PM-scores from ``profile``) with a job-ordering ``scheduler``
-    composed with a ``placement`` policy. Round length defaults to 300 s (THEMIS: its lease).
+    composed with a ``placement`` policy (``cluster=`` a :class:`~fairplace.domain.Cluster` with
+    PM-scores overrides ``gpus``, ``gpus_per_machine`` and ``profile``). Round length defaults to 300 s (THEMIS: its lease).
 
+    ``gpus`` defaults to the trace's ``attrs["gpus"]`` (THEMIS workloads) or 64.
     Returns a :class:`SimulationResult`; bad options raise :class:`OptionError`, bad traces
     :class:`TraceError`."""
     from fairplace.instances.variability import make_cluster
@@ -110,10 +113,19 @@ def simulate(
 
     if rho_variant not in metrics.RHO_VARIANTS:
         raise OptionError("rho_variant", f"expected one of {metrics.RHO_VARIANTS}")
-    if int(gpus) < 1 or int(gpus_per_machine) < 1 or gpus % gpus_per_machine:
-        raise OptionError(
-            "--gpus", f"{gpus} GPUs is not a positive multiple of {gpus_per_machine} per machine"
-        )
+    frame = None if isinstance(trace, Workload) else _trace_frame(trace)
+    if cluster is not None:
+        gpus = len(cluster)
+        gpus_per_machine = int(np.bincount(cluster.machine_index).max())
+        profile = "custom"
+    else:
+        if gpus is None:
+            gpus = int(frame.attrs.get("gpus", 64)) if frame is not None else 64
+        if int(gpus) < 1 or int(gpus_per_machine) < 1 or gpus % gpus_per_machine:
+            raise OptionError(
+                "--gpus",
+                f"{gpus} GPUs is not a positive multiple of {gpus_per_machine} per machine",
+            )
     if not locality_penalty >= 1.0:
         raise OptionError("--locality-penalty", f"must be >= 1, got {locality_penalty}")
     sched_name = str(scheduler).lower()
@@ -128,32 +140,32 @@ def simulate(
         debug=debug,
         skip_quiet=skip_quiet,
     )
-    if isinstance(trace, Workload):
+    if frame is None:
         w = trace
     else:
-        frame = _trace_frame(trace)
         models = (
             {}
             if {"t_iter", "cls"} <= set(frame.columns)
             else models_table(frame["model"], classes, frame.attrs.get("name", "<trace>"))
         )
         w = workload_from_trace(frame, models, locality_penalty, locality_by_model, max_gpus=gpus)
-    machines = gpus // gpus_per_machine
     repl = with_replacement
-    if repl is None:  # the Longhorn BERT profile has 136 GPUs: larger clusters must repeat scores
-        repl = profile == "longhorn" and gpus > 136 or profile == "frontera" and machines > 8
-    try:
-        cluster = make_cluster(
-            profile,
-            machines,
-            gpus_per_machine,
-            seed=seed,
-            classes=classes,
-            with_replacement=repl,
-            machines_per_rack=machines_per_rack,
-        )
-    except DataError as exc:
-        raise OptionError(f"--profile {profile}", exc.problem) from None
+    if cluster is None:
+        machines = gpus // gpus_per_machine
+        if repl is None:  # the Longhorn BERT profile has 136 GPUs: larger clusters repeat scores
+            repl = profile == "longhorn" and gpus > 136 or profile == "frontera" and machines > 8
+        try:
+            cluster = make_cluster(
+                profile,
+                machines,
+                gpus_per_machine,
+                seed=seed,
+                classes=classes,
+                with_replacement=repl,
+                machines_per_rack=machines_per_rack,
+            )
+        except DataError as exc:
+            raise OptionError(f"--profile {profile}", exc.problem) from None
     cls_used = sorted({c for c in w.cls if c is not None})
     scores = binned_scores(cluster, cls_used, binning, seed)
     policy = make_policy(

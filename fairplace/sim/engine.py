@@ -195,12 +195,15 @@ class Driver:
                 app=w.app,
                 gpus=G,
                 round_length=R,
+                held=tr.held,
+                t_isolated=tr.t_isolated_job,
             )
             order = self.scheduler.order(view)
             state = self.state_factory(
                 self.cluster,
                 self.scores,
                 {w.ids[j]: tuple(int(g) for g in v) for j, v in alloc.items()},
+                round=int(round((t - t0) / R)),
             )
             dec = self.policy.place(state, [jobs[j] for j in order])
             new = {pos[i]: np.asarray(g, dtype=np.int64) for i, g in dec.allocation.items()}

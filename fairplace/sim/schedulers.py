@@ -32,6 +32,8 @@ class SchedView:
     app: np.ndarray  # app index of each job
     gpus: int  # cluster size
     round_length: float
+    held: np.ndarray | None = None  # seconds each job has held GPUs
+    t_isolated: np.ndarray | None = None  # Gavel's isolated-equivalent time of each job's work done
 
 
 def _fifo_key(view: SchedView, idx: np.ndarray) -> np.ndarray:
@@ -177,6 +179,58 @@ class SLAQ:
         return view.t
 
 
+class GavelFTF:
+    """Gavel-style finish-time fairness: each decision solves min max rho over time fractions
+    (:class:`fairplace.formulations.gavel.GavelFTF`, one gang configuration per active job using N_j
+    GPUs of ``gpus``) exactly by bisection, with rho_i = (elapsed_i + remaining_i / rate_i) / T_id,i and
+    T_id under the ``gavel`` variant of :class:`~fairplace.formulations.ftf.IdealTime`; then, as
+    Gavel's round mechanism does, jobs are ordered by X_i / (share of their life they held GPUs)."""
+
+    name = "gavel-ftf"
+
+    def __init__(self, tol: float = 1e-4):
+        self.tol = float(tol)
+
+    def order(self, view: SchedView) -> np.ndarray:
+        from fairplace.formulations.ftf import IdealTime
+        from fairplace.formulations.gavel import GavelFTF as Program
+        from fairplace.solvers.relaxation import solve_gavel
+
+        idx = view.active
+        n = idx.size
+        d = view.demand[idx].astype(float)
+        serial = view.t_iter[idx] * d  # GPU-seconds per iteration
+        m = int(np.unique(view.app[idx]).size)
+        iso = view.t_isolated[idx] if view.t_isolated is not None else np.zeros(n)
+        t_id = np.array(
+            [
+                IdealTime("gavel", n_active=m, t_isolated=float(iso[k])).value(
+                    float(view.total[j] * serial[k]),
+                    float(view.remaining[j] * serial[k]),
+                    int(d[k]),
+                    view.gpus,
+                )
+                for k, j in enumerate(idx)
+            ]
+        )
+        prog = Program(
+            throughput=np.diag(1.0 / view.t_iter[idx]),
+            usage=d[:, None],
+            capacity=np.array([float(view.gpus)]),
+            work=view.remaining[idx],
+            elapsed=np.maximum(view.t - view.arrival[idx], 0.0),
+            t_id=np.maximum(t_id, 1e-9),
+        )
+        X = np.diag(solve_gavel(prog, tol=self.tol).X)
+        life = np.maximum(view.t - view.arrival[idx], 1e-9)
+        held = view.held[idx] if view.held is not None else np.zeros(n)
+        prio = X / np.maximum(held / life, 1e-3)
+        return idx[np.lexsort((idx, view.arrival[idx], -np.round(prio, 9)))]
+
+    def next_change(self, view: SchedView) -> float:
+        return view.t
+
+
 QUEUE_SCHEDULERS = {
     "fifo": FIFO,
     "las": LAS,
@@ -185,11 +239,12 @@ QUEUE_SCHEDULERS = {
     "gandiva": GandivaPacking,
     "optimus": Optimus,
     "slaq": SLAQ,
+    "gavel-ftf": GavelFTF,
 }
 
 
 def make_scheduler(name: str, *, seed: int = 0, **options):
-    """Scheduler by name (``fifo, las, srtf, drf, gandiva, optimus, slaq``)."""
+    """Scheduler by name (``fifo, las, srtf, drf, gandiva, optimus, slaq, gavel-ftf``)."""
     key = str(name).lower()
     if key not in QUEUE_SCHEDULERS:
         raise UnknownSolver("--scheduler", f"unknown scheduler {name!r}")

@@ -1,0 +1,52 @@
+"""Round-driver benchmarks (issue 5): whole simulations, wall-clock seconds on this machine.
+
+* ``simulate_sia_philly_160``: Sia-Philly workload-1 (160 jobs), 64 GPUs (16 x 4), Longhorn, FIFO + PAL;
+* ``simulate_synergy_1000``: Synergy-style 1,000 jobs at 8 jobs/hour, 256 GPUs, FIFO + PAL;
+* ``simulate_themis_w2_256``: THEMIS Workload 2 on 256 GPUs with the THEMIS scheduler.
+"""
+
+from __future__ import annotations
+
+import time
+
+
+def _timed(**kw) -> dict:
+    from fairplace.sim import simulate
+
+    t0 = time.perf_counter()
+    res = simulate(progress=False, **kw)
+    s = res.summary
+    return {
+        "seconds": time.perf_counter() - t0,
+        "jobs": s["jobs"],
+        "decisions": s["decisions"],
+        "avg_jct": s["avg_jct"],
+        "max_rho": s["max_rho"],
+    }
+
+
+def sia_philly(quick: bool) -> dict:
+    return _timed(trace="workload-1", scheduler="fifo", placement="pal", gpus=64)
+
+
+def synergy(quick: bool) -> dict:
+    from fairplace.instances.models import MODELS
+    from fairplace.instances.traces import synergy_trace
+
+    t_iter = {n: m.iter_seconds for n, m in MODELS.items()}
+    trace = synergy_trace(1000, 8.0, t_iter, max_gpus=256, seed=0)
+    return _timed(trace=trace, scheduler="fifo", placement="pal", gpus=256)
+
+
+def themis_w2(quick: bool) -> dict:
+    from fairplace.instances.workloads import themis_workload
+
+    trace = themis_workload(2, seed=0)
+    return _timed(trace=trace, scheduler="themis", placement="packed-sticky", gpus=256)
+
+
+CASES = {
+    "simulate_sia_philly_160": (sia_philly, 5.0),
+    "simulate_synergy_1000": (synergy, 60.0),
+    "simulate_themis_w2_256": (themis_w2, 600.0),
+}

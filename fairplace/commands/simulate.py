@@ -1,0 +1,74 @@
+"""``fairplace simulate --trace NAME|FILE.csv --scheduler NAME --placement NAME [options]``."""
+
+from __future__ import annotations
+
+import json
+import math
+
+HELP = "trace-driven cluster simulation (scheduler x placement x trace)"
+
+
+def add_arguments(p) -> None:
+    p.add_argument("--trace", required=True, help="workload-1..4 (bundled Sia-Philly) or FILE.csv")
+    p.add_argument(
+        "--scheduler", default="fifo", help="fifo (default), las, srtf, drf, gandiva, ..."
+    )
+    p.add_argument("--placement", default="pal", help="pal (default), pm-first, packed-sticky, ...")
+    p.add_argument("--gpus", type=int, default=64, metavar="N", help="cluster size (default 64)")
+    p.add_argument("--gpus-per-machine", type=int, default=4, metavar="K", help="default 4")
+    p.add_argument(
+        "--profile", default="longhorn", help="variability: longhorn (default), frontera, synthetic"
+    )
+    p.add_argument(
+        "--locality-penalty", type=float, default=1.7, metavar="L", help="L across machines"
+    )
+    p.add_argument("--round", type=float, default=None, metavar="S", help="round length (300 s)")
+    p.add_argument(
+        "--restart-cost",
+        type=float,
+        default=None,
+        metavar="S",
+        help="checkpoint+restart seconds per GPU-set change (default 10+35; 0 = PAL artifact)",
+    )
+    p.add_argument("--seed", type=int, default=0, metavar="N")
+    p.add_argument("--out", default=None, metavar="DIR", help="write parquet frames + summary.json")
+    p.add_argument("--json", action="store_true", help="print the summary as one JSON object")
+    p.add_argument("--debug", action="store_true", help="check the invariants every round")
+
+
+def _clean(x):
+    if isinstance(x, float) and not math.isfinite(x):
+        return None
+    return x
+
+
+def run(args) -> int:
+    from fairplace.sim import simulate
+
+    kw = {}
+    if args.restart_cost is not None:
+        from fairplace.errors import OptionError
+
+        if not args.restart_cost >= 0:
+            raise OptionError("--restart-cost", f"must be >= 0, got {args.restart_cost}")
+        kw = {"checkpoint": 0.0, "restart": args.restart_cost}
+    res = simulate(
+        trace=args.trace,
+        scheduler=args.scheduler,
+        placement=args.placement,
+        gpus=args.gpus,
+        gpus_per_machine=args.gpus_per_machine,
+        profile=args.profile,
+        locality_penalty=args.locality_penalty,
+        round_length=args.round,
+        seed=args.seed,
+        debug=args.debug,
+        **kw,
+    )
+    if args.out:
+        res.save(args.out)
+    if args.json:
+        print(json.dumps({k: _clean(v) for k, v in res.summary.items()}))
+    else:
+        print(repr(res))
+    return 0
