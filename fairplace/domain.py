@@ -137,13 +137,56 @@ class Job:
 
 
 @dataclass(frozen=True)
+class AgentJob:
+    """One running job of an agent-form app (THEMIS Figure 7's JobInfo plus curve forecasts)."""
+
+    iters_left: float
+    t_iter: float  # serial seconds per iteration
+    locality_sensitivity: float = 1.0
+    forecasts: tuple[float, ...] = ()  # performance-curve stopping: remaining-iteration forecasts
+
+
+@dataclass(frozen=True)
+class AgentApp:
+    """A THEMIS app in agent form: its jobs and clock instead of a bid table; the AGENT
+    (``fairplace.formulations.agents``) prices bundles with finish-time fairness (Eq. 1 / Eq. 2).
+
+    ``stopping``: ``none`` (single job or independent jobs), ``successive-halving`` (``phases`` =
+    ((n_jobs, iterations), ...)), ``perf-curve``. ``t_id``: the fields of
+    ``fairplace.formulations.ftf.IdealTime``. ``held``: GPU ids the app already holds (rounds).
+    """
+
+    id: str
+    jobs: tuple[AgentJob, ...]
+    t_start: float = 0.0
+    t_now: float = 0.0
+    d_max: int = 1
+    locality: tuple[float, float, float] = (1.0, 1.1, 1.3)
+    cls: str | None = None
+    model: str | None = None
+    stopping: str = "none"
+    phases: tuple[tuple[int, float], ...] = ()
+    current_phase: int = 0
+    phase_model: str = "actual"
+    future: str = "median"
+    split: str = "even"
+    work_total: float | None = None
+    demand_max: int | None = None
+    t_id: Mapping[str, object] = field(default_factory=dict)
+    rho_empty: float | None = None
+    held: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
 class AuctionInstance:
-    """``kind: auction`` — a cluster and apps with explicit bid tables."""
+    """``kind: auction`` — a cluster and apps with explicit bid tables (``apps``) and/or apps in agent
+    form (``agents``, priced by the AGENT when solved)."""
 
     cluster: Cluster
     apps: tuple[App, ...]
     name: str = ""
     meta: Mapping[str, object] = field(default_factory=dict)
+    agents: tuple[AgentApp, ...] = ()
 
     kind = "auction"
 

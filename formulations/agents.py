@@ -1,0 +1,245 @@
+"""THEMIS AGENT: turn an offer (a set of free GPUs) into bids.
+
+An app's rho depends on a bundle G only through (|G|, spread(G), worst PM level max V over G) —
+``fairplace.formulations.ftf``. So the AGENT computes one *rho table* ``rho[n, s, v]`` per offer
+(n offered GPUs on top of the ``held`` ones, spread s and worst level v of the union), and from it:
+
+* ``subset_bids`` — exact enumeration of every subset of the offer (small offers; the paper's AGENT);
+* ``count_bundles`` — symmetry-reduced bundles: GPUs on one machine with the same PM level are
+  interchangeable, so a bundle is a count per (machine, level) group, not a list of subsets;
+* the table itself, which the compact arbiter (``formulations/compact.py``) consumes directly:
+  its size is n_max x 3 x levels, never exponential in the offer.
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass, replace
+
+import numpy as np
+
+from fairplace.domain import AgentApp, App, AuctionInstance, Bid, Cluster, spread
+from fairplace.errors import OptionError
+
+from .ftf import FTFModel, IdealTime, JobInfo, PerfCurve, SuccessiveHalving
+
+STOPPING = ("none", "successive-halving", "perf-curve")
+#: Largest number of subsets ``subset_bids`` enumerates per app before refusing.
+MAX_SUBSETS = 1 << 14
+
+
+def ftf_model(app: AgentApp) -> FTFModel:
+    """The finish-time fairness model of an agent-form app."""
+    jobs = tuple(JobInfo(j.iters_left, j.t_iter, j.locality_sensitivity) for j in app.jobs)
+    if app.stopping == "successive-halving":
+        opt = SuccessiveHalving(
+            jobs, tuple(app.phases), app.current_phase, app.phase_model, app.future
+        )
+    elif app.stopping in ("perf-curve", "none"):
+        opt = PerfCurve(jobs, tuple(tuple(j.forecasts) for j in app.jobs))
+    else:
+        raise OptionError("stopping", f"expected one of {STOPPING}, got {app.stopping!r}")
+    return FTFModel(
+        optimizer=opt,
+        d_max=int(app.d_max),
+        elapsed=float(app.t_now - app.t_start),
+        locality=tuple(app.locality),
+        t_id=IdealTime(**dict(app.t_id)),
+        work_total=app.work_total,
+        demand_max=app.demand_max,
+        split=app.split,
+    )
+
+
+def levels_of(cluster: Cluster, idx: np.ndarray, cls: str | None) -> np.ndarray:
+    """Sorted distinct PM levels V_cls over GPU indices (1.0 when the class has no scores)."""
+    v = cluster.pm_vector(cls)[np.asarray(idx, dtype=np.int64)]
+    return np.unique(np.round(v, 12)) if v.size else np.ones(1)
+
+
+@dataclass(frozen=True)
+class RhoTable:
+    """rho[n, s, v] for n offered GPUs (0..n_max) on top of ``held``, union spread s, worst level v.
+
+    ``rho[0]`` is rho with the held GPUs only (``rho_empty`` when given, inf when nothing is held and
+    no ``rho_empty``). Entries for impossible (n, s, v) combinations are still defined (the formula)."""
+
+    app_id: str
+    levels: np.ndarray  # sorted V levels of the app's class
+    rho: np.ndarray  # shape (n_max + 1, 3, len(levels))
+    held_count: int = 0
+    held_spread: int = 0
+    held_level: int = -1  # index into levels of max V over the held GPUs (-1: none held)
+
+    @property
+    def n_max(self) -> int:
+        return self.rho.shape[0] - 1
+
+    @property
+    def rho_empty(self) -> float | None:
+        r = float(self.rho[0, self.held_spread, max(self.held_level, 0)])
+        return None if math.isinf(r) else r
+
+    def level(self, v: float) -> int:
+        return int(np.searchsorted(self.levels, round(float(v), 12) - 1e-12))
+
+    def lookup(self, n: int, s: int, v: float) -> float:
+        return float(self.rho[n, s, self.level(v)])
+
+
+def rho_table(
+    app: AgentApp, cluster: Cluster, offer: Sequence[int], r_c: int | None = None
+) -> RhoTable:
+    """The AGENT's valuation of every (count, spread, worst level) an offer can produce."""
+    model = ftf_model(app)
+    offer = np.asarray(offer, dtype=np.int64)
+    held = cluster.indices(app.held) if app.held else np.zeros(0, np.int64)
+    levels = levels_of(cluster, np.concatenate([offer, held]), app.cls)
+    r_c = r_c or len(cluster)
+    n_max = int(min(offer.size, max(model.app_demand_max - held.size, 0)))
+    rho = np.empty((n_max + 1, 3, levels.size))
+    for n in range(n_max + 1):
+        for s in range(3):
+            for k, v in enumerate(levels):
+                rho[n, s, k] = model.rho(n + held.size, r_c, s, float(v))
+    h_level, h_spread = -1, 0
+    if held.size:
+        h_level = int(np.searchsorted(levels, np.round(cluster.pm_vector(app.cls)[held].max(), 12)))
+        h_spread = spread(cluster.machine_index, cluster.rack_index, held)
+    elif app.rho_empty is not None:
+        rho[0] = app.rho_empty
+    return RhoTable(app.id, levels, rho, int(held.size), h_spread, h_level)
+
+
+def bundle_rho(table: RhoTable, app: AgentApp, cluster: Cluster, idx: Sequence[int]) -> float:
+    """rho of a concrete offered bundle (union with the held GPUs) read from the table."""
+    idx = np.asarray(idx, dtype=np.int64)
+    held = cluster.indices(app.held) if app.held else np.zeros(0, np.int64)
+    union = np.concatenate([idx, held])
+    s = spread(cluster.machine_index, cluster.rack_index, union)
+    v = cluster.pm_vector(app.cls)[union].max() if union.size else 1.0
+    return table.lookup(min(int(idx.size), table.n_max), s, v)
+
+
+def n_subsets(n: int, k_max: int) -> int:
+    return sum(math.comb(n, k) for k in range(1, min(n, k_max) + 1))
+
+
+def subset_bids(
+    app: AgentApp,
+    cluster: Cluster,
+    offer: Sequence[int],
+    r_c: int | None = None,
+    max_subsets: int = MAX_SUBSETS,
+) -> tuple[tuple[Bid, ...], RhoTable]:
+    """Exact enumeration: one bid per non-empty subset of the offer of size <= n_max that beats
+    receiving nothing (more GPUs than the app can use are never better than fewer)."""
+    table = rho_table(app, cluster, offer, r_c)
+    offer = [int(g) for g in offer]
+    count = n_subsets(len(offer), table.n_max)
+    if count > max_subsets:
+        raise OptionError(
+            "offer",
+            f"app {app.id!r}: {count} subsets exceed max_subsets={max_subsets}; "
+            "use count_bundles or the compact arbiter",
+        )
+    empty = table.rho_empty
+    bids = []
+    for k in range(1, table.n_max + 1):
+        for sub in itertools.combinations(offer, k):
+            r = bundle_rho(table, app, cluster, sub)
+            if empty is None or r < empty:
+                bids.append(Bid(tuple(cluster.gpus[g].id for g in sub), r))
+    return tuple(bids), table
+
+
+@dataclass(frozen=True)
+class Group:
+    """Interchangeable offered GPUs: one machine, one PM level (per class in play)."""
+
+    machine: int
+    rack: int
+    scores: tuple[float, ...]
+    gpus: tuple[int, ...]
+
+
+def groups(
+    cluster: Cluster, offer: Sequence[int], classes: Sequence[str | None]
+) -> tuple[Group, ...]:
+    """Partition of the offer into (machine, PM levels of every class in ``classes``) groups."""
+    V = np.stack([cluster.pm_vector(c) for c in classes]) if classes else np.ones((1, len(cluster)))
+    buckets: dict[tuple, list[int]] = {}
+    for g in offer:
+        key = (int(cluster.machine_index[g]), tuple(np.round(V[:, g], 12)))
+        buckets.setdefault(key, []).append(int(g))
+    return tuple(
+        Group(m, int(cluster.rack_index[gs[0]]), sc, tuple(sorted(gs)))
+        for (m, sc), gs in sorted(buckets.items())
+    )
+
+
+@dataclass(frozen=True)
+class CountBundle:
+    """A symmetry-reduced bid: ``counts[q]`` GPUs from group q (any of them), and its rho."""
+
+    counts: tuple[int, ...]
+    rho: float
+
+    def gpus(self, grps: Sequence[Group], cluster: Cluster) -> tuple[str, ...]:
+        """One concrete representative (the first GPUs of each group)."""
+        return tuple(
+            cluster.gpus[g].id for q, k in enumerate(self.counts) for g in grps[q].gpus[:k]
+        )
+
+
+def count_bundles(
+    app: AgentApp,
+    cluster: Cluster,
+    offer: Sequence[int],
+    r_c: int | None = None,
+    limit: int = 1 << 18,
+) -> tuple[tuple[CountBundle, ...], tuple[Group, ...], RhoTable]:
+    """Every count vector over the app's (machine, level) groups with 1..n_max GPUs that beats
+    receiving nothing: prod_q (|q| + 1) vectors at most instead of 2^|offer| subsets."""
+    table = rho_table(app, cluster, offer, r_c)
+    grps = groups(cluster, offer, [app.cls])
+    caps = [min(len(g.gpus), table.n_max) for g in grps]
+    if math.prod(c + 1 for c in caps) > limit:
+        raise OptionError("offer", f"app {app.id!r}: more than {limit} count vectors")
+    held = cluster.indices(app.held) if app.held else np.zeros(0, np.int64)
+    empty = table.rho_empty
+    out = []
+    for counts in itertools.product(*(range(c + 1) for c in caps)):
+        n = sum(counts)
+        if not 1 <= n <= table.n_max:
+            continue
+        used = [q for q, k in enumerate(counts) if k]
+        machines = {grps[q].machine for q in used} | set(cluster.machine_index[held].tolist())
+        racks = {grps[q].rack for q in used} | set(cluster.rack_index[held].tolist())
+        s = 0 if len(machines) <= 1 else (1 if len(racks) == 1 else 2)
+        v = max([grps[q].scores[0] for q in used] + cluster.pm_vector(app.cls)[held].tolist())
+        r = table.lookup(n, s, v)
+        if empty is None or r < empty:
+            out.append(CountBundle(tuple(counts), r))
+    return tuple(out), grps, table
+
+
+def free_gpus(inst: AuctionInstance) -> np.ndarray:
+    """GPU indices not held by any agent-form app."""
+    held = {g for a in inst.agents for g in a.held}
+    return np.array([k for k, g in enumerate(inst.cluster.gpus) if g.id not in held], np.int64)
+
+
+def to_explicit(inst: AuctionInstance, max_subsets: int = MAX_SUBSETS) -> AuctionInstance:
+    """The same auction with every agent-form app replaced by its exact subset bid table over the
+    free GPUs (``OptionError`` when an offer is too large to enumerate)."""
+    if not inst.agents:
+        return inst
+    offer = free_gpus(inst)
+    apps = list(inst.apps)
+    for a in inst.agents:
+        bids, table = subset_bids(a, inst.cluster, offer, max_subsets=max_subsets)
+        apps.append(App(a.id, bids, table.rho_empty))
+    return replace(inst, apps=tuple(apps), agents=())

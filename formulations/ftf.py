@@ -1,0 +1,358 @@
+"""Finish-time fairness rho = T_sh / T_id (THEMIS §3.2, Eq. 1, Eq. 2, Figure 7) as pure functions.
+
+Single job (Eq. 1)::
+
+    T_sh(G)   = (t_now - t_start) + iter_left * t_iter_serial * S(G) / min(|G|, d_max)
+    T_cluster = iter_total * t_iter_serial / min(R_C, d_max)
+    T_id      = T_cluster * N_avg                                   (variant ``themis``)
+
+Successive halving (Eq. 2): phases p = current..P-1, each ``max_j T(G_j)`` over the phase's jobs
+(the app scheduler's split of |G| GPUs among them), summed; ``T_cluster = B / min(R_C, app_demand_max)``.
+Performance-curve stopping: one "phase" holding the running jobs, each with the most optimistic curve
+that gives the latest forecast (``max`` of the forecasts). ``S(G) = L(spread) * max V``
+(``fairplace.domain.slowdown``); a job with locality sensitivity s uses ``1 + s (L(spread) - 1)``.
+
+Split of n GPUs among J jobs (our reading of §4.3.3):
+* n < J: jobs run one per GPU, serialised (longest-processing-time first; the paper's 2-GPU example
+  puts 120+80 and 100+100 on the two GPUs);
+* n >= J: ``split='even'`` (default; the paper's 16-GPU arithmetic, 4 GPUs per job) gives each job
+  n // J GPUs and the remainder to the slowest jobs; ``split='balanced'`` gives each GPU to the job that
+  currently finishes last (optimal for min-max). At most d_max GPUs per job either way.
+"""
+
+from __future__ import annotations
+
+import heapq
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Protocol, runtime_checkable
+
+import numpy as np
+
+from fairplace.domain import slowdown, spread
+from fairplace.errors import OptionError
+
+#: THEMIS' bootstrap locality constants: one machine, across machines (one rack), across racks.
+LOCALITY_BOOTSTRAP = (1.0, 1.1, 1.3)
+T_ID_VARIANTS = ("themis", "static", "gavel")
+PHASE_MODELS = ("actual", "median")
+FUTURE_JOBS = ("median", "slowest")
+SPLITS = ("even", "balanced")
+
+
+@dataclass(frozen=True)
+class JobInfo:
+    """Figure 7: what the hyper-parameter optimiser tells the AGENT about one job."""
+
+    iters_remaining: float
+    avg_time_per_iter: float
+    locality_sensitivity: float = 1.0
+
+    @property
+    def work(self) -> float:
+        """Serial GPU-seconds left: iters_remaining * avg_time_per_iter."""
+        return float(self.iters_remaining) * float(self.avg_time_per_iter)
+
+
+@runtime_checkable
+class HyperOptimizer(Protocol):
+    """Figure 7's AGENT <-> hyper-parameter optimiser API (``gpu_alloc``: the GPUs of the app)."""
+
+    def jobs_in_phase(self, phase: int, gpu_alloc: Sequence) -> list[JobInfo]: ...
+
+    def num_phases(self) -> int: ...
+
+    def jobs_remaining(self, gpu_alloc: Sequence) -> list[JobInfo]: ...
+
+
+@dataclass(frozen=True)
+class SuccessiveHalving:
+    """Successive halving: ``phases`` = ((n_jobs, iterations per job), ...) for every phase, the running
+    ``jobs`` of ``current_phase``. Future survivors are unknown, so later phases use the median job of
+    the current phase (``future='slowest'`` uses the slowest one instead). ``mode='actual'`` uses the
+    current phase's real jobs; ``mode='median'`` models every phase, the current one included, by the
+    median job (the paper's quoted 0.5 / 0.34)."""
+
+    jobs: tuple[JobInfo, ...]
+    phases: tuple[tuple[int, float], ...]
+    current_phase: int = 0
+    mode: str = "actual"
+    future: str = "median"
+
+    def __post_init__(self):
+        if self.mode not in PHASE_MODELS:
+            raise OptionError("phase_model", f"expected one of {PHASE_MODELS}, got {self.mode!r}")
+        if self.future not in FUTURE_JOBS:
+            raise OptionError("future", f"expected one of {FUTURE_JOBS}, got {self.future!r}")
+        if not 0 <= self.current_phase < len(self.phases):
+            raise OptionError("current_phase", f"must be in [0, {len(self.phases)})")
+
+    def _model_job(self, iters: float) -> JobInfo:
+        t = [j.avg_time_per_iter for j in self.jobs] or [0.0]
+        s = [j.locality_sensitivity for j in self.jobs] or [1.0]
+        tm = float(np.median(t)) if self.future == "median" else float(max(t))
+        return JobInfo(iters, tm, float(np.median(s)))
+
+    def num_phases(self) -> int:
+        return len(self.phases)
+
+    def jobs_in_phase(self, phase: int, gpu_alloc: Sequence = ()) -> list[JobInfo]:
+        if phase < self.current_phase:
+            return []
+        if phase == self.current_phase:
+            if self.mode == "actual":
+                return list(self.jobs)
+            tm = float(np.median([j.avg_time_per_iter for j in self.jobs]))
+            return [JobInfo(j.iters_remaining, tm, j.locality_sensitivity) for j in self.jobs]
+        n, iters = self.phases[phase]
+        return [self._model_job(iters)] * int(n)
+
+    def jobs_remaining(self, gpu_alloc: Sequence = ()) -> list[JobInfo]:
+        return self.jobs_in_phase(self.current_phase, gpu_alloc)
+
+    def budget(self) -> float:
+        """B in GPU-seconds: done + remaining phases at the model's job times."""
+        tm = float(np.median([j.avg_time_per_iter for j in self.jobs]))
+        return float(sum(n * it * tm for n, it in self.phases))
+
+    def demand_jobs(self) -> int:
+        return int(max(n for n, _ in self.phases[self.current_phase :]))
+
+
+@dataclass(frozen=True)
+class PerfCurve:
+    """Performance-curve stopping: each running job with the forecast remaining iterations of its
+    plausible convergence curves; the AGENT takes the latest forecast (``max``) per job."""
+
+    jobs: tuple[JobInfo, ...]
+    forecasts: tuple[tuple[float, ...], ...] = ()
+
+    def num_phases(self) -> int:
+        return 1
+
+    def jobs_remaining(self, gpu_alloc: Sequence = ()) -> list[JobInfo]:
+        out = []
+        for k, j in enumerate(self.jobs):
+            f = self.forecasts[k] if k < len(self.forecasts) and self.forecasts[k] else ()
+            iters = max([j.iters_remaining, *f]) if f else j.iters_remaining
+            out.append(JobInfo(float(iters), j.avg_time_per_iter, j.locality_sensitivity))
+        return out
+
+    def jobs_in_phase(self, phase: int, gpu_alloc: Sequence = ()) -> list[JobInfo]:
+        return self.jobs_remaining(gpu_alloc) if phase == 0 else []
+
+    def demand_jobs(self) -> int:
+        return len(self.jobs)
+
+
+def forecast_iteration(a: float, b: float, c: float, target: float) -> float:
+    """Iteration t at which the power-law loss curve c + a t^-b reaches ``target`` (inf if never)."""
+    if target <= c or a <= 0 or b <= 0:
+        return math.inf
+    return float((a / (target - c)) ** (1.0 / b))
+
+
+def job_locality(locality: Sequence[float], spread_level: int, sensitivity: float = 1.0) -> float:
+    """L_j(spread) = 1 + s_j (L(spread) - 1)."""
+    return 1.0 + float(sensitivity) * (float(locality[spread_level]) - 1.0)
+
+
+def phase_time(
+    jobs: Sequence[JobInfo],
+    n_gpus: int,
+    d_max: int,
+    spread_level: int = 0,
+    vmax: float = 1.0,
+    locality: Sequence[float] = LOCALITY_BOOTSTRAP,
+    split: str = "even",
+) -> float:
+    """max_j T(G_j) of one phase under the app scheduler's split of ``n_gpus`` (module docstring)."""
+    if not jobs:
+        return 0.0
+    if n_gpus <= 0:
+        return math.inf
+    if n_gpus < len(jobs):  # serialised, one GPU per job: machine-local, only V counts
+        works = sorted((j.work * vmax for j in jobs), reverse=True)
+        loads = [0.0] * n_gpus
+        for w in works:
+            heapq.heapreplace(loads, loads[0] + w)
+        return float(max(loads))
+    cap = max(1, int(d_max))
+    if split == "even":  # n // J each, the remainder to the slowest jobs
+        n = [min(n_gpus // len(jobs), cap)] * len(jobs)
+        for k in sorted(range(len(jobs)), key=lambda k: -jobs[k].work)[: n_gpus % len(jobs)]:
+            n[k] = min(n[k] + 1, cap)
+    elif split == "balanced":  # each GPU to the current bottleneck job: minimises the phase time
+        n = [1] * len(jobs)
+    else:
+        raise OptionError("split", f"expected one of {SPLITS}, got {split!r}")
+
+    def t(k: int) -> float:  # T(G_j) = work * S_j / n_j; one GPU alone is machine-local
+        L = job_locality(locality, spread_level, jobs[k].locality_sensitivity) if n[k] > 1 else 1.0
+        return jobs[k].work * vmax * L / n[k]
+
+    if split == "balanced":
+        heap = [(-t(k), k) for k in range(len(jobs))]
+        heapq.heapify(heap)
+        left = n_gpus - len(jobs)
+        while left > 0 and heap:
+            _, k = heapq.heappop(heap)
+            if n[k] >= cap:
+                continue  # the bottleneck cannot use more GPUs: extra GPUs stay idle
+            n[k] += 1
+            left -= 1
+            heapq.heappush(heap, (-t(k), k))
+    return float(max(t(k) for k in range(len(jobs))))
+
+
+def single_job_t_shared(
+    elapsed: float, iter_left: float, t_iter: float, S: float, n_gpus: int, d_max: int
+) -> float:
+    """Eq. 1: T_sh = elapsed + iter_left * t_iter * S / min(|G|, d_max) (inf with no GPU)."""
+    if n_gpus <= 0:
+        return math.inf
+    return float(elapsed + iter_left * t_iter * S / min(n_gpus, d_max))
+
+
+def t_shared(
+    opt: HyperOptimizer,
+    n_gpus: int,
+    d_max: int,
+    elapsed: float = 0.0,
+    spread_level: int = 0,
+    vmax: float = 1.0,
+    locality: Sequence[float] = LOCALITY_BOOTSTRAP,
+    split: str = "even",
+) -> float:
+    """Eq. 2: T_sh = elapsed + sum_phases max_j T(G_j) (one phase for performance-curve stopping)."""
+    alloc = range(n_gpus)
+    phases = [opt.jobs_in_phase(p, alloc) for p in range(opt.num_phases())]
+    total = float(elapsed)
+    for jobs in phases:
+        total += phase_time(jobs, n_gpus, d_max, spread_level, vmax, locality, split)
+    return total
+
+
+@dataclass(frozen=True)
+class IdealTime:
+    """T_id variant (a named option; DESIGN.md):
+
+    * ``themis``: T_cluster * N_avg, N_avg the time-weighted mean number of active apps so far;
+    * ``static``: work_total / min(R_C / N_arrival, demand_max), the 1/N share fixed at arrival;
+    * ``gavel``:  t_isolated + work_left / min(R_C / m, demand_max), m apps now and t_isolated the
+      cumulative isolated-equivalent time of the work done so far (Gavel's FTF denominator).
+    """
+
+    variant: str = "themis"
+    n_avg: float = 1.0
+    n_arrival: int = 1
+    n_active: int = 1
+    t_isolated: float = 0.0
+    cluster_gpus: int | None = None  # R_C override (default: the instance's cluster size)
+
+    def __post_init__(self):
+        if self.variant not in T_ID_VARIANTS:
+            raise OptionError(
+                "t_id.variant", f"expected one of {T_ID_VARIANTS}, got {self.variant!r}"
+            )
+
+    def value(self, work_total: float, work_left: float, demand_max: int, r_c: int) -> float:
+        r_c = self.cluster_gpus or r_c
+        if self.variant == "themis":
+            return work_total / min(r_c, demand_max) * self.n_avg
+        if self.variant == "static":
+            return work_total / min(r_c / max(self.n_arrival, 1), demand_max)
+        return self.t_isolated + work_left / min(r_c / max(self.n_active, 1), demand_max)
+
+
+def n_avg(
+    change_times: Sequence[float], counts: Sequence[int], t_start: float, t_now: float
+) -> float:
+    """Time-weighted average of a step function (``counts[k]`` from ``change_times[k]`` on) over
+    [t_start, t_now]; the value at t_start when the window is empty."""
+    t = np.asarray(change_times, float)
+    c = np.asarray(counts, float)
+    if t_now <= t_start or t.size == 0:
+        k = max(int(np.searchsorted(t, t_start, side="right")) - 1, 0)
+        return float(c[k]) if c.size else 1.0
+    edges = np.clip(np.append(t, np.inf), t_start, t_now)
+    w = np.diff(edges)
+    return float((w * c).sum() / w.sum())
+
+
+def gavel_isolated_update(
+    t_isolated: float, iters_done: float, t_iter: float, r_c: int, m: int, d_max: int
+) -> float:
+    """t_isolated += iters_done * t_iter / min(R_C / m, d_max)."""
+    return float(t_isolated + iters_done * t_iter / min(r_c / max(m, 1), d_max))
+
+
+def remaining_work(opt: HyperOptimizer) -> float:
+    """Serial GPU-seconds still to do (sum over the remaining phases / running jobs)."""
+    phases = (
+        [opt.jobs_in_phase(p) for p in range(opt.num_phases())]
+        if isinstance(opt, SuccessiveHalving)
+        else [opt.jobs_remaining(())]
+    )
+    return float(sum(j.work for jobs in phases for j in jobs))
+
+
+@dataclass(frozen=True)
+class FTFModel:
+    """What the AGENT needs to price a bundle: rho(n, spread, vmax) = T_sh / T_id.
+
+    ``work_total`` is iter_total * t_iter (single job) or the budget B (successive halving; default
+    ``optimizer.budget()``), ``demand_max`` the app's demand cap (default d_max * max jobs per phase).
+    """
+
+    optimizer: HyperOptimizer
+    d_max: int
+    elapsed: float = 0.0
+    locality: tuple[float, float, float] = LOCALITY_BOOTSTRAP
+    t_id: IdealTime = field(default_factory=IdealTime)
+    work_total: float | None = None
+    demand_max: int | None = None
+    split: str = "even"
+
+    @property
+    def app_demand_max(self) -> int:
+        if self.demand_max is not None:
+            return int(self.demand_max)
+        return int(self.d_max) * max(int(self.optimizer.demand_jobs()), 1)
+
+    def ideal(self, r_c: int) -> float:
+        """T_id under the chosen variant."""
+        left = remaining_work(self.optimizer)
+        total = self.work_total
+        if total is None:
+            total = (
+                self.optimizer.budget() if isinstance(self.optimizer, SuccessiveHalving) else left
+            )
+        return self.t_id.value(total, left, self.app_demand_max, r_c)
+
+    def t_shared(self, n_gpus: int, spread_level: int = 0, vmax: float = 1.0) -> float:
+        return t_shared(
+            self.optimizer,
+            n_gpus,
+            self.d_max,
+            self.elapsed,
+            spread_level,
+            vmax,
+            self.locality,
+            self.split,
+        )
+
+    def rho(self, n_gpus: int, r_c: int, spread_level: int = 0, vmax: float = 1.0) -> float:
+        """rho(G) = T_sh(G) / T_id for |G| = n_gpus, spread(G) and max V over G."""
+        return self.t_shared(n_gpus, spread_level, vmax) / self.ideal(r_c)
+
+
+def bundle_rho(
+    model: FTFModel, cluster, gpu_idx: np.ndarray, cls: str | None, r_c: int | None = None
+) -> float:
+    """rho of a concrete GPU bundle: S = L(spread) * max V via ``fairplace.domain``."""
+    idx = np.asarray(gpu_idx, dtype=np.int64)
+    s = spread(cluster.machine_index, cluster.rack_index, idx)
+    vmax = slowdown((1.0, 1.0, 1.0), s, cluster.pm_vector(cls)[idx]) if idx.size else 1.0
+    return model.rho(int(idx.size), r_c or len(cluster), s, vmax)

@@ -1,0 +1,198 @@
+"""Solve the compact arbiter: PF and the full partial-allocation auction without bid enumeration.
+
+PA needs PF_{-i} for every app i holding a PF bundle. Made cheap by:
+
+* an upper-bound check: sum_{j != i} max_c w_jc is an upper bound on PF_{-i}; if the others already
+  reach it in PF, PF_{-i} = PF restricted to the others and c_i = 1 without a solve;
+* warm starts: PF minus i is feasible for PF_{-i} and is handed to HiGHS as the first incumbent;
+* a thread pool (HiGHS releases the GIL), as in ``solvers/auction.py``.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from concurrent.futures import ThreadPoolExecutor
+
+import numpy as np
+from fairplace.formulations import pa
+from fairplace.formulations.compact import (
+    CompactApp,
+    CompactProgram,
+    best_subbundle,
+    compact_apps,
+)
+from fairplace.formulations.pf import PFValue
+
+from fairplace.domain import AuctionInstance, Cluster
+from fairplace.errors import OptionError
+from fairplace.solution import Solution
+
+from . import highs
+from .options import SolveOptions
+
+Choice = dict[int, tuple[tuple[int, int, int], tuple[int, ...]]]
+
+
+def solve_pf(
+    cluster: Cluster,
+    offer,
+    apps: tuple[CompactApp, ...],
+    opts: SolveOptions = SolveOptions(),
+    exclude: frozenset[int] = frozenset(),
+    start: Choice | None = None,
+):
+    """(raw result, decoded choice or None, program) of the compact PF (optionally without some apps)."""
+    prog = CompactProgram(cluster, tuple(int(g) for g in offer), tuple(apps), frozenset(exclude))
+    milp = prog.to_milp()
+    x0 = prog.start_vector(start) if start is not None else None
+    res = highs.solve(milp, opts, start=x0)
+    choice = prog.decode(res.x) if res.has_solution else None
+    return res, choice, prog
+
+
+def _best(app: CompactApp) -> float:
+    """max_c w_c (the app alone with the whole offer): an upper bound on its PF value."""
+    t = app.table
+    w = [-math.log(t.rho[c]) for c in app.cells]
+    if app.w_empty is not None:
+        w.append(app.w_empty)
+    return max(w) if w else -math.inf
+
+
+def payments(
+    prog: CompactProgram,
+    choice: Choice,
+    opts: SolveOptions,
+    parallel: bool = True,
+) -> tuple[dict[int, float], dict[int, str], int]:
+    """({i: c_i}, {i: status of PF_{-i}}, number of MILP solves actually run)."""
+    apps = prog.apps
+    value_with = {i: _others(prog, choice, i) for i in choice}
+    c, status = {}, {}
+    todo = []
+    for i in choice:
+        others = [j for j in prog.active if j != i]
+        if all(a.w_empty is not None for a in (apps[j] for j in others)):
+            ub = sum(_best(apps[j]) for j in others)
+            if value_with[i].log_sum >= ub - 1e-9:
+                c[i], status[i] = 1.0, "optimal"  # the others cannot do better without i
+                continue
+        todo.append(i)
+
+    def one(i: int):
+        start = {j: v for j, v in choice.items() if j != i}
+        res, ch, p = solve_pf(prog.cluster, prog.offer, apps, opts, prog.exclude | {i}, start)
+        if ch is None:
+            return i, res.status, None
+        return i, res.status, p.value(ch)
+
+    runner = map
+    pool = None
+    if parallel and len(todo) > 1:
+        pool = ThreadPoolExecutor(max_workers=2)
+        runner = pool.map
+    try:
+        for i, st, val in runner(one, todo):
+            status[i] = st
+            c[i] = pa.payment(value_with[i], val) if val is not None else 1.0
+    finally:
+        if pool is not None:
+            pool.shutdown()
+    return c, status, len(todo)
+
+
+def _others(prog: CompactProgram, choice: Choice, i: int) -> PFValue:
+    sub = CompactProgram(prog.cluster, prog.offer, prog.apps, prog.exclude | {i})
+    return sub.value({j: v for j, v in choice.items() if j != i})
+
+
+def round_compact(
+    prog: CompactProgram, choice: Choice, c: dict[int, float], rule: str = "floor", seed: int = 0
+) -> dict[int, tuple[int, ...]]:
+    """Final GPU indices per app under a PA rounding rule (``formulations/pa.py`` semantics)."""
+    if rule not in pa.ROUNDING_RULES:
+        raise OptionError(
+            "rounding", f"unknown rounding rule {rule!r}; expected one of {list(pa.ROUNDING_RULES)}"
+        )
+    rng = np.random.default_rng(seed)
+    out = {}
+    for i in sorted(choice):
+        _, gpus = choice[i]
+        ci = c.get(i, 1.0)
+        if rule == "fractional":
+            out[i] = gpus
+        elif rule == "lottery":
+            if rng.random() < ci:
+                out[i] = gpus
+        else:
+            cap = math.floor(ci * len(gpus) + 1e-9)
+            sub = best_subbundle(prog.apps[i], prog.cluster, gpus, cap)
+            if sub is not None:
+                out[i] = sub[1]
+    return out
+
+
+def solve_compact_auction(
+    inst: AuctionInstance,
+    opts: SolveOptions = SolveOptions(),
+    rounding: str = "floor",
+    seed: int = 0,
+    payments_: bool = True,
+    name: str = "compact",
+    offer=None,
+    apps: tuple[CompactApp, ...] | None = None,
+    ids: list[str] | None = None,
+) -> Solution:
+    """PF + PA over the agent-form apps of ``inst`` (or the given compact ``apps``) on ``offer``."""
+    t0 = time.perf_counter()
+    cl = inst.cluster
+    if apps is None:
+        apps = compact_apps(inst, offer)
+        ids = [a.id for a in inst.agents]
+    if offer is None:
+        from fairplace.formulations.agents import free_gpus
+
+        offer = free_gpus(inst)
+    ids = ids or [a.table.app_id for a in apps]
+    res, choice, prog = solve_pf(cl, offer, apps, opts)
+    if choice is None:
+        return Solution(
+            "auction", res.status, name, time.perf_counter() - t0, None, {}, message=res.message
+        )
+    status = res.status
+    c = {i: 1.0 for i in range(len(apps))}
+    n_solves = 1
+    if payments_:
+        ci, st, k = payments(prog, choice, opts, parallel=opts.parallel)
+        n_solves += k
+        c.update(ci)
+        for s in st.values():
+            if s != "optimal":
+                status = "time_limit" if s in ("time_limit", "optimal") else s
+    final = round_compact(prog, choice, c, rounding, seed)
+    used = {g for i in final for g in final[i]}
+    pf_gpus = [g for i in sorted(choice) for g in choice[i][1]]
+    val = prog.value(choice)
+    return Solution(
+        kind="auction",
+        status=status,
+        solver=name,
+        seconds=time.perf_counter() - t0,
+        objective=val.log_sum,
+        bound=val.log_sum if status == "optimal" else None,
+        allocation={ids[i]: cl.ids(g) for i, g in final.items()},
+        pf_allocation={ids[i]: cl.ids(choice[i][1]) for i in sorted(choice)},
+        payments={ids[i]: c[i] for i in range(len(apps))} if payments_ else None,
+        leftover=cl.ids(sorted(g for g in pf_gpus if g not in used)),
+        message=res.message,
+        extra={
+            "rounding": rounding,
+            "unserved_unbounded": [
+                ids[i] for i, a in enumerate(apps) if a.w_empty is None and i not in choice
+            ],
+            "rho": {ids[i]: float(apps[i].table.rho[choice[i][0]]) for i in choice},
+            "cells": {ids[i]: list(choice[i][0]) for i in choice},
+            "milp_solves": n_solves,
+        },
+    )
