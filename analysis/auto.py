@@ -22,14 +22,15 @@ FIGURES: dict[str, list[tuple[str, Callable]]] = {
     "placement_time": [("placement-time", plots.placement_time)],
     "rounds": [("gpus-in-use", plots.gpus_in_use)],
     "apps": [("rho-cdf", plots.rho_cdf), ("placement-score", plots.placement_score)],
+    "jobs": [("rho-cdf", plots.rho_cdf), ("placement-score", plots.placement_score)],
     "sweep": [
         ("jct-normalised", plots.jct_normalised),
         ("locality-sweep", plots.locality_sweep),
         ("jct-vs-load", plots.jct_vs_load),
         ("max-rho-vs-contention", plots.max_rho_vs_contention),
         ("gpu-time", plots.gpu_time),
-        ("f-sensitivity", lambda d: plots.sensitivity(d, "f")),
-        ("lease-sensitivity", lambda d: plots.sensitivity(d, "lease")),
+        ("f-sensitivity", lambda d: plots.sensitivity(d, "scheduler_options.f")),
+        ("lease-sensitivity", lambda d: plots.sensitivity(d, "round_length")),
     ],
 }
 
@@ -38,8 +39,8 @@ _AXIS = {
     "locality-sweep": "locality_penalty",
     "jct-vs-load": "load",
     "max-rho-vs-contention": "contention",
-    "f-sensitivity": "f",
-    "lease-sensitivity": "lease",
+    "f-sensitivity": "scheduler_options.f",
+    "lease-sensitivity": "round_length",
 }
 
 

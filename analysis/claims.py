@@ -118,15 +118,18 @@ def liar_gain(res: Frames):
     return float(gain.max()), f"liar's time saved vs truthful: {det}"
 
 
-def tipping_point(res: Frames):
-    """X at the largest jump of the lying app's completion time between consecutive X values."""
+def tipping_point(res: Frames, jump: float = 0.05):
+    """Smallest X at which the lying app's completion time exceeds its X = 0 value by > ``jump``
+    (relative); +inf if it never does."""
     df = _sp(res).groupby("X")["_liar"].mean()
     if len(df) < 2:
         raise DataError("X", "need at least two misreport levels")
-    jumps = df.diff().iloc[1:]
-    x = float(jumps.idxmax())
-    prev = float(df.index[list(df.index).index(x) - 1])
-    return x, f"largest jump between X={prev:g} and X={x:g} (+{jumps.max():.3g} s)"
+    base = float(df.iloc[0])
+    worse = df[df > base * (1 + jump)]
+    curve = ", ".join(f"X={x:g}: {v / base:.2f}" for x, v in df.items())
+    if worse.empty:
+        return math.inf, f"no jump > {jump:.0%}; liar time / X=0: {curve}"
+    return float(worse.index[0]), f"liar time / X=0: {curve}"
 
 
 def order_fraction(res: Frames, better: str, worse: str, tol: float = 1e-6):

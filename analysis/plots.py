@@ -36,7 +36,7 @@ def _hue(df: pd.DataFrame, *names: str) -> str | None:
 
 def rho_cdf(apps: pd.DataFrame, hue: str = "scheduler", rho: str | None = None):
     """Empirical CDF of finish-time fairness rho = T_sh / T_id per app (THEMIS Figs. 9-10)."""
-    r = rho or col(apps, "rho", "rho_themis", "finish_time_fairness")
+    r = rho or col(apps, "rho", "rho_themis", "rho_gavel", "rho_static")
     fig, ax = _fig()
     sns.ecdfplot(data=apps, x=r, hue=hue if hue in apps else None, ax=ax)
     ax.axvline(1.0, color="grey", lw=0.8, ls="--")
@@ -79,7 +79,7 @@ def strategyproofness_curve(df: pd.DataFrame):
         id_vars=[x],
         value_vars=[
             col(df, "liar_jct", "lying_jct", "liar_completion"),
-            col(df, "truthful_avg_jct", "others_avg_jct", "truthful_completion"),
+            col(df, "truthful_avg_jct", "others_avg_completion", "truthful_completion"),
         ],
         var_name="app",
         value_name="completion time",
@@ -93,7 +93,7 @@ def strategyproofness_curve(df: pd.DataFrame):
 def sensitivity(summary: pd.DataFrame, param: str = "f", metric: str = "max_rho"):
     """Max rho (or GPU time) vs the filter fraction f or the lease (THEMIS Fig. 19)."""
     fig, ax = _fig()
-    hue = _hue(summary.drop(columns=[param], errors="ignore"), "lease", "f", "scheduler")
+    hue = _hue(summary.drop(columns=[param], errors="ignore"), "round_length", "lease", "scheduler")
     sns.pointplot(data=summary, x=param, y=col(summary, metric), hue=hue, ax=ax)
     ax.set(title=f"Sensitivity of {metric} to {param}")
     return fig
@@ -156,7 +156,7 @@ def jct_vs_load(summary: pd.DataFrame, metric: str = "avg_jct", hue: str = "plac
 def gpus_in_use(rounds: pd.DataFrame, hue: str = "placement"):
     """GPUs busy at every scheduling round (PAL Fig. 15)."""
     t = col(rounds, "time", "t", "start")
-    y = col(rounds, "gpus_busy", "busy_gpus", "gpus_in_use")
+    y = col(rounds, "gpus_busy", "busy", "gpus_in_use")
     fig, ax = _fig(7, 3.5)
     sns.lineplot(data=rounds, x=t, y=y, hue=hue if hue in rounds else None, ax=ax, lw=0.8)
     ax.set(xlabel="time (s)", ylabel="GPUs in use", title="GPUs in use over time")

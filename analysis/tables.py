@@ -14,8 +14,11 @@ SIGNATURES = (
     ("strategyproofness", ("X",)),
     ("placement_time", ("gpus", "seconds", "policy")),
     ("rounds", ("gpus_busy",)),
+    ("rounds", ("t", "busy", "queue")),
+    ("sweep", ("scheduler", "placement", "cell_id")),
+    ("jobs", ("job_id", "jct")),
+    ("apps", ("app_id", "rho_themis")),
     ("apps", ("rho",)),
-    ("jobs", ("jct",)),
     ("sweep", ("scheduler", "placement")),
 )
 

@@ -132,10 +132,7 @@ def run_strategyproofness(exp: Experiment, data_dir: Path, **_) -> Outcome:
     """THEMIS §6.3 via ``fairplace.experiments.strategyproofness``: one row per misreport X."""
     from fairplace.experiments import strategyproofness as sp
 
-    fn = next((getattr(sp, n) for n in ("run", "curve", "sweep") if hasattr(sp, n)), None)
-    if fn is None:
-        raise ImportError("fairplace.experiments.strategyproofness has no run()/curve()")
-    df = fn(**exp.spec)
+    df = sp.strategyproofness(**exp.spec)
     df = df if isinstance(df, pd.DataFrame) else pd.DataFrame(df)
     df.to_csv(data_dir / f"{exp.paper}-{exp.key}.csv", index=False)
     return Outcome({"strategyproofness": df})

@@ -53,6 +53,62 @@ PLACEMENTS = (
 CELL_KEYS = ("scheduler", "placement", "trace", "seed")
 
 
+def _themis(workload: int) -> Callable[..., pd.DataFrame]:
+    def gen(**kw):
+        from fairplace.instances.workloads import themis_workload
+
+        return themis_workload(workload, **kw)
+
+    return gen
+
+
+def _synergy(**kw) -> pd.DataFrame:
+    from fairplace.instances.models import MODELS
+    from fairplace.instances.traces import synergy_trace
+
+    t_iter = {n: m.iter_seconds for n, m in MODELS.items()}
+    return synergy_trace(t_iter=t_iter, **kw)
+
+
+#: generated workloads usable as ``traces`` entries; their keyword arguments (e.g. ``contention``,
+#: ``n_apps``, ``jobs_per_hour``) may appear in [params] / [fixed] and go to the generator.
+TRACE_GENERATORS: dict[str, Callable[..., pd.DataFrame]] = {
+    "themis-1": _themis(1),
+    "themis-2": _themis(2),
+    "synergy": _synergy,
+}
+_GEN_PARAMS = {
+    "themis-1": "fairplace.instances.workloads:themis_workload",
+    "themis-2": "fairplace.instances.workloads:themis_workload",
+    "synergy": "fairplace.instances.traces:synergy_trace",
+}
+
+
+def generator_params(trace: str) -> set[str]:
+    """Keyword names of the generator behind ``trace`` (empty for bundled names and CSV files)."""
+    if trace not in _GEN_PARAMS:
+        return set()
+    from importlib import import_module
+
+    mod, fn = _GEN_PARAMS[trace].split(":")
+    try:
+        f = getattr(import_module(mod), fn)
+    except (ImportError, AttributeError):
+        return set()
+    return set(inspect.signature(f).parameters) - {"workload", "t_iter", "seed"}
+
+
+def make_trace(trace: str, seed: int, kw: dict[str, Any]):
+    """``trace`` itself, or the frame its generator makes from ``kw`` (seeded with the cell seed)."""
+    if trace not in TRACE_GENERATORS:
+        return trace, {}
+    names = generator_params(trace)
+    gen_kw = {k: v for k, v in kw.items() if k in names}
+    if "max_gpus" in names and "max_gpus" not in gen_kw and "gpus" in kw:
+        gen_kw["max_gpus"] = kw["gpus"]
+    return TRACE_GENERATORS[trace](seed=seed, **gen_kw), gen_kw
+
+
 @dataclass(frozen=True)
 class SweepSpec:
     """A validated sweep grid (see module docstring)."""
@@ -140,6 +196,9 @@ def validate_spec(spec: dict, *, check_names: bool = True) -> SweepSpec:
     if not isinstance(seeds, list) or not seeds or not all(type(s) is int for s in seeds):
         raise OptionError("seeds", "must be a non-empty list of integers")
     allowed = _simulate_params() if check_names else None
+    if allowed is not None:
+        for tr in traces:
+            allowed |= generator_params(tr)
     reserved = set(CELL_KEYS)
     params: dict[str, tuple] = {}
     for table in ("params", "fixed"):
@@ -149,7 +208,7 @@ def validate_spec(spec: dict, *, check_names: bool = True) -> SweepSpec:
         for k, v in t.items():
             if k in reserved:
                 raise OptionError(f"{table}.{k}", f"{k!r} is a grid axis of its own")
-            if allowed is not None and k not in allowed:
+            if allowed is not None and k.split(".")[0] not in allowed:
                 raise OptionError(f"{table}.{k}", "unknown simulate() parameter")
             if table == "params" and (not isinstance(v, list) or not v):
                 raise OptionError(f"params.{k}", "must be a non-empty list of values")
@@ -204,12 +263,23 @@ def run_cell(cell: dict, fixed: dict, frames: Iterable[str] = (), simulate: Call
     try:
         if simulate is None:
             from fairplace.sim import simulate
-        res = simulate(**cell, **fixed)
+
+            fixed = {"progress": False, **fixed}  # no nested progress bars
+        kw = {**{k: v for k, v in cell.items() if k not in ("trace", "seed")}, **fixed}
+        trace, gen_kw = make_trace(cell["trace"], cell["seed"], kw)
+        kw = {k: v for k, v in kw.items() if k not in gen_kw or k == "gpus"}
+        for k in [
+            k for k in kw if "." in k
+        ]:  # "scheduler_options.f" -> scheduler_options={"f": ..}
+            outer, inner = k.split(".", 1)
+            kw[outer] = {**kw.get(outer, {}), inner: kw.pop(k)}
+        res = simulate(trace=trace, seed=cell["seed"], **kw)
         row.update(_scalars(getattr(res, "summary", {})))
         row.update(status="ok", message="")
         for f in frames:
             df = getattr(res, f, None)
             if isinstance(df, pd.DataFrame):
+                df = df.drop(columns=["allocation"], errors="ignore")  # per-round GPU maps: bulky
                 got[f] = df.assign(**{k: v for k, v in cell.items() if k not in df.columns})
     except Exception as exc:  # noqa: BLE001 - a failing cell is a row, never the end of the sweep
         row.update(status="error", message=f"{type(exc).__name__}: {exc}"[:500])
