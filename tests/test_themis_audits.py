@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import itertools
 
+import pandas as pd
 import pytest
 from conftest import tiny_auction
 from fairplace.analysis.audits import (
@@ -22,6 +23,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import fairplace
+from fairplace.errors import OptionError
 
 
 def _violations(inst, alloc):
@@ -135,3 +137,31 @@ def test_envy_is_reported_when_indivisible_rounding_creates_it():
     assert not rep.envy_free and rep.pairs == (("A", "B", 3.0, 1.0),)
     assert rho_of(inst.apps[0], ["g0", "g1", "g2"]) == 1.0  # free disposal
     assert rho_of(inst.apps[1], []) == 4.0
+
+
+def test_strategyproofness_experiment_table_and_determinism():
+    from fairplace.experiments.strategyproofness import (
+        Setup,
+        simulate,
+        strategyproofness,
+        tipping_point,
+    )
+
+    small = Setup(small_machines=12, work=8 * 3600.0)
+    df = strategyproofness(xs=[0, 50], seeds=[0], setup=small)
+    assert list(df.columns[:3]) == ["X", "liar_completion", "others_avg_completion"]
+    assert df["X"].tolist() == [0, 50]
+    assert (df["liar_completion"] > 0).all() and (df["others_avg_completion"] > 0).all()
+    # with X = 0 the "liar" is an ordinary app: its completion is within a lease-scale of the others'
+    row = df.iloc[0]
+    assert (
+        abs(row["liar_completion"] - row["others_avg_completion"])
+        <= 0.25 * row["others_avg_completion"]
+    )
+    assert simulate(small, 0.5, seed=3) == simulate(small, 0.5, seed=3)
+    assert 0.0 <= df["liar_mean_payment"].max() <= 1.0
+    synthetic = pd.DataFrame({"X": [0, 10, 40], "liar_completion": [100.0, 101.0, 130.0]})
+    assert tipping_point(synthetic) == 40.0
+    assert tipping_point(synthetic.iloc[:2]) is None
+    with pytest.raises(OptionError):
+        simulate(Setup(lie="nope"), 0.1)

@@ -1,0 +1,182 @@
+"""THEMIS §6.3 truth-telling experiment: one app misreports its slowdowns by X%; completion times vs X.
+
+Set-up (the paper's, with the details it leaves open stated here):
+
+* 64 GPUs: one 8-GPU machine and 28 2-GPU machines, one rack. 8 identical single-job apps, all
+  arriving at t = 0, each with serial work W GPU-seconds and demand cap d_max = 8; slowdown S = 1 on
+  one machine and ``s_spread`` across machines (network-intensive apps, so the 8-GPU machine is the
+  most preferred allocation). rho(G) = (t_now + R * S(G) / min(|G|, 8)) / T_id with T_id = W / 8 * N
+  (Eq. 1, N_avg = N = 8, R = remaining serial work).
+* Leases are synchronous (a documented simplification): every ``lease`` seconds all GPUs are released
+  and one auction round runs. The ceil((1 - f) N_active) apps with the worst current rho (rho of the
+  allocation they held; unbounded if none) bid; the PA auction (exact PF + leave-one-out payments,
+  ``floor`` rounding) allocates; every GPU it leaves free (leftover and unbid GPUs) is handed at random
+  (seeded) to the non-participants, up to d_max each.
+* Bids: dense bundles of 1..8 GPUs on the 8-GPU machine (two placements per size, so two apps can
+  share it) and bundles of 2, 4, 6, 8 GPUs made of whole 2-GPU machines (disjoint groups).
+* The liar (app 0; app order is shuffled every round so that tie-breaking favours nobody) reports
+  ``S * (1 + X)`` for every multi-machine bundle (``lie='over-spread'``) or ``S * (1 - X)`` for
+  single-machine bundles (``lie='under-dense'``), in its bids and in its current rho. Progress always
+  uses the true slowdowns.
+
+``strategyproofness(quick=...)`` returns a DataFrame with one row per X (averaged over seeds):
+``X, liar_completion, others_avg_completion`` (seconds) plus ``liar_mean_payment`` (mean c of the liar
+over the rounds it bid in) and ``liar_dense_share`` (fraction of its lease-rounds spent on the 8-GPU
+machine). :func:`tipping_point` reports the first X at which the liar's completion time jumps.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+import pandas as pd
+
+from fairplace.domain import GPU, App, AuctionInstance, Bid, Cluster
+from fairplace.errors import OptionError
+from fairplace.solvers.auction import solve_auction
+from fairplace.solvers.options import SolveOptions
+
+LIES = ("over-spread", "under-dense")
+
+
+@dataclass(frozen=True)
+class Setup:
+    """Parameters of one run (defaults: the paper's cluster and apps)."""
+
+    n_apps: int = 8
+    big: int = 8
+    small_machines: int = 28
+    d_max: int = 8
+    work: float = 8 * 2 * 3600.0  # GPU-seconds: 2 h on 8 GPUs
+    s_spread: float = 1.5
+    lease: float = 600.0
+    f: float = 0.8
+    lie: str = "over-spread"
+
+    def cluster(self) -> Cluster:
+        gpus = [GPU(f"big/{g}", "big") for g in range(self.big)]
+        gpus += [GPU(f"s{m}/{g}", f"s{m}") for m in range(self.small_machines) for g in range(2)]
+        return Cluster(tuple(gpus))
+
+
+def _bundles(setup: Setup) -> list[tuple[str, ...]]:
+    out = []
+    for n in range(1, setup.big + 1):
+        for start in sorted({0, setup.big - n}):
+            out.append(tuple(f"big/{g}" for g in range(start, start + n)))
+    for n in range(2, setup.d_max + 1, 2):
+        k = n // 2
+        for start in range(0, setup.small_machines - k + 1, k):
+            out.append(tuple(f"s{m}/{g}" for m in range(start, start + k) for g in range(2)))
+    return out
+
+
+def _slowdown(setup: Setup, machines: int, liar: bool, x: float) -> float:
+    s = 1.0 if machines <= 1 else setup.s_spread
+    if liar and setup.lie == "over-spread" and machines > 1:
+        s *= 1.0 + x
+    if liar and setup.lie == "under-dense" and machines <= 1:
+        s *= max(1.0 - x, 1e-3)
+    return s
+
+
+def _rho(setup, now, remaining, gpus, machine_of, liar=False, x=0.0) -> float:
+    if not gpus:
+        return math.inf
+    S = _slowdown(setup, len({machine_of[g] for g in gpus}), liar, x)
+    t_id = setup.work / setup.d_max * setup.n_apps
+    return (now + remaining * S / min(len(gpus), setup.d_max)) / t_id
+
+
+def simulate(setup: Setup, x: float, seed: int = 0, max_rounds: int = 500) -> dict:
+    """One run with the liar lying by ``x`` (a fraction); completion times and the liar's payments."""
+    if setup.lie not in LIES:
+        raise OptionError("lie", f"expected one of {LIES}, got {setup.lie!r}")
+    rng = np.random.default_rng(seed)
+    cl = setup.cluster()
+    machine_of = {g.id: g.machine for g in cl.gpus}
+    bundles = _bundles(setup)
+    N = setup.n_apps
+    remaining = np.full(N, float(setup.work))
+    done = np.full(N, np.nan)
+    held: list[tuple[str, ...]] = [()] * N
+    opts = SolveOptions(threads=1, parallel=False)
+    payments, dense_rounds, rounds_held = [], 0, 0
+    for k in range(max_rounds):
+        now = k * setup.lease
+        active = [i for i in range(N) if remaining[i] > 0]
+        if not active:
+            break
+        cur = {i: _rho(setup, now, remaining[i], held[i], machine_of, i == 0, x) for i in active}
+        n_bid = max(1, math.ceil((1.0 - setup.f) * len(active)))
+        tie = rng.permutation(N)
+        bidders = sorted(active, key=lambda i: (-cur[i], tie[i]))[:n_bid]
+        order = [i for i in rng.permutation(N) if i in bidders]
+        apps = []
+        for i in order:
+            bids = tuple(
+                Bid(b, _rho(setup, now, remaining[i], b, machine_of, i == 0, x)) for b in bundles
+            )
+            apps.append(App(f"a{i}", bids, None))
+        sol = solve_auction(
+            AuctionInstance(cl, tuple(apps)), opts=opts, rounding="floor", seed=seed * 100_003 + k
+        )
+        alloc = {int(a[1:]): tuple(g) for a, g in sol.allocation.items()}
+        if 0 in bidders:
+            payments.append(sol.payments["a0"])
+        used = {g for gs in alloc.values() for g in gs}
+        free = [g.id for g in cl.gpus if g.id not in used]
+        for i in rng.permutation(N):
+            if i in active and i not in bidders and free:
+                take = rng.choice(len(free), size=min(setup.d_max, len(free)), replace=False)
+                alloc[int(i)] = tuple(free[t] for t in sorted(take))
+                free = [g for t, g in enumerate(free) if t not in set(take.tolist())]
+        for i in active:
+            gs = alloc.get(i, ())
+            held[i] = gs
+            if not gs:
+                continue
+            S = _slowdown(setup, len({machine_of[g] for g in gs}), False, 0.0)
+            rate = min(len(gs), setup.d_max) / S
+            if i == 0:
+                rounds_held += 1
+                dense_rounds += all(machine_of[g] == "big" for g in gs) and len(gs) > 1
+            if remaining[i] <= rate * setup.lease:
+                done[i] = now + remaining[i] / rate
+                remaining[i] = 0.0
+            else:
+                remaining[i] -= rate * setup.lease
+    return {
+        "liar_completion": float(done[0]),
+        "others_avg_completion": float(np.nanmean(done[1:])),
+        "liar_mean_payment": float(np.mean(payments)) if payments else float("nan"),
+        "liar_dense_share": dense_rounds / rounds_held if rounds_held else 0.0,
+    }
+
+
+def strategyproofness(
+    xs=None, seeds=None, quick: bool = False, setup: Setup = Setup()
+) -> pd.DataFrame:
+    """Completion times vs the liar's misreport X in percent (module docstring)."""
+    if xs is None:
+        xs = range(0, 101, 20) if quick else range(0, 101, 5)
+    if seeds is None:
+        seeds = range(2) if quick else range(5)
+    rows = []
+    for X in xs:
+        runs = [simulate(setup, X / 100.0, seed=s) for s in seeds]
+        row = {"X": X}
+        for key in runs[0]:
+            row[key] = float(np.nanmean([r[key] for r in runs]))
+        rows.append(row)
+    return pd.DataFrame(rows)
+
+
+def tipping_point(df: pd.DataFrame, jump: float = 0.05) -> float | None:
+    """Smallest X whose liar completion exceeds the X = 0 value by more than ``jump`` (relative);
+    None if there is none."""
+    base = float(df.loc[df["X"] == df["X"].min(), "liar_completion"].iloc[0])
+    worse = df[df["liar_completion"] > base * (1.0 + jump)]
+    return None if worse.empty else float(worse["X"].min())
