@@ -94,56 +94,73 @@ class GavelFTF:
         """max_i elapsed_i / t_id_i: no allocation can do better."""
         return float(np.max(self.elapsed / self.t_id, initial=0.0))
 
-    def _constraints(self) -> tuple[sp.csr_matrix, np.ndarray]:
-        """Rows of 'sum_k X_ik <= 1' (n) and resources (R) on the flattened X (row-major (i, k))."""
-        n, K = self.throughput.shape
-        per_job = sp.kron(sp.eye(n), np.ones((1, K)))
-        per_res = sp.kron(np.ones((1, n)), sp.csr_matrix(self.usage.T))
-        A = sp.vstack([per_job, per_res]).tocsr()
-        return A, np.concatenate([np.ones(n), self.capacity])
+    @property
+    def support(self) -> np.ndarray:
+        """Flat (row-major) indices of the (i, k) with throughput > 0: the only useful X entries."""
+        return np.flatnonzero(self.throughput.ravel() > 0)
+
+    def scatter(self, x: np.ndarray) -> np.ndarray:
+        """X (n, K) from values on :attr:`support`."""
+        X = np.zeros(self.throughput.size)
+        X[self.support] = x
+        return X.reshape(self.throughput.shape)
 
     def feasibility_lp(self, t: float) -> MILP:
         """max lambda s.t. rate_i >= lambda * need_i(t), X feasible; need_i = work_i/(t t_id_i - e_i).
 
-        Requires ``t > lower_bound()``. Columns: X flattened (i, k), then lambda. ``t`` is achievable
+        Requires ``t > lower_bound()``. Columns: X on :attr:`support`, then lambda. ``t`` is achievable
         iff the optimum lambda* >= 1 (lambda is capped at 2: only the comparison with 1 matters).
         """
         n, K = self.throughput.shape
+        sup = self.support
+        job, cfg = np.divmod(sup, K)
+        m = sup.size
         slack = t * self.t_id - self.elapsed
         need = np.where(self.work > 0, self.work / np.maximum(slack, 1e-300), 0.0)
-        A0, ub0 = self._constraints()
-        # rate_i - lambda need_i >= 0
-        rate_rows = sp.hstack(
-            [sp.block_diag([sp.csr_matrix(self.throughput[i]) for i in range(n)]), -need[:, None]]
-        )
-        A = sp.vstack([sp.hstack([A0, sp.csr_matrix((A0.shape[0], 1))]), rate_rows]).tocsr()
-        nc = n * K + 1
-        c = np.zeros(nc)
+        cols = np.arange(m)
+        per_job = sp.csr_matrix((np.ones(m), (job, cols)), shape=(n, m))
+        per_res = sp.csr_matrix(self.usage[cfg].T)  # (R, m)
+        rate = sp.csr_matrix((self.throughput.ravel()[sup], (job, cols)), shape=(n, m))
+        R = per_res.shape[0]
+        A = sp.vstack(
+            [
+                sp.hstack([per_job, sp.csr_matrix((n, 1))]),
+                sp.hstack([per_res, sp.csr_matrix((R, 1))]),
+                sp.hstack([rate, sp.csr_matrix(-need[:, None])]),
+            ]
+        ).tocsr()
+        c = np.zeros(m + 1)
         c[-1] = 1.0
         return MILP(
             c=c,
             A=A,
-            row_lb=np.concatenate([np.full(A0.shape[0], -np.inf), np.zeros(n)]),
-            row_ub=np.concatenate([ub0, np.full(n, np.inf)]),
-            col_lb=np.zeros(nc),
-            col_ub=np.append(np.full(n * K, np.inf), 2.0),
-            integrality=np.zeros(nc, dtype=bool),
+            row_lb=np.concatenate([np.full(n + R, -np.inf), np.zeros(n)]),
+            row_ub=np.concatenate([np.ones(n), self.capacity, np.full(n, np.inf)]),
+            col_lb=np.zeros(m + 1),
+            col_ub=np.append(np.full(m, np.inf), 2.0),
+            integrality=np.zeros(m + 1, dtype=bool),
             sense="max",
         )
 
     def to_cvxpy(self):
-        """(problem, X, t): minimise t under the SOC form of rate_i (t t_id_i - e_i) >= work_i."""
+        """(problem, x, t): minimise t under the SOC form of rate_i (t t_id_i - e_i) >= work_i;
+        ``x`` holds X on :attr:`support` (use :meth:`scatter`)."""
         import cvxpy as cp
 
         n, K = self.throughput.shape
-        X = cp.Variable((n, K), nonneg=True)
+        sup = self.support
+        job, cfg = np.divmod(sup, K)
+        m = sup.size
+        cols = np.arange(m)
+        x = cp.Variable(m, nonneg=True)
         t = cp.Variable()
-        rate = cp.sum(cp.multiply(self.throughput, X), axis=1)
-        cons = [cp.sum(X, axis=1) <= 1, t >= self.lower_bound()]
+        per_job = sp.csr_matrix((np.ones(m), (job, cols)), shape=(n, m))
+        rate = sp.csr_matrix((self.throughput.ravel()[sup], (job, cols)), shape=(n, m)) @ x
+        cons = [per_job @ x <= 1, t >= self.lower_bound()]
         if self.usage.shape[1]:
-            cons.append(cp.sum(X @ self.usage, axis=0) <= self.capacity)
+            cons.append(sp.csr_matrix(self.usage[cfg].T) @ x <= self.capacity)
         for i in np.flatnonzero(self.work > 0):
             s = t * self.t_id[i] - self.elapsed[i]
             w = 2.0 * np.sqrt(self.work[i])
             cons.append(cp.SOC(rate[i] + s, cp.hstack([w, rate[i] - s])))
-        return cp.Problem(cp.Minimize(t), cons), X, t
+        return cp.Problem(cp.Minimize(t), cons), x, t

@@ -128,7 +128,7 @@ def solve_relaxation(
 # --- Gavel-style FTF ----------------------------------------------------------------------------
 @dataclass(frozen=True)
 class GavelResult:
-    """Time fractions X (n, K), rho per job, max rho, method, LP/SOCP solves and seconds."""
+    """Time fractions X (n, K), rho per job, max rho, method, LP/SOCP solves, seconds, status."""
 
     X: np.ndarray
     rho: np.ndarray
@@ -136,13 +136,14 @@ class GavelResult:
     method: str
     solves: int
     seconds: float
+    status: str = "optimal"  # or Clarabel's "optimal_inaccurate"
 
 
 def _lp_at(prob: GavelFTF, t: float, opts: SolveOptions) -> tuple[float, np.ndarray]:
     res = highs.solve(prob.feasibility_lp(t), opts.with_(time_limit=None))
     if res.status != "optimal":
         raise SolverFailed(f"gavel-ftf LP at t={t:g}: {res.status} ({res.message})")
-    return float(res.objective), res.x[:-1].reshape(prob.n, prob.K)
+    return float(res.objective), prob.scatter(res.x[:-1])
 
 
 def solve_gavel(
@@ -155,14 +156,18 @@ def solve_gavel(
         import cvxpy as cp
 
         p, X, t = prob.to_cvxpy()
-        p.solve(solver=cp.CLARABEL, **_CLARABEL_TIGHT)
+        with warnings.catch_warnings():  # "inaccurate" is kept in GavelResult.status
+            warnings.simplefilter("ignore", UserWarning)
+            p.solve(solver=cp.CLARABEL, **_CLARABEL_TIGHT)
         if p.status == cp.INFEASIBLE:
             raise ProgramInfeasible("gavel-ftf: no allocation gives every job a positive rate")
         if p.status not in (cp.OPTIMAL, cp.OPTIMAL_INACCURATE):
             raise SolverFailed(f"gavel-ftf SOCP: {p.status}")
-        Xv = np.maximum(np.asarray(X.value, dtype=float), 0.0)
+        Xv = prob.scatter(np.maximum(np.asarray(X.value, dtype=float), 0.0))
         rho = prob.rho(Xv)
-        return GavelResult(Xv, rho, float(t.value), "socp", 1, time.perf_counter() - t0)
+        return GavelResult(
+            Xv, rho, float(t.value), "socp", 1, time.perf_counter() - t0, str(p.status)
+        )
     if method != "bisection":
         raise OptionError("method", f"expected 'bisection' or 'socp', got {method!r}")
     lo = prob.lower_bound()
@@ -275,6 +280,7 @@ def solve_gavel_auction(
             "time_fractions": fractions,
             "method": method,
             "solves": res.solves if res is not None else 0,
+            "solver_status": res.status if res is not None else "optimal",
             "unserved_unbounded": unserved,
         },
     )

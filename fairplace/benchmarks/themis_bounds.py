@@ -1,0 +1,94 @@
+"""Bounds, heuristics and the Gavel-style FTF policy (issue 3, items 4 and 6). No speed targets: the
+numbers are the seconds and the quality (integrality gap, heuristic gap) on contended instances."""
+
+from __future__ import annotations
+
+import time
+
+import numpy as np
+
+from fairplace.formulations.gavel import GavelFTF
+from fairplace.instances.generators import random_auction
+from fairplace.solvers.auction import solve_pf
+from fairplace.solvers.heuristics import solve_heuristic
+from fairplace.solvers.relaxation import solve_gavel, solve_relaxation
+
+
+def _instance(seed: int):
+    return random_auction(apps=16, machines=16, gpus_per_machine=4, bids_per_app=20, seed=seed)
+
+
+def _exact(inst) -> float:
+    res, choice, prog = solve_pf(inst, tie_break=False)
+    return prog.value(choice).log_sum
+
+
+def relaxation(quick: bool) -> dict:
+    """LP and EG bounds and their integrality gaps on 16 apps x 64 GPUs x 20 bids."""
+    seeds = (0,) if quick else (0, 1, 2)
+    secs, lp_gaps, eg_gaps = [], [], []
+    for s in seeds:
+        inst = _instance(s)
+        exact = _exact(inst)
+        t0 = time.perf_counter()
+        sol = solve_relaxation(inst, method="both")
+        secs.append(time.perf_counter() - t0)
+        lp_gaps.append(sol.extra["lp_bound"] - exact)
+        eg_gaps.append(sol.extra["eg_bound"] - exact)
+    return {"seconds": max(secs), "lp_gap": lp_gaps, "eg_gap": eg_gaps, "seeds": list(seeds)}
+
+
+def heuristics(quick: bool) -> dict:
+    """greedy-rho / greedy-log / lp-round: worst seconds and gap to the exact log-sum."""
+    seeds = (0,) if quick else (0, 1, 2)
+    out: dict = {"seconds": 0.0, "seeds": list(seeds)}
+    for name in ("greedy-rho", "greedy-log", "lp-round"):
+        gaps, secs = [], []
+        for s in seeds:
+            inst = _instance(s)
+            sol = solve_heuristic(inst, name=name, exact_objective=_exact(inst))
+            gaps.append(sol.gap)
+            secs.append(sol.seconds)
+        out[f"{name}_gap"] = gaps
+        out[f"{name}_seconds"] = max(secs)
+        out["seconds"] = max(out["seconds"], max(secs))
+    return out
+
+
+def _gavel_problem(n: int, seed: int = 0) -> GavelFTF:
+    rng = np.random.default_rng(seed)
+    K, R = 3 * n, 4
+    thr = rng.uniform(0.2, 3.0, (n, K)) * (rng.random((n, K)) < 0.1)
+    thr[np.arange(n), rng.integers(0, K, n)] = rng.uniform(0.5, 2.0, n)
+    usage = rng.integers(0, 3, (K, R)).astype(float)
+    usage[usage.sum(1) == 0, 0] = 1.0
+    return GavelFTF(
+        thr,
+        usage,
+        np.full(R, n / 2.0),
+        rng.uniform(1, 10, n),
+        rng.uniform(0, 5, n),
+        rng.uniform(2, 8, n),
+    )
+
+
+def gavel(quick: bool) -> dict:
+    """min max rho by bisection (HiGHS LPs) and SOCP (Clarabel) on 64 jobs x 192 configs x 4 types."""
+    prob = _gavel_problem(16 if quick else 64)
+    a = solve_gavel(prob, "bisection")
+    b = solve_gavel(prob, "socp")
+    return {
+        "seconds": a.seconds + b.seconds,
+        "bisection_seconds": a.seconds,
+        "bisection_lps": a.solves,
+        "socp_seconds": b.seconds,
+        "max_rho": a.max_rho,
+        "abs_diff": abs(a.max_rho - b.max_rho),
+    }
+
+
+CASES = {
+    "themis_relaxation_16x64": (relaxation, None),
+    "themis_heuristics_16x64": (heuristics, None),
+    "themis_gavel_ftf_64": (gavel, None),
+}
