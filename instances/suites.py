@@ -32,10 +32,15 @@ SUITE_DIR = Path(__file__).with_name("suites")
 DESCRIPTIONS = (
     ("paper", "worked examples of THEMIS and PAL (from the builders that exist)"),
     ("small", "brute-forceable auctions and placements with stored optima"),
-    ("medium", "generated auctions (4-12 apps x 32 GPUs) and placements (8-16 jobs x 32 GPUs)"),
+    (
+        "medium",
+        "generated auctions (4-12 apps x 32 GPUs), agent-form auctions (4-6 apps x 8 GPUs) and "
+        "placements (8-16 jobs x 32 GPUs)",
+    ),
     (
         "large",
-        "generated auctions (16 apps x 64 GPUs x 20 bids) and placements (64 jobs x 256 GPUs)",
+        "generated auctions (16 apps x 64 GPUs x 20 bids), agent-form auctions (6 apps x 12 GPUs) "
+        "and placements (64 jobs x 256 GPUs)",
     ),
 )
 
@@ -147,8 +152,25 @@ def _small() -> list[tuple[str, Path]]:
     return [(p.stem, p) for p in sorted((SUITE_DIR / "small").glob("*.json"))]
 
 
-def _generated(auctions, placements) -> list[tuple[str, dict]]:
+def agent_auction(**kw) -> Instance:
+    """An agent-form auction (THEMIS AGENTs: single-job apps priced by Eq. 1, from
+    ``fairplace.benchmarks.auction.random_agent_auction``) turned into explicit subset bid tables by
+    the AGENT (``formulations.agents.to_explicit``), so every solver and the JSON contract apply."""
+    from dataclasses import replace
+
+    from fairplace.formulations.agents import to_explicit
+
+    from fairplace.benchmarks.auction import random_agent_auction
+
+    inst = to_explicit(random_agent_auction(**kw))
+    return replace(inst, meta={**inst.meta, **kw, "form": "agent -> explicit subset bids"})
+
+
+def _generated(auctions, placements, agents=()) -> list[tuple[str, dict]]:
     items = []
+    for kw in agents:
+        G = kw["machines"] * kw["gpus_per_machine"]
+        items.append((f"agents-{kw['apps']}a-{G}g-s{kw['seed']}", agent_auction(**kw)))
     for kw in auctions:
         inst = generators.random_auction(**kw)
         items.append((f"auction-{kw['apps']}a-{kw['bids_per_app']}b-s{kw['seed']}", inst))
@@ -172,7 +194,12 @@ def _medium() -> list[tuple[str, dict]]:
     placements = [
         dict(jobs=j, machines=8, gpus_per_machine=4, seed=s) for j in (8, 16) for s in range(4)
     ]
-    return _generated(auctions, placements)
+    agents = [
+        dict(apps=a, machines=4, gpus_per_machine=2, machines_per_rack=2, demands=(1, 2, 4), seed=s)
+        for a in (4, 6)
+        for s in range(2)
+    ]
+    return _generated(auctions, placements, agents)
 
 
 def _large() -> list[tuple[str, dict]]:
@@ -180,7 +207,11 @@ def _large() -> list[tuple[str, dict]]:
         dict(apps=16, machines=16, gpus_per_machine=4, bids_per_app=20, seed=s) for s in range(4)
     ]
     placements = [dict(jobs=64, machines=64, gpus_per_machine=4, seed=s) for s in range(4)]
-    return _generated(auctions, placements)
+    agents = [
+        dict(apps=6, machines=3, gpus_per_machine=4, machines_per_rack=2, demands=(1, 2, 4), seed=s)
+        for s in range(2)
+    ]
+    return _generated(auctions, placements, agents)
 
 
 def paper_items() -> list[tuple[str, dict]]:

@@ -67,10 +67,14 @@ def test_generated_suites_are_deterministic_and_record_parameters(name):
     assert a == b
     names = [n for n, _ in a]
     assert len(set(names)) == len(names)
+    kinds = {n.split("-")[0] for n in names}
+    assert kinds == {"auction", "agents", "placement"}  # explicit, agent-form, placements
     for _, doc in a:
         meta = doc["meta"]
         assert {"generator", "seed", "machines", "gpus_per_machine"} <= set(meta)
         assert io.to_dict(io.from_dict(doc)) == doc
+        if doc["meta"]["generator"] == "random_agent_auction":
+            assert doc["meta"]["form"].startswith("agent") and "demands" in doc["meta"]
 
 
 def test_summary_features():
