@@ -40,5 +40,9 @@ def solve(
         time_limit=time_limit, **{k: v for k, v in options.items() if k in opt_fields}
     )
     rest = {k: v for k, v in options.items() if k not in opt_fields}
+    if getattr(instance, "agents", ()):  # agent-form apps: bids (small offers) or the compact model
+        from fairplace.solvers.compact import solve_agent_form
+
+        return solve_agent_form(instance, solver, fn, opts, **rest)
     sol = fn(instance, opts, name=solver, **rest)
     return sol

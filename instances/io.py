@@ -16,6 +16,8 @@ import jsonschema
 
 from fairplace.domain import (
     GPU,
+    AgentApp,
+    AgentJob,
     App,
     AuctionInstance,
     Bid,
@@ -109,7 +111,7 @@ def _cluster(doc: Mapping) -> Cluster:
 
 def _auction(doc: Mapping) -> AuctionInstance:
     cluster = _cluster(doc)
-    apps, seen = [], {}
+    apps, agents, seen = [], [], {}
     for i, a in enumerate(doc["apps"]):
         base = f"$.apps[{i}]"
         if a["id"] in seen:
@@ -117,8 +119,13 @@ def _auction(doc: Mapping) -> AuctionInstance:
                 f"{base}.id", f"duplicate app id {a['id']!r} (first at $.apps[{seen[a['id']]}])"
             )
         seen[a["id"]] = i
+        if "bids" in a and "jobs" in a:
+            raise InstanceError(base, "an app has either 'bids' (explicit) or 'jobs' (agent form)")
+        if "jobs" in a:
+            agents.append(_agent(a, base, cluster))
+            continue
         if "bids" not in a:
-            raise InstanceError(base, "an app needs a 'bids' table")
+            raise InstanceError(base, "an app needs a 'bids' table (or 'jobs': agent form)")
         rho_empty = a.get("rho_empty")
         if rho_empty is not None:
             rho_empty = _check_finite(rho_empty, f"{base}.rho_empty")
@@ -134,8 +141,103 @@ def _auction(doc: Mapping) -> AuctionInstance:
             bids.append(Bid(gpus=tuple(bid["gpus"]), rho=rho))
         apps.append(App(id=a["id"], bids=tuple(bids), rho_empty=rho_empty))
     return AuctionInstance(
-        cluster=cluster, apps=tuple(apps), name=doc.get("name", ""), meta=dict(doc.get("meta", {}))
+        cluster=cluster,
+        apps=tuple(apps),
+        name=doc.get("name", ""),
+        meta=dict(doc.get("meta", {})),
+        agents=tuple(agents),
     )
+
+
+_AGENT_KEYS = ("t_start", "t_now", "d_max", "model", "stopping", "current_phase", "phase_model")
+_AGENT_KEYS += ("future", "split", "work_total", "demand_max", "rho_empty")
+
+
+def _agent(a: Mapping, base: str, cluster: Cluster) -> AgentApp:
+    """An agent-form app (docs/instances.md); semantic checks with JSON paths."""
+    jobs = []
+    for k, j in enumerate(a["jobs"]):
+        jp = f"{base}.jobs[{k}]"
+        jobs.append(
+            AgentJob(
+                iters_left=_check_finite(j["iters_left"], f"{jp}.iters_left"),
+                t_iter=_check_finite(j["t_iter"], f"{jp}.t_iter"),
+                locality_sensitivity=_check_finite(
+                    j.get("locality_sensitivity", 1.0), f"{jp}.locality_sensitivity"
+                ),
+                forecasts=tuple(
+                    _check_finite(v, f"{jp}.forecasts[{n}]")
+                    for n, v in enumerate(j.get("forecasts", []))
+                ),
+            )
+        )
+    loc = tuple(a.get("locality", (1.0, 1.1, 1.3)))
+    for n, v in enumerate(loc):
+        _check_finite(v, f"{base}.locality[{n}]")
+    if list(loc) != sorted(loc):
+        raise InstanceError(
+            f"{base}.locality",
+            f"must be non-decreasing (machine <= rack <= cluster), got {list(loc)}",
+        )
+    stopping = a.get("stopping", "none")
+    phases = tuple((int(p["jobs"]), float(p["iters"])) for p in a.get("phases", []))
+    if stopping == "successive-halving":
+        if not phases:
+            raise InstanceError(f"{base}.phases", "successive halving needs at least one phase")
+        if a.get("current_phase", 0) >= len(phases):
+            raise InstanceError(
+                f"{base}.current_phase", f"must be < {len(phases)} (the number of phases)"
+            )
+    if a.get("t_now", 0.0) < a.get("t_start", 0.0):
+        raise InstanceError(f"{base}.t_now", "must be >= t_start")
+    cls = a.get("class")
+    if cls is not None:
+        missing = [g.id for g in cluster.gpus if cls not in g.pm]
+        if missing:
+            raise InstanceError(
+                f"{base}.class", f"no PM-score for class {cls!r} on GPU {missing[0]!r}"
+            )
+    held = tuple(a.get("held", []))
+    for k, gid in enumerate(held):
+        if gid not in cluster.index:
+            raise InstanceError(f"{base}.held[{k}]", f"unknown GPU id {gid!r}")
+    kw = {k: a[k] for k in _AGENT_KEYS if k in a}
+    return AgentApp(
+        id=a["id"],
+        jobs=tuple(jobs),
+        locality=loc,
+        cls=cls,
+        phases=phases,
+        t_id=dict(a.get("t_id", {})),
+        held=held,
+        **kw,
+    )
+
+
+def _agent_dict(a: AgentApp) -> dict:
+    d: dict[str, Any] = {"id": a.id, "jobs": []}
+    for j in a.jobs:
+        jd: dict[str, Any] = {"iters_left": j.iters_left, "t_iter": j.t_iter}
+        if j.locality_sensitivity != 1.0:
+            jd["locality_sensitivity"] = j.locality_sensitivity
+        if j.forecasts:
+            jd["forecasts"] = list(j.forecasts)
+        d["jobs"].append(jd)
+    d.update(t_start=a.t_start, t_now=a.t_now, d_max=a.d_max, locality=list(a.locality))
+    d.update({"class": a.cls, "stopping": a.stopping, "rho_empty": a.rho_empty})
+    if a.phases:
+        d["phases"] = [{"jobs": n, "iters": it} for n, it in a.phases]
+        d.update(current_phase=a.current_phase, phase_model=a.phase_model, future=a.future)
+    for k in ("model", "work_total", "demand_max"):
+        if getattr(a, k) is not None:
+            d[k] = getattr(a, k)
+    if a.split != "even":
+        d["split"] = a.split
+    if a.t_id:
+        d["t_id"] = dict(a.t_id)
+    if a.held:
+        d["held"] = list(a.held)
+    return d
 
 
 def _placement(doc: Mapping) -> PlacementInstance:
@@ -208,7 +310,7 @@ def to_dict(inst: Instance) -> dict:
                 "bids": [{"gpus": list(b.gpus), "rho": b.rho} for b in a.bids],
             }
             for a in inst.apps
-        ]
+        ] + [_agent_dict(a) for a in inst.agents]
     else:
         doc["locality_penalty"] = inst.locality_penalty
         if inst.locality_by_model:

@@ -31,13 +31,73 @@ _BID = {
     },
 }
 
+_AGENT_JOB = {
+    "type": "object",
+    "required": ["iters_left", "t_iter"],
+    "properties": {
+        "iters_left": {"type": "number", "minimum": 0},
+        "t_iter": {"type": "number", "exclusiveMinimum": 0},
+        "locality_sensitivity": {"type": "number", "minimum": 0},
+        "forecasts": {"type": "array", "items": {"type": "number", "minimum": 0}},
+    },
+}
+
+#: Agent-form app fields (docs/instances.md): an app described by its jobs instead of ``bids``.
+_AGENT_FIELDS = {
+    "jobs": {"type": "array", "items": _AGENT_JOB, "minItems": 1},
+    "t_start": {"type": "number"},
+    "t_now": {"type": "number"},
+    "d_max": {"type": "integer", "minimum": 1},
+    "locality": {
+        "type": "array",
+        "items": {"type": "number", "minimum": 1},
+        "minItems": 3,
+        "maxItems": 3,
+    },
+    "class": {"type": ["string", "null"]},
+    "model": {"type": ["string", "null"]},
+    "stopping": {"enum": ["none", "successive-halving", "perf-curve"]},
+    "phases": {
+        "type": "array",
+        "items": {
+            "type": "object",
+            "required": ["jobs", "iters"],
+            "properties": {
+                "jobs": {"type": "integer", "minimum": 1},
+                "iters": {"type": "number", "minimum": 0},
+            },
+        },
+    },
+    "current_phase": {"type": "integer", "minimum": 0},
+    "phase_model": {"enum": ["actual", "median"]},
+    "future": {"enum": ["median", "slowest"]},
+    "split": {"enum": ["even", "balanced"]},
+    "work_total": {"type": "number", "exclusiveMinimum": 0},
+    "demand_max": {"type": "integer", "minimum": 1},
+    "t_id": {
+        "type": "object",
+        "properties": {
+            "variant": {"enum": ["themis", "static", "gavel"]},
+            "n_avg": {"type": "number", "exclusiveMinimum": 0},
+            "n_arrival": {"type": "integer", "minimum": 1},
+            "n_active": {"type": "integer", "minimum": 1},
+            "t_isolated": {"type": "number", "minimum": 0},
+            "cluster_gpus": {"type": "integer", "minimum": 1},
+        },
+        "additionalProperties": False,
+    },
+    "held": {"type": "array", "items": {"type": "string"}},
+}
+
 _APP = {
     "type": "object",
     "required": ["id"],
+    "description": "Explicit form (bids) or agent form (jobs; priced by the THEMIS AGENT).",
     "properties": {
         "id": {"type": "string", "minLength": 1},
         "rho_empty": {"type": ["number", "null"], "exclusiveMinimum": 0},
         "bids": {"type": "array", "items": _BID},
+        **_AGENT_FIELDS,
     },
 }
 

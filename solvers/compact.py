@@ -196,3 +196,33 @@ def solve_compact_auction(
             "milp_solves": n_solves,
         },
     )
+
+
+def solve_compact(inst: AuctionInstance, opts: SolveOptions, **kw) -> Solution:
+    """Registry entry ``compact``: the compact arbiter on an agent-form auction."""
+    if inst.apps:
+        raise OptionError(
+            "solver", "solver 'compact' needs every app in agent form (found apps with 'bids')"
+        )
+    kw.pop("name", None)
+    known = {k: kw[k] for k in ("rounding", "seed") if k in kw}
+    if "payments" in kw:
+        known["payments_"] = kw["payments"]
+    return solve_compact_auction(inst, opts, name="compact", **known)
+
+
+def solve_agent_form(inst: AuctionInstance, solver: str, fn, opts: SolveOptions, **kw) -> Solution:
+    """``fairplace.solve`` on an instance with agent-form apps: build exact subset bids when the
+    offer is small enough (then any auction solver applies), else use the compact arbiter (for the
+    exact solvers ``exact`` / ``highs`` / ``compact``)."""
+    from fairplace.formulations.agents import to_explicit
+
+    if solver == "compact":
+        return solve_compact(inst, opts, **kw)
+    try:
+        explicit = to_explicit(inst)
+    except OptionError:
+        if solver in ("exact", "highs") and not inst.apps:
+            return solve_compact(inst, opts, **kw)
+        raise
+    return fn(explicit, opts, name=solver, **kw)

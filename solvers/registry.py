@@ -31,6 +31,13 @@ def _placement(backend: str):
     return run
 
 
+def _compact(inst, opts: SolveOptions, **kw):
+    """The compact THEMIS arbiter (agent-form auctions; ``fairplace.solvers.compact``)."""
+    from .compact import solve_compact
+
+    return solve_compact(inst, opts, **kw)
+
+
 def solver_table() -> dict[str, dict[str, Callable]]:
     """{solver name: {instance kind: callable}}."""
     table: dict[str, dict[str, Callable]] = {}
@@ -41,6 +48,7 @@ def solver_table() -> dict[str, dict[str, Callable]]:
         ("cvxpy", "cvxpy"),
     ):
         table[name] = {"auction": _auction(backend), "placement": _placement(backend)}
+    table["compact"] = {"auction": _compact}
     _extend(table)
     return table
 

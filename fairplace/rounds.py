@@ -1,0 +1,226 @@
+"""Round-by-round THEMIS auctions (Pseudocode 1, ``ROUNDBYROUNDAUCTIONS``) — the API a simulator drives.
+
+On a resource-available event (lease expiry, arrival, completion) the driver calls
+:meth:`Arbiter.auction_round` with the apps' state and the free GPUs; the arbiter
+
+1. ranks apps by their current rho (worst first; an app with no GPU has rho = inf),
+2. lets the ceil((1 - f) N) worst (at least one) bid on the free GPUs (the AGENT's rho tables),
+3. runs the partial-allocation auction (exact compact PF + PA, ``fairplace.solvers.compact``),
+4. hands every offered GPU the auction did not keep (hidden payments and GPUs no participant wanted)
+   to the non-participants: ``leftover='random'`` (seeded: non-participants in random order, each
+   taking what it can still use) or ``'work-conserving'`` (greedy: the non-participant whose rho
+   improves most takes a packed chunk, repeated),
+5. returns the decisions with lease expiries (t_now + lease) — time advancement stays with the driver.
+
+Rho tables are cached per app from its last auction (Theorem 3.3): :class:`RoundOutcome` returns
+them, the driver passes them back as ``cache``; a leftover recipient's new rho estimate is read from
+its cached table when it has one.
+
+Example driver loop::
+
+    arbiter = Arbiter(f=0.8, lease=600, leftover="random", seed=0)
+    cache, k = {}, 0
+    while events:
+        t_now, free = next_event()                      # the simulator's clock and free GPU ids
+        states = [AppState(app, held=holdings[app.id]) for app in active_apps]
+        out = arbiter.auction_round(cluster, states, free, t_now, k, cache=cache)
+        for app_id, gpus in out.allocation.items():     # grants, each until out.lease_expiry
+            holdings[app_id] += tuple(gpus)
+        cache = {**cache, **out.tables}
+        k += 1
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field, replace
+
+import numpy as np
+
+from fairplace.domain import AgentApp, AuctionInstance, Cluster, spread
+from fairplace.errors import OptionError
+from fairplace.formulations.agents import RhoTable, ftf_model
+from fairplace.formulations.compact import compact_app
+from fairplace.solvers.options import SolveOptions
+
+LEFTOVER_RULES = ("random", "work-conserving")
+
+
+@dataclass(frozen=True)
+class AppState:
+    """An active app at the event: its agent description, the GPUs it holds, optionally its current
+    rho as the driver knows it (otherwise computed from Eq. 1 / Eq. 2 at ``t_now``)."""
+
+    app: AgentApp
+    held: tuple[str, ...] = ()
+    rho: float | None = None
+
+
+@dataclass(frozen=True)
+class RoundOutcome:
+    """Decisions of one round (GPU ids per app id)."""
+
+    allocation: dict[str, list[str]]  # everything granted this round (auction + leftover)
+    auction: dict[str, list[str]]  # the PA allocation of the participants
+    pf_allocation: dict[str, list[str]]
+    payments: dict[str, float]
+    leftover_given: dict[str, list[str]]  # leftover GPUs per non-participant
+    unallocated: list[str]  # offered GPUs nobody took
+    participants: list[str]
+    ranking: list[tuple[str, float]]  # (app id, current rho), worst first
+    lease_expiry: float
+    tables: dict[str, RhoTable] = field(default_factory=dict)
+    rho_after: dict[str, float] = field(default_factory=dict)
+    status: str = "optimal"
+
+
+@dataclass(frozen=True)
+class Arbiter:
+    """THEMIS ARBITER: filter fraction ``f``, lease seconds, leftover rule, PA rounding, seed."""
+
+    f: float = 0.8
+    lease: float = 600.0
+    leftover: str = "random"
+    rounding: str = "floor"
+    seed: int = 0
+    options: SolveOptions = SolveOptions()
+
+    def __post_init__(self):
+        if not 0.0 <= self.f < 1.0:
+            raise OptionError("f", f"must be in [0, 1), got {self.f!r}")
+        if self.lease <= 0:
+            raise OptionError("lease", f"must be > 0 seconds, got {self.lease!r}")
+        if self.leftover not in LEFTOVER_RULES:
+            raise OptionError(
+                "leftover", f"expected one of {LEFTOVER_RULES}, got {self.leftover!r}"
+            )
+
+    def n_participants(self, n_apps: int) -> int:
+        """ceil((1 - f) N), at least one (and at most N)."""
+        if n_apps == 0:
+            return 0
+        return min(n_apps, max(1, math.ceil((1.0 - self.f) * n_apps - 1e-12)))
+
+    def auction_round(
+        self,
+        cluster: Cluster,
+        apps: Sequence[AppState],
+        free_gpus: Sequence[str],
+        t_now: float,
+        round_index: int = 0,
+        cache: Mapping[str, RhoTable] | None = None,
+    ) -> RoundOutcome:
+        """Run one round; pure apart from the solver (same inputs and seed -> same outcome)."""
+        from fairplace.solvers.compact import solve_compact_auction
+
+        cache = dict(cache or {})
+        states = [
+            replace(s, app=replace(s.app, t_now=float(t_now), held=tuple(s.held))) for s in apps
+        ]
+        ranking = sorted(
+            ((s.app.id, self._rho_now(cluster, s)) for s in states), key=lambda p: (-p[1], p[0])
+        )
+        k = self.n_participants(len(states))
+        chosen = {a for a, _ in ranking[:k]}
+        part = [s for s in states if s.app.id in chosen]
+        rest = [s for s in states if s.app.id not in chosen]
+        free = [g for g in cluster.ids(range(len(cluster))) if g in set(free_gpus)]
+        offer = cluster.indices(free)
+        seed = int(np.random.SeedSequence([self.seed, round_index]).generate_state(1)[0])
+        auction, pf, pay, tables, status = {}, {}, {}, {}, "optimal"
+        if part and offer.size:
+            capps = tuple(compact_app(s.app, cluster, offer) for s in part)
+            inst = AuctionInstance(cluster, ())
+            ids = [s.app.id for s in part]
+            sol = solve_compact_auction(
+                inst, self.options, self.rounding, seed, offer=offer, apps=capps, ids=ids
+            )
+            auction, pf, pay, status = sol.allocation, sol.pf_allocation, sol.payments, sol.status
+            tables = {s.app.id: a.table for s, a in zip(part, capps, strict=True)}
+        used = {g for gs in auction.values() for g in gs}
+        left = [g for g in free if g not in used]
+        given, rho_after = self._leftover(cluster, rest, left, seed, cache)
+        allocation = {a: list(g) for a, g in auction.items() if g}
+        for a, g in given.items():
+            allocation.setdefault(a, []).extend(g)
+        taken = {g for gs in given.values() for g in gs}
+        return RoundOutcome(
+            allocation=allocation,
+            auction={a: list(g) for a, g in auction.items()},
+            pf_allocation=dict(pf or {}),
+            payments=dict(pay or {}),
+            leftover_given=given,
+            unallocated=[g for g in left if g not in taken],
+            participants=[s.app.id for s in part],
+            ranking=ranking,
+            lease_expiry=float(t_now) + self.lease,
+            tables=tables,
+            rho_after=rho_after,
+            status=status,
+        )
+
+    # --- helpers ----------------------------------------------------------------------------------
+    @staticmethod
+    def _rho_of(cluster: Cluster, app: AgentApp, gpus: Sequence[str]) -> float:
+        model = ftf_model(app)
+        if not gpus:
+            return math.inf if app.rho_empty is None else float(app.rho_empty)
+        idx = cluster.indices(gpus)
+        s = spread(cluster.machine_index, cluster.rack_index, idx)
+        return model.rho(len(idx), len(cluster), s, float(cluster.pm_vector(app.cls)[idx].max()))
+
+    def _rho_now(self, cluster: Cluster, s: AppState) -> float:
+        return float(s.rho) if s.rho is not None else self._rho_of(cluster, s.app, s.held)
+
+    def _room(self, app: AgentApp, held: int) -> int:
+        return max(ftf_model(app).app_demand_max - held, 0)
+
+    def _leftover(self, cluster, rest, left, seed, cache):
+        """Hand ``left`` GPU ids to the non-participants ``rest``; ({id: gpus}, {id: new rho})."""
+        given: dict[str, list[str]] = {}
+        rho_after: dict[str, float] = {}
+        pool = list(left)
+        if not pool or not rest:
+            return given, rho_after
+        if self.leftover == "random":
+            order = np.random.default_rng(seed).permutation(len(rest))
+            for k in order:
+                s = rest[int(k)]
+                take = pool[: self._room(s.app, len(s.held))]
+                if take:
+                    given[s.app.id] = take
+                    pool = pool[len(take) :]
+        else:  # work-conserving: greedy on the largest -log rho improvement
+            held = {s.app.id: list(s.held) for s in rest}
+            while pool:
+                best = None
+                for s in rest:
+                    room = self._room(s.app, len(held[s.app.id]))
+                    take = pool[:room]
+                    if not take:
+                        continue
+                    before = self._rho_of(cluster, s.app, held[s.app.id])
+                    after = self._rho_of(cluster, s.app, held[s.app.id] + take)
+                    gain = (math.inf if math.isinf(before) else math.log(before)) - math.log(after)
+                    if gain > 1e-12 and (best is None or gain > best[0]):
+                        best = (gain, s.app.id, take)
+                if best is None:
+                    break
+                _, a, take = best
+                held[a] += take
+                given.setdefault(a, []).extend(take)
+                pool = [g for g in pool if g not in set(take)]
+        for s in rest:
+            if s.app.id not in given:
+                continue
+            t = cache.get(s.app.id)
+            n = len(given[s.app.id])
+            if t is not None and n <= t.n_max:  # Theorem 3.3: update from the cached table
+                idx = cluster.indices(list(s.held) + given[s.app.id])
+                sp_ = spread(cluster.machine_index, cluster.rack_index, idx)
+                v = float(cluster.pm_vector(s.app.cls)[idx].max())
+                rho_after[s.app.id] = float(t.rho[n, sp_, min(t.level(v), t.levels.size - 1)])
+            else:
+                rho_after[s.app.id] = self._rho_of(cluster, s.app, list(s.held) + given[s.app.id])
+        return given, rho_after
