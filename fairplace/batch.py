@@ -222,7 +222,12 @@ def _client(workers: int, scheduler_address: str | None):
     from dask.distributed import Client, LocalCluster
 
     if scheduler_address:
-        return Client(scheduler_address, timeout="20s"), None
+        try:
+            return Client(scheduler_address, timeout="20s"), None
+        except (ValueError, OSError, TimeoutError) as exc:
+            raise OptionError(
+                "--scheduler-address", f"cannot connect to {scheduler_address!r}: {exc}"
+            ) from None
     if workers < 1:
         raise OptionError("--workers", f"must be >= 1, got {workers}")
     cluster = LocalCluster(

@@ -98,3 +98,23 @@ def test_batch_bad_suite_is_one_line_exit_2(tmp_path):
         text=True,
     )
     assert r.returncode == 2 and "nosuch" in r.stderr
+    for extra in (
+        ["--scheduler-address", "nohost"],
+        ["--workers", "2", "--scheduler-address", "x"],
+    ):
+        r = subprocess.run(
+            [
+                sys.executable,
+                "-m",
+                "fairplace.cli",
+                "batch",
+                "small",
+                "--out",
+                str(tmp_path / "o.csv"),
+                *extra,
+            ],
+            capture_output=True,
+            text=True,
+        )
+        assert r.returncode == 2 and "scheduler-address" in r.stderr, r.stderr
+        assert "Traceback" not in r.stderr

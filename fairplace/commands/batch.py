@@ -14,7 +14,9 @@ def add_arguments(p) -> None:
         "--solvers", default="exact", help="comma-separated solver names (default exact)"
     )
     where = p.add_mutually_exclusive_group()
-    where.add_argument("--workers", type=int, default=2, metavar="N", help="local worker processes")
+    where.add_argument(
+        "--workers", type=int, default=None, metavar="N", help="local worker processes (default 2)"
+    )
     where.add_argument(
         "--scheduler-address", default=None, metavar="ADDR", help="existing Dask scheduler"
     )
@@ -45,7 +47,7 @@ def run(args) -> int:
         df = run_batch(
             args.suite,
             solvers=solvers,
-            workers=args.workers,
+            workers=2 if args.workers is None else args.workers,
             scheduler_address=args.scheduler_address,
             time_limit=args.time_limit,
             out=out,
