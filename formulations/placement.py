@@ -14,9 +14,15 @@ LxV matrix: s in {within, across}, v a score level of the job's class.
     sum_q n_jq = n_j p_j                       (demand met iff placed)
     sum_j n_jq <= |q|                          (no GPU used twice)
     sum_{s,v} z_jsv = p_j                      (one cell per placed job)
-    n_jq <= u_jq * sum_{s, v >= V_j(q)} z_jsv  (only GPUs at or below the cell's score)
+    sum_{q: V_j(q) > v} n_jq <= n_j * sum_{s, v' > v} z_jsv'   for each level v
+                                               (only GPUs at or below the cell's score)
     sum_m y_jm = sum_v z_j,within,v            (a within cell picks one machine)
-    n_jq <= u_jq * (y_j,m(q) + sum_v z_j,across,v)
+    sum_{q on m} n_jq <= n_j * (y_jm + sum_v z_j,across,v)   for each machine m
+
+The two linking families are the aggregated (cumulative) forms of the per-group big-M rows
+n_jq <= u_jq * (...): the same integer points, a much tighter LP (64 jobs on 256 GPUs: 60 s -> 4 s).
+A single-GPU job has no cells: its slowdown is its GPU's score, so its cost sits on n_jq directly
+(an assignment).
 """
 
 from __future__ import annotations
@@ -82,7 +88,8 @@ class PlacementProgram:
             levels = np.unique([s[ci] for _, s, _ in self.groups]) if Q else np.zeros(0)
             within_ok = job.gpus <= (machine_cap.max() if n_machines else 0)
             spreads = [0] if job.gpus == 1 else ([0, 1] if within_ok else [1])
-            cells = [(s, v) for s in spreads for v in levels]
+            # a single-GPU job's slowdown is its GPU's score: costs sit on its counts, no cells
+            cells = [] if job.gpus == 1 else [(s, v) for s in spreads for v in levels]
             machines = (
                 [m for m in range(n_machines) if machine_cap[m] >= job.gpus]
                 if 0 in spreads and job.gpus > 1
@@ -108,8 +115,10 @@ class PlacementProgram:
 
     @cached_property
     def big(self) -> float:
+        top = max((max(s) for _, s, _ in self.groups), default=1.0)
         worst = sum(
-            self.cell_cost(j, c) for j, e in enumerate(self.layout[1]) for c in e["cells"][-1:]
+            self.cell_cost(j, e["cells"][-1]) if e["cells"] else job.weight * top
+            for j, (job, e) in enumerate(zip(self.instance.jobs, self.layout[1], strict=True))
         )
         return 1.0 + 2.0 * worst
 
@@ -132,13 +141,21 @@ class PlacementProgram:
             rub.append(hi)
             r += 1
 
+        machines_of = {}
+        for q, (m, _, _) in enumerate(groups):
+            machines_of.setdefault(m, []).append(q)
         for j, (job, e) in enumerate(zip(jobs, meta, strict=True)):
             for q, (_, _, gs) in enumerate(groups):
                 ub[e["n"] + q] = min(job.gpus, len(gs))
             c[e["p"]] = -self.big
+            add([(e["n"] + q, 1.0) for q in range(Q)] + [(e["p"], -float(job.gpus))], 0.0, 0.0)
+            if not e["cells"]:  # single GPU: S = V(q), an assignment
+                for q, (_, s, _) in enumerate(groups):
+                    c[e["n"] + q] = job.weight * s[e["ci"]]
+                continue
+            N = float(job.gpus)
             for k, cell in enumerate(e["cells"]):
                 c[e["z"] + k] = self.cell_cost(j, cell)
-            add([(e["n"] + q, 1.0) for q in range(Q)] + [(e["p"], -float(job.gpus))], 0.0, 0.0)
             add([(e["z"] + k, 1.0) for k in range(len(e["cells"]))] + [(e["p"], -1.0)], 0.0, 0.0)
             within = [e["z"] + k for k, (s, _) in enumerate(e["cells"]) if s == SPREAD_MACHINE]
             across = [e["z"] + k for k, (s, _) in enumerate(e["cells"]) if s != SPREAD_MACHINE]
@@ -149,17 +166,26 @@ class PlacementProgram:
                     0.0,
                     0.0,
                 )
-            mpos = {m: t for t, m in enumerate(e["machines"])}
-            for q, (m, s, _) in enumerate(groups):
-                u = ub[e["n"] + q]
-                # only GPUs at or below the cell's score level
-                allowed = [
-                    e["z"] + k for k, (_, v) in enumerate(e["cells"]) if v >= s[e["ci"]] - 1e-12
-                ]
-                add([(e["n"] + q, 1.0)] + [(z, -u) for z in allowed], -np.inf, 0.0)
-                if job.gpus > 1 and within:
-                    ys = [(e["y"] + mpos[m], -u)] if m in mpos else []
-                    add([(e["n"] + q, 1.0)] + ys + [(z, -u) for z in across], -np.inf, 0.0)
+            # only GPUs at or below the cell's score level, in cumulative form: the GPUs taken above
+            # each level are at most N_j times the weight of the cells above that level
+            levels = sorted({v for _, v in e["cells"]})
+            for lev in levels[:-1]:
+                above = [q for q, (_, s, _) in enumerate(groups) if s[e["ci"]] > lev + 1e-12]
+                cells_above = [e["z"] + k for k, (_, v) in enumerate(e["cells"]) if v > lev + 1e-12]
+                add(
+                    [(e["n"] + q, 1.0) for q in above] + [(z, -N) for z in cells_above],
+                    -np.inf,
+                    0.0,
+                )
+            if within:  # a within cell uses one machine: at most N_j GPUs per machine, y's machine
+                mpos = {m: t for t, m in enumerate(e["machines"])}
+                for m, qs in machines_of.items():
+                    ys = [(e["y"] + mpos[m], -N)] if m in mpos else []
+                    add(
+                        [(e["n"] + q, 1.0) for q in qs] + ys + [(z, -N) for z in across],
+                        -np.inf,
+                        0.0,
+                    )
         for q, (_, _, gs) in enumerate(groups):
             add([(meta[j]["n"] + q, 1.0) for j in range(len(jobs))], -np.inf, float(len(gs)))
         A = sp.csr_matrix((vals, (rows, cols)), shape=(r, n_cols))
