@@ -11,7 +11,9 @@ import time
 from pathlib import Path
 
 import pandas as pd
+import pytest
 
+from fairplace import cli
 from fairplace.batch import journal_path, read_journal
 
 SOLVERS = "exact,pyomo"  # pyomo is slow enough (~0.2 s a solve) to interrupt a run part-way
@@ -84,37 +86,19 @@ def test_batch_killed_then_resumed_has_every_row_exactly_once(tmp_path):
     assert json.loads(journal.read_text().splitlines()[0])["instance"].startswith("small-")
 
 
-def test_batch_bad_suite_is_one_line_exit_2(tmp_path):
-    r = subprocess.run(
-        [sys.executable, "-m", "fairplace.cli", "batch", str(tmp_path / "nope")],
-        capture_output=True,
-        text=True,
-    )
-    assert r.returncode == 2
-    assert "SUITE" in r.stderr and "Traceback" not in r.stderr
-    r = subprocess.run(
-        [sys.executable, "-m", "fairplace.cli", "batch", "small", "--solvers", "nosuch"],
-        capture_output=True,
-        text=True,
-    )
-    assert r.returncode == 2 and "nosuch" in r.stderr
-    for extra in (
-        ["--scheduler-address", "nohost"],
-        ["--workers", "2", "--scheduler-address", "x"],
+def test_batch_bad_input_is_one_line_exit_2(tmp_path, capsys):
+    out = ["--out", str(tmp_path / "o.csv")]
+    for argv, field in (
+        ([str(tmp_path / "nope")], "SUITE"),
+        (["small", "--solvers", "nosuch"], "nosuch"),
+        (["small", "--workers", "0"], "--workers"),
+        (["small", "--time-limit", "-1"], "--time-limit"),
+        (["small", "--scheduler-address", "nohost"], "--scheduler-address"),
     ):
-        r = subprocess.run(
-            [
-                sys.executable,
-                "-m",
-                "fairplace.cli",
-                "batch",
-                "small",
-                "--out",
-                str(tmp_path / "o.csv"),
-                *extra,
-            ],
-            capture_output=True,
-            text=True,
-        )
-        assert r.returncode == 2 and "scheduler-address" in r.stderr, r.stderr
-        assert "Traceback" not in r.stderr
+        assert cli.main(["batch", *argv, *out]) == 2, argv
+        err = capsys.readouterr().err
+        assert field in err and len(err.strip().splitlines()) == 1, err
+    with pytest.raises(SystemExit) as exc:  # argparse: the two ways to run are exclusive
+        cli.main(["batch", "small", "--workers", "2", "--scheduler-address", "x"])
+    assert exc.value.code == 2
+    assert "not allowed" in capsys.readouterr().err
