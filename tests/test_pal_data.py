@@ -22,6 +22,14 @@ def test_longhorn_profiles_normalised_per_uuid_median():
     assert spread["resnet50"] > spread["bert"] > spread["pagerank"]
 
 
+def test_per_run_profile_keeps_slow_runs():
+    runs = variability.longhorn_profile("resnet50", per_run=True)
+    assert len(runs) == 1404 and runs.max() > 3.5  # the ~3.5x of PAL section II-A
+    assert variability.longhorn_profile("resnet50").max() < 1.2
+    cl = variability.make_cluster("longhorn", 100, 4, per_run=True, seed=0)
+    assert cl.pm_vector("A").max() > 1.5
+
+
 def test_longhorn_profile_by_hand():
     csv = "uuid,perf\ng0,1\ng0,3\ng1,2\ng1,2\ng2,4\n"  # median perf 2 -> g0: median(0.5, 1.5) = 1.0
     s = variability.longhorn_profile("bert", source=io.StringIO(csv))
