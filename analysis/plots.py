@@ -27,6 +27,12 @@ def _fig(w: float = 6.0, h: float = 4.0):
     return fig, ax
 
 
+def _legend_out(ax) -> None:
+    """Put the legend (if any) to the right of the axes so it never hides data."""
+    if ax.get_legend() is not None:
+        sns.move_legend(ax, "upper left", bbox_to_anchor=(1.01, 1.0), frameon=False)
+
+
 def _hue(df: pd.DataFrame, *names: str) -> str | None:
     return next((n for n in names if n in df.columns and df[n].nunique() > 1), None)
 
@@ -41,6 +47,7 @@ def rho_cdf(apps: pd.DataFrame, hue: str = "scheduler", rho: str | None = None):
     sns.ecdfplot(data=apps, x=r, hue=hue if hue in apps else None, ax=ax)
     ax.axvline(1.0, color="grey", lw=0.8, ls="--")
     ax.set(xlabel="finish-time fairness ρ", ylabel="fraction of apps", title="CDF of ρ")
+    _legend_out(fig.axes[0])
     return fig
 
 
@@ -51,6 +58,7 @@ def max_rho_vs_contention(summary: pd.DataFrame, x: str | None = None, hue: str 
     sns.pointplot(data=summary, x=xc, y=col(summary, "max_rho"), hue=hue, ax=ax, dodge=0.2)
     ax.axhline(1.0, color="grey", lw=0.8, ls="--")
     ax.set(ylabel="max ρ (lower is fairer)", title="Max ρ vs contention")
+    _legend_out(fig.axes[0])
     return fig
 
 
@@ -60,6 +68,7 @@ def gpu_time(summary: pd.DataFrame, x: str = "scheduler", hue: str | None = None
     fig, ax = _fig()
     sns.barplot(data=summary, x=x, y=y, hue=hue or _hue(summary, "contention", "trace"), ax=ax)
     ax.set(ylabel="GPU time", title="Aggregate GPU time")
+    _legend_out(fig.axes[0])
     return fig
 
 
@@ -69,6 +78,7 @@ def placement_score(apps: pd.DataFrame, hue: str = "scheduler"):
     fig, ax = _fig()
     sns.ecdfplot(data=apps, x=s, hue=hue if hue in apps else None, ax=ax)
     ax.set(xlabel="placement score (1/S)", ylabel="fraction of apps", title="Placement score")
+    _legend_out(fig.axes[0])
     return fig
 
 
@@ -87,6 +97,7 @@ def strategyproofness_curve(df: pd.DataFrame):
     fig, ax = _fig()
     sns.lineplot(data=long, x=x, y="completion time", hue="app", marker="o", ax=ax)
     ax.set(xlabel="misreport X (%)", title="Strategy-proofness: lying app vs truthful apps")
+    _legend_out(fig.axes[0])
     return fig
 
 
@@ -96,6 +107,7 @@ def sensitivity(summary: pd.DataFrame, param: str = "f", metric: str = "max_rho"
     hue = _hue(summary.drop(columns=[param], errors="ignore"), "round_length", "lease", "scheduler")
     sns.pointplot(data=summary, x=param, y=col(summary, metric), hue=hue, ax=ax)
     ax.set(title=f"Sensitivity of {metric} to {param}")
+    _legend_out(fig.axes[0])
     return fig
 
 
@@ -111,11 +123,13 @@ def jct_normalised(
 ):
     """Average JCT per workload normalised to the baseline placement (PAL Fig. 11)."""
     norm = normalise_to(summary, metric, baseline, by=[by], key=hue)
-    fig, ax = _fig(7, 4)
-    sns.barplot(data=norm, x=by, y=f"{metric}_norm", hue=hue, ax=ax)
+    fig, ax = _fig(8, 4)
+    order = [baseline, *sorted(set(norm[hue]) - {baseline})]
+    sns.barplot(data=norm, x=by, y=f"{metric}_norm", hue=hue, hue_order=order, ax=ax)
     ax.axhline(1.0, color="grey", lw=0.8, ls="--")
     ax.set(ylabel=f"{metric} / {baseline}", title=f"{metric} normalised to {baseline}")
     ax.tick_params(axis="x", rotation=20)
+    _legend_out(fig.axes[0])
     return fig
 
 
@@ -141,6 +155,7 @@ def locality_sweep(
         ax.axhline(1.0, color="grey", lw=0.8, ls="--")
         ax.set(ylabel=f"geomean {metric} / {baseline}")
     ax.set(xlabel="locality penalty L", title="Locality-penalty sweep")
+    _legend_out(fig.axes[0])
     return fig
 
 
@@ -150,6 +165,7 @@ def jct_vs_load(summary: pd.DataFrame, metric: str = "avg_jct", hue: str = "plac
     fig, ax = _fig()
     sns.lineplot(data=summary, x=x, y=metric, hue=hue, style=_hue(summary, "scheduler"), ax=ax)
     ax.set(xlabel="load (jobs/hour)", title="Average JCT vs load")
+    _legend_out(fig.axes[0])
     return fig
 
 
@@ -160,6 +176,7 @@ def gpus_in_use(rounds: pd.DataFrame, hue: str = "placement"):
     fig, ax = _fig(7, 3.5)
     sns.lineplot(data=rounds, x=t, y=y, hue=hue if hue in rounds else None, ax=ax, lw=0.8)
     ax.set(xlabel="time (s)", ylabel="GPUs in use", title="GPUs in use over time")
+    _legend_out(fig.axes[0])
     return fig
 
 
@@ -171,6 +188,7 @@ def placement_time(df: pd.DataFrame, hue: str | None = None):
     sns.boxplot(data=df, x=x, y=y, hue=hue or _hue(df, "policy", "placement"), ax=ax)
     ax.set_yscale("log")
     ax.set(xlabel="cluster size (GPUs)", ylabel="seconds per round", title="Placement time")
+    _legend_out(fig.axes[0])
     return fig
 
 
@@ -188,6 +206,7 @@ def heuristic_gap(batch: pd.DataFrame, reference: str = "exact"):
     ax.axhline(0.0, color="grey", lw=0.8, ls="--")
     ax.set(ylabel=f"relative gap to {reference} (≥ 0 = worse)", title="Heuristic gap to exact")
     ax.tick_params(axis="x", rotation=20)
+    _legend_out(fig.axes[0])
     return fig
 
 
@@ -198,6 +217,7 @@ def solve_time_vs_size(batch: pd.DataFrame, size: str | None = None):
     ok = batch[batch["seconds"] > 0]
     sns.lineplot(data=ok, x=s, y="seconds", hue="solver", marker="o", ax=ax, errorbar=None)
     ax.set(xscale="log", yscale="log", title="Solve time vs size")
+    _legend_out(fig.axes[0])
     return fig
 
 
@@ -210,4 +230,5 @@ def integrality_gap(batch: pd.DataFrame, bound_solver: str = "relaxation", exact
     fig, ax = _fig()
     sns.histplot(gap, ax=ax, bins=20)
     ax.set(xlabel="integrality gap (bound − exact) / |exact|", title="Integrality gap")
+    _legend_out(fig.axes[0])
     return fig

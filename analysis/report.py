@@ -107,7 +107,7 @@ def write_report(
             md += [f"**{name}**", "", _md_table(df), ""]
             h += [f"<h3>{html.escape(name)}</h3>", _html_table(df)]
         for name, data in s.figures:
-            fn = f"{_slug(s.title)}--{_slug(name)}.png"
+            fn = f"{len(list(figdir.glob('*.png'))) + 1:02d}-{_slug(name)[:60].strip('-')}.png"
             (figdir / fn).write_bytes(data)
             md += [f"![{name}](figures/{fn})", ""]
             b64 = base64.b64encode(data).decode("ascii")

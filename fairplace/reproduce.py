@@ -239,9 +239,11 @@ def make_figures(exp: Experiment, outcome: Outcome):
     return made, failed
 
 
-def _summary_table(outcome: Outcome) -> pd.DataFrame | None:
+def _summary_table(exp: Experiment, outcome: Outcome) -> tuple[str, pd.DataFrame] | None:
+    """Mean of the headline metrics per (scheduler, placement, grid params) — over seeds, and over
+    traces when the grid has params — or per (scheduler, placement, trace) otherwise."""
     df = outcome.frames.get("summary")
-    if df is None or df.empty:
+    if df is None or df.empty or "status" not in df:
         return None
     df = df[df["status"] == "ok"]
     metrics = [
@@ -249,12 +251,13 @@ def _summary_table(outcome: Outcome) -> pd.DataFrame | None:
         for c in ("avg_jct", "p99_jct", "makespan", "utilization", "max_rho", "median_rho")
         if c in df
     ]
-    keys = [c for c in df.columns if c not in ("seed", "cell_id", "status", "message")]
-    keys = [c for c in keys if df[c].dtype == object or c in ("locality_penalty", "contention")]
-    keys = [c for c in keys if c not in metrics and df[c].nunique() > 0][:5]
-    if not metrics or not keys:
+    params = [p for p in exp.spec.get("params", {}) if p in df]
+    keys = ["scheduler", "placement", *(params or ["trace"])]
+    keys = [k for k in keys if k in df and (df[k].nunique() > 1 or k in params)]
+    if not metrics or not keys or df.empty:
         return None
-    return df.groupby(keys, as_index=False)[metrics].mean().round(3)
+    label = "Mean over seeds" + (" and traces" if params and df["trace"].nunique() > 1 else "")
+    return label, df.groupby(keys, as_index=False)[metrics].mean().round(3)
 
 
 def _git_commit() -> str:
@@ -305,9 +308,9 @@ def reproduce(
         if o.ran:
             sec.figures, failed = make_figures(e, o)
             sec.lines += [f"Figure '{n}' not drawn: {why}" for n, why in failed]
-            tab = _summary_table(o)
+            tab = _summary_table(e, o)
             if tab is not None:
-                sec.tables.append(("Mean over seeds", tab))
+                sec.tables.append(tab)
         sections.append(sec)
     for p in papers:
         for c in load_claims(p):

@@ -5,12 +5,12 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 import pytest
+from matplotlib.figure import Figure
+
 from fairplace.analysis import plots
 from fairplace.analysis.auto import figures_for
 from fairplace.analysis.claims import evaluate, geomean_gain, max_rho_ratio, tipping_point
 from fairplace.analysis.tables import detect, geomean_improvement, normalise_to
-from matplotlib.figure import Figure
-
 from fairplace.cli import main
 from fairplace.errors import DataError
 
