@@ -22,7 +22,7 @@ LxV matrix: s in {within, across}, v a score level of the job's class.
 The two linking families are the aggregated (cumulative) forms of the per-group big-M rows
 n_jq <= u_jq * (...): the same integer points, a much tighter LP (64 jobs on 256 GPUs: 60 s -> 4 s).
 A single-GPU job has no cells: its slowdown is its GPU's score, so its cost sits on n_jq directly
-(an assignment).
+(an assignment); single-GPU jobs of one (class, weight) type share integer counts (no job symmetry).
 """
 
 from __future__ import annotations
@@ -74,7 +74,9 @@ class PlacementProgram:
 
     @cached_property
     def layout(self):
-        """Column layout: dict of name -> (start, count) and per-job metadata."""
+        """Column layout: per entry the column starts and metadata. An entry is one multi-GPU job, or
+        all single-GPU jobs of one (class, weight) type: they are interchangeable, so one integer count
+        per group (and p = how many of them are placed) replaces a binary per job."""
         jobs = self.instance.jobs
         Q = len(self.groups)
         n_machines = len(self.instance.cluster.machines)
@@ -83,7 +85,11 @@ class PlacementProgram:
             machine_cap[m] += len(gs)
         cols = 0
         meta = []
-        for job in jobs:
+        types: dict[tuple, dict] = {}
+        for j, job in enumerate(jobs):
+            if job.gpus == 1 and (job.cls, job.weight) in types:
+                types[(job.cls, job.weight)]["jobs"].append(j)
+                continue
             ci = self.classes.index(job.cls)
             levels = np.unique([s[ci] for _, s, _ in self.groups]) if Q else np.zeros(0)
             within_ok = job.gpus <= (machine_cap.max() if n_machines else 0)
@@ -103,7 +109,10 @@ class PlacementProgram:
                 "y": cols + Q + 1 + len(cells),
                 "machines": machines,
                 "ci": ci,
+                "jobs": [j],
             }
+            if job.gpus == 1:
+                types[(job.cls, job.weight)] = entry
             cols += Q + 1 + len(cells) + len(machines)
             meta.append(entry)
         return cols, meta
@@ -116,9 +125,12 @@ class PlacementProgram:
     @cached_property
     def big(self) -> float:
         top = max((max(s) for _, s, _ in self.groups), default=1.0)
+        jobs = self.instance.jobs
         worst = sum(
-            self.cell_cost(j, e["cells"][-1]) if e["cells"] else job.weight * top
-            for j, (job, e) in enumerate(zip(self.instance.jobs, self.layout[1], strict=True))
+            self.cell_cost(e["jobs"][0], e["cells"][-1])
+            if e["cells"]
+            else len(e["jobs"]) * jobs[e["jobs"][0]].weight * top
+            for e in self.layout[1]
         )
         return 1.0 + 2.0 * worst
 
@@ -144,9 +156,11 @@ class PlacementProgram:
         machines_of = {}
         for q, (m, _, _) in enumerate(groups):
             machines_of.setdefault(m, []).append(q)
-        for j, (job, e) in enumerate(zip(jobs, meta, strict=True)):
+        for e in meta:
+            j, job, count = e["jobs"][0], jobs[e["jobs"][0]], len(e["jobs"])
             for q, (_, _, gs) in enumerate(groups):
-                ub[e["n"] + q] = min(job.gpus, len(gs))
+                ub[e["n"] + q] = min(job.gpus * count, len(gs))
+            ub[e["p"]] = count
             c[e["p"]] = -self.big
             add([(e["n"] + q, 1.0) for q in range(Q)] + [(e["p"], -float(job.gpus))], 0.0, 0.0)
             if not e["cells"]:  # single GPU: S = V(q), an assignment
@@ -187,7 +201,7 @@ class PlacementProgram:
                         0.0,
                     )
         for q, (_, _, gs) in enumerate(groups):
-            add([(meta[j]["n"] + q, 1.0) for j in range(len(jobs))], -np.inf, float(len(gs)))
+            add([(e["n"] + q, 1.0) for e in meta], -np.inf, float(len(gs)))
         A = sp.csr_matrix((vals, (rows, cols)), shape=(r, n_cols))
         return MILP(
             c=c,
@@ -201,21 +215,32 @@ class PlacementProgram:
         )
 
     def decode(self, x: np.ndarray) -> dict[str, tuple[str, ...]]:
-        """GPU ids per placed job (groups handed out in cluster order)."""
+        """GPU ids per placed job (groups handed out in cluster order; of interchangeable single-GPU
+        jobs the first ones in instance order are placed)."""
         _, meta = self.layout
         cl = self.instance.cluster
+        jobs = self.instance.jobs
         taken = [0] * len(self.groups)
         out: dict[str, tuple[str, ...]] = {}
-        for job, e in zip(self.instance.jobs, meta, strict=True):
-            if x[e["p"]] < 0.5:
+        for e in meta:
+            placed = int(round(x[e["p"]]))
+            if placed < 1:
                 continue
             ids = []
             for q, (_, _, gs) in enumerate(self.groups):
                 k = int(round(x[e["n"] + q]))
                 ids.extend(cl.gpus[g].id for g in gs[taken[q] : taken[q] + k])
                 taken[q] += k
-            out[job.id] = tuple(ids)
-        return out
+            if jobs[e["jobs"][0]].gpus > 1:
+                out[jobs[e["jobs"][0]].id] = tuple(ids)
+            else:
+                for j, gid in zip(e["jobs"][:placed], ids, strict=True):
+                    out[jobs[j].id] = (gid,)
+        return dict(sorted(out.items(), key=lambda kv: self._order[kv[0]]))
+
+    @cached_property
+    def _order(self) -> dict[str, int]:
+        return {j.id: k for k, j in enumerate(self.instance.jobs)}
 
     def to_pyomo(self):
         """The same program as a Pyomo model (columns x[k], rows con[r]) built from the matrix form."""
