@@ -144,33 +144,60 @@ class CompactProgram:
         )
 
     @cached_property
+    def types(self) -> tuple[tuple[float, ...], ...]:
+        """Distinct PM score tuples (one per class in play) of the offered GPUs."""
+        return tuple(sorted({g.scores for g in self.groups}))
+
+    @cached_property
+    def cap(self) -> dict[tuple, int]:
+        """Free GPUs per ('m', machine, type), ('k', rack, type) and ('t', type)."""
+        out: dict[tuple, int] = {}
+        tpos = {t: k for k, t in enumerate(self.types)}
+        for g in self.groups:
+            t = tpos[g.scores]
+            for key in (("m", g.machine, t), ("k", g.rack, t), ("t", t)):
+                out[key] = out.get(key, 0) + len(g.gpus)
+        return out
+
+    @cached_property
     def layout(self) -> tuple[int, list[dict]]:
-        """Column blocks per active app: x (groups), z (cells), y (machines), r (racks), then
-        continuous aggregates lam (level >= v, v = 1..), z1 (spread >= 1), z2 (spread 2)."""
-        grps = self.groups
-        machines = sorted({g.machine for g in grps})
-        racks = sorted({g.rack for g in grps})
+        """Per active app: z (cells); usage counts by type at the granularity its cell needs —
+        f[m, t] (spread 0, one machine y_m), h[k, t] (spread 1, one rack r_k), g[t] (spread 2)."""
         classes = tuple(dict.fromkeys(a.cls for a in self.apps))
+        machines = sorted({g.machine for g in self.groups})
+        racks = sorted({g.rack for g in self.groups})
+        T = range(len(self.types))
         col, meta = 0, []
         for i in self.active:
             a = self.apps[i]
             cells = self.feasible_cells(i)
             ci = classes.index(a.cls)
-            lev = np.array([a.table.level(g.scores[ci]) for g in grps], dtype=int)
-            any0 = any(s == 0 for _, s, _ in cells)
-            any1 = any(s <= 1 for _, s, _ in cells)
-            ms = machines if any0 and a.held_machine < 0 else []
-            rs = racks if any1 and a.held_rack < 0 else []
-            e = {"i": i, "x": col, "z": col + len(grps), "cells": cells, "lev": lev}
-            e["any0"], e["any1"] = any0, any1
-            e["y"] = e["z"] + len(cells)
-            e["r"] = e["y"] + len(ms)
-            e["ms"], e["rs"] = {m: k for k, m in enumerate(ms)}, {r: k for k, r in enumerate(rs)}
-            e["lam"] = e["r"] + len(rs)
-            e["n_lev"] = int(a.table.levels.size)
-            e["z1"] = e["lam"] + max(e["n_lev"] - 1, 0)
-            e["z2"] = e["z1"] + 1
-            col = e["z2"] + 1
+            e = {"i": i, "cells": cells, "z": col}
+            e["lev"] = [a.table.level(t[ci]) for t in self.types]
+            col += len(cells)
+            spreads = {s for _, s, _ in cells}
+            ms = [a.held_machine] if a.held_machine >= 0 else machines
+            rs = [a.held_rack] if a.held_rack >= 0 else racks
+            e["f"], e["h"], e["g"], e["y"], e["r"] = {}, {}, {}, {}, {}
+            if 0 in spreads:
+                for m in ms:
+                    for t in T:
+                        if self.cap.get(("m", m, t), 0):
+                            e["f"][m, t], col = col, col + 1
+                if a.held_machine < 0:
+                    for m in ms:
+                        e["y"][m], col = col, col + 1
+            if 1 in spreads:
+                for k in rs:
+                    for t in T:
+                        if self.cap.get(("k", k, t), 0):
+                            e["h"][k, t], col = col, col + 1
+                if a.held_rack < 0:
+                    for k in rs:
+                        e["r"][k], col = col, col + 1
+            if 2 in spreads:
+                for t in T:
+                    e["g"][(t,)], col = col, col + 1
             meta.append(e)
         return col, meta
 
@@ -184,10 +211,11 @@ class CompactProgram:
         return float(sum(self.apps[i].w_empty or 0.0 for i in self.active))
 
     def to_milp(self) -> MILP:
+        """Rows: one cell; usage per granularity = its cells' counts; one machine / rack; level;
+        and per type the laminar (machine within rack within cluster) capacities — by Hall's
+        theorem on a laminar family they are exactly the condition for distinct GPUs to exist."""
         n_cols, meta = self.layout
-        grps = self.groups
         c, ub = np.zeros(n_cols), np.ones(n_cols)
-        integer = np.ones(n_cols, dtype=bool)
         rows: list[int] = []
         cols: list[int] = []
         vals: list[float] = []
@@ -203,11 +231,7 @@ class CompactProgram:
             rlb.append(lo)
             rub.append(hi)
 
-        by_machine: dict[int, list[int]] = {}
-        by_rack: dict[int, list[int]] = {}
-        for q, g in enumerate(grps):
-            by_machine.setdefault(g.machine, []).append(q)
-            by_rack.setdefault(g.rack, []).append(q)
+        usage: dict[tuple, list[int]] = {}  # capacity key -> usage columns
         for e in meta:
             i, a, cells = e["i"], self.apps[e["i"]], e["cells"]
             nmax = a.table.n_max
@@ -215,50 +239,49 @@ class CompactProgram:
             for k, cell in enumerate(cells):
                 c[zc[k]] = self.cell_gain(i, cell)
             add([(z, 1.0) for z in zc], -np.inf, 1.0)
-            add(
-                [(e["x"] + q, 1.0) for q in range(len(grps))]
-                + [(zc[k], -float(n)) for k, (n, _, _) in enumerate(cells)],
-                0.0,
-                0.0,
-            )
-            aggregates = [(e["z1"], [z for z, (_, s, _) in zip(zc, cells, strict=True) if s >= 1])]
-            aggregates.append(
-                (e["z2"], [z for z, (_, s, _) in zip(zc, cells, strict=True) if s == 2])
-            )
-            for v in range(1, e["n_lev"]):
-                ok = [z for z, (_, _, vc) in zip(zc, cells, strict=True) if vc >= v]
-                aggregates.append((e["lam"] + v - 1, ok))
-            for col, members in aggregates:
-                integer[col] = False
-                add([(col, 1.0)] + [(z, -1.0) for z in members], 0.0, 0.0)
-            for q, g in enumerate(grps):
-                u = float(min(len(g.gpus), nmax))
-                ub[e["x"] + q] = u
-                if e["lev"][q] >= 1:  # only GPUs at or below the cell's level
-                    add([(e["x"] + q, 1.0), (e["lam"] + e["lev"][q] - 1, -u)], -np.inf, 0.0)
-            for flag, sel, pos, held, members, zsel, loose in (
-                ("any0", "y", e["ms"], a.held_machine, by_machine, 0, e["z1"]),
-                ("any1", "r", e["rs"], a.held_rack, by_rack, 1, e["z2"]),
-            ):
-                if not e[flag]:
-                    continue  # no cell restricts this spread level
-                if pos:  # exactly one machine / rack when a tight cell is chosen
-                    add(
-                        [(e[sel] + t, 1.0) for t in pos.values()]
-                        + [(z, -1.0) for z, (_, s, _) in zip(zc, cells, strict=True) if s <= zsel],
-                        0.0,
-                        0.0,
-                    )
-                for key, qs in members.items():
-                    u = float(min(sum(len(grps[q].gpus) for q in qs), nmax))
-                    if not pos and key == held:
-                        continue  # the held machine / rack is always allowed
-                    entry = [(e["x"] + q, 1.0) for q in qs] + [(loose, -u)]
-                    if pos:
-                        entry.append((e[sel] + pos[key], -u))
-                    add(entry, -np.inf, 0.0)
-        for q, g in enumerate(grps):
-            add([(e["x"] + q, 1.0) for e in meta], -np.inf, float(len(g.gpus)))
+            level_cols: dict[int, list[int]] = {}
+            for s, block in ((0, e["f"]), (1, e["h"]), (2, e["g"])):
+                cz = [(z, -float(n)) for z, (n, sc, _) in zip(zc, cells, strict=True) if sc == s]
+                if not cz:
+                    continue
+                add([(col, 1.0) for col in block.values()] + cz, 0.0, 0.0)
+                for key, col in block.items():
+                    t = key[-1]
+                    if s == 0:
+                        cap_keys = [("m", key[0], t), ("k", self._rack_of[key[0]], t), ("t", t)]
+                    elif s == 1:
+                        cap_keys = [("k", key[0], t), ("t", t)]
+                    else:
+                        cap_keys = [("t", t)]
+                    ub[col] = float(min(self.cap[cap_keys[0]], nmax))
+                    for ck in cap_keys:
+                        usage.setdefault(ck, []).append(col)
+                    level_cols.setdefault(e["lev"][t], []).append(col)
+            for sel, block, s in (("y", "f", 0), ("r", "h", 1)):
+                if not e[sel]:
+                    continue
+                add(
+                    [(col, 1.0) for col in e[sel].values()]
+                    + [(z, -1.0) for z, (_, sc, _) in zip(zc, cells, strict=True) if sc == s],
+                    0.0,
+                    0.0,
+                )
+                by_place: dict[int, list[int]] = {}
+                for key, col in e[block].items():
+                    by_place.setdefault(key[0], []).append(col)
+                for place, cs in by_place.items():
+                    u = float(min(sum(ub[col] for col in cs), nmax))
+                    add([(col, 1.0) for col in cs] + [(e[sel][place], -u)], -np.inf, 0.0)
+            n_lev = int(a.table.levels.size)
+            for v in range(1, n_lev):  # GPUs at level >= v only for cells allowing level >= v
+                cs = [col for lv, cl in level_cols.items() if lv >= v for col in cl]
+                if cs:
+                    cz = [
+                        (z, -float(n)) for z, (n, _, vc) in zip(zc, cells, strict=True) if vc >= v
+                    ]
+                    add([(col, 1.0) for col in cs] + cz, -np.inf, 0.0)
+        for key, cs in usage.items():
+            add([(col, 1.0) for col in cs], -np.inf, float(self.cap[key]))
         A = sp.csr_matrix((vals, (rows, cols)), shape=(len(rlb), n_cols))
         return MILP(
             c=c,
@@ -267,28 +290,60 @@ class CompactProgram:
             row_ub=np.array(rub),
             col_lb=np.zeros(n_cols),
             col_ub=ub,
-            integrality=integer,
+            integrality=np.ones(n_cols, dtype=bool),
             sense="max",
             offset=self.offset,
         )
 
+    @cached_property
+    def _rack_of(self) -> dict[int, int]:
+        return {g.machine: g.rack for g in self.groups}
+
     # --- decoding ---------------------------------------------------------------------------------
     def decode(self, x: np.ndarray) -> dict[int, tuple[tuple[int, int, int], tuple[int, ...]]]:
-        """{app index: (cell, GPU indices)} for apps that receive GPUs (groups handed out in order)."""
+        """{app index: (cell, GPU indices)}: per type, machine demands first, then rack demands
+        from what their rack has left, then cluster demands from what is left anywhere."""
         _, meta = self.layout
-        taken = [0] * len(self.groups)
-        out = {}
+        tpos = {t: k for k, t in enumerate(self.types)}
+        pool: dict[tuple[int, int], list[int]] = {}  # (machine, type) -> free GPU indices
+        for g in self.groups:
+            pool.setdefault((g.machine, tpos[g.scores]), []).extend(g.gpus)
+        machines_in: dict[int, list[int]] = {}
+        for m, k in self._rack_of.items():
+            machines_in.setdefault(k, []).append(m)
+        out: dict[int, tuple] = {}
+        chosen = {}
         for e in meta:
-            chosen = [k for k in range(len(e["cells"])) if x[e["z"] + k] > 0.5]
-            if not chosen:
-                continue
-            gpus: list[int] = []
-            for q, g in enumerate(self.groups):
-                k = int(round(x[e["x"] + q]))
-                gpus.extend(g.gpus[taken[q] : taken[q] + k])
-                taken[q] += k
-            out[e["i"]] = (e["cells"][chosen[0]], tuple(gpus))
-        return out
+            ks = [k for k in range(len(e["cells"])) if x[e["z"] + k] > 0.5]
+            if ks:
+                chosen[e["i"]] = e["cells"][ks[0]]
+                out[e["i"]] = []
+
+        def take(i, places, t, n):
+            for m in places:
+                while n and pool.get((m, t)):
+                    out[i].append(pool[(m, t)].pop(0))
+                    n -= 1
+            if n:
+                raise ValueError("compact decode: capacity rows violated")
+
+        for block in ("f", "h", "g"):
+            for e in meta:
+                if e["i"] not in chosen:
+                    continue
+                for key, col in e[block].items():
+                    n = int(round(x[col]))
+                    if not n:
+                        continue
+                    t = key[-1]
+                    if block == "f":
+                        places = [key[0]]
+                    elif block == "h":
+                        places = machines_in[key[0]]
+                    else:
+                        places = sorted(self._rack_of)
+                    take(e["i"], places, t, n)
+        return {i: (chosen[i], tuple(sorted(out[i]))) for i in chosen}
 
     def start_vector(
         self, choice: dict[int, tuple[tuple[int, int, int], tuple[int, ...]]]
@@ -296,24 +351,27 @@ class CompactProgram:
         """A feasible point giving each app in ``choice`` its cell and GPUs (e.g. PF minus i)."""
         n_cols, meta = self.layout
         x = np.zeros(n_cols)
-        gpos = {g: q for q, grp in enumerate(self.groups) for g in grp.gpus}
+        tpos = {t: k for k, t in enumerate(self.types)}
+        where = {
+            g: (grp.machine, grp.rack, tpos[grp.scores]) for grp in self.groups for g in grp.gpus
+        }
         for e in meta:
             if e["i"] not in choice:
                 continue
             cell, gpus = choice[e["i"]]
             x[e["z"] + e["cells"].index(cell)] = 1.0
             for g in gpus:
-                x[e["x"] + gpos[g]] += 1.0
-            ms = {self.groups[gpos[g]].machine for g in gpus}
-            rs = {self.groups[gpos[g]].rack for g in gpus}
-            x[e["z1"]] = float(cell[1] >= 1)
-            x[e["z2"]] = float(cell[1] == 2)
-            for v in range(1, e["n_lev"]):
-                x[e["lam"] + v - 1] = float(cell[2] >= v)
-            if cell[1] == 0 and e["ms"]:
-                x[e["y"] + e["ms"][ms.pop()]] = 1.0
-            if cell[1] <= 1 and e["rs"]:
-                x[e["r"] + e["rs"][rs.pop()]] = 1.0
+                m, k, t = where[g]
+                if cell[1] == 0:
+                    x[e["f"][m, t]] += 1.0
+                    if e["y"]:
+                        x[e["y"][m]] = 1.0
+                elif cell[1] == 1:
+                    x[e["h"][k, t]] += 1.0
+                    if e["r"]:
+                        x[e["r"][k]] = 1.0
+                else:
+                    x[e["g"][(t,)]] += 1.0
         return x
 
     def value(self, choice: dict) -> PFValue:

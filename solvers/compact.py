@@ -13,8 +13,13 @@ from __future__ import annotations
 import math
 import time
 from concurrent.futures import ThreadPoolExecutor
+from dataclasses import replace
+from dataclasses import replace as dc_replace
 
 import numpy as np
+
+from fairplace.domain import AuctionInstance, Cluster
+from fairplace.errors import OptionError
 from fairplace.formulations import pa
 from fairplace.formulations.compact import (
     CompactApp,
@@ -23,9 +28,7 @@ from fairplace.formulations.compact import (
     compact_apps,
 )
 from fairplace.formulations.pf import PFValue
-
-from fairplace.domain import AuctionInstance, Cluster
-from fairplace.errors import OptionError
+from fairplace.formulations.program import RawResult
 from fairplace.solution import Solution
 
 from . import highs
@@ -41,14 +44,42 @@ def solve_pf(
     opts: SolveOptions = SolveOptions(),
     exclude: frozenset[int] = frozenset(),
     start: Choice | None = None,
+    lp_first: bool = True,
 ):
-    """(raw result, decoded choice or None, program) of the compact PF (optionally without some apps)."""
+    """(raw result, decoded choice or None, program) of the compact PF (optionally without some apps).
+
+    ``lp_first``: solve the LP relaxation; when its cell selectors are integral (the usual case),
+    fix them and solve only the placement (a feasibility MILP). If that placement exists its value
+    equals the LP bound, so it is optimal; otherwise fall back to the full MILP (warm-started)."""
     prog = CompactProgram(cluster, tuple(int(g) for g in offer), tuple(apps), frozenset(exclude))
     milp = prog.to_milp()
     x0 = prog.start_vector(start) if start is not None else None
+    if lp_first and milp.n_cols:
+        t0 = time.perf_counter()
+        lp = highs.solve(milp.relaxed(), opts)
+        fixed = _fixed_cells(prog, milp, lp, opts) if lp.status == "optimal" else None
+        if fixed is not None:
+            return replace(fixed, seconds=time.perf_counter() - t0), prog.decode(fixed.x), prog
     res = highs.solve(milp, opts, start=x0)
     choice = prog.decode(res.x) if res.has_solution else None
     return res, choice, prog
+
+
+def _fixed_cells(prog: CompactProgram, milp, lp, opts: SolveOptions):
+    """Fix the LP's integral cell selectors and solve the placement; a RawResult if optimal."""
+    _, meta = prog.layout
+    z = np.concatenate([np.arange(e["z"], e["z"] + len(e["cells"])) for e in meta]).astype(int)
+    if z.size and np.abs(lp.x[z] - np.round(lp.x[z])).max() > 1e-7:
+        return None
+    lb, ub = milp.col_lb.copy(), milp.col_ub.copy()
+    lb[z] = ub[z] = np.round(lp.x[z])
+    sub = dc_replace(milp, col_lb=lb, col_ub=ub)
+    res = highs.solve(sub, opts)
+    if res.status != "optimal" or res.objective < lp.objective - max(opts.mip_abs_gap, 1e-9) - 1e-9:
+        return None
+    return RawResult(
+        "optimal", res.x, res.objective, lp.objective, res.seconds, "optimal (LP cells)"
+    )
 
 
 def _best(app: CompactApp) -> float:
