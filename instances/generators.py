@@ -37,19 +37,27 @@ def random_auction(
     sensitive_fraction: float = 0.5,
     seed: int = 0,
     rho_empty: str = "finite",
+    contention: float | None = None,
 ) -> AuctionInstance:
     """THEMIS-like bid tables: each app is a job with demand cap d_max, work W and elapsed time; a bid is
     a bundle and rho = (elapsed + W * S(G) / min(|G|, d_max)) / T_id (Eq. 1), S from the app's locality
     constants. ``rho_empty='finite'`` uses rho with no GPUs for one more lease (W/1 GPU as a cap);
-    ``'null'`` leaves it unbounded."""
+    ``'null'`` leaves it unbounded. ``contention`` (e.g. 2.0) draws every app's d_max around
+    contention * G / apps and bundles of at least d_max/2 GPUs, so the apps' demands add up to about
+    contention x the cluster: the hard regime (weak LP relaxations)."""
     rng = np.random.default_rng(seed)
     cl = grid_cluster(machines, gpus_per_machine, machines_per_rack)
     G = len(cl)
     mi, ri = cl.machine_index, cl.rack_index
     out = []
     for a in range(apps):
-        d_max = int(rng.choice([1, 2, 4, 8, 16]))
+        if contention is None:
+            d_max, lo = int(rng.choice([1, 2, 4, 8, 16])), 1
+        else:
+            d_max = max(1, int(round(contention * G / apps * rng.uniform(0.5, 1.5))))
+            lo = max(1, d_max // 2)
         d_max = min(d_max, G)
+        lo = min(lo, d_max)
         loc = LOCALITY_SENSITIVE if rng.random() < sensitive_fraction else LOCALITY_INSENSITIVE
         work = float(rng.uniform(1, 10)) * 3600 * d_max
         elapsed = float(rng.uniform(0, 5)) * 3600
@@ -58,7 +66,7 @@ def random_auction(
         tries = 0
         while len(bids) < bids_per_app and tries < 20 * bids_per_app:
             tries += 1
-            size = int(rng.integers(1, min(d_max, G) + 1))
+            size = int(rng.integers(lo, d_max + 1))
             if rng.random() < 0.5:  # packed: fill machines in a random order
                 order = rng.permutation(machines)
                 picks = np.concatenate([np.flatnonzero(mi == m) for m in order])[:size]
@@ -84,6 +92,7 @@ def random_auction(
         "sensitive_fraction": sensitive_fraction,
         "seed": seed,
         "rho_empty": rho_empty,
+        "contention": contention,
     }
     return AuctionInstance(
         cluster=cl, apps=tuple(out), name=f"auction-{apps}x{G}-s{seed}", meta=meta

@@ -1,0 +1,68 @@
+"""Exact PF and full PA over explicit bid tables (issue: core). Target: PA 16 apps x 64 GPUs <= 5 s."""
+
+from __future__ import annotations
+
+import time
+
+from fairplace.instances.generators import random_auction
+from fairplace.solvers.auction import solve_auction
+from fairplace.solvers.options import SolveOptions
+
+SIZES = {"8x32": (8, 8), "16x64": (16, 16), "64x512": (64, 128)}  # apps, machines (4 GPUs each)
+#: Demands add up to about this multiple of the cluster: the hard regime with weak LP relaxations.
+CONTENTION = 2.0
+
+
+def _instance(apps: int, machines: int, seed: int, contention: float | None = CONTENTION):
+    return random_auction(
+        apps=apps,
+        machines=machines,
+        gpus_per_machine=4,
+        bids_per_app=20,
+        seed=seed,
+        sensitive_fraction=0.5,
+        contention=contention,
+    )
+
+
+def measure(
+    apps: int,
+    machines: int,
+    seeds=(0, 1, 2),
+    payments: bool = True,
+    contention: float | None = CONTENTION,
+) -> dict:
+    """Worst and mean seconds over seeds for PF (payments=False) or full PA (N+1 solves)."""
+    times, statuses = [], []
+    for seed in seeds:
+        inst = _instance(apps, machines, seed, contention)
+        t0 = time.perf_counter()
+        sol = solve_auction(inst, opts=SolveOptions(), payments=payments)
+        times.append(time.perf_counter() - t0)
+        statuses.append(sol.status)
+    return {
+        "seconds": max(times),
+        "mean_seconds": sum(times) / len(times),
+        "statuses": statuses,
+        "seeds": list(seeds),
+        "contention": contention,
+    }
+
+
+def _case(size: str, payments: bool):
+    apps, machines = SIZES[size]
+
+    def run(quick: bool) -> dict:
+        return measure(apps, machines, seeds=(0,) if quick else (0, 1, 2), payments=payments)
+
+    return run
+
+
+CASES = {
+    "auction_pf_8x32": (_case("8x32", False), None),
+    "auction_pa_8x32": (_case("8x32", True), None),
+    "auction_pf_16x64": (_case("16x64", False), None),
+    "auction_pa_16x64": (_case("16x64", True), 5.0),
+    "auction_pf_64x512": (_case("64x512", False), None),
+    "auction_pa_64x512": (_case("64x512", True), None),
+}
