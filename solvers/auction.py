@@ -32,7 +32,9 @@ def _start_vector(prog: PFProgram, choice: dict[int, int]) -> np.ndarray:
     return np.array([1.0 if choice.get(i) == b else 0.0 for i, b in prog.columns])
 
 
-def break_ties(prog: PFProgram, optimum: float, opts: SolveOptions, start: np.ndarray) -> np.ndarray:
+def break_ties(
+    prog: PFProgram, optimum: float, opts: SolveOptions, start: np.ndarray
+) -> np.ndarray:
     """Deterministic choice among PF optima: keep the objective within the optimality tolerance of
     ``optimum`` and minimise ``prog.tie_break_costs()`` (fewest GPUs used, then earliest app/bid). The
     solve is node-limited; if the limit is hit, the best point found (never worse than ``start``) is
