@@ -8,10 +8,10 @@ import logging
 import pandas as pd
 import pytest
 from dask.distributed import LocalCluster
-from fairplace.instances.suites import SUITE_DIR
 
 from fairplace import cli
 from fairplace.batch import read_journal, run_batch, solve_task, to_frame
+from fairplace.instances.suites import SUITE_DIR
 
 
 @pytest.fixture(scope="module")
