@@ -5,13 +5,13 @@ from __future__ import annotations
 import json
 
 import pytest
-from fairplace.instances import generators, io, suites
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import fairplace
 from fairplace import cli
 from fairplace.errors import OptionError
+from fairplace.instances import generators, io, suites
 
 
 def test_small_suite_stored_optima_match_brute_force_and_exact():
