@@ -107,12 +107,14 @@ def load_claims(paper: str) -> list[dict]:
 # ------------------------------------------------------------------ runners (one public API each)
 
 
-def run_sweep_experiment(exp: Experiment, data_dir: Path, simulate=None, progress=True) -> Outcome:
+def run_sweep_experiment(
+    exp: Experiment, data_dir: Path, simulate=None, progress=True, workers: int = 1
+) -> Outcome:
     from fairplace.sweep import load_spec, results_paths, run_sweep
 
     spec = load_spec(exp.spec, check_names=simulate is None)
     out = data_dir / f"{exp.paper}-{exp.key}"
-    df = run_sweep(spec, out, progress=progress, simulate=simulate)
+    df = run_sweep(spec, out, progress=progress, simulate=simulate, workers=workers)
     frames = {"summary": df}
     paths = results_paths(out)
     for f in spec.frames:
@@ -201,14 +203,17 @@ RUNNERS: dict[str, Callable[..., Outcome]] = {
 }
 
 
-def run_experiment(exp: Experiment, data_dir: Path, simulate=None, progress=True) -> Outcome:
+def run_experiment(
+    exp: Experiment, data_dir: Path, simulate=None, progress=True, workers: int = 1
+) -> Outcome:
     """Run one experiment; never raises — a missing dependency or a failure is ``not run: ...``."""
     t0 = time.perf_counter()
     if not exp.runs:
         return Outcome(status="not run: not part of this size (run without --quick)")
     try:
         runner = RUNNERS[exp.kind]
-        out = runner(exp, data_dir, simulate=simulate, progress=progress)
+        kw = {"workers": workers} if exp.kind == "sweep" else {}
+        out = runner(exp, data_dir, simulate=simulate, progress=progress, **kw)
     except ImportError as exc:
         out = Outcome(status=f"not run: dependency missing ({exc})")
     except Exception as exc:  # noqa: BLE001 - reported, never hidden
@@ -278,11 +283,13 @@ def reproduce(
     simulate: Callable | None = None,
     progress: bool = True,
     log: Callable[[str], None] | None = None,
+    workers: int = 1,
 ) -> dict[str, Any]:
     """Run the experiments of ``which`` (themis | pal | all) at ``size`` and write the report.
 
     Returns ``{"md", "html", "claims" (paths), "table" (the claims DataFrame), "seconds"}``.
-    ``simulate`` replaces ``fairplace.simulate`` (tests)."""
+    ``simulate`` replaces ``fairplace.simulate`` (tests); ``workers > 1`` runs sweep cells on a
+    loopback Dask cluster (sequential by default)."""
     from fairplace.analysis.claims import evaluate
     from fairplace.analysis.report import Section, write_report
 
@@ -299,7 +306,7 @@ def reproduce(
     for e in exps:
         if log:
             log(f"[{e.paper}] {e.key}: {e.title}")
-        o = run_experiment(e, data_dir, simulate=simulate, progress=progress)
+        o = run_experiment(e, data_dir, simulate=simulate, progress=progress, workers=workers)
         outcomes[(e.paper, e.key)] = o
         if log:
             log(f"[{e.paper}] {e.key}: {o.status} ({o.seconds:.1f} s)")

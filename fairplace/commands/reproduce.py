@@ -14,6 +14,13 @@ def add_arguments(p) -> None:
     )
     p.add_argument("--tiny", action="store_true", help="smoke-test size (seconds; for tests)")
     p.add_argument("--out", default="fairplace-report", metavar="DIR", help="report folder")
+    p.add_argument(
+        "--workers",
+        type=int,
+        default=1,
+        metavar="N",
+        help="run simulation sweeps on N local Dask worker processes (default 1: sequential)",
+    )
     p.add_argument("--no-progress", action="store_true", help="no progress bars")
 
 
@@ -26,6 +33,7 @@ def run(args) -> int:
         size=size,
         out=args.out,
         progress=not args.no_progress,
+        workers=args.workers,
         log=lambda m: print(m, file=sys.stderr, flush=True),
     )
     t = res["table"]
