@@ -38,7 +38,7 @@ def _data(*parts: str):
 def load_trace(source: str | Path | pd.DataFrame) -> pd.DataFrame:
     """A bundled trace name, a CSV path or a DataFrame -> a validated trace frame (see module doc)."""
     if isinstance(source, pd.DataFrame):
-        return validate_trace(source, name="<frame>")
+        return validate_trace(source, name=source.attrs.get("name", "<frame>"))
     name = str(source)
     if name in SIA_PHILLY:
         with _data("traces", "sia-philly", f"{name}.csv").open("r") as fh:
@@ -112,7 +112,7 @@ def validate_trace(frame: pd.DataFrame, name: str = "<trace>") -> pd.DataFrame:
     if "app_id" in out.columns:
         out["app_id"] = out["app_id"].astype(str)
     out = out.sort_values("submit_time", kind="stable").reset_index(drop=True)
-    out.attrs["name"] = name
+    out.attrs = {**frame.attrs, "name": name}
     return out
 
 

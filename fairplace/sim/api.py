@@ -18,7 +18,7 @@ from .result import SimulationResult
 from .schedulers import QUEUE_SCHEDULERS, make_scheduler
 from .workload import Workload, workload_from_trace
 
-SCHEDULERS = tuple(QUEUE_SCHEDULERS)
+SCHEDULERS = (*QUEUE_SCHEDULERS, "themis")
 
 
 def models_table(names, classes: str = "paper", source: str = "<trace>") -> dict[str, dict]:
@@ -129,6 +129,11 @@ def simulate(
     if not locality_penalty >= 1.0:
         raise OptionError("--locality-penalty", f"must be >= 1, got {locality_penalty}")
     sched_name = str(scheduler).lower()
+    sched_opts = dict(scheduler_options or {})
+    if sched_name == "themis":  # the round is the lease
+        lease = float(sched_opts.pop("lease", round_length if round_length is not None else 600.0))
+        round_length = lease
+        sched_opts["lease"] = lease
     if sched_name not in SCHEDULERS:
         raise OptionError(
             "--scheduler", f"unknown scheduler {scheduler!r}; known: {', '.join(SCHEDULERS)}"
@@ -175,7 +180,7 @@ def simulate(
         locality_by_model=locality_by_model,
         **dict(placement_options or {}),
     )
-    sched = make_scheduler(sched_name, seed=seed, **dict(scheduler_options or {}))
+    sched = make_scheduler(sched_name, seed=seed, **sched_opts)
     advance, stop = _progress(progress, len(w))
     t_start = time.perf_counter()
     try:

@@ -61,6 +61,7 @@ class Trace:
     start: np.ndarray
     finish: np.ndarray
     held: np.ndarray  # seconds holding GPUs
+    gpu_seconds: np.ndarray  # GPU-seconds held
     run: np.ndarray  # seconds making progress
     score_time: np.ndarray  # integral of 1/S over progress time
     migrations: np.ndarray
@@ -96,6 +97,9 @@ class Driver:
         self.G = len(cluster)
         self.raw = {c: cluster.pm_vector(c) for c in set(workload.cls)}
         self.mi, self.ri = cluster.machine_index, cluster.rack_index
+        self.allocates = bool(getattr(scheduler, "allocates", False))
+        if hasattr(scheduler, "bind"):
+            scheduler.bind(cluster)
         if (workload.demand > self.G).any():
             k = int(np.flatnonzero(workload.demand > self.G)[0])
             raise OptionError(
@@ -143,6 +147,7 @@ class Driver:
             start=np.full(J, np.nan),
             finish=np.full(J, np.nan),
             held=np.zeros(J),
+            gpu_seconds=np.zeros(J),
             run=np.zeros(J),
             score_time=np.zeros(J),
             migrations=np.zeros(J, np.int64),
@@ -198,15 +203,25 @@ class Driver:
                 held=tr.held,
                 t_isolated=tr.t_isolated_job,
             )
-            order = self.scheduler.order(view)
-            state = self.state_factory(
-                self.cluster,
-                self.scores,
-                {w.ids[j]: tuple(int(g) for g in v) for j, v in alloc.items()},
-                round=int(round((t - t0) / R)),
-            )
-            dec = self.policy.place(state, [jobs[j] for j in order])
-            new = {pos[i]: np.asarray(g, dtype=np.int64) for i, g in dec.allocation.items()}
+            if self.allocates:
+                new = self.scheduler.allocate(
+                    view,
+                    w,
+                    self.cluster,
+                    self.scores,
+                    {j: g.tolist() for j, g in alloc.items()},
+                    lambda x: t0 + np.ceil((x - t0) / R - 1e-12) * R,
+                )
+            else:
+                order = self.scheduler.order(view)
+                state = self.state_factory(
+                    self.cluster,
+                    self.scores,
+                    {w.ids[j]: tuple(int(g) for g in v) for j, v in alloc.items()},
+                    round=int(round((t - t0) / R)),
+                )
+                dec = self.policy.place(state, [jobs[j] for j in order])
+                new = {pos[i]: np.asarray(g, dtype=np.int64) for i, g in dec.allocation.items()}
             self._check(new, active, w)
             n_start = n_pre = n_mig = 0
             for j in list(alloc):
@@ -232,14 +247,20 @@ class Driver:
                 tr.overhead[j] += cost
                 ready[j] = t + cost
                 s = self.slowdown(j, g)
-                rate[j] = 1.0 / (w.t_iter[j] * s)
+                rate[j] = g.size / w.demand[j] / (w.t_iter[j] * s)  # elastic (THEMIS) if k < N_j
                 inv_s[j] = 1.0 / s
             alloc = new
             busy = int(sum(v.size for v in alloc.values()))
             changed = bool(n_start or n_pre or n_mig)
             # horizon: the next grid point, or further when nothing can change before it
             t_next = t + R
-            if cfg.skip_quiet and not changed and fixed:
+            if self.allocates:  # resource-available events: completions, arrivals, the grid
+                t_next = min(
+                    t0 + (np.floor((t - t0) / R + 1e-9) + 1) * R,
+                    float(np.min(release[release > t], initial=np.inf)),
+                    self._next_completion(alloc, t, rem, rate, ready),
+                )
+            elif cfg.skip_quiet and not changed and fixed:
                 ev = min(
                     float(np.min(release[release > t], initial=np.inf)),
                     self._next_completion(alloc, t, rem, rate, ready),
@@ -250,7 +271,7 @@ class Driver:
             fixed = not changed
             r = tr.rounds
             r["t"].append(t)
-            r["span"].append(int(round((t_next - t) / R)))
+            r["span"].append(max(int(round((t_next - t) / R)), 0 if self.allocates else 1))
             r["busy"].append(busy)
             r["queue"].append(int(active.size - len(alloc)))
             r["running"].append(len(alloc))
@@ -314,14 +335,16 @@ class Driver:
         prog_t = np.maximum(stop - begin, 0.0)
         prog = np.where(fin, rem[j], rate[j] * prog_t)
         held = np.maximum(stop - t, 0.0)
+        k = np.array([alloc[int(x)].size for x in j], dtype=float)
         rem[j] -= prog
         rem[j[fin]] = 0.0
         tr.done_iters[j] += prog
         tr.held[j] += held
         tr.run[j] += prog_t
         tr.score_time[j] += prog_t * inv_s[j]
-        attained[j] += held * w.demand[j]
-        tr.busy_gpu_seconds += float(np.sum(held * w.demand[j]))
+        attained[j] += held * k
+        tr.gpu_seconds[j] += held * k
+        tr.busy_gpu_seconds += float(np.sum(held * k))
         tr.finish[j[fin]] = finish_at[fin]
         return j[fin].tolist(), j, prog
 
@@ -341,7 +364,7 @@ class Driver:
     def _check(self, new: dict[int, np.ndarray], active: np.ndarray, w: Workload) -> None:
         """Decision sanity (always cheap checks; full invariants in debug mode)."""
         for j, g in new.items():
-            if g.size != w.demand[j]:
+            if g.size != w.demand[j] and not (self.allocates and 1 <= g.size <= w.demand[j]):
                 raise InvariantError(f"job {w.ids[j]} got {g.size} GPUs, demand {w.demand[j]}")
         if not self.cfg.debug:
             return

@@ -78,7 +78,7 @@ def job_frame(w: Workload, tr: Trace, G: int) -> pd.DataFrame:
             "jct": jct,
             "waiting": jct - tr.held,
             "run_time": tr.held,
-            "gpu_time": tr.held * w.demand,
+            "gpu_time": tr.gpu_seconds,
             "ideal_time": w.iters * w.t_iter,
             "placement_score": score,
             "migrations": tr.migrations,

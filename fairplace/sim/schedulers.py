@@ -244,8 +244,12 @@ QUEUE_SCHEDULERS = {
 
 
 def make_scheduler(name: str, *, seed: int = 0, **options):
-    """Scheduler by name (``fifo, las, srtf, drf, gandiva, optimus, slaq, gavel-ftf``)."""
+    """Scheduler by name (``fifo, las, srtf, drf, gandiva, optimus, slaq, gavel-ftf, themis``)."""
     key = str(name).lower()
+    if key == "themis":
+        from .themis import Themis
+
+        return Themis(seed=seed, **options)
     if key not in QUEUE_SCHEDULERS:
         raise UnknownSolver("--scheduler", f"unknown scheduler {name!r}")
     cls = QUEUE_SCHEDULERS[key]

@@ -1,0 +1,212 @@
+"""THEMIS in the driver: leases, the ARBITER's round-by-round PA auction (``fairplace.rounds``) and an
+app-level scheduler that splits each app's GPUs among its jobs (successive halving inside the app).
+
+* Every grant is a lease of ``lease`` seconds, aligned to the decision grid (a grant at t expires at the
+  first grid point >= t + lease). Decisions happen on the grid *and* on resource-available events
+  (a completion, an arrival or a released successive-halving phase) at their exact times; only free
+  GPUs (idle or with an expired lease) are offered, held leases stay.
+* Apps are described to the ARBITER in agent form (:class:`~fairplace.domain.AgentApp`): the running
+  jobs of the current phase (serial seconds per iteration = t_iter x N_j), later phases as
+  ``successive-halving`` phases, T_id under the ``themis`` variant with N_avg measured so far, and
+  ``rho`` as the app's current rho with the GPUs it held just before the decision.
+* The ARBITER prices bundles on the binned PM-scores (a copy of the cluster carrying them); runtime uses
+  the raw ones, as for the placement policies.
+* App scheduler (THEMIS' even split, §4.3.3): n GPUs over J jobs -> n < J: the n jobs with most work
+  left get one GPU; else n // J each (remainder to the jobs with most work), at most N_j per job;
+  each job keeps the GPUs it had where it can, then takes the app's free GPUs in (machine, index) order.
+  Jobs are elastic as in THEMIS' model: with k <= N_j GPUs a job runs at k / N_j of its full rate.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from fairplace.domain import GPU, AgentApp, AgentJob, Cluster
+from fairplace.formulations.ftf import bundle_rho, n_avg
+
+from .schedulers import SchedView
+
+
+def binned_cluster(cluster: Cluster, scores) -> Cluster:
+    """The same GPUs carrying the (binned) decision scores as PM-scores."""
+    return Cluster(
+        tuple(
+            GPU(g.id, g.machine, g.rack, {c: float(v[k]) for c, v in scores.items()})
+            for k, g in enumerate(cluster.gpus)
+        )
+    )
+
+
+class Themis:
+    """The THEMIS scheduler: ``allocates`` GPUs itself (no placement policy)."""
+
+    name = "themis"
+    allocates = True
+
+    def __init__(
+        self, f: float = 0.8, lease: float = 600.0, leftover: str = "random", seed: int = 0
+    ):
+        from fairplace.rounds import Arbiter
+
+        self.arbiter = Arbiter(f=f, lease=lease, leftover=leftover, seed=seed)
+        self.lease = float(lease)
+        self.cache: dict = {}
+        self.expiry: np.ndarray | None = None  # per GPU: lease end (-inf = free)
+        self.owner: np.ndarray | None = None  # per GPU: app index holding it (-1 = free)
+        self.steps_t: list[float] = []
+        self.steps_n: list[int] = []
+        self.k = 0
+
+    def next_change(self, view: SchedView) -> float:
+        return view.t
+
+    # ------------------------------------------------------------------------------------------
+    def allocate(self, view: SchedView, w, cluster: Cluster, scores, alloc, grid) -> dict:
+        """New job allocations {job index: GPU indices} at ``view.t`` (``grid(t)``: next grid point)."""
+        G, t = len(cluster), view.t
+        if self.expiry is None:
+            self.expiry = np.full(G, -np.inf)
+            self.owner = np.full(G, -1, np.int64)
+            self.decide_cluster = binned_cluster(cluster, scores)
+        active = view.active
+        apps = np.unique(w.app[active])
+        self.steps_t.append(t)
+        self.steps_n.append(int(apps.size))
+        before = self.owner.copy()
+        finished_app = ~np.isin(self.owner, apps)
+        self.owner[finished_app | (self.expiry <= t + 1e-9)] = -1
+        self.expiry[self.owner < 0] = -np.inf
+        free = np.flatnonzero(self.owner < 0)
+        if free.size and apps.size:
+            states = [self._state(a, view, w, before) for a in apps]
+            out = self.arbiter.auction_round(
+                self.decide_cluster,
+                states,
+                cluster.ids(free),
+                t,
+                self.k,
+                cache=self.cache,
+            )
+            self.cache = {**self.cache, **out.tables}
+            end = grid(t + self.lease - 1e-9)
+            pos = {w.app_ids[a]: a for a in apps}
+            grant = {pos[a]: cluster.indices(g) for a, g in out.allocation.items()}
+            for a, idx in self._keep_previous(grant, before).items():
+                self.owner[idx] = a
+                self.expiry[idx] = end
+        self.k += 1
+        return self._split(view, w, alloc)
+
+    def _keep_previous(self, grant: dict, before: np.ndarray) -> dict:
+        """Swap granted GPUs within groups of interchangeable GPUs (same machine and same decision
+        scores: the same bundle value for every app) so that apps get back the GPUs they held."""
+        key = self._group_key
+        by_group: dict = {}
+        for a, idx in grant.items():
+            for g in idx.tolist():
+                by_group.setdefault(key[g], []).append((a, g))
+        out: dict = {a: [] for a in grant}
+        for items in by_group.values():
+            owners = [a for a, _ in items]
+            pool = sorted(g for _, g in items)
+            left = []
+            for a in owners:  # first: a GPU of the group this app held before
+                mine = [g for g in pool if before[g] == a]
+                if mine:
+                    out[a].append(mine[0])
+                    pool.remove(mine[0])
+                else:
+                    left.append(a)
+            for a, g in zip(left, pool, strict=True):
+                out[a].append(g)
+        return {a: np.asarray(sorted(g), np.int64) for a, g in out.items()}
+
+    def _state(self, a: int, view: SchedView, w, before: np.ndarray):
+        from fairplace.rounds import AppState
+
+        app = self._agent(a, view, w)
+        held = np.flatnonzero(self.owner == a)
+        had = np.flatnonzero(before == a)
+        if had.size:
+            from fairplace.formulations.agents import ftf_model
+
+            rho = bundle_rho(ftf_model(app), self.decide_cluster, had, app.cls)
+        else:
+            rho = None
+        return AppState(app, held=tuple(self.decide_cluster.ids(held)), rho=rho)
+
+    def _agent(self, a: int, view: SchedView, w) -> AgentApp:
+        mine = np.flatnonzero(w.app == a)
+        run = view.active[w.app[view.active] == a]
+        cur = int(w.phase[run].min())
+        run = run[w.phase[run] == cur]
+        phases = [
+            (int(np.sum(w.phase[mine] == p)), float(w.iters[mine][w.phase[mine] == p][0]))
+            for p in np.unique(w.phase[mine])
+        ]
+        serial = w.t_iter[mine] * w.demand[mine]
+        t_start = float(view.arrival[mine].min())
+        j0 = int(mine[0])
+        return AgentApp(
+            id=w.app_ids[a],
+            jobs=tuple(
+                AgentJob(float(view.remaining[j]), float(w.t_iter[j] * w.demand[j])) for j in run
+            ),
+            t_start=t_start,
+            t_now=view.t,
+            d_max=int(w.demand[run].max()),
+            locality=(1.0, float(w.l_machine[j0]), float(w.l_rack[j0])),
+            cls=w.cls[j0],
+            model=w.model[j0],
+            stopping="successive-halving" if len(phases) > 1 else "none",
+            phases=tuple(phases) if len(phases) > 1 else (),
+            current_phase=cur if len(phases) > 1 else 0,
+            work_total=float(np.sum(w.iters[mine] * serial)),
+            demand_max=int(w.app_demand_max()[a]),
+            t_id={
+                "variant": "themis",
+                "n_avg": max(1.0, n_avg(self.steps_t, self.steps_n, t_start, view.t)),
+            },
+        )
+
+    def _split(self, view: SchedView, w, alloc) -> dict:
+        """THEMIS' even split of each app's GPUs among its running jobs (module doc)."""
+        out = {}
+        for a in np.unique(self.owner[self.owner >= 0]):
+            gpus = np.flatnonzero(self.owner == a)
+            run = view.active[w.app[view.active] == a]
+            run = run[w.phase[run] == w.phase[run].min()]
+            n, J = gpus.size, run.size
+            work = view.remaining[run] * w.t_iter[run]
+            order = np.lexsort((run, -work))
+            target = np.zeros(J, np.int64)
+            if n < J:
+                target[order[:n]] = 1
+            else:
+                target[:] = n // J
+                target[order[: n % J]] += 1
+                target = np.minimum(target, w.demand[run])
+            pool = set(gpus.tolist())
+            for k, j in enumerate(run):
+                keep = [g for g in alloc.get(int(j), ()) if g in pool][: target[k]]
+                out[int(j)] = keep
+                pool -= set(keep)
+            rest = sorted(pool, key=lambda g: (int(self._mi[g]), g))
+            for k, j in enumerate(run):
+                need = int(target[k]) - len(out[int(j)])
+                out[int(j)] = out[int(j)] + rest[:need]
+                rest = rest[need:]
+        return {j: np.asarray(sorted(g), np.int64) for j, g in out.items() if len(g)}
+
+    def bind(self, cluster: Cluster) -> None:
+        self._mi = cluster.machine_index
+
+    @property
+    def _group_key(self) -> list:
+        if not hasattr(self, "_keys"):
+            cl = self.decide_cluster
+            self._keys = [
+                (int(cl.machine_index[k]), tuple(sorted(g.pm.items())))
+                for k, g in enumerate(cl.gpus)
+            ]
+        return self._keys
