@@ -27,10 +27,10 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
-from fairplace.formulations.lv import choose_cell
 
 from fairplace.domain import Cluster, Job
 from fairplace.errors import DataError, OptionError, UnknownSolver
+from fairplace.formulations.lv import choose_cell
 
 from .placement_engine import FreePool
 
@@ -274,7 +274,6 @@ def _solver(policy_name: str):
     def run(inst, opts=None, name=None, seed=0, bin=False, backfill=False, **_ignored):
         from fairplace.formulations.placement import slowdowns
         from fairplace.formulations.pm_score import bin_scores
-
         from fairplace.solution import Solution
 
         t0 = time.perf_counter()

@@ -4,12 +4,15 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from fairplace.formulations.classifier import AppClassifier
-from fairplace.formulations.pm_score import PMScoreBinner, bin_scores
-from fairplace.instances.variability import frontera_cluster
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from sklearn.base import clone
+from sklearn.metrics import silhouette_score
 
 from fairplace.errors import DataError
+from fairplace.formulations.classifier import AppClassifier
+from fairplace.formulations.pm_score import PMScoreBinner, bin_scores, silhouette_1d
+from fairplace.instances.variability import frontera_cluster
 
 
 def clusters(seed=0, n=300):
@@ -76,6 +79,20 @@ def test_frontera_bins_golden():
     # C (PageRank) is flat: many tight bins, all within 0.1% of the median
     assert binner.k_ == [3, 2, 8] and binner.n_outliers_ == [0, 0, 0]
     assert np.all(np.abs(scores["C"] - 1) < 1.5e-3)
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    x=st.lists(st.sampled_from([0.9, 0.95, 1.0, 1.01, 1.2, 2.5]), min_size=3, max_size=60),
+    k=st.integers(2, 5),
+    seed=st.integers(0, 100),
+)
+def test_silhouette_1d_equals_sklearn(x, k, seed):
+    x = np.array(x) + np.random.default_rng(seed).normal(0, 1e-3, len(x)) * (seed % 2)
+    labels = np.random.default_rng(seed).integers(0, k, len(x))
+    if np.unique(labels).size < 2 or np.unique(labels).size >= len(x):
+        return
+    assert silhouette_1d(x, labels) == pytest.approx(silhouette_score(x[:, None], labels), abs=1e-9)
 
 
 def test_binner_bad_params():

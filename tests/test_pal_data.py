@@ -7,9 +7,9 @@ import io
 
 import numpy as np
 import pytest
-from fairplace.instances import models, variability
 
 from fairplace.errors import DataError
+from fairplace.instances import models, variability
 
 
 def test_longhorn_profiles_normalised_per_uuid_median():

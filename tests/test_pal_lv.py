@@ -4,9 +4,10 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from fairplace.formulations.lv import choose_cell, lv_cells, walk
 from hypothesis import given, settings
 from hypothesis import strategies as st
+
+from fairplace.formulations.lv import choose_cell, lv_cells, walk
 
 
 def test_lv_order_golden_paper_example():
