@@ -54,3 +54,10 @@ def test_bench_table_and_list(capsys):
     assert "name" in capsys.readouterr().out
     assert cli.main(["bench", "--list", "--only", "batch"]) == 0
     assert "batch_medium_2_workers" in capsys.readouterr().out
+
+
+def test_isolated_cases_report_errors_and_timeouts():
+    missing = bench.run_case_isolated("batch", "no-such-case", 1.0, True, timeout=60)
+    assert missing["ok"] is False and missing["error"].startswith("KeyError")
+    slow = bench.run_case_isolated("batch", "batch_medium_1_worker", None, True, timeout=0.2)
+    assert slow["seconds"] is None and slow["error"].startswith("TimeoutError")

@@ -13,6 +13,13 @@ def add_arguments(p) -> None:
     p.add_argument("--json", action="store_true", help="print a JSON list of results")
     p.add_argument("--only", default=None, metavar="TEXT", help="cases whose name contains TEXT")
     p.add_argument("--list", action="store_true", help="list the cases and their targets")
+    p.add_argument(
+        "--timeout",
+        type=float,
+        default=None,
+        metavar="S",
+        help="run each case in its own process and stop it after S seconds (an error entry)",
+    )
 
 
 def collect() -> list[tuple[str, str, object, float | None]]:
@@ -39,24 +46,58 @@ def collect() -> list[tuple[str, str, object, float | None]]:
     return out
 
 
-def run_case(module: str, name: str, run, target, quick: bool) -> dict:
-    """One result object: name, seconds, target_seconds, ok, module (+ extras, or ``error``)."""
-    import time
-
+def _entry(module: str, name: str, target, res: dict | None, error: str | None = None) -> dict:
     entry = {"name": name, "module": module, "target_seconds": target}
-    t0 = time.perf_counter()
-    try:
-        res = dict(run(quick))
-    except Exception as exc:  # noqa: BLE001 - a failing case is an entry, never an abort
-        return entry | {
-            "seconds": None,
-            "ok": False,
-            "error": f"{type(exc).__name__}: {exc}",
-            "wall_seconds": time.perf_counter() - t0,
-        }
+    if error is not None:
+        return entry | {"seconds": None, "ok": False, "error": error}
+    res = dict(res)
     seconds = res.pop("seconds", None)
     ok = None if target is None or seconds is None else bool(seconds <= target)
     return entry | {"seconds": seconds, "ok": ok} | res
+
+
+def run_case(module: str, name: str, run, target, quick: bool) -> dict:
+    """One result object: name, seconds, target_seconds, ok, module (+ extras, or ``error``)."""
+    try:
+        res = dict(run(quick))
+    except Exception as exc:  # noqa: BLE001 - a failing case is an entry, never an abort
+        return _entry(module, name, target, None, f"{type(exc).__name__}: {exc}")
+    return _entry(module, name, target, res)
+
+
+def _child(module: str, name: str, quick: bool, conn) -> None:
+    """Run one case in a fresh process (``--timeout``) and send back (result, error)."""
+    from importlib import import_module
+
+    try:
+        run, _ = import_module(f"fairplace.benchmarks.{module}").CASES[name]
+        conn.send((dict(run(quick)), None))
+    except Exception as exc:  # noqa: BLE001
+        conn.send((None, f"{type(exc).__name__}: {exc}"))
+    finally:
+        conn.close()
+
+
+def run_case_isolated(module: str, name: str, target, quick: bool, timeout: float) -> dict:
+    """Like :func:`run_case`, in a spawned process that is killed after ``timeout`` seconds."""
+    import multiprocessing as mp
+
+    ctx = mp.get_context("spawn")
+    recv, send = ctx.Pipe(duplex=False)
+    proc = ctx.Process(target=_child, args=(module, name, quick, send))
+    proc.start()
+    send.close()
+    if recv.poll(timeout):
+        try:
+            res, error = recv.recv()
+        except EOFError:
+            proc.join()
+            res, error = None, f"the case's process died (exit code {proc.exitcode})"
+    else:
+        res, error = None, f"TimeoutError: stopped after {timeout:g} s"
+        proc.kill()
+    proc.join()
+    return _entry(module, name, target, res, error)
 
 
 def _fmt(v, spec=".4g") -> str:
@@ -75,7 +116,14 @@ def run(args) -> int:
     for module, name, fn, target in cases:
         sys.stderr.write(f"bench: {name} ...\n")
         sys.stderr.flush()
-        results.append(run_case(module, name, fn, target, args.quick))
+        if args.timeout is not None and not name.endswith("(import)"):
+            r = run_case_isolated(module, name, target, args.quick, args.timeout)
+        else:
+            r = run_case(module, name, fn, target, args.quick)
+        sys.stderr.write(
+            f"bench: {name}: {_fmt(r['seconds'])} s{' (error)' if 'error' in r else ''}\n"
+        )
+        results.append(r)
     if args.json:
         print(json.dumps(results, indent=1, default=str))
         return 0
