@@ -20,6 +20,9 @@ else the objective of an ``exact`` row with status ``optimal`` from the same run
 sum -log rho for auctions, maximised, and the slowdown sum for placements, minimised). Both optima are
 lexicographic (first serve every unbounded app / place as many jobs as fit, see the formulations): a row
 worse on that first part (``unserved_unbounded`` / ``placed``) gets no gap; ``summarize`` counts them.
+A relaxation row (status ``bound``) gets a gap <= 0: how far its bound lies beyond the optimum.
+Time limits are the solvers' own (``SolveOptions.time_limit``, per MIP solve); a task is not killed
+from outside, so a solver that ignores its limit holds its worker until it returns.
 """
 
 from __future__ import annotations
