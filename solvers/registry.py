@@ -25,7 +25,12 @@ def _auction(backend: str):
 def _placement(backend: str):
     def run(inst, opts: SolveOptions, **kw):
         from .placement import solve_placement
+        from .policies import instance_scores
 
+        seed = kw.pop("seed", None)  # the exact program has no randomness; bin=True uses it
+        kw.pop("backfill", None)  # a policy option; the exact program places as many jobs as it can
+        if kw.pop("bin", False):
+            kw["scores"] = instance_scores(inst, bin=True, seed=seed or 0)
         return solve_placement(inst, backend=backend, opts=opts, name=kw.pop("name", None), **kw)
 
     return run
