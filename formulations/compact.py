@@ -99,6 +99,7 @@ class CompactProgram:
     offer: tuple[int, ...]
     apps: tuple[CompactApp, ...]
     exclude: frozenset[int] = frozenset()
+    fixed: tuple[tuple[int, tuple[int, int, int]], ...] | None = None  # (app, cell): placement only
 
     @cached_property
     def active(self) -> tuple[int, ...]:
@@ -133,6 +134,8 @@ class CompactProgram:
 
     def feasible_cells(self, i: int) -> tuple[tuple[int, int, int], ...]:
         """Cells of app i that fit the offer alone (spread 0 within a machine, 1 within a rack)."""
+        if self.fixed is not None:
+            return tuple(c for j, c in self.fixed if j == i)
         a = self.apps[i]
         cm, cr = self.capacity
         m0 = cm.get(a.held_machine, 0) if a.held_machine >= 0 else max(cm.values(), default=0)
@@ -419,3 +422,72 @@ def best_subbundle(
                 best, best_rho = (cell, tuple(int(g) for g in idx[pool][:n])), t.rho[cell]
                 break
     return best
+
+
+PACK_RULES = ("damage", "best-fit", "first-fit")
+
+
+def pack(
+    prog: CompactProgram, cells: dict[int, tuple[int, int, int]], rule: str = "damage"
+) -> dict | None:
+    """Greedy placement of fixed cells {app index: (n, s, v)}: spread-0 apps first (best-fit
+    machine), then spread-1 (rack), then spread-2; each app takes its worst acceptable GPUs first.
+    ``rule``: ``damage`` (the place where the app uses the fewest better-type GPUs, then best fit),
+    ``best-fit`` or ``first-fit`` (apps by size only). Returns {i: (cell, GPU indices)} or None when the greedy finds no placement (which
+    does not prove that none exists)."""
+    _, meta = prog.layout
+    tpos = {t: k for k, t in enumerate(prog.types)}
+    pool: dict[tuple[int, int], list[int]] = {}
+    for g in prog.groups:
+        pool.setdefault((g.machine, tpos[g.scores]), []).extend(g.gpus)
+    rack_of = prog._rack_of
+    by = {e["i"]: e for e in meta}
+
+    def ok_types(i):
+        v, lev = cells[i][2], by[i]["lev"]
+        return sorted((t for t in range(len(prog.types)) if lev[t] <= v), key=lambda t: -lev[t])
+
+    # most constrained first: tighter spread, fewer acceptable GPU types, more GPUs
+    if rule == "first-fit":
+        order = sorted(cells, key=lambda i: (cells[i][1], -cells[i][0], i))
+    else:
+        order = sorted(cells, key=lambda i: (cells[i][1], len(ok_types(i)), -cells[i][0], i))
+    out = {}
+    for i in order:
+        n, s, v = cells[i]
+        a, ok = prog.apps[i], ok_types(i)
+        if s == 0:
+            places = [[m] for m in ([a.held_machine] if a.held_machine >= 0 else sorted(rack_of))]
+        elif s == 1:
+            racks = [a.held_rack] if a.held_rack >= 0 else sorted(set(rack_of.values()))
+            places = [sorted(m for m in rack_of if rack_of[m] == k) for k in racks]
+        else:
+            places = [sorted(rack_of)]
+        fits = []
+        for ms in places:
+            per_type = [sum(len(pool.get((m, t), ())) for m in ms) for t in ok]
+            if sum(per_type) < n:
+                continue
+            need, use = n, []
+            for k in per_type:  # worst acceptable GPUs first
+                use.append(min(k, need))
+                need -= use[-1]
+            # fewest better GPUs consumed first, then best fit (least room left)
+            fits.append((tuple(reversed(use)), sum(per_type), ms))
+        if not fits:
+            return None
+        if rule == "damage":
+            *_, ms = min(fits, key=lambda p: p[:2])
+        elif rule == "best-fit":
+            *_, ms = min(fits, key=lambda p: p[1])
+        else:
+            ms = fits[0][2]
+        if s == 2:  # spread-2: drain the emptiest machines first, keep full machines whole
+            ms = sorted(ms, key=lambda m: sum(len(pool.get((m, t), ())) for t in ok))
+        got: list[int] = []
+        for t in ok:
+            for m in ms:
+                while len(got) < n and pool.get((m, t)):
+                    got.append(pool[(m, t)].pop(0))
+        out[i] = ((n, s, v), tuple(sorted(got)))
+    return out

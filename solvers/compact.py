@@ -22,10 +22,12 @@ from fairplace.domain import AuctionInstance, Cluster
 from fairplace.errors import OptionError
 from fairplace.formulations import pa
 from fairplace.formulations.compact import (
+    PACK_RULES,
     CompactApp,
     CompactProgram,
     best_subbundle,
     compact_apps,
+    pack,
 )
 from fairplace.formulations.pf import PFValue
 from fairplace.formulations.program import RawResult
@@ -48,38 +50,77 @@ def solve_pf(
 ):
     """(raw result, decoded choice or None, program) of the compact PF (optionally without some apps).
 
-    ``lp_first``: solve the LP relaxation; when its cell selectors are integral (the usual case),
-    fix them and solve only the placement (a feasibility MILP). If that placement exists its value
-    equals the LP bound, so it is optimal; otherwise fall back to the full MILP (warm-started)."""
+    ``lp_first``: solve the LP relaxation; when its cell selectors are integral (the usual case)
+    place those cells (greedy ``pack``, else a placement-only MILP). A placement reaching the LP
+    bound is optimal; otherwise the full MILP runs (warm-started with ``start``)."""
     prog = CompactProgram(cluster, tuple(int(g) for g in offer), tuple(apps), frozenset(exclude))
     milp = prog.to_milp()
-    x0 = prog.start_vector(start) if start is not None else None
     if lp_first and milp.n_cols:
         t0 = time.perf_counter()
-        lp = highs.solve(milp.relaxed(), opts)
-        fixed = _fixed_cells(prog, milp, lp, opts) if lp.status == "optimal" else None
-        if fixed is not None:
-            return replace(fixed, seconds=time.perf_counter() - t0), prog.decode(fixed.x), prog
+        h = highs.build(milp.relaxed(), opts)
+        h.run()
+        lp = highs.read(h, milp.relaxed(), 0.0)
+        hit = _from_lp(prog, milp, lp, opts) if lp.status == "optimal" else None
+        if hit is not None:
+            res, choice = hit
+            return replace(res, seconds=time.perf_counter() - t0), choice, prog
+    x0 = prog.start_vector(start) if start is not None else None
     res = highs.solve(milp, opts, start=x0)
     choice = prog.decode(res.x) if res.has_solution else None
     return res, choice, prog
 
 
-def _fixed_cells(prog: CompactProgram, milp, lp, opts: SolveOptions):
-    """Fix the LP's integral cell selectors and solve the placement; a RawResult if optimal."""
+def _lp_cells(prog: CompactProgram, x: np.ndarray) -> dict | None:
+    """{app index: cell} when every cell selector of the LP point is integral, else None."""
     _, meta = prog.layout
-    z = np.concatenate([np.arange(e["z"], e["z"] + len(e["cells"])) for e in meta]).astype(int)
-    if z.size and np.abs(lp.x[z] - np.round(lp.x[z])).max() > 1e-7:
+    cells = {}
+    for e in meta:
+        zs = x[e["z"] : e["z"] + len(e["cells"])]
+        if zs.size and np.abs(zs - np.round(zs)).max() > 1e-7:
+            return None
+        on = np.flatnonzero(zs > 0.5)
+        if on.size:
+            cells[e["i"]] = e["cells"][int(on[0])]
+    return cells
+
+
+def _from_lp(prog: CompactProgram, milp, lp, opts: SolveOptions, skip: int | None = None):
+    """(RawResult, choice) if the LP's integral cells can be placed at the LP bound, else None.
+    ``skip``: an app whose selectors were fixed to 0 in ``lp`` (leave-one-out on the full program)."""
+    cells = _lp_cells(prog, lp.x)
+    if cells is None:
         return None
-    lb, ub = milp.col_lb.copy(), milp.col_ub.copy()
-    lb[z] = ub[z] = np.round(lp.x[z])
-    sub = dc_replace(milp, col_lb=lb, col_ub=ub)
-    res = highs.solve(sub, opts)
-    if res.status != "optimal" or res.objective < lp.objective - max(opts.mip_abs_gap, 1e-9) - 1e-9:
+    cells.pop(skip, None)
+    tol = max(opts.mip_abs_gap, opts.mip_rel_gap * abs(lp.objective), 1e-9) + 1e-9
+    for rule in PACK_RULES:  # cheap greedy placements first
+        choice = pack(prog, cells, rule)
+        if choice is None:
+            continue
+        x = prog.start_vector(choice)
+        if milp.is_feasible(x) and milp.value(x) >= lp.objective - tol:
+            res = RawResult("optimal", x, milp.value(x), lp.objective, 0.0, "optimal (LP cells)")
+            return res, choice
+    fixed = _fixed_cells(prog, milp, lp, opts, skip)
+    if fixed is None:
         return None
-    return RawResult(
-        "optimal", res.x, res.objective, lp.objective, res.seconds, "optimal (LP cells)"
-    )
+    return fixed, prog.decode(fixed.x)
+
+
+def _fixed_cells(prog: CompactProgram, milp, lp, opts: SolveOptions, skip: int | None = None):
+    """Place the LP's integral cells exactly: the program restricted to those cells (placement
+    variables only) is solved; a RawResult of the full program if it is feasible."""
+    cells = _lp_cells(prog, lp.x) or {}
+    cells.pop(skip, None)
+    sub = dc_replace(prog, fixed=tuple(sorted(cells.items())))
+    res = highs.solve(sub.to_milp(), opts)
+    if not res.has_solution:
+        return None
+    choice = sub.decode(res.x)
+    x = prog.start_vector(choice)
+    tol = max(opts.mip_abs_gap, opts.mip_rel_gap * abs(lp.objective), 1e-9) + 1e-9
+    if not milp.is_feasible(x) or milp.value(x) < lp.objective - tol:
+        return None
+    return RawResult("optimal", x, milp.value(x), lp.objective, res.seconds, "optimal (LP cells)")
 
 
 def _best(app: CompactApp) -> float:
@@ -118,13 +159,37 @@ def payments(
             return i, res.status, None
         return i, res.status, p.value(ch)
 
+    hard = []
+    if todo:  # leave-one-out LPs by hot-started dual simplex on one model (bounds of i's cells = 0)
+        milp = prog.to_milp()
+        lp_model = milp.relaxed()
+        h = highs.build(lp_model, opts)
+        h.run()
+        _, meta = prog.layout
+        by = {e["i"]: e for e in meta}
+        for i in todo:
+            e = by[i]
+            cols = np.arange(e["z"], e["z"] + len(e["cells"]), dtype=np.int32)
+            if cols.size:
+                h.changeColsBounds(cols.size, cols, np.zeros(cols.size), np.zeros(cols.size))
+            h.run()
+            lp = highs.read(h, lp_model, 0.0)
+            hit = _from_lp(prog, milp, lp, opts, skip=i) if lp.status == "optimal" else None
+            if cols.size:
+                h.changeColsBounds(cols.size, cols, milp.col_lb[cols], milp.col_ub[cols])
+            if hit is None:
+                hard.append(i)
+                continue
+            _, ch = hit
+            status[i] = "optimal"
+            c[i] = pa.payment(value_with[i], _others(prog, ch, i))
     runner = map
     pool = None
-    if parallel and len(todo) > 1:
+    if parallel and len(hard) > 1:
         pool = ThreadPoolExecutor(max_workers=2)
         runner = pool.map
     try:
-        for i, st, val in runner(one, todo):
+        for i, st, val in runner(one, hard):
             status[i] = st
             c[i] = pa.payment(value_with[i], val) if val is not None else 1.0
     finally:

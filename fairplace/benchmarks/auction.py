@@ -22,7 +22,7 @@ def random_agent_auction(
     gpus_per_machine: int = 4,
     machines_per_rack: int = 16,
     levels: tuple[float, ...] = (1.0, 1.25),
-    demands: tuple[int, ...] = (1, 2, 4, 8, 16, 32),
+    demands: tuple[int, ...] = (4, 8, 16, 32, 64),
     seed: int = 0,
     rho_empty: str = "finite",
 ) -> AuctionInstance:
