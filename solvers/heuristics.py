@@ -23,9 +23,9 @@ import math
 import time
 
 import numpy as np
-from fairplace.formulations.pf import PFProgram, PFValue, pf_value
 
 from fairplace.domain import AuctionInstance
+from fairplace.formulations.pf import PFProgram, PFValue, pf_value
 from fairplace.solution import Solution
 
 from . import highs
@@ -155,7 +155,7 @@ def solve_heuristic(
     elif compute_exact:
         from .auction import solve_pf
 
-        res, ch, prog = solve_pf(inst, "highs", opts, tie_break=False)
+        res, ch, prog = solve_pf(inst, "highs", opts)
         if res.status == "optimal" and ch is not None:
             exact_val = prog.value(ch)
     gap = None

@@ -20,12 +20,12 @@ import warnings
 from dataclasses import dataclass
 
 import numpy as np
-from fairplace.formulations.gavel import GavelFTF
-from fairplace.formulations.pf import PFProgram
-from fairplace.formulations.relaxation import PFRelaxation
 
 from fairplace.domain import AuctionInstance
 from fairplace.errors import OptionError, ProgramInfeasible, SolverFailed
+from fairplace.formulations.gavel import GavelFTF
+from fairplace.formulations.pf import PFProgram
+from fairplace.formulations.relaxation import PFRelaxation
 from fairplace.solution import Solution
 
 from . import highs
@@ -75,7 +75,7 @@ def solve_relaxation(
     if compute_exact and exact_objective is None:
         from .auction import solve_pf
 
-        res, choice, prog = solve_pf(inst, "highs", opts, tie_break=False)
+        res, choice, prog = solve_pf(inst, "highs", opts)
         if res.status == "optimal" and choice is not None:
             val = prog.value(choice)
             exact_objective, exact_served = val.log_sum, val.n_unbounded_served

@@ -7,6 +7,10 @@ import itertools
 import pandas as pd
 import pytest
 from conftest import tiny_auction
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+import fairplace
 from fairplace.analysis.audits import (
     allocation_rhos,
     audit,
@@ -15,15 +19,11 @@ from fairplace.analysis.audits import (
     rho_of,
     sharing_incentive,
 )
+from fairplace.errors import OptionError
 from fairplace.instances import io
 from fairplace.instances.generators import random_auction
 from fairplace.instances.paper import PAPER_INSTANCES, fig5_instance1, fig5_instance2
 from fairplace.solvers.baselines import drf_counts, las_counts, place
-from hypothesis import given, settings
-from hypothesis import strategies as st
-
-import fairplace
-from fairplace.errors import OptionError
 
 
 def _violations(inst, alloc):

@@ -5,17 +5,17 @@ from __future__ import annotations
 import numpy as np
 import pytest
 from conftest import brute_force_pf, tiny_auction
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+import fairplace
+from fairplace.errors import DataError, OptionError
 from fairplace.formulations.gavel import GavelFTF
 from fairplace.formulations.pf import PFProgram
 from fairplace.formulations.relaxation import PFRelaxation
 from fairplace.instances.generators import random_auction
 from fairplace.solvers import highs
 from fairplace.solvers.relaxation import auction_to_gavel, eg_bound, lp_bound, solve_gavel
-from hypothesis import given, settings
-from hypothesis import strategies as st
-
-import fairplace
-from fairplace.errors import DataError, OptionError
 
 
 @settings(max_examples=25, deadline=None)

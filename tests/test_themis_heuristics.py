@@ -8,12 +8,12 @@ import sys
 
 import pytest
 from conftest import brute_force_pf, tiny_auction
-from fairplace.instances import io
-from fairplace.instances.generators import random_auction
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import fairplace
+from fairplace.instances import io
+from fairplace.instances.generators import random_auction
 
 HEURISTICS = ("greedy-rho", "greedy-log", "lp-round")
 

@@ -19,7 +19,7 @@ def _instance(seed: int):
 
 
 def _exact(inst) -> float:
-    res, choice, prog = solve_pf(inst, tie_break=False)
+    res, choice, prog = solve_pf(inst)
     return prog.value(choice).log_sum
 
 
@@ -88,7 +88,7 @@ def gavel(quick: bool) -> dict:
 
 
 CASES = {
-    "themis_relaxation_16x64": (relaxation, None),
-    "themis_heuristics_16x64": (heuristics, None),
-    "themis_gavel_ftf_64": (gavel, None),
+    "bounds_relaxation_16x64": (relaxation, None),
+    "bounds_heuristics_16x64": (heuristics, None),
+    "bounds_gavel_ftf_64": (gavel, None),
 }
