@@ -91,8 +91,13 @@ def test_binned_solve_reports_raw_objective_too():
     inst = random_placement(
         jobs=4, machines=4, gpus_per_machine=4, seed=3, levels=None, max_demand=4
     )
-    sol = fairplace.solve(inst, solver="pal", bin=True)
+    sol = fairplace.solve(inst, solver="pal", bin=True, seed=1, backfill=True)
     assert sol.extra["binned"] and sol.extra["objective_raw_scores"] > 0
+    # the exact program accepts the same options and decides on the same binned scores
+    exact = fairplace.solve(inst, solver="exact", bin=True, seed=1, backfill=True)
+    assert exact.status == "optimal" and exact.extra["placed"] >= sol.extra["placed"]
+    if exact.extra["placed"] == sol.extra["placed"]:
+        assert exact.objective <= sol.objective + 1e-9
 
 
 def test_cli_solve_with_policy(tmp_path):
