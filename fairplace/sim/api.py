@@ -196,6 +196,7 @@ def simulate(
         "trace": w.name,
         "scheduler": sched_name,
         "placement": placement,
+        "placed_by": "arbiter" if sched_name == "themis" else "policy",
         "gpus": gpus,
         "gpus_per_machine": gpus_per_machine,
         "profile": profile,

@@ -162,7 +162,7 @@ class Themis:
             phases=tuple(phases) if len(phases) > 1 else (),
             current_phase=cur if len(phases) > 1 else 0,
             work_total=float(np.sum(w.iters[mine] * serial)),
-            demand_max=int(w.app_demand_max()[a]),
+            demand_max=int(self._dmax(w)[a]),
             t_id={
                 "variant": "themis",
                 "n_avg": max(1.0, n_avg(self.steps_t, self.steps_n, t_start, view.t)),
@@ -197,6 +197,11 @@ class Themis:
                 out[int(j)] = out[int(j)] + rest[:need]
                 rest = rest[need:]
         return {j: np.asarray(sorted(g), np.int64) for j, g in out.items() if len(g)}
+
+    def _dmax(self, w) -> np.ndarray:
+        if not hasattr(self, "_dmax_"):
+            self._dmax_ = w.app_demand_max()
+        return self._dmax_
 
     def bind(self, cluster: Cluster) -> None:
         self._mi = cluster.machine_index

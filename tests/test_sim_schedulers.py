@@ -1,0 +1,92 @@
+"""Job-ordering schedulers on hand-made views."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from fairplace.errors import UnknownSolver
+from fairplace.sim.schedulers import QUEUE_SCHEDULERS, SchedView, make_scheduler
+
+
+def view(**kw) -> SchedView:
+    n = len(kw.get("arrival", [0, 1, 2, 3]))
+    base = dict(
+        t=1000.0,
+        active=np.arange(n),
+        arrival=np.arange(n, dtype=float),
+        demand=np.ones(n, np.int64),
+        remaining=np.full(n, 100.0),
+        total=np.full(n, 100.0),
+        t_iter=np.ones(n),
+        attained=np.zeros(n),
+        running=np.zeros(n, bool),
+        app=np.arange(n),
+        gpus=4,
+        round_length=300.0,
+        held=np.zeros(n),
+        t_isolated=np.zeros(n),
+    )
+    base.update({k: np.asarray(v) if isinstance(v, list) else v for k, v in kw.items()})
+    return SchedView(**base)
+
+
+def test_fifo_and_srtf():
+    v = view(arrival=[3.0, 1.0, 2.0, 0.0], remaining=[5.0, 50.0, 1.0, 20.0])
+    assert make_scheduler("fifo").order(v).tolist() == [3, 1, 2, 0]
+    assert make_scheduler("srtf").order(v).tolist() == [2, 0, 3, 1]
+
+
+def test_las_two_queues_and_next_change():
+    v = view(
+        attained=[5000.0, 0.0, 10.0, 4000.0],
+        running=[True, False, True, False],
+        demand=[2, 1, 2, 1],
+    )
+    las = make_scheduler("las", threshold=3200.0)
+    assert las.order(v).tolist() == [1, 2, 0, 3]
+    assert las.next_change(v) == pytest.approx(1000.0 + (3200.0 - 10.0) / 2)
+
+
+def test_drf_water_fills_over_apps():
+    v = view(app=[0, 0, 0, 1], demand=[1, 1, 1, 2], arrival=[0.0, 1.0, 2.0, 3.0])
+    # app 0 (share 0) -> job 0; app 1 (share 0, arrived later) -> job 3; app 0 (1) < app 1 (2) -> 1, 2
+    assert make_scheduler("drf").order(v).tolist() == [0, 3, 1, 2]
+
+
+def test_gandiva_moves_fitting_jobs_ahead():
+    v = view(demand=[3, 2, 1, 1])
+    assert make_scheduler("gandiva").order(v).tolist() == [0, 2, 1, 3]
+
+
+def test_optimus_least_remaining_gpu_time_first():
+    v = view(demand=[4, 1, 2, 1], remaining=[10.0, 30.0, 10.0, 5.0])
+    assert make_scheduler("optimus").order(v).tolist() == [3, 2, 1, 0]
+
+
+def test_slaq_prefers_jobs_early_on_their_loss_curve():
+    v = view(remaining=[5.0, 100.0, 100.0, 100.0], total=[100.0] * 4, t_iter=[10.0] * 4)
+    order = make_scheduler("slaq", seed=1).order(v)
+    assert sorted(order.tolist()) == [0, 1, 2, 3] and order[-1] == 0
+    np.testing.assert_array_equal(order, make_scheduler("slaq", seed=1).order(v))
+
+
+def test_gavel_ftf_favours_the_job_furthest_from_fair():
+    v = view(
+        arrival=[0.0, 900.0, 0.0, 900.0],
+        held=[1000.0, 100.0, 0.0, 0.0],
+        remaining=[100.0, 100.0, 100.0, 100.0],
+        demand=[2, 2, 2, 2],
+    )
+    order = make_scheduler("gavel-ftf").order(v)
+    assert sorted(order.tolist()) == [0, 1, 2, 3]
+    assert order[0] == 2  # waited longest with no service
+    assert order.tolist().index(0) > order.tolist().index(2)
+
+
+def test_every_scheduler_returns_a_permutation_and_unknown_names_fail():
+    v = view(remaining=[3.0, 7.0, 1.0, 9.0], attained=[0.0, 9e3, 5.0, 0.0])
+    for name in QUEUE_SCHEDULERS:
+        assert sorted(make_scheduler(name).order(v).tolist()) == [0, 1, 2, 3]
+    with pytest.raises(UnknownSolver):
+        make_scheduler("nope")
