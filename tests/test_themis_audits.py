@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import itertools
+from dataclasses import replace
 
 import pandas as pd
 import pytest
@@ -159,9 +160,13 @@ def test_strategyproofness_experiment_table_and_determinism():
         <= 0.25 * row["others_avg_completion"]
     )
     assert simulate(small, 0.5, seed=3) == simulate(small, 0.5, seed=3)
+    explicit = simulate(replace(small, engine="explicit"), 0.5, seed=3)
+    assert explicit["liar_completion"] > 0 and 0 <= explicit["liar_dense_share"] <= 1
     assert 0.0 <= df["liar_mean_payment"].max() <= 1.0
     synthetic = pd.DataFrame({"X": [0, 10, 40], "liar_completion": [100.0, 101.0, 130.0]})
     assert tipping_point(synthetic) == 40.0
     assert tipping_point(synthetic.iloc[:2]) is None
     with pytest.raises(OptionError):
         simulate(Setup(lie="nope"), 0.1)
+    with pytest.raises(OptionError):
+        simulate(Setup(engine="nope"), 0.1)

@@ -10,14 +10,17 @@ Set-up (the paper's, with the details it leaves open stated here):
 * Leases are synchronous (a documented simplification): every ``lease`` seconds all GPUs are released
   and one auction round runs. The ceil((1 - f) N_active) apps with the worst current rho (rho of the
   allocation they held; unbounded if none) bid; the PA auction (exact PF + leave-one-out payments,
-  ``floor`` rounding) allocates; every GPU it leaves free (leftover and unbid GPUs) is handed at random
-  (seeded) to the non-participants, up to d_max each.
-* Bids: dense bundles of 1..8 GPUs on the 8-GPU machine (two placements per size, so two apps can
-  share it) and bundles of 2, 4, 6, 8 GPUs made of whole 2-GPU machines (disjoint groups).
-* The liar (app 0; app order is shuffled every round so that tie-breaking favours nobody) reports
-  ``S * (1 + X)`` for every multi-machine bundle (``lie='over-spread'``) or ``S * (1 - X)`` for
-  single-machine bundles (``lie='under-dense'``), in its bids and in its current rho. Progress always
-  uses the true slowdowns.
+  ``rounding`` default ``floor``) allocates; every GPU it leaves free (leftover and unbid GPUs) is
+  handed at random (seeded) to the non-participants, up to d_max each.
+* ``engine='arbiter'`` (default) drives :class:`fairplace.rounds.Arbiter`: agent-form apps, the compact
+  PA (every count per machine is a possible bundle), rho tables cached between rounds.
+  ``engine='explicit'`` is a minimal loop on :func:`~fairplace.solvers.auction.solve_auction` with
+  explicit bids: dense bundles of 1..8 GPUs on the 8-GPU machine (two placements per size) and
+  bundles of 2, 4, 6, 8 GPUs made of whole 2-GPU machines (disjoint groups); app order is shuffled
+  every round so that tie-breaking favours nobody.
+* The liar (app 0) reports ``S * (1 + X)`` for every multi-machine bundle (``lie='over-spread'``) or
+  ``S * (1 - X)`` for single-machine bundles (``lie='under-dense'``), in its bids and in its current
+  rho (its reported locality penalties, for the arbiter). Progress always uses the true slowdowns.
 
 ``strategyproofness(quick=...)`` returns a DataFrame with one row per X (averaged over seeds):
 ``X, liar_completion, others_avg_completion`` (seconds) plus ``liar_mean_payment`` (mean c of the liar
@@ -54,6 +57,8 @@ class Setup:
     lease: float = 600.0
     f: float = 0.8
     lie: str = "over-spread"
+    rounding: str = "floor"
+    engine: str = "arbiter"  # "arbiter" (fairplace.rounds, compact PA) | "explicit" (bid tables)
 
     def cluster(self) -> Cluster:
         gpus = [GPU(f"big/{g}", "big") for g in range(self.big)]
@@ -90,10 +95,91 @@ def _rho(setup, now, remaining, gpus, machine_of, liar=False, x=0.0) -> float:
     return (now + remaining * S / min(len(gpus), setup.d_max)) / t_id
 
 
+def _locality(setup: Setup, liar: bool, x: float) -> tuple[float, float, float]:
+    return tuple(_slowdown(setup, m, liar, x) for m in (1, 2, 2))
+
+
+def _progress(setup, now, remaining, done, i, gs, machine_of) -> None:
+    """Advance app i by one lease on GPUs ``gs`` at its true slowdown (in place)."""
+    S = _slowdown(setup, len({machine_of[g] for g in gs}), False, 0.0)
+    rate = min(len(gs), setup.d_max) / S
+    if remaining[i] <= rate * setup.lease:
+        done[i] = now + remaining[i] / rate
+        remaining[i] = 0.0
+    else:
+        remaining[i] -= rate * setup.lease
+
+
+def _simulate_arbiter(setup: Setup, x: float, seed: int, max_rounds: int) -> dict:
+    """The round loop on :class:`fairplace.rounds.Arbiter` (agent-form apps, compact PA). The liar is
+    an agent whose *reported* locality penalties are scaled by the lie."""
+    from fairplace.domain import AgentApp, AgentJob
+    from fairplace.formulations.agents import ftf_model
+    from fairplace.formulations.ftf import bundle_rho
+    from fairplace.rounds import AppState, Arbiter
+
+    arb = Arbiter(
+        f=setup.f, lease=setup.lease, leftover="random", rounding=setup.rounding, seed=seed
+    )
+    cl = setup.cluster()
+    machine_of = {g.id: g.machine for g in cl.gpus}
+    N = setup.n_apps
+    remaining = np.full(N, float(setup.work))
+    done = np.full(N, np.nan)
+    held: list[tuple[str, ...]] = [()] * N
+    payments, dense_rounds, rounds_held = [], 0, 0
+    cache: dict = {}
+    for k in range(max_rounds):
+        now = k * setup.lease
+        active = [i for i in range(N) if remaining[i] > 0]
+        if not active:
+            break
+        states = []
+        for i in active:
+            app = AgentApp(
+                id=f"a{i}",
+                jobs=(AgentJob(float(remaining[i]), 1.0),),
+                t_now=now,
+                d_max=setup.d_max,
+                locality=_locality(setup, i == 0, x),
+                work_total=float(setup.work),
+                t_id={"variant": "themis", "n_avg": float(N)},
+            )
+            cur = bundle_rho(ftf_model(app), cl, cl.indices(held[i]), None) if held[i] else math.inf
+            states.append(AppState(app, held=(), rho=cur))
+        out = arb.auction_round(cl, states, [g.id for g in cl.gpus], now, k, cache=cache)
+        cache = {**cache, **out.tables}
+        if "a0" in out.participants:
+            payments.append(out.payments.get("a0", 1.0))
+        for i in active:
+            gs = tuple(out.allocation.get(f"a{i}", ()))
+            held[i] = gs
+            if not gs:
+                continue
+            if i == 0:
+                rounds_held += 1
+                dense_rounds += all(machine_of[g] == "big" for g in gs) and len(gs) > 1
+            _progress(setup, now, remaining, done, i, gs, machine_of)
+    return _summary(done, payments, dense_rounds, rounds_held)
+
+
+def _summary(done, payments, dense_rounds, rounds_held) -> dict:
+    return {
+        "liar_completion": float(done[0]),
+        "others_avg_completion": float(np.nanmean(done[1:])),
+        "liar_mean_payment": float(np.mean(payments)) if payments else float("nan"),
+        "liar_dense_share": dense_rounds / rounds_held if rounds_held else 0.0,
+    }
+
+
 def simulate(setup: Setup, x: float, seed: int = 0, max_rounds: int = 500) -> dict:
     """One run with the liar lying by ``x`` (a fraction); completion times and the liar's payments."""
     if setup.lie not in LIES:
         raise OptionError("lie", f"expected one of {LIES}, got {setup.lie!r}")
+    if setup.engine == "arbiter":
+        return _simulate_arbiter(setup, x, seed, max_rounds)
+    if setup.engine != "explicit":
+        raise OptionError("engine", f"expected 'arbiter' or 'explicit', got {setup.engine!r}")
     rng = np.random.default_rng(seed)
     cl = setup.cluster()
     machine_of = {g.id: g.machine for g in cl.gpus}
@@ -121,7 +207,10 @@ def simulate(setup: Setup, x: float, seed: int = 0, max_rounds: int = 500) -> di
             )
             apps.append(App(f"a{i}", bids, None))
         sol = solve_auction(
-            AuctionInstance(cl, tuple(apps)), opts=opts, rounding="floor", seed=seed * 100_003 + k
+            AuctionInstance(cl, tuple(apps)),
+            opts=opts,
+            rounding=setup.rounding,
+            seed=seed * 100_003 + k,
         )
         alloc = {int(a[1:]): tuple(g) for a, g in sol.allocation.items()}
         if 0 in bidders:
@@ -138,22 +227,11 @@ def simulate(setup: Setup, x: float, seed: int = 0, max_rounds: int = 500) -> di
             held[i] = gs
             if not gs:
                 continue
-            S = _slowdown(setup, len({machine_of[g] for g in gs}), False, 0.0)
-            rate = min(len(gs), setup.d_max) / S
             if i == 0:
                 rounds_held += 1
                 dense_rounds += all(machine_of[g] == "big" for g in gs) and len(gs) > 1
-            if remaining[i] <= rate * setup.lease:
-                done[i] = now + remaining[i] / rate
-                remaining[i] = 0.0
-            else:
-                remaining[i] -= rate * setup.lease
-    return {
-        "liar_completion": float(done[0]),
-        "others_avg_completion": float(np.nanmean(done[1:])),
-        "liar_mean_payment": float(np.mean(payments)) if payments else float("nan"),
-        "liar_dense_share": dense_rounds / rounds_held if rounds_held else 0.0,
-    }
+            _progress(setup, now, remaining, done, i, gs, machine_of)
+    return _summary(done, payments, dense_rounds, rounds_held)
 
 
 def strategyproofness(
