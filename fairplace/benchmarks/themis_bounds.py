@@ -14,8 +14,10 @@ from fairplace.solvers.heuristics import solve_heuristic
 from fairplace.solvers.relaxation import solve_gavel, solve_relaxation
 
 
-def _instance(seed: int):
-    return random_auction(apps=16, machines=16, gpus_per_machine=4, bids_per_app=20, seed=seed)
+def _instance(seed: int, contention: float | None = None):
+    return random_auction(
+        apps=16, machines=16, gpus_per_machine=4, bids_per_app=20, seed=seed, contention=contention
+    )
 
 
 def _exact(inst) -> float:
@@ -23,12 +25,12 @@ def _exact(inst) -> float:
     return prog.value(choice).log_sum
 
 
-def relaxation(quick: bool) -> dict:
+def relaxation(quick: bool, contention: float | None = None) -> dict:
     """LP and EG bounds and their integrality gaps on 16 apps x 64 GPUs x 20 bids."""
     seeds = (0,) if quick else (0, 1, 2)
     secs, lp_gaps, eg_gaps = [], [], []
     for s in seeds:
-        inst = _instance(s)
+        inst = _instance(s, contention)
         exact = _exact(inst)
         t0 = time.perf_counter()
         sol = solve_relaxation(inst, method="both")
@@ -38,14 +40,14 @@ def relaxation(quick: bool) -> dict:
     return {"seconds": max(secs), "lp_gap": lp_gaps, "eg_gap": eg_gaps, "seeds": list(seeds)}
 
 
-def heuristics(quick: bool) -> dict:
+def heuristics(quick: bool, contention: float | None = None) -> dict:
     """greedy-rho / greedy-log / lp-round: worst seconds and gap to the exact log-sum."""
     seeds = (0,) if quick else (0, 1, 2)
     out: dict = {"seconds": 0.0, "seeds": list(seeds)}
     for name in ("greedy-rho", "greedy-log", "lp-round"):
         gaps, secs = [], []
         for s in seeds:
-            inst = _instance(s)
+            inst = _instance(s, contention)
             sol = solve_heuristic(inst, name=name, exact_objective=_exact(inst))
             gaps.append(sol.gap)
             secs.append(sol.seconds)
@@ -89,6 +91,8 @@ def gavel(quick: bool) -> dict:
 
 CASES = {
     "bounds_relaxation_16x64": (relaxation, None),
+    "bounds_relaxation_16x64_contended": (lambda quick: relaxation(quick, 2.0), None),
     "bounds_heuristics_16x64": (heuristics, None),
+    "bounds_heuristics_16x64_contended": (lambda quick: heuristics(quick, 2.0), None),
     "bounds_gavel_ftf_64": (gavel, None),
 }
