@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import math
 import subprocess
 import sys
 
@@ -113,3 +114,19 @@ def test_cli_solve_with_named_solver(tmp_path, name):
     assert doc["solver"] == name
     assert doc["status"] == {"relaxation": "bound", "gavel-ftf": "optimal"}.get(name, "heuristic")
     assert isinstance(doc["objective"], float)
+
+
+@pytest.mark.parametrize("name", [*HEURISTICS, "relaxation", "gavel-ftf"])
+def test_apps_without_bids_and_empty_auctions(name):
+    d = {
+        "kind": "auction",
+        "gpus": [{"id": "g", "machine": "m"}],
+        "apps": [
+            {"id": "A", "rho_empty": 2.0, "bids": []},
+            {"id": "B", "rho_empty": None, "bids": []},
+        ],
+    }
+    sol = fairplace.solve(d, solver=name)
+    assert sol.objective == pytest.approx(-math.log(2.0))  # B is unserved, not -inf
+    assert sol.allocation == {}
+    assert fairplace.solve({**d, "apps": []}, solver=name).objective == 0.0
