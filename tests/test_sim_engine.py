@@ -8,14 +8,14 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 import pytest
-from fairplace.instances.generators import grid_cluster
-from fairplace.solvers.policies import ClusterState, make_policy
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from fairplace.instances.generators import grid_cluster
 from fairplace.sim import Driver, SimConfig, simulate, workload_from_trace
 from fairplace.sim import metrics as M
 from fairplace.sim.schedulers import make_scheduler
+from fairplace.solvers.policies import ClusterState, make_policy
 
 
 @dataclass(frozen=True)
@@ -140,7 +140,14 @@ def test_quiet_rounds_are_skipped_without_changing_results():
 
 
 SCHEDULERS = ("fifo", "las", "srtf", "drf", "gandiva", "optimus", "slaq")
-POLICIES = ("pal", "pm-first", "packed-sticky", "packed-non-sticky", "random-sticky")
+POLICIES = (
+    "pal",
+    "pm-first",
+    "packed-sticky",
+    "packed-non-sticky",
+    "random-sticky",
+    "random-non-sticky",
+)
 
 
 @st.composite
