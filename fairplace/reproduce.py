@@ -247,6 +247,21 @@ def make_figures(exp: Experiment, outcome: Outcome):
 def _summary_table(exp: Experiment, outcome: Outcome) -> tuple[str, pd.DataFrame] | None:
     """Mean of the headline metrics per (scheduler, placement, grid params) — over seeds, and over
     traces when the grid has params — or per (scheduler, placement, trace) otherwise."""
+    if "batch" in outcome.frames:
+        b = outcome.frames["batch"]
+        b = b[~b["status"].isin(["error", "skipped"])]
+        agg = b.groupby("solver").agg(
+            instances=("instance", "nunique"),
+            median_gap=("gap", "median"),
+            max_gap=("gap", "max"),
+            mean_seconds=("seconds", "mean"),
+        )
+        return "Per solver (gap: relative to the exact optimum, >= 0 = worse)", agg.reset_index()
+    if "strategyproofness" in outcome.frames:
+        return "Completion times (s) vs misreport X", outcome.frames["strategyproofness"].round(3)
+    if "placement_time" in outcome.frames:
+        t = outcome.frames["placement_time"].groupby(["gpus", "policy"])["seconds"]
+        return "Seconds per placement round", t.agg(["median", "max"]).reset_index()
     df = outcome.frames.get("summary")
     if df is None or df.empty or "status" not in df:
         return None
