@@ -428,12 +428,17 @@ PACK_RULES = ("damage", "best-fit", "first-fit")
 
 
 def pack(
-    prog: CompactProgram, cells: dict[int, tuple[int, int, int]], rule: str = "damage"
+    prog: CompactProgram,
+    cells: dict[int, tuple[int, int, int]],
+    rule: str = "damage",
+    seed: int | None = None,
+    why: list | None = None,
 ) -> dict | None:
     """Greedy placement of fixed cells {app index: (n, s, v)}: spread-0 apps first (best-fit
     machine), then spread-1 (rack), then spread-2; each app takes its worst acceptable GPUs first.
     ``rule``: ``damage`` (the place where the app uses the fewest better-type GPUs, then best fit),
-    ``best-fit`` or ``first-fit`` (apps by size only). Returns {i: (cell, GPU indices)} or None when the greedy finds no placement (which
+    ``best-fit`` or ``first-fit`` (apps by size only). ``seed`` perturbs the order of apps with
+    the same spread (multi-start). Returns {i: (cell, GPU indices)} or None when the greedy finds no placement (which
     does not prove that none exists)."""
     _, meta = prog.layout
     tpos = {t: k for k, t in enumerate(prog.types)}
@@ -443,15 +448,19 @@ def pack(
     rack_of = prog._rack_of
     by = {e["i"]: e for e in meta}
 
-    def ok_types(i):
+    def ok_types(i):  # acceptable types, worst first: own level, then scores for other classes
         v, lev = cells[i][2], by[i]["lev"]
-        return sorted((t for t in range(len(prog.types)) if lev[t] <= v), key=lambda t: -lev[t])
+        ok = [t for t in range(len(prog.types)) if lev[t] <= v]
+        return sorted(ok, key=lambda t: (-lev[t], -sum(prog.types[t]), t))
 
-    # most constrained first: tighter spread, fewer acceptable GPU types, more GPUs
     if rule == "first-fit":
         order = sorted(cells, key=lambda i: (cells[i][1], -cells[i][0], i))
     else:
         order = sorted(cells, key=lambda i: (cells[i][1], len(ok_types(i)), -cells[i][0], i))
+    if seed is not None:
+        noise = np.random.default_rng(seed).random(len(order))
+        rank = {i: k for k, i in enumerate(order)}
+        order = sorted(order, key=lambda i: (cells[i][1], rank[i] + 8 * noise[rank[i]]))
     out = {}
     for i in order:
         n, s, v = cells[i]
@@ -475,6 +484,14 @@ def pack(
             # fewest better GPUs consumed first, then best fit (least room left)
             fits.append((tuple(reversed(use)), sum(per_type), ms))
         if not fits:
+            if why is not None:  # diagnostics: the app that did not fit
+                why.append(
+                    (
+                        i,
+                        (n, s, v),
+                        [sum(len(p) for (m, t), p in pool.items() if t == u) for u in ok],
+                    )
+                )
             return None
         if rule == "damage":
             *_, ms = min(fits, key=lambda p: p[:2])

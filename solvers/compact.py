@@ -159,15 +159,18 @@ def payments(
             return i, res.status, None
         return i, res.status, p.value(ch)
 
-    hard = []
-    if todo:  # leave-one-out LPs by hot-started dual simplex on one model (bounds of i's cells = 0)
-        milp = prog.to_milp()
+    milp = prog.to_milp()
+    _, meta = prog.layout
+    by = {e["i"]: e for e in meta}
+
+    def lp_chain(chunk: list[int]):
+        """Leave-one-out LPs by hot-started dual simplex on one model (i's cells fixed to 0)."""
         lp_model = milp.relaxed()
         h = highs.build(lp_model, opts)
         h.run()
-        _, meta = prog.layout
-        by = {e["i"]: e for e in meta}
-        for i in todo:
+        h.setOptionValue("presolve", "off")  # keep the basis between re-solves
+        out = []
+        for i in chunk:
             e = by[i]
             cols = np.arange(e["z"], e["z"] + len(e["cells"]), dtype=np.int32)
             if cols.size:
@@ -177,12 +180,19 @@ def payments(
             hit = _from_lp(prog, milp, lp, opts, skip=i) if lp.status == "optimal" else None
             if cols.size:
                 h.changeColsBounds(cols.size, cols, milp.col_lb[cols], milp.col_ub[cols])
-            if hit is None:
-                hard.append(i)
-                continue
-            _, ch = hit
+            out.append((i, None if hit is None else _others(prog, hit[1], i)))
+        return out
+
+    chunks = [todo[k::2] for k in range(2)] if parallel and len(todo) > 1 else [todo]
+    with ThreadPoolExecutor(max_workers=len(chunks)) as ex:
+        results = [r for part in ex.map(lp_chain, [ch for ch in chunks if ch]) for r in part]
+    hard = []
+    for i, val in results:
+        if val is None:
+            hard.append(i)
+        else:
             status[i] = "optimal"
-            c[i] = pa.payment(value_with[i], _others(prog, ch, i))
+            c[i] = pa.payment(value_with[i], val)
     runner = map
     pool = None
     if parallel and len(hard) > 1:
