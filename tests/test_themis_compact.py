@@ -1,15 +1,15 @@
 """Compact arbiter = explicit-bid PF/PA wherever both apply (random small instances)."""
 
 import numpy as np
-from fairplace.formulations.agents import to_explicit
-from fairplace.formulations.compact import CompactProgram, compact_apps
-from fairplace.instances.generators import grid_cluster
-from fairplace.solvers.auction import solve_auction
-from fairplace.solvers.compact import solve_compact_auction, solve_pf
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from fairplace.domain import AgentApp, AgentJob, AuctionInstance
+from fairplace.formulations.agents import to_explicit
+from fairplace.formulations.compact import PACK_RULES, CompactProgram, compact_apps, pack
+from fairplace.instances.generators import grid_cluster
+from fairplace.solvers.auction import solve_auction
+from fairplace.solvers.compact import solve_compact_auction, solve_pf
 
 
 def _instance(seed: int, n_apps: int = 3, held: bool = True) -> AuctionInstance:
@@ -71,3 +71,47 @@ def test_warm_start_is_feasible_for_leave_one_out():
         sub = CompactProgram(inst.cluster, prog.offer, apps, frozenset({i}))
         x = sub.start_vector({j: v for j, v in choice.items() if j != i})
         assert sub.to_milp().is_feasible(x)
+
+
+@settings(max_examples=15, deadline=None)
+@given(st.integers(0, 10_000))
+def test_lp_first_equals_full_milp(seed):
+    inst = _instance(seed, n_apps=4)
+    apps = compact_apps(inst)
+    offer = [
+        k
+        for k, g in enumerate(inst.cluster.gpus)
+        if g.id not in {h for a in inst.agents for h in a.held}
+    ]
+    r1, c1, p1 = solve_pf(inst.cluster, offer, apps, lp_first=True)
+    r2, c2, p2 = solve_pf(inst.cluster, offer, apps, lp_first=False)
+    assert r1.status == r2.status == "optimal"
+    assert abs(r1.objective - r2.objective) < 1e-7
+    assert p1.to_milp().is_feasible(r1.x)
+
+
+@settings(max_examples=15, deadline=None)
+@given(st.integers(0, 10_000), st.sampled_from(PACK_RULES))
+def test_greedy_pack_is_a_valid_placement(seed, rule):
+    inst = _instance(seed, n_apps=4, held=False)
+    apps = compact_apps(inst)
+    _, choice, prog = solve_pf(inst.cluster, range(8), apps, lp_first=False)
+    placed = pack(prog, {i: cell for i, (cell, _) in choice.items()}, rule)
+    if placed is None:  # a greedy may fail; it must never return an infeasible placement
+        return
+    assert prog.to_milp().is_feasible(prog.start_vector(placed))
+    used = [g for _, gs in placed.values() for g in gs]
+    assert len(used) == len(set(used))
+    assert all(len(gs) == cell[0] for cell, gs in placed.values())
+
+
+def test_placement_milp_fallback_when_greedy_fails(monkeypatch):
+    import fairplace.solvers.compact as solver
+
+    inst = _instance(3, n_apps=4, held=False)
+    apps = compact_apps(inst)
+    ref, _, _ = solve_pf(inst.cluster, range(8), apps, lp_first=False)
+    monkeypatch.setattr(solver, "pack", lambda *a, **k: None)
+    res, choice, prog = solve_pf(inst.cluster, range(8), apps, lp_first=True)
+    assert res.status == "optimal" and abs(res.objective - ref.objective) < 1e-7
+    assert all(len(gs) == cell[0] for cell, gs in choice.values())  # decodes to real GPUs
