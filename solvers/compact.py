@@ -21,14 +21,8 @@ import numpy as np
 from fairplace.domain import AuctionInstance, Cluster
 from fairplace.errors import OptionError
 from fairplace.formulations import pa
-from fairplace.formulations.compact import (
-    PACK_RULES,
-    CompactApp,
-    CompactProgram,
-    best_subbundle,
-    compact_apps,
-    pack,
-)
+from fairplace.formulations.compact import CompactApp, CompactProgram, compact_apps
+from fairplace.formulations.compact_pack import PACK_RULES, best_subbundle, pack
 from fairplace.formulations.pf import PFValue
 from fairplace.formulations.program import RawResult
 from fairplace.solution import Solution

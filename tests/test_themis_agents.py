@@ -7,13 +7,13 @@ import sys
 
 import numpy as np
 import pytest
-from fairplace.formulations.agents import count_bundles, rho_table, subset_bids, to_explicit
-from fairplace.instances import io
-from fairplace.instances.generators import grid_cluster
 
 import fairplace
 from fairplace.domain import AgentApp, AgentJob, AuctionInstance
 from fairplace.errors import InstanceError, OptionError
+from fairplace.formulations.agents import count_bundles, rho_table, subset_bids, to_explicit
+from fairplace.instances import io
+from fairplace.instances.generators import grid_cluster
 
 CL = grid_cluster(3, 2, 2, pm={"A": np.array([1.0, 1.2, 1.0, 1.0, 1.2, 1.2])})
 APP = AgentApp("A", (AgentJob(100, 1.0),), t_now=20, d_max=4, cls="A", t_id={"n_avg": 2})

@@ -6,7 +6,8 @@ from hypothesis import strategies as st
 
 from fairplace.domain import AgentApp, AgentJob, AuctionInstance
 from fairplace.formulations.agents import to_explicit
-from fairplace.formulations.compact import PACK_RULES, CompactProgram, compact_apps, pack
+from fairplace.formulations.compact import CompactProgram, compact_apps
+from fairplace.formulations.compact_pack import PACK_RULES, pack
 from fairplace.instances.generators import grid_cluster
 from fairplace.solvers.auction import solve_auction
 from fairplace.solvers.compact import solve_compact_auction, solve_pf

@@ -3,6 +3,8 @@
 import math
 
 import pytest
+
+from fairplace.errors import OptionError
 from fairplace.formulations.ftf import (
     FTFModel,
     HyperOptimizer,
@@ -16,8 +18,6 @@ from fairplace.formulations.ftf import (
     phase_time,
     single_job_t_shared,
 )
-
-from fairplace.errors import OptionError
 
 PHASES = ((4, 8), (2, 16), (1, 36))
 JOBS = tuple(JobInfo(8, t) for t in (80, 100, 100, 120))

@@ -3,10 +3,10 @@
 import math
 
 import pytest
-from fairplace.instances.generators import grid_cluster
 
 from fairplace.domain import AgentApp, AgentJob
 from fairplace.errors import OptionError
+from fairplace.instances.generators import grid_cluster
 from fairplace.rounds import AppState, Arbiter
 
 CL = grid_cluster(4, 4, 2)
