@@ -23,11 +23,18 @@ import numpy as np
 from fairplace.domain import AgentApp, App, AuctionInstance, Bid, Cluster, spread
 from fairplace.errors import OptionError
 
-from .ftf import FTFModel, IdealTime, JobInfo, PerfCurve, SuccessiveHalving
+from .ftf import FTFModel, IdealTime, JobInfo, PerfCurve, SuccessiveHalving, model_locality
 
 STOPPING = ("none", "successive-halving", "perf-curve")
 #: Largest number of subsets ``subset_bids`` enumerates per app before refusing.
 MAX_SUBSETS = 1 << 14
+
+
+def with_model_locality(app: AgentApp, table) -> AgentApp:
+    """The app with L taken from a per-model table when its ``model`` is listed (``ftf.model_locality``)."""
+    if app.model is None or not table or app.model not in table:
+        return app
+    return replace(app, locality=model_locality(app.model, table))
 
 
 def ftf_model(app: AgentApp) -> FTFModel:

@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import heapq
 import math
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Protocol, runtime_checkable
 
@@ -151,6 +151,30 @@ def forecast_iteration(a: float, b: float, c: float, target: float) -> float:
     if target <= c or a <= 0 or b <= 0:
         return math.inf
     return float((a / (target - c)) ** (1.0 / b))
+
+
+def profiled_locality(t_iter_by_spread: Sequence[float]) -> tuple[float, float, float]:
+    """L from profiled iteration times on a machine / rack / cluster placement:
+    L(s) = t(s) / t(machine), made non-decreasing (a wider spread is never faster)."""
+    t = np.asarray(t_iter_by_spread, dtype=float)
+    if t.shape != (3,) or not np.all(t > 0):
+        raise OptionError("locality", f"need 3 positive iteration times, got {list(t)}")
+    return tuple(float(v) for v in np.maximum.accumulate(t / t[0]))
+
+
+def model_locality(
+    model: str | None,
+    table: Mapping[str, Sequence[float]] | None = None,
+    default=LOCALITY_BOOTSTRAP,
+) -> tuple[float, float, float]:
+    """L per model from a table {model: (L_machine, L_rack, L_cluster)} (a scalar entry x means
+    (1, x, x)); the bootstrap constants (1, 1.1, 1.3) when the model is not in the table."""
+    if model is None or not table or model not in table:
+        return tuple(default)
+    v = table[model]
+    if isinstance(v, (int, float)):
+        return (1.0, float(v), float(v))
+    return tuple(float(x) for x in v)
 
 
 def job_locality(locality: Sequence[float], spread_level: int, sensitivity: float = 1.0) -> float:

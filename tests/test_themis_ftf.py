@@ -106,3 +106,15 @@ def test_rho_monotone_in_gpus_spread_and_score():
     for n in (2, 4, 8):
         assert m.rho(n, 16, 0, 1.0) <= m.rho(n, 16, 1, 1.0) <= m.rho(n, 16, 2, 1.0)
         assert m.rho(n, 16, 1, 1.0) <= m.rho(n, 16, 1, 1.3)
+
+
+def test_locality_sources():
+    from fairplace.formulations.ftf import LOCALITY_BOOTSTRAP, model_locality, profiled_locality
+
+    assert profiled_locality([2.0, 2.4, 2.2]) == pytest.approx((1.0, 1.2, 1.2))  # made monotone
+    table = {"vgg16": (1.0, 1.5, 2.0), "resnet50": 1.16}
+    assert model_locality("vgg16", table) == (1.0, 1.5, 2.0)
+    assert model_locality("resnet50", table) == (1.0, 1.16, 1.16)
+    assert model_locality("bert", table) == LOCALITY_BOOTSTRAP
+    with pytest.raises(OptionError):
+        profiled_locality([0.0, 1.0, 1.0])
