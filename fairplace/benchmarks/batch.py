@@ -8,6 +8,7 @@ suite (20 instances) with the ``exact`` solver. No target is set (the issue asks
 from __future__ import annotations
 
 import logging
+import os
 import tempfile
 import time
 from pathlib import Path
@@ -61,6 +62,8 @@ def measure(workers: int, quick: bool) -> dict:
         "instances_per_second": len(df) / seconds,
         "solver_seconds": float(df["seconds"].sum()),
         "statuses": sorted(set(df["status"])),
+        "cpus": os.cpu_count(),
+        "load_average_1min": os.getloadavg()[0],  # other work on the machine skews 1 vs 2 workers
     }
 
 
