@@ -134,12 +134,14 @@ def journal_path(out: str | Path) -> Path:
 
 
 def read_journal(path: str | Path) -> list[dict]:
-    """Rows of a journal; a torn (unterminated or unparsable) last line is ignored."""
+    """Rows of a journal; an unterminated last line (a crash mid-write) or an unparsable line is
+    ignored."""
     p = Path(path)
     if not p.exists():
         return []
     rows = []
-    for line in p.read_text().splitlines():
+    lines = p.read_text().split("\n")[:-1]  # the piece after the last newline is unfinished
+    for line in lines:
         try:
             rows.append(json.loads(line))
         except json.JSONDecodeError:
