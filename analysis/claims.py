@@ -25,7 +25,10 @@ def _where(df: pd.DataFrame, where: dict | None) -> pd.DataFrame:
     for k, v in (where or {}).items():
         if k not in df.columns:
             raise DataError(k, "missing column for a filter")
-        df = df[np.isclose(df[k], v)] if isinstance(v, float) else df[df[k] == v]
+        if isinstance(v, list):
+            df = df[df[k].isin(v)]
+        else:
+            df = df[np.isclose(df[k], v)] if isinstance(v, float) else df[df[k] == v]
     if df.empty:
         raise DataError("where", f"no rows match {where}")
     return df

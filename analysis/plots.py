@@ -174,7 +174,16 @@ def gpus_in_use(rounds: pd.DataFrame, hue: str = "placement"):
     t = col(rounds, "time", "t", "start")
     y = col(rounds, "gpus_busy", "busy", "gpus_in_use")
     fig, ax = _fig(7, 3.5)
-    sns.lineplot(data=rounds, x=t, y=y, hue=hue if hue in rounds else None, ax=ax, lw=0.8)
+    sns.lineplot(
+        data=rounds,
+        x=t,
+        y=y,
+        hue=hue if hue in rounds else None,
+        ax=ax,
+        lw=0.9,
+        drawstyle="steps-post",
+        errorbar=None,
+    )
     ax.set(xlabel="time (s)", ylabel="GPUs in use", title="GPUs in use over time")
     _legend_out(fig.axes[0])
     return fig
