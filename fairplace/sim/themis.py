@@ -9,8 +9,9 @@ app-level scheduler that splits each app's GPUs among its jobs (successive halvi
   jobs of the current phase (serial seconds per iteration = t_iter x N_j), later phases as
   ``successive-halving`` phases, T_id under the ``themis`` variant with N_avg measured so far, and
   ``rho`` as the app's current rho with the GPUs it held just before the decision.
-* The ARBITER prices bundles on the binned PM-scores (a copy of the cluster carrying them); runtime uses
-  the raw ones, as for the placement policies.
+* Pricing (``pricing``): ``locality`` (default; THEMIS as published is variability-unaware, its S(G) is
+  the locality slowdown only) or ``pm-score`` (S = L(spread) x max binned PM-score, priced on a copy of
+  the cluster carrying the binned scores). Runtime always uses the raw PM-scores.
 * App scheduler (THEMIS' even split, §4.3.3): n GPUs over J jobs -> n < J: the n jobs with most work
   left get one GPU; else n // J each (remainder to the jobs with most work), at most N_j per job;
   each job keeps the GPUs it had where it can, then takes the app's free GPUs in (machine, index) order.
@@ -22,9 +23,14 @@ from __future__ import annotations
 import numpy as np
 
 from fairplace.domain import GPU, AgentApp, AgentJob, Cluster
+from fairplace.errors import OptionError
 from fairplace.formulations.ftf import bundle_rho, n_avg
 
 from .schedulers import SchedView
+
+#: How the ARBITER's AGENTs price bundles: ``locality`` (THEMIS as published, S = L(spread)) or
+#: ``pm-score`` (S = L(spread) x max binned PM-score: a variability-aware THEMIS).
+PRICING = ("locality", "pm-score")
 
 
 def binned_cluster(cluster: Cluster, scores) -> Cluster:
@@ -44,10 +50,18 @@ class Themis:
     allocates = True
 
     def __init__(
-        self, f: float = 0.8, lease: float = 600.0, leftover: str = "random", seed: int = 0
+        self,
+        f: float = 0.8,
+        lease: float = 600.0,
+        leftover: str = "random",
+        pricing: str = "locality",
+        seed: int = 0,
     ):
         from fairplace.rounds import Arbiter
 
+        if pricing not in PRICING:
+            raise OptionError("scheduler_options.pricing", f"expected one of {PRICING}")
+        self.pricing = pricing
         self.arbiter = Arbiter(f=f, lease=lease, leftover=leftover, seed=seed)
         self.lease = float(lease)
         self.cache: dict = {}
@@ -67,6 +81,8 @@ class Themis:
         if self.expiry is None:
             self.expiry = np.full(G, -np.inf)
             self.owner = np.full(G, -1, np.int64)
+            if self.pricing == "locality":  # THEMIS as published: S = L(spread), every V = 1
+                scores = {c: np.ones(G) for c in scores}
             self.decide_cluster = binned_cluster(cluster, scores)
         active = view.active
         apps = np.unique(w.app[active])
