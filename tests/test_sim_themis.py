@@ -6,6 +6,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from fairplace.errors import OptionError
 from fairplace.instances.workloads import themis_workload
 from fairplace.sim import simulate
 
@@ -52,3 +53,15 @@ def test_themis_run_respects_leases_phases_and_invariants(runs, w2):
     )
     assert off_grid.any()
     assert (jobs["gpu_time"] <= jobs["run_time"] * jobs["gpus"] + 1e-6).all()  # elastic: k <= N_j
+
+
+def test_pm_score_pricing_option_and_bad_options():
+    tiny = themis_workload(2, n_apps=2, base_gpus=8, jobs_per_app=(2,), phase_hours=0.2, seed=1)
+    res = simulate(
+        tiny, "themis", "pal", progress=False, scheduler_options={"pricing": "pm-score", "f": 0.5}
+    )
+    assert res.jobs["finish"].notna().all() and res.config["placed_by"] == "arbiter"
+    with pytest.raises(OptionError, match="pricing"):
+        simulate(tiny, "themis", "pal", progress=False, scheduler_options={"pricing": "x"})
+    with pytest.raises(OptionError, match="f"):
+        simulate(tiny, "themis", "pal", progress=False, scheduler_options={"f": 1.5})
