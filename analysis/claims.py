@@ -204,7 +204,8 @@ def evaluate(claim: dict, frames: Frames | None, not_run: str | None = None) -> 
     except (DataError, ValueError, TypeError, ZeroDivisionError) as exc:
         return row | {"ours": "", "holds": "not run", "note": f"not run: {exc}"}
     if value is None or (isinstance(value, float) and not math.isfinite(value)):
-        return row | {"ours": str(value), "holds": "no", "note": f"measure undefined; {detail}"}
+        why = claim.get("caveat", "not analysed")
+        return row | {"ours": "none", "holds": "no", "note": f"{detail}. Likely cause: {why}"}
     ok = RULES[claim["rule"]][0](value, claim["threshold"])
     note = detail if ok else f"{detail}. Likely cause: {claim.get('caveat', 'not analysed')}"
     return row | {"ours": f"{value:.3g}{unit}", "holds": "yes" if ok else "no", "note": note}
