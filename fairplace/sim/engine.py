@@ -182,8 +182,9 @@ class Driver:
         decisions = 0
         while n_done < J:
             active = np.flatnonzero((release <= t) & ~done)
-            if active.size == 0:
-                t = self._grid(t0, float(np.min(release[~done])), t, R)
+            if active.size == 0:  # idle: the next arrival (THEMIS: its exact time, else the grid)
+                nxt_release = float(np.min(release[~done]))
+                t = nxt_release if self.allocates else self._grid(t0, nxt_release, t, R)
                 continue
             running = np.zeros(J, bool)
             running[list(alloc)] = True
