@@ -15,6 +15,9 @@ app-level scheduler that splits each app's GPUs among its jobs (successive halvi
 * App scheduler (THEMIS' even split, §4.3.3): n GPUs over J jobs -> n < J: the n jobs with most work
   left get one GPU; else n // J each (remainder to the jobs with most work), at most N_j per job;
   each job keeps the GPUs it had where it can, then takes the app's free GPUs in (machine, index) order.
+* GPU identities the ARBITER leaves open are resolved towards continuity (fewer checkpoint-restarts):
+  auction winners swap GPUs within groups of interchangeable GPUs to get back ones they held, and
+  leftover recipients keep their leftover count but take back GPUs they held first.
   Jobs are elastic as in THEMIS' model: with k <= N_j GPUs a job runs at k / N_j of its full rate.
 """
 
@@ -106,8 +109,12 @@ class Themis:
             self.cache = {**self.cache, **out.tables}
             end = grid(t + self.lease - 1e-9)
             pos = {w.app_ids[a]: a for a in apps}
-            grant = {pos[a]: cluster.indices(g) for a, g in out.allocation.items()}
-            for a, idx in self._keep_previous(grant, before).items():
+            won = {pos[a]: cluster.indices(g) for a, g in out.auction.items() if g}
+            grant = self._keep_previous(won, before)
+            left = {pos[a]: len(g) for a, g in out.leftover_given.items() if g}
+            spare = [g for gs in out.leftover_given.values() for g in gs] + list(out.unallocated)
+            grant.update(self._leftover_back(left, cluster.indices(spare), before))
+            for a, idx in grant.items():
                 self.owner[idx] = a
                 self.expiry[idx] = end
         self.k += 1
@@ -136,6 +143,22 @@ class Themis:
             for a, g in zip(left, pool, strict=True):
                 out[a].append(g)
         return {a: np.asarray(sorted(g), np.int64) for a, g in out.items()}
+
+    def _leftover_back(self, counts: dict, spare: np.ndarray, before: np.ndarray) -> dict:
+        """Leftover recipients keep the number of GPUs the ARBITER gave them; which spare GPUs
+        (leftover or unallocated) they get is not specified by THEMIS, so each takes back GPUs it
+        held before, then GPUs on machines it already uses, then the lowest indices."""
+        pool = set(spare.tolist())
+        out = {}
+        for a, n in sorted(counts.items()):
+            mine = sorted(g for g in pool if before[g] == a)[:n]
+            pool -= set(mine)
+            machines = set(self._mi[mine].tolist()) if mine else set()
+            rest = sorted(pool, key=lambda g: (int(self._mi[g]) not in machines, g))
+            take = mine + rest[: n - len(mine)]
+            pool -= set(take)
+            out[a] = np.asarray(sorted(take), np.int64)
+        return out
 
     def _state(self, a: int, view: SchedView, w, before: np.ndarray):
         from fairplace.rounds import AppState
