@@ -9,9 +9,9 @@ from __future__ import annotations
 import time
 
 import numpy as np
-from fairplace.formulations.program import RawResult
 
 from fairplace.errors import UnknownSolver
+from fairplace.formulations.program import RawResult
 
 from . import highs
 from .options import SolveOptions

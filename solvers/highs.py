@@ -9,6 +9,7 @@ import time
 
 import highspy
 import numpy as np
+
 from fairplace.formulations.program import MILP, RawResult
 
 from .options import SolveOptions

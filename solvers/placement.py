@@ -6,9 +6,9 @@ import time
 from collections.abc import Mapping
 
 import numpy as np
-from fairplace.formulations.placement import PlacementProgram, slowdowns
 
 from fairplace.domain import PlacementInstance
+from fairplace.formulations.placement import PlacementProgram, slowdowns
 from fairplace.solution import Solution
 
 from . import backends

@@ -7,9 +7,9 @@ import math
 
 import numpy as np
 import pytest
-from fairplace.instances.generators import grid_cluster
 
 from fairplace.domain import SPREAD_MACHINE, App, AuctionInstance, Bid, Job, PlacementInstance
+from fairplace.instances.generators import grid_cluster
 
 
 def tiny_auction(

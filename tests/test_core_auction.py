@@ -6,14 +6,14 @@ import math
 
 import pytest
 from conftest import brute_force_payments, brute_force_pf, tiny_auction
-from fairplace.formulations.pf import PFProgram, pf_value
-from fairplace.instances.generators import random_auction
-from fairplace.solvers import backends
-from fairplace.solvers.options import SolveOptions
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import fairplace
+from fairplace.formulations.pf import PFProgram, pf_value
+from fairplace.instances.generators import random_auction
+from fairplace.solvers import backends
+from fairplace.solvers.options import SolveOptions
 
 
 def _choice_from_solution(inst, sol):

@@ -8,12 +8,12 @@ import subprocess
 import sys
 
 import pytest
-from fairplace.instances import io
-from fairplace.instances.generators import random_auction, random_placement
-from fairplace.instances.schema import schema
 
 import fairplace
 from fairplace.errors import InstanceError
+from fairplace.instances import io
+from fairplace.instances.generators import random_auction, random_placement
+from fairplace.instances.schema import schema
 
 AUCTION = {
     "kind": "auction",

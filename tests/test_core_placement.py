@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import pytest
 from conftest import brute_force_placement, tiny_placement
-from fairplace.instances.generators import random_placement
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import fairplace
+from fairplace.instances.generators import random_placement
 
 
 @settings(max_examples=40, deadline=None)
