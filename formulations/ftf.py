@@ -26,6 +26,7 @@ import heapq
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from functools import cached_property
 from typing import Protocol, runtime_checkable
 
 import numpy as np
@@ -88,11 +89,20 @@ class SuccessiveHalving:
         if not 0 <= self.current_phase < len(self.phases):
             raise OptionError("current_phase", f"must be in [0, {len(self.phases)})")
 
-    def _model_job(self, iters: float) -> JobInfo:
+    @cached_property
+    def _median_time(self) -> float:
+        return float(np.median([j.avg_time_per_iter for j in self.jobs] or [0.0]))
+
+    @cached_property
+    def _future_job(self) -> tuple[float, float]:
+        """(time per iteration, locality sensitivity) of the job that models unknown survivors."""
         t = [j.avg_time_per_iter for j in self.jobs] or [0.0]
         s = [j.locality_sensitivity for j in self.jobs] or [1.0]
-        tm = float(np.median(t)) if self.future == "median" else float(max(t))
-        return JobInfo(iters, tm, float(np.median(s)))
+        tm = self._median_time if self.future == "median" else float(max(t))
+        return tm, float(np.median(s))
+
+    def _model_job(self, iters: float) -> JobInfo:
+        return JobInfo(iters, *self._future_job)
 
     def num_phases(self) -> int:
         return len(self.phases)
@@ -103,7 +113,7 @@ class SuccessiveHalving:
         if phase == self.current_phase:
             if self.mode == "actual":
                 return list(self.jobs)
-            tm = float(np.median([j.avg_time_per_iter for j in self.jobs]))
+            tm = self._median_time
             return [JobInfo(j.iters_remaining, tm, j.locality_sensitivity) for j in self.jobs]
         n, iters = self.phases[phase]
         return [self._model_job(iters)] * int(n)
@@ -113,8 +123,7 @@ class SuccessiveHalving:
 
     def budget(self) -> float:
         """B in GPU-seconds: done + remaining phases at the model's job times."""
-        tm = float(np.median([j.avg_time_per_iter for j in self.jobs]))
-        return float(sum(n * it * tm for n, it in self.phases))
+        return float(sum(n * it * self._median_time for n, it in self.phases))
 
     def demand_jobs(self) -> int:
         return int(max(n for n, _ in self.phases[self.current_phase :]))
