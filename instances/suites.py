@@ -158,8 +158,8 @@ def agent_auction(**kw) -> Instance:
     the AGENT (``formulations.agents.to_explicit``), so every solver and the JSON contract apply."""
     from dataclasses import replace
 
-    from fairplace.benchmarks.auction import random_agent_auction
     from fairplace.formulations.agents import to_explicit
+    from fairplace.instances.generators import random_agent_auction
 
     inst = to_explicit(random_agent_auction(**kw))
     return replace(inst, meta={**inst.meta, **kw, "form": "agent -> explicit subset bids"})

@@ -12,48 +12,7 @@ import time
 
 import numpy as np
 
-from fairplace.domain import AgentApp, AgentJob, AuctionInstance
-from fairplace.instances.generators import grid_cluster
-
-
-def random_agent_auction(
-    apps: int = 64,
-    machines: int = 256,
-    gpus_per_machine: int = 4,
-    machines_per_rack: int = 16,
-    levels: tuple[float, ...] = (1.0, 1.25),
-    demands: tuple[int, ...] = (4, 8, 16, 32, 64),
-    seed: int = 0,
-    rho_empty: str = "finite",
-) -> AuctionInstance:
-    """Agent-form auction: single-job apps (Eq. 1) with random demand caps, work, elapsed time,
-    locality sensitivity (0, 1 or 3 x the bootstrap constants) and a PM class with two levels."""
-    rng = np.random.default_rng(seed)
-    G = machines * gpus_per_machine
-    pm = {"A": rng.choice(levels, G, p=[0.8] + [0.2 / (len(levels) - 1)] * (len(levels) - 1))}
-    cl = grid_cluster(machines, gpus_per_machine, machines_per_rack, pm=pm)
-    out = []
-    for a in range(apps):
-        d = int(rng.choice(demands))
-        t_iter = float(rng.uniform(0.1, 1.0))
-        iters = float(rng.integers(1_000, 100_000))
-        done = float(rng.uniform(0, 0.5)) * iters
-        elapsed = done * t_iter / max(1, d // 2)
-        out.append(
-            AgentApp(
-                id=f"A{a}",
-                jobs=(AgentJob(iters - done, t_iter, float(rng.choice([0.0, 1.0, 3.0]))),),
-                t_start=0.0,
-                t_now=elapsed,
-                d_max=d,
-                cls="A" if rng.random() < 0.7 else None,
-                work_total=iters * t_iter,
-                t_id={"variant": "themis", "n_avg": float(apps) / 4},
-                rho_empty=None if rho_empty == "null" else 1e3,
-            )
-        )
-    meta = {"generator": "random_agent_auction", "apps": apps, "machines": machines, "seed": seed}
-    return AuctionInstance(cl, (), name=f"agents-{apps}x{G}-s{seed}", meta=meta, agents=tuple(out))
+from fairplace.instances.generators import random_agent_auction
 
 
 def _pf(quick: bool) -> dict:
