@@ -17,7 +17,9 @@ def add_arguments(p) -> None:
     p.add_argument("--gpus", type=int, default=64, metavar="N", help="cluster size (default 64)")
     p.add_argument("--gpus-per-machine", type=int, default=4, metavar="K", help="default 4")
     p.add_argument(
-        "--profile", default="longhorn", help="variability: longhorn (default), frontera, synthetic"
+        "--profile",
+        default="longhorn",
+        help="variability: longhorn (default, per-GPU medians), longhorn-runs (per-run rows), frontera, synthetic",
     )
     p.add_argument(
         "--locality-penalty", type=float, default=1.7, metavar="L", help="L across machines"

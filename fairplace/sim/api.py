@@ -158,7 +158,14 @@ def simulate(
     if cluster is None:
         machines = gpus // gpus_per_machine
         if repl is None:  # the Longhorn BERT profile has 136 GPUs: larger clusters repeat scores
-            repl = profile == "longhorn" and gpus > 136 or profile == "frontera" and machines > 8
+            repl = (
+                profile == "longhorn"
+                and gpus > 136
+                or profile == "longhorn-runs"
+                and gpus > 880  # the PageRank profile has 880 runs
+                or profile == "frontera"
+                and machines > 8
+            )
         try:
             cluster = make_cluster(
                 profile,
