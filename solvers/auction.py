@@ -85,6 +85,8 @@ def solve_auction(
     """PF allocation, PA payments c_i, rounded final allocation and leftover."""
     t0 = time.perf_counter()
     label = name or ("exact" if backend == "highs" else backend)
+    if opts.mip_allow_restart is None:  # see SolveOptions.mip_allow_restart
+        opts = opts.with_(mip_allow_restart=False)
     prog = PFProgram(inst)
     res = backends.run(prog, backend, opts)
     if not res.has_solution:

@@ -45,13 +45,7 @@ def _pyomo(program, opts: SolveOptions) -> RawResult:
         tee=opts.verbose,
         load_solutions=False,
         raise_exception_on_nonoptimal_result=False,
-        solver_options={
-            "mip_rel_gap": opts.mip_rel_gap,
-            "mip_abs_gap": opts.mip_abs_gap,
-            "threads": opts.threads,
-            "random_seed": opts.random_seed,
-            "presolve": "on" if opts.presolve else "off",
-        },
+        solver_options=opts.highs_options(),
     )
     tc = res.termination_condition
     has_x = res.solution_status in (SolutionStatus.optimal, SolutionStatus.feasible)
@@ -89,13 +83,7 @@ def _cvxpy(program, opts: SolveOptions) -> RawResult:
 
     t0 = time.perf_counter()
     prob, x = program.to_cvxpy()
-    kwargs = {
-        "mip_rel_gap": opts.mip_rel_gap,
-        "mip_abs_gap": opts.mip_abs_gap,
-        "threads": opts.threads,
-        "random_seed": opts.random_seed,
-        "presolve": "on" if opts.presolve else "off",
-    }
+    kwargs = opts.highs_options()
     if opts.time_limit is not None:
         kwargs["time_limit"] = opts.time_limit
     try:

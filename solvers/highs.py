@@ -55,11 +55,8 @@ def build(milp: MILP, opts: SolveOptions) -> highspy.Highs:
     """A configured ``highspy.Highs`` holding the model (exposed so callers can add rows)."""
     h = new_highs()
     h.setOptionValue("output_flag", bool(opts.verbose))
-    h.setOptionValue("threads", int(opts.threads))
-    h.setOptionValue("random_seed", int(opts.random_seed))
-    h.setOptionValue("mip_rel_gap", float(opts.mip_rel_gap))
-    h.setOptionValue("mip_abs_gap", float(opts.mip_abs_gap))
-    h.setOptionValue("presolve", "on" if opts.presolve else "off")
+    for name, value in opts.highs_options().items():
+        h.setOptionValue(name, value)
     if opts.time_limit is not None:
         h.setOptionValue("time_limit", float(opts.time_limit))
     lp = highspy.HighsLp()

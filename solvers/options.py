@@ -23,7 +23,10 @@ class SolveOptions:
     random_seed: int = 0
     presolve: bool = True
     verbose: bool = False
-    parallel: bool = True  # PA: run the leave-one-out solves on a process pool
+    parallel: bool = True  # PA: run the leave-one-out solves on a thread pool
+    #: HiGHS' MIP restarts (None = HiGHS' default). Off for auctions: on contended PF / leave-one-out
+    #: solves, whose warm-start incumbent is often optimal, restarts repeat the root work (3x slower).
+    mip_allow_restart: bool | None = None
 
     def __post_init__(self):
         if self.time_limit is not None and (
@@ -37,6 +40,19 @@ class SolveOptions:
                 raise OptionError(name, f"must be >= 0, got {getattr(self, name)!r}")
         if self.threads < 1:
             raise OptionError("threads", f"must be >= 1, got {self.threads!r}")
+
+    def highs_options(self) -> dict:
+        """The HiGHS option names and values these options set (shared by all three back ends)."""
+        out = {
+            "mip_rel_gap": float(self.mip_rel_gap),
+            "mip_abs_gap": float(self.mip_abs_gap),
+            "threads": int(self.threads),
+            "random_seed": int(self.random_seed),
+            "presolve": "on" if self.presolve else "off",
+        }
+        if self.mip_allow_restart is not None:
+            out["mip_allow_restart"] = bool(self.mip_allow_restart)
+        return out
 
     def with_(self, **kw) -> SolveOptions:
         return replace(self, **kw)
