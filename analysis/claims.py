@@ -140,7 +140,7 @@ def order_fraction(res: Frames, better: str, worse: str, tol: float = 1e-6):
     auctions maximise sum -log rho, placements minimise the slowdown sum)."""
     b = res["batch"]
     g = relative_gap(b[b["solver"].isin([better, worse])], reference=better)
-    g = g[g["solver"] == worse]
+    g = g[g["solver"] == worse].dropna(subset=["rel_gap"])
     if g.empty:
         raise DataError("solver", f"no instance solved by both {better!r} and {worse!r}")
     ok = (g["rel_gap"] >= -tol).mean()

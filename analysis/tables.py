@@ -87,8 +87,9 @@ def geomean_improvement(ratios_improvement: pd.Series) -> float:
 def relative_gap(batch: pd.DataFrame, reference: str = "exact") -> pd.DataFrame:
     """Rows of ``batch`` with ``rel_gap``: how much worse than the reference solver's objective on the
     same instance, signed so that >= 0 means worse (auctions maximise, placements minimise)."""
+    batch = ok_rows(batch).dropna(subset=["objective"])  # failed solves compare nothing
     ref = batch[batch["solver"] == reference].set_index("instance")["objective"]
-    out = batch.dropna(subset=["objective"]).copy()
+    out = batch.copy()
     out = out[out["instance"].isin(ref.index)]
     r = ref.reindex(out["instance"]).to_numpy(dtype=float)
     sign = (

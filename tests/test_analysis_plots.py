@@ -174,3 +174,18 @@ def test_plot_command(tmp_path, capsys):
     assert (tmp_path / "o" / "heuristic-gap.png").stat().st_size > 1000
     assert main(["plot", str(tmp_path / "missing.csv")]) == 2
     assert "missing.csv" in capsys.readouterr().err
+
+
+def test_failed_reference_solves_are_not_counted_as_violations():
+    b = _batch()
+    b.loc[b["solver"] == "exact", ["status", "objective"]] = ["error", np.nan]
+    claim = dict(
+        id="c",
+        text="t",
+        measure="order_fraction",
+        rule="ge",
+        threshold=100.0,
+        args={"better": "exact", "worse": "greedy-rho"},
+    )
+    row = evaluate(claim, {"batch": b})
+    assert row["holds"] == "not run" and "no instance solved by both" in row["note"]
