@@ -5,6 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from fairplace.domain import Instance
+from fairplace.errors import OptionError
 from fairplace.instances import io
 from fairplace.solution import Solution
 from fairplace.solvers import registry
@@ -44,5 +45,10 @@ def solve(
         from fairplace.solvers.compact import solve_agent_form
 
         return solve_agent_form(instance, solver, fn, opts, **rest)
-    sol = fn(instance, opts, name=solver, **rest)
-    return sol
+    try:
+        return fn(instance, opts, name=solver, **rest)
+    except TypeError as exc:  # an option this solver does not take -> a clear OptionError
+        bad = [k for k in rest if f"'{k}'" in str(exc) and "unexpected keyword" in str(exc)]
+        if bad:
+            raise OptionError(bad[0], f"not an option of solver {solver!r}") from None
+        raise

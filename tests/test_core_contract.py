@@ -268,3 +268,11 @@ def test_solution_views():
     assert "<table" in sol._repr_html_()
     assert list(sol.to_frame()["app"]) == ["A1"]
     assert json.loads(json.dumps(sol.to_dict()))["payments"] == {"A1": 1.0}
+
+
+def test_unknown_solver_option_is_an_option_error():
+    from fairplace.errors import OptionError
+
+    with pytest.raises(OptionError) as exc:
+        fairplace.solve(AUCTION, bogus=1)
+    assert exc.value.path == "bogus"
