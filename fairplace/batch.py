@@ -223,8 +223,22 @@ def write_table(df: pd.DataFrame, out: str | Path) -> Path:
 
 
 # --- the driver -----------------------------------------------------------------------------------
+def local_cluster(workers: int):
+    """The default Dask cluster: ``workers`` processes on loopback, one thread each, no dashboard."""
+    from dask.distributed import LocalCluster
+
+    return LocalCluster(
+        n_workers=workers,
+        processes=True,
+        threads_per_worker=1,
+        host="127.0.0.1",
+        dashboard_address=None,
+        silence_logs=logging.CRITICAL,
+    )
+
+
 def _client(workers: int, scheduler_address: str | None):
-    from dask.distributed import Client, LocalCluster
+    from dask.distributed import Client
 
     if scheduler_address:
         try:
@@ -235,14 +249,7 @@ def _client(workers: int, scheduler_address: str | None):
             ) from None
     if workers < 1:
         raise OptionError("--workers", f"must be >= 1, got {workers}")
-    cluster = LocalCluster(
-        n_workers=workers,
-        processes=True,
-        threads_per_worker=1,
-        host="127.0.0.1",
-        dashboard_address=None,
-        silence_logs=logging.CRITICAL,
-    )
+    cluster = local_cluster(workers)
     return Client(cluster), cluster
 
 

@@ -20,6 +20,7 @@ the round driver).
 from __future__ import annotations
 
 import math
+from collections.abc import Callable, Mapping
 
 import numpy as np
 
@@ -45,6 +46,38 @@ def payment(with_i: PFValue, without_i: PFValue) -> float:
     return float(min(1.0, max(0.0, math.exp(with_i.log_sum - without_i.log_sum))))
 
 
+def round_shares(
+    bundles: Mapping[int, tuple],
+    c: Mapping[int, float],
+    rule: str,
+    seed: int,
+    floor_pick: Callable[[int, tuple, int], tuple | None],
+) -> dict[int, tuple]:
+    """Apply a named rounding rule to PF bundles {app: GPUs} and shares c_i (module docstring).
+
+    ``floor_pick(i, bundle, cap)`` returns app i's best sub-bundle of at most ``cap`` GPUs (or None);
+    it is the only part that depends on how the app's valuations are represented.
+    """
+    if rule not in ROUNDING_RULES:
+        raise OptionError(
+            "rounding", f"unknown rounding rule {rule!r}; expected one of {list(ROUNDING_RULES)}"
+        )
+    rng = np.random.default_rng(seed)
+    out: dict[int, tuple] = {}
+    for i in sorted(bundles):
+        bundle, ci = bundles[i], c.get(i, 1.0)
+        if rule == "fractional":
+            out[i] = bundle
+        elif rule == "lottery":
+            if rng.random() < ci:
+                out[i] = bundle
+        else:
+            sub = floor_pick(i, bundle, math.floor(ci * len(bundle) + 1e-9))
+            if sub is not None:
+                out[i] = sub
+    return out
+
+
 def round_allocation(
     instance: AuctionInstance,
     pf_choice: dict[int, int],
@@ -53,30 +86,14 @@ def round_allocation(
     seed: int = 0,
 ) -> dict[int, tuple[str, ...]]:
     """Final bundles {app index: gpu ids} from the PF choice and payments under a named rule."""
-    if rule not in ROUNDING_RULES:
-        raise OptionError(
-            "rounding", f"unknown rounding rule {rule!r}; expected one of {list(ROUNDING_RULES)}"
-        )
-    rng = np.random.default_rng(seed)
-    out: dict[int, tuple[str, ...]] = {}
-    for i in sorted(pf_choice):
-        bundle = instance.apps[i].bids[pf_choice[i]].gpus
-        ci = c.get(i, 1.0)
-        if rule == "fractional":
-            out[i] = bundle
-        elif rule == "lottery":
-            if rng.random() < ci:
-                out[i] = bundle
-        else:
-            cap = math.floor(ci * len(bundle) + 1e-9)
-            inside = set(bundle)
-            fits = [
-                b for b in instance.apps[i].bids if len(b.gpus) <= cap and set(b.gpus) <= inside
-            ]
-            if fits:
-                best = min(fits, key=lambda b: (b.rho, len(b.gpus)))
-                out[i] = best.gpus
-    return out
+
+    def best_bid_inside(i: int, bundle: tuple[str, ...], cap: int) -> tuple[str, ...] | None:
+        inside = set(bundle)
+        fits = [b for b in instance.apps[i].bids if len(b.gpus) <= cap and set(b.gpus) <= inside]
+        return min(fits, key=lambda b: (b.rho, len(b.gpus))).gpus if fits else None
+
+    bundles = {i: instance.apps[i].bids[b].gpus for i, b in pf_choice.items()}
+    return round_shares(bundles, c, rule, seed, best_bid_inside)
 
 
 def leftover(

@@ -211,26 +211,12 @@ def round_compact(
     prog: CompactProgram, choice: Choice, c: dict[int, float], rule: str = "floor", seed: int = 0
 ) -> dict[int, tuple[int, ...]]:
     """Final GPU indices per app under a PA rounding rule (``formulations/pa.py`` semantics)."""
-    if rule not in pa.ROUNDING_RULES:
-        raise OptionError(
-            "rounding", f"unknown rounding rule {rule!r}; expected one of {list(pa.ROUNDING_RULES)}"
-        )
-    rng = np.random.default_rng(seed)
-    out = {}
-    for i in sorted(choice):
-        _, gpus = choice[i]
-        ci = c.get(i, 1.0)
-        if rule == "fractional":
-            out[i] = gpus
-        elif rule == "lottery":
-            if rng.random() < ci:
-                out[i] = gpus
-        else:
-            cap = math.floor(ci * len(gpus) + 1e-9)
-            sub = best_subbundle(prog.apps[i], prog.cluster, gpus, cap)
-            if sub is not None:
-                out[i] = sub[1]
-    return out
+
+    def floor_pick(i: int, gpus: tuple[int, ...], cap: int) -> tuple[int, ...] | None:
+        sub = best_subbundle(prog.apps[i], prog.cluster, gpus, cap)
+        return None if sub is None else sub[1]
+
+    return pa.round_shares({i: gpus for i, (_, gpus) in choice.items()}, c, rule, seed, floor_pick)
 
 
 def solve_compact_auction(

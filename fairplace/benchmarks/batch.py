@@ -7,7 +7,6 @@ suite (20 instances) with the ``exact`` solver. No target is set (the issue asks
 
 from __future__ import annotations
 
-import logging
 import os
 import tempfile
 import time
@@ -30,19 +29,12 @@ def _warm() -> bool:
 
 
 def measure(workers: int, quick: bool) -> dict:
-    from dask.distributed import Client, LocalCluster
+    from dask.distributed import Client
 
-    from fairplace.batch import run_batch
+    from fairplace.batch import local_cluster, run_batch
 
     items = _items(quick)
-    with LocalCluster(
-        n_workers=workers,
-        processes=True,
-        threads_per_worker=1,
-        host="127.0.0.1",
-        dashboard_address=None,
-        silence_logs=logging.CRITICAL,
-    ) as cluster:
+    with local_cluster(workers) as cluster:
         with Client(cluster) as client:
             client.run(_warm)
         with tempfile.TemporaryDirectory() as tmp:

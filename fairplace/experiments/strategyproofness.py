@@ -110,6 +110,22 @@ def _progress(setup, now, remaining, done, i, gs, machine_of) -> None:
         remaining[i] -= rate * setup.lease
 
 
+def _apply(setup, now, remaining, done, held, active, alloc, machine_of) -> tuple[int, int]:
+    """Hand out one round's bundles {app: GPUs} and advance progress; returns (1 if the liar (app 0)
+    holds GPUs, 1 if they are dense: all on the big machine)."""
+    liar_held = liar_dense = 0
+    for i in active:
+        gs = tuple(alloc.get(i, ()))
+        held[i] = gs
+        if not gs:
+            continue
+        if i == 0:
+            liar_held = 1
+            liar_dense = int(all(machine_of[g] == "big" for g in gs) and len(gs) > 1)
+        _progress(setup, now, remaining, done, i, gs, machine_of)
+    return liar_held, liar_dense
+
+
 def _simulate_arbiter(setup: Setup, x: float, seed: int, max_rounds: int) -> dict:
     """The round loop on :class:`fairplace.rounds.Arbiter` (agent-form apps, compact PA). The liar is
     an agent whose *reported* locality penalties are scaled by the lie."""
@@ -151,15 +167,9 @@ def _simulate_arbiter(setup: Setup, x: float, seed: int, max_rounds: int) -> dic
         cache = {**cache, **out.tables}
         if "a0" in out.participants:
             payments.append(out.payments.get("a0", 1.0))
-        for i in active:
-            gs = tuple(out.allocation.get(f"a{i}", ()))
-            held[i] = gs
-            if not gs:
-                continue
-            if i == 0:
-                rounds_held += 1
-                dense_rounds += all(machine_of[g] == "big" for g in gs) and len(gs) > 1
-            _progress(setup, now, remaining, done, i, gs, machine_of)
+        alloc = {i: tuple(out.allocation.get(f"a{i}", ())) for i in active}
+        h, d = _apply(setup, now, remaining, done, held, active, alloc, machine_of)
+        rounds_held, dense_rounds = rounds_held + h, dense_rounds + d
     return _summary(done, payments, dense_rounds, rounds_held)
 
 
@@ -222,15 +232,8 @@ def simulate(setup: Setup, x: float, seed: int = 0, max_rounds: int = 500) -> di
                 take = rng.choice(len(free), size=min(setup.d_max, len(free)), replace=False)
                 alloc[int(i)] = tuple(free[t] for t in sorted(take))
                 free = [g for t, g in enumerate(free) if t not in set(take.tolist())]
-        for i in active:
-            gs = alloc.get(i, ())
-            held[i] = gs
-            if not gs:
-                continue
-            if i == 0:
-                rounds_held += 1
-                dense_rounds += all(machine_of[g] == "big" for g in gs) and len(gs) > 1
-            _progress(setup, now, remaining, done, i, gs, machine_of)
+        h, d = _apply(setup, now, remaining, done, held, active, alloc, machine_of)
+        rounds_held, dense_rounds = rounds_held + h, dense_rounds + d
     return _summary(done, payments, dense_rounds, rounds_held)
 
 
