@@ -3,9 +3,14 @@
 A :class:`FreePool` lives for one ``place`` call only (policies keep no state between calls). It offers
 the three queries every policy is built from:
 
-* :meth:`FreePool.first_free` — the first ``n`` free GPUs of a fixed order (PM-First: GPUs by score,
-  ties by index; Random: a seeded permutation). A pointer per order skips GPUs taken earlier in the round,
+* :meth:`FreePool.first_free` — the first ``n`` free GPUs of a fixed order (GPUs by score, ties by
+  index; Random: a seeded permutation). A pointer per order skips GPUs taken earlier in the round,
   so a round costs O(G) per order, not O(G) per job.
+* :meth:`FreePool.pm_first` — PM-First's pick as the PAL artifact makes it: the ``n`` lowest free scores,
+  ties broken by *best-match locality* |free GPUs on the machine − n| (then index), so single-GPU jobs
+  fill fragmented machines and a job of a machine's size lands on a whole free machine when one ties.
+* :meth:`FreePool.fewest_machines` — of the free GPUs scoring at most a level, ``n`` on as few
+  machines as possible (best fit for the last one): PAL's pick among LV-equal spread sets.
 * :meth:`FreePool.best_within` — PAL's packed query: the machine whose ``n``-th smallest free score is
   lowest, from a per-class (machines x slots) matrix of free scores sorted per machine, refreshed lazily
   for the machines touched since the last query.
@@ -45,6 +50,7 @@ class FreePool:
         self._ranks: dict[object, np.ndarray] = {}
         self._ptr: dict[object, int] = {}
         self._sorted: dict[object, tuple[np.ndarray, ...]] = {}
+        self._sorted_vals: dict[object, np.ndarray] = {}
 
     # ---- state changes -------------------------------------------------------------------------
     def take(self, idx: np.ndarray) -> None:
@@ -104,6 +110,65 @@ class FreePool:
             size *= 4
         self._ptr[key] = p + (int(nz[0]) if nz.size else cand.size)
         return cand[nz[:n]] if nz.size >= n else None
+
+    def pm_first(self, cls, n: int, count: str = "machine") -> np.ndarray | None:
+        """The ``n`` free GPUs PM-First gives a job of class ``cls`` (None if fewer are free).
+
+        Free GPUs are ordered by (score, |c - n|, index), ``c`` the free GPUs on the GPU's machine
+        (``count="machine"``, the artifact's PM-First) or those of them with the same score
+        (``count="level"``, the artifact's PAL). Every GPU scoring below the ``n``-th lowest is taken;
+        the tie-break only chooses inside the level of the ``n``-th lowest."""
+        head = self.first_free(cls, n)
+        if head is None:
+            return None
+        s = self.score(cls)
+        v = s[head[-1]]
+        below = head[s[head] < v]
+        order = self._order(cls)
+        srt = self._sorted_scores(cls)
+        lo, hi = np.searchsorted(srt, v, "left"), np.searchsorted(srt, v, "right")
+        tie = order[lo:hi]
+        tie = tie[self.free[tie]]
+        need = n - below.size
+        if tie.size == need:
+            return np.concatenate([below, tie])
+        if count == "machine":
+            c = self.nfree_m[self.mi[tie]]
+        elif count == "level":
+            c = np.bincount(self.mi[tie], minlength=self.nfree_m.size)[self.mi[tie]]
+        else:
+            raise ValueError(f"count must be 'machine' or 'level', got {count!r}")
+        pick = tie[np.lexsort((tie, np.abs(c - n)))[:need]]
+        return np.concatenate([below, pick])
+
+    def _sorted_scores(self, cls) -> np.ndarray:
+        if cls not in self._sorted_vals:
+            self._sorted_vals[cls] = self.score(cls)[self._order(cls)]
+        return self._sorted_vals[cls]
+
+    def fewest_machines(self, cls, n: int, v_max: float) -> np.ndarray:
+        """``n`` free GPUs scoring <= ``v_max`` on as few machines as possible (PAL's tie-break).
+
+        Every such set has the same LV-product, L_across * v_max, when ``v_max`` is the ``n``-th lowest
+        free score; this one fragments least: machines by most eligible GPUs first (ties: lower
+        index), the last one replaced by the best fit (fewest eligible GPUs that still cover the
+        remainder); on each machine the lowest-scoring eligible GPUs. Needs >= ``n`` eligible GPUs."""
+        s = np.append(self.score(cls), np.inf)
+        ok = self.free & (s <= v_max)
+        sl = self.slots
+        cnt = ok[sl].sum(axis=1)
+        order = np.argsort(-cnt, kind="stable")
+        cum = np.cumsum(cnt[order])
+        k = int(np.searchsorted(cum, n))  # machines order[:k+1] cover n
+        used, rest = order[:k], n - (int(cum[k - 1]) if k else 0)
+        cand = order[k:]
+        fit = cand[cnt[cand] >= rest]
+        last = int(fit[np.argmin(cnt[fit])])  # best fit; argmin keeps the lowest index on ties
+        picks = []
+        for m, take in [(int(m), int(cnt[m])) for m in used] + [(last, rest)]:
+            row = sl[m][ok[sl[m]]]
+            picks.append(row[np.argsort(s[row], kind="stable")[:take]])
+        return np.concatenate(picks)
 
     # ---- PAL packed query ----------------------------------------------------------------------
     def _sorted_rows(self, cls):

@@ -5,7 +5,8 @@ A policy maps the cluster state (per-class scores, current allocations) and the 
 
 * ``pm-first`` (PAL §III-B, Alg. 1): cut the queue where cumulative demand first exceeds the cluster
   size, stable-sort that prefix by class (A first), then give each job the free GPUs with the lowest
-  score (ties by GPU index). Non-sticky.
+  score; ties go by best-match locality |free GPUs on the machine - N_j| (the artifact's tie-break,
+  :meth:`~.placement_engine.FreePool.pm_first`), then GPU index. Non-sticky.
 * ``pal`` (§III-C, Alg. 2): like PM-First, but a job with 1 < N_j <= GPUs per machine takes the first
   feasible cell of its class's L×V walk (closed form :func:`~fairplace.formulations.lv.choose_cell`):
   the best packed set on one machine if its max score w* <= L_across * a*, else PM-First (max score a*).
@@ -155,24 +156,38 @@ class PMFirstPolicy(PlacementPolicy):
         return head + jobs[cut:]
 
     def _pick(self, pool, job):
-        return pool.first_free(job.cls, job.gpus)
+        return pool.pm_first(job.cls, job.gpus, count="machine")
 
 
 @dataclass(frozen=True)
 class PALPolicy(PMFirstPolicy):
-    """PAL: PM-First plus the L×V walk for 1 < N_j <= GPUs per machine."""
+    """PAL: PM-First's queue plus the L×V walk for 1 < N_j <= GPUs per machine.
+
+    Every pick has the LV-product of Algorithm 2. ``ties="fewest-machines"`` (default) chooses among
+    LV-equal sets the one that fragments least: a single GPU of the lowest level on the fullest
+    machine, a spread set on as few machines as possible. ``ties="artifact"`` is the artifact's
+    best-match order (score, then |same-score free GPUs on the machine - N_j|)."""
 
     name: str = "pal"
+    ties: str = "fewest-machines"
 
     def _pick(self, pool, job):
-        across = pool.first_free(job.cls, job.gpus)
-        if across is None or not 1 < job.gpus <= pool.P:
-            return across
-        within = pool.best_within(job.cls, job.gpus)
+        if self.ties == "artifact":
+            across = pool.pm_first(job.cls, job.gpus, count="level")
+        else:
+            across = pool.first_free(job.cls, job.gpus)
+        if across is None:
+            return None
         a_star = float(pool.score(job.cls)[across].max())
-        if within is not None and choose_cell(within[0], a_star, self.locality(job)):
-            return within[1]
-        return across
+        if 1 < job.gpus <= pool.P:
+            within = pool.best_within(job.cls, job.gpus)
+            if within is not None and choose_cell(within[0], a_star, self.locality(job)):
+                return within[1]
+        if self.ties == "artifact":
+            return across
+        if job.gpus == 1:
+            return pool.pm_first(job.cls, 1, count="machine")
+        return pool.fewest_machines(job.cls, job.gpus, a_star)
 
 
 @dataclass(frozen=True)
@@ -201,6 +216,9 @@ class RandomPolicy(PlacementPolicy):
         return pool.first_free("__random__", job.gpus)
 
 
+#: PAL's tie-breaks among LV-equal allocations (see :class:`PALPolicy`).
+PAL_TIES = ("fewest-machines", "artifact")
+
 _POLICIES = {
     "pal": (PALPolicy, False),
     "pm-first": (PMFirstPolicy, False),
@@ -219,15 +237,21 @@ def make_policy(
     locality_by_model: Mapping[str, float] | None = None,
     **options,
 ) -> PlacementPolicy:
-    """A policy by name (:data:`POLICY_NAMES`). Option: ``backfill`` (bool, default False = stop at the
-    first job that does not fit, as the artifact does)."""
+    """A policy by name (:data:`POLICY_NAMES`). Options: ``backfill`` (bool, default False = stop at the
+    first job that does not fit, as the artifact does); for ``pal``, ``ties`` (:data:`PAL_TIES`)."""
     if name not in _POLICIES:
         raise UnknownSolver(
             "placement", f"unknown placement policy {name!r}; known: {', '.join(POLICY_NAMES)}"
         )
-    unknown = set(options) - {"backfill"}
+    known = {"backfill"} | ({"ties"} if name == "pal" else set())
+    unknown = set(options) - known
     if unknown:
-        raise OptionError(sorted(unknown)[0], "unknown policy option; known: ['backfill']")
+        raise OptionError(sorted(unknown)[0], f"unknown policy option; known: {sorted(known)}")
+    extra = {}
+    if "ties" in options:
+        if options["ties"] not in PAL_TIES:
+            raise OptionError("ties", f"expected one of {PAL_TIES}, got {options['ties']!r}")
+        extra["ties"] = options["ties"]
     if not np.isfinite(locality_penalty) or locality_penalty <= 0:
         raise OptionError(
             "locality_penalty", f"must be a positive number, got {locality_penalty!r}"
@@ -241,6 +265,7 @@ def make_policy(
         locality_penalty=float(locality_penalty),
         locality_by_model=table,
         backfill=bool(options.get("backfill", False)),
+        **extra,
     )
 
 

@@ -39,17 +39,18 @@ def frontera():
 
 def test_frontera_pm_first_golden(frontera):
     # Demand 24 <= 32: the whole queue is the guaranteed prefix, sorted A (j2, j4, j6), B (j3, j5, j7),
-    # C (j1). Binned A is 1.0006 on machines 0-3, 5, 6, so A jobs take GPUs 0.. in index order; j6 is
-    # split over machines 1 and 2. B is 0.9995 off machine 0; j7 takes the first 4 free (18-21, split).
-    # C: GPUs 26, 27 (machine 6) have the lowest PageRank scores left.
+    # C (j1). Ties inside a score level go by best-match |free on machine - N|, then index (artifact).
+    # Binned A is 1.0006 on machines 0-3, 5, 6: j2 -> 0-3, j4 -> 4-6; j6 takes GPU 7 (|1-2| = 1) and 8.
+    # B is 0.9995 off machine 0: j3 -> 9 (machine 2 has 3 free), j5 -> machines 3, 4 (|4-8| beats
+    # |2-8|), j7 -> machine 5 (exactly 4 free). C: GPUs 26, 27 have the lowest PageRank scores.
     d = make_policy("pm-first").place(frontera, QUEUE)
     assert d.allocation == {
         "j2": (0, 1, 2, 3),
         "j4": (4, 5, 6),
         "j6": (7, 8),
         "j3": (9,),
-        "j5": (10, 11, 12, 13, 14, 15, 16, 17),
-        "j7": (18, 19, 20, 21),
+        "j5": (12, 13, 14, 15, 16, 17, 18, 19),
+        "j7": (20, 21, 22, 23),
         "j1": (26, 27),
     }
     assert d.preempted == ()
@@ -58,15 +59,15 @@ def test_frontera_pm_first_golden(frontera):
 def test_frontera_pal_golden(frontera):
     # PAL packs every 1 < N <= 4 job: j2 -> machine 0 (ties broken by fewest free GPUs, then index),
     # j4 -> machine 1 (3 of 4), j6 -> machine 2 (best 2 on one machine: w* = 1.0006 <= 1.7 * 1.0006),
-    # j3 (1 GPU) -> PM-First, the lowest free B score: GPU 7 (left over on machine 1); j5 (8 > 4)
-    # -> PM-First 10-17; j7 -> machine 5 (first machine with 4 free at 0.9995); j1 -> machine 6.
+    # j3 (1 GPU) -> the lowest B level on the fullest machine: GPU 7 (left over on machine 1); j5 (8 > 4)
+    # -> the fewest machines at B <= 0.9995: machines 3 and 4; j7 -> machine 5; j1 -> machine 6.
     d = make_policy("pal").place(frontera, QUEUE)
     assert d.allocation == {
         "j2": (0, 1, 2, 3),
         "j4": (4, 5, 6),
         "j6": (8, 9),
         "j3": (7,),
-        "j5": (10, 11, 12, 13, 14, 15, 16, 17),
+        "j5": (12, 13, 14, 15, 16, 17, 18, 19),
         "j7": (20, 21, 22, 23),
         "j1": (26, 27),
     }
@@ -107,12 +108,13 @@ def test_pm_first_cut_and_class_sort():
     cl = grid_cluster(2, 2, pm={"A": np.array([1.0, 1.1, 1.2, 1.3]), "B": np.ones(4)})
     state = ClusterState(cl, {"A": cl.pm_vector("A"), "B": cl.pm_vector("B")}, {})
     q = [Job("b1", 2, "B"), Job("a1", 1, "A"), Job("a2", 2, "A"), Job("a3", 1, "A")]
-    # demand 2, 3, 5 > 4: the prefix is (b1, a1); sorted a1 first -> GPU 0; b1 gets 1, 2; a2 misfits
+    # demand 2, 3, 5 > 4: the prefix is (b1, a1); sorted a1 first -> GPU 0; b1 (B all 1.0, a tie)
+    # best-matches machine 1 (2 free = N) -> GPUs 2, 3; a2 misfits
     d = make_policy("pm-first").place(state, q)
-    assert d.allocation == {"a1": (0,), "b1": (1, 2)}
+    assert d.allocation == {"a1": (0,), "b1": (2, 3)}
     # backfill skips the misfit a2 and places a3 on the last GPU
     d = make_policy("pm-first", backfill=True).place(state, q)
-    assert d.allocation == {"a1": (0,), "b1": (1, 2), "a3": (3,)}
+    assert d.allocation == {"a1": (0,), "b1": (2, 3), "a3": (1,)}
 
 
 def test_packed_policies():
