@@ -19,6 +19,9 @@ class DataError(FairplaceError, ValueError):
         self.problem = problem
         super().__init__(f"{path}: {problem}" if path else problem)
 
+    def __reduce__(self):  # picklable across processes and Dask workers
+        return (type(self), (self.path, self.problem))
+
 
 class InstanceError(DataError):
     """An instance JSON document breaks the contract; ``path`` is its JSON path (``$.apps[0].bids[1].rho``)."""

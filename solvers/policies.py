@@ -84,6 +84,7 @@ class PlacementPolicy:
     locality_penalty: float = 1.7
     locality_by_model: tuple[tuple[str, float], ...] = ()
     backfill: bool = False
+    migrate: str = "always"
 
     def locality(self, job: Job) -> float:
         """L_across of a job: per-model table first, then the constant."""
@@ -112,6 +113,8 @@ class PlacementPolicy:
             if self.sticky and pool.n_free < job.gpus:
                 self._preempt_lower(pool, held, order, k, job.gpus)
             gpus = self._pick(pool, job) if job.gpus <= pool.n_free else None
+            if self.migrate == "if-better" and job.id in running:
+                gpus = self._keep(pool, job, running[job.id], gpus)
             if gpus is None:
                 if self.backfill:
                     continue
@@ -132,6 +135,20 @@ class PlacementPolicy:
             pool.release(held.pop(j))
             if pool.n_free >= n:
                 return
+
+    def _keep(self, pool: FreePool, job: Job, old: np.ndarray, new: np.ndarray | None):
+        """``migrate="if-better"``: a running job keeps its GPUs (if still free) unless ``new`` has a
+        strictly lower LV-product L(spread) * max V on the binned scores."""
+        if old.size != job.gpus or not pool.free[old].all():
+            return new
+        if new is None or self.lv_product(pool, job, old) <= self.lv_product(pool, job, new):
+            return old
+        return new
+
+    def lv_product(self, pool: FreePool, job: Job, idx: np.ndarray) -> float:
+        """L(spread) * max V of ``job`` on GPUs ``idx`` (binned scores): PAL's LV-product."""
+        spread = np.unique(pool.mi[idx]).size > 1
+        return (self.locality(job) if spread else 1.0) * float(pool.score(job.cls)[idx].max())
 
     def _order(self, jobs: list[Job], cluster_size: int) -> list[Job]:
         return jobs
@@ -218,6 +235,9 @@ class RandomPolicy(PlacementPolicy):
 
 #: PAL's tie-breaks among LV-equal allocations (see :class:`PALPolicy`).
 PAL_TIES = ("fewest-machines", "artifact")
+#: Non-sticky re-placement: move a running job whenever its pick differs (artifact) or only when the
+#: pick has a strictly lower LV-product.
+MIGRATE = ("always", "if-better")
 
 _POLICIES = {
     "pal": (PALPolicy, False),
@@ -243,7 +263,7 @@ def make_policy(
         raise UnknownSolver(
             "placement", f"unknown placement policy {name!r}; known: {', '.join(POLICY_NAMES)}"
         )
-    known = {"backfill"} | ({"ties"} if name == "pal" else set())
+    known = {"backfill", "migrate"} | ({"ties"} if name == "pal" else set())
     unknown = set(options) - known
     if unknown:
         raise OptionError(sorted(unknown)[0], f"unknown policy option; known: {sorted(known)}")
@@ -252,6 +272,10 @@ def make_policy(
         if options["ties"] not in PAL_TIES:
             raise OptionError("ties", f"expected one of {PAL_TIES}, got {options['ties']!r}")
         extra["ties"] = options["ties"]
+    if "migrate" in options:
+        if options["migrate"] not in MIGRATE:
+            raise OptionError("migrate", f"expected one of {MIGRATE}, got {options['migrate']!r}")
+        extra["migrate"] = options["migrate"]
     if not np.isfinite(locality_penalty) or locality_penalty <= 0:
         raise OptionError(
             "locality_penalty", f"must be a positive number, got {locality_penalty!r}"

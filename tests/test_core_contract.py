@@ -10,7 +10,7 @@ import sys
 import pytest
 
 import fairplace
-from fairplace.errors import InstanceError
+from fairplace.errors import DataError, InstanceError, OptionError, TraceError, UnknownSolver
 from fairplace.instances import io
 from fairplace.instances.generators import random_auction, random_placement
 from fairplace.instances.schema import schema
@@ -276,3 +276,13 @@ def test_unknown_solver_option_is_an_option_error():
     with pytest.raises(OptionError) as exc:
         fairplace.solve(AUCTION, bogus=1)
     assert exc.value.path == "bogus"
+
+
+@pytest.mark.parametrize("cls", [DataError, InstanceError, TraceError, OptionError, UnknownSolver])
+def test_errors_survive_pickling(cls):
+    # errors cross process and Dask-worker boundaries (batch, parallel sweeps)
+    import pickle
+
+    err = pickle.loads(pickle.dumps(cls("$.apps[0].rho", "must be positive")))
+    assert type(err) is cls and err.path == "$.apps[0].rho" and err.problem == "must be positive"
+    assert str(err) == "$.apps[0].rho: must be positive"
