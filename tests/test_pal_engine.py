@@ -85,3 +85,15 @@ def test_pal_keeps_whole_machines_whole():
     assert cl.machine_index[list(d.allocation["big"])].tolist() == [1] * 4 + [2] * 4
     art = make_policy("pal", ties="artifact").place(state, q)
     assert _machines(cl, art.allocation["big"]) >= 2
+
+
+def test_migrate_if_better_keeps_lv_equal_gpus():
+    cl = grid_cluster(2, 2, pm={"A": np.ones(4)})
+    flat = ClusterState(cl, {"A": np.ones(4)}, {"r": (2, 3)})
+    q = [Job("r", 2, "A")]
+    assert make_policy("pal").place(flat, q).allocation == {"r": (0, 1)}  # artifact: re-placed
+    keep = make_policy("pal", migrate="if-better")
+    assert keep.place(flat, q).allocation == {"r": (2, 3)}
+    better = ClusterState(cl, {"A": np.array([1.0, 1.0, 1.2, 1.2])}, {"r": (2, 3)})
+    assert keep.place(better, q).allocation == {"r": (0, 1)}  # 1.0 < 1.2: worth a migration
+    assert make_policy("pm-first", migrate="if-better").place(flat, q).allocation == {"r": (2, 3)}

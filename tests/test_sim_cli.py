@@ -39,6 +39,21 @@ def test_simulate_json_summary_and_out_dir(tmp_path, capsys):
         (["--trace", "workload-1", "--locality-penalty", "0.5"], "--locality-penalty"),
         (["--trace", "workload-1", "--round", "-1"], "round_length"),
         (["--trace", "workload-1", "--gpus", "16"], "num_gpus"),
+        (["--trace", "workload-1", "--classes", "nope"], "--classes"),
+        (["--trace", "workload-1", "--binning", "nope"], "binning"),
+        (["--trace", "workload-1", "--placement-option", "bogus"], "--placement-option"),
+        (["--trace", "workload-1", "--placement-option", "ties=x"], "ties"),
+        (
+            [
+                "--trace",
+                "workload-1",
+                "--placement",
+                "pm-first",
+                "--placement-option",
+                "ties=artifact",
+            ],
+            "ties",
+        ),
     ],
 )
 def test_bad_options_exit_2_with_one_line(args, needle, capsys):

@@ -32,6 +32,20 @@ def add_arguments(p) -> None:
         metavar="S",
         help="checkpoint+restart seconds per GPU-set change (default 10+35; 0 = PAL artifact)",
     )
+    p.add_argument(
+        "--classes", default="paper", help="model -> class map: paper (A/B/C) or artifact (A-D)"
+    )
+    p.add_argument(
+        "--binning", default="silhouette", help="PM-score bins: silhouette, artifact or none"
+    )
+    p.add_argument(
+        "--placement-option",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="policy option, repeatable: backfill=true, migrate=always|if-better, "
+        "ties=fewest-machines|artifact (pal)",
+    )
     p.add_argument("--seed", type=int, default=0, metavar="N")
     p.add_argument("--out", default=None, metavar="DIR", help="write parquet frames + summary.json")
     p.add_argument("--json", action="store_true", help="print the summary as one JSON object")
@@ -42,6 +56,20 @@ def _clean(x):
     if isinstance(x, float) and not math.isfinite(x):
         return None
     return x
+
+
+def placement_options(items) -> dict:
+    """``["backfill=true", "migrate=if-better"]`` -> options (booleans parsed; make_policy validates)."""
+    from fairplace.errors import OptionError
+
+    out = {}
+    for item in items:
+        key, sep, value = item.partition("=")
+        if not sep or not key:
+            raise OptionError("--placement-option", f"expected KEY=VALUE, got {item!r}")
+        low = value.lower()
+        out[key] = low == "true" if low in ("true", "false") else value
+    return out
 
 
 def run(args) -> int:
@@ -62,6 +90,9 @@ def run(args) -> int:
         gpus_per_machine=args.gpus_per_machine,
         profile=args.profile,
         locality_penalty=args.locality_penalty,
+        classes=args.classes,
+        binning=args.binning,
+        placement_options=placement_options(args.placement_option),
         round_length=args.round,
         seed=args.seed,
         debug=args.debug,

@@ -111,6 +111,8 @@ def simulate(
     from fairplace.instances.variability import make_cluster
     from fairplace.solvers.policies import ClusterState, make_policy
 
+    if classes not in ("paper", "artifact"):
+        raise OptionError("--classes", f"expected paper or artifact, got {classes!r}")
     if rho_variant not in metrics.RHO_VARIANTS:
         raise OptionError("rho_variant", f"expected one of {metrics.RHO_VARIANTS}")
     frame = None if isinstance(trace, Workload) else _trace_frame(trace)
