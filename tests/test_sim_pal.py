@@ -1,43 +1,69 @@
 """PAL §V-B on the shared Sia-Philly workloads 1-4: 64 GPUs (16 x 4), Longhorn, FIFO, L = 1.7.
 
-The default Longhorn profile takes each GPU's *median* over its runs (PM-scores 0.95-1.12 for ResNet-50);
-the per-run rows keep the slow runs (up to 3.6x), which is how the variability reaches the ~3.5x the
-paper reports. Measured (seeds 0-2): with per-run scores PAL and PM-First beat Packed-Sticky on
-workloads 1-3 for every seed; on workload 4 (a 30 h, 32-GPU ResNet-50 job and many 4-GPU jobs) PM-First
-loses (+13% to +45%) and PAL wins for 2 of 3 seeds, because non-sticky re-placement fragments machines
-and 2-4-GPU jobs get spread (L = 1.7). With per-GPU medians PAL wins on workloads 1-2 for every seed.
-The assertions below are the cases that hold for every seed tried; workload 4 is reported, not asserted.
+A simulated cluster's PM-scores are a random sample of the Longhorn profile (PAL §IV-C), so one seed is
+one sampled cluster; the statements below are about the mean average JCT over five sampled clusters
+(seeds 0-4), which is what a single-seed result estimates.
+
+* ``longhorn-runs`` samples per-run rows, as the paper does ("randomly sample this profiling data");
+  ResNet-50 scores reach ~3.6x. PAL beats Packed-Sticky (Tiresias) on all four workloads; PM-First
+  on workloads 1-3. Measured over seeds 0-9 (``pytest`` runs 0-4): PAL +17 / +39 / +33 / +8% and
+  PM-First +11 / +38 / +30 / -18% on W1..W4.
+* Workload 4 and PM-First: 13 long 4-GPU ResNet-50 jobs. PM-First takes the four best free GPUs
+  wherever they are, so these jobs run spread (mean slowdown ~1.6 with L = 1.7, vs ~1.1-1.2 packed);
+  the longer runs lengthen everyone's queue. That is the locality blindness PAL's L x V walk exists to
+  fix (§III-C), and the issue's "PM-First beats Packed-Sticky on each workload" does not hold here.
+* ``longhorn`` (DESIGN's default) takes each GPU's median over its runs: ResNet-50 scores span only
+  0.97-1.12, so there is little variability to exploit. PAL still wins on workloads 1-3 (+8 / +6 / +3.5%)
+  but not on 4 (-3%).
 """
 
 from __future__ import annotations
 
+import numpy as np
 import pytest
 
-from fairplace.instances.variability import make_cluster
 from fairplace.sim import simulate
 
-
-def per_run_longhorn(machines: int = 16, gpm: int = 4, seed: int = 0):
-    """Cluster whose PM-scores are per-run Longhorn rows (perf / median perf), not per-GPU medians."""
-    return make_cluster("longhorn", machines, gpm, seed=seed, per_run=True)
+SEEDS = range(5)
 
 
-def avg_jct(trace, placement, **kw) -> float:
-    res = simulate(trace, "fifo", placement, locality_penalty=1.7, progress=False, **kw)
-    return res.summary["avg_jct"]
+def mean_avg_jct(trace, placement, profile) -> float:
+    return float(
+        np.mean(
+            [
+                simulate(
+                    trace, "fifo", placement, gpus=64, gpus_per_machine=4, profile=profile,
+                    locality_penalty=1.7, seed=s, progress=False,
+                ).summary["avg_jct"]
+                for s in SEEDS
+            ]
+        )
+    )  # fmt: skip
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("trace", ["workload-1", "workload-2"])
-def test_pal_beats_packed_sticky_with_the_per_gpu_median_profile(trace):
-    kw = {"gpus": 64, "gpus_per_machine": 4, "profile": "longhorn", "seed": 0}
-    assert avg_jct(trace, "pal", **kw) < avg_jct(trace, "packed-sticky", **kw)
+@pytest.mark.parametrize("trace", ["workload-1", "workload-2", "workload-3", "workload-4"])
+def test_pal_beats_packed_sticky_on_every_workload_per_run_scores(trace):
+    base = mean_avg_jct(trace, "packed-sticky", "longhorn-runs")
+    assert mean_avg_jct(trace, "pal", "longhorn-runs") < base
+    if trace != "workload-4":
+        assert mean_avg_jct(trace, "pm-first", "longhorn-runs") < base
+
+
+@pytest.mark.slow
+def test_pm_first_spreads_the_long_4_gpu_jobs_of_workload_4():
+    def resnet_4gpu_slowdown(placement):
+        r = simulate(
+            "workload-4", "fifo", placement, profile="longhorn-runs", seed=0, progress=False
+        )
+        j = r.jobs[(r.jobs.model == "resnet50") & (r.jobs.gpus == 4)]
+        return float((1.0 / j.placement_score).mean())
+
+    packed, pal, pm_first = map(resnet_4gpu_slowdown, ["packed-sticky", "pal", "pm-first"])
+    assert pm_first > 1.4 > max(packed, pal)
 
 
 @pytest.mark.slow
 @pytest.mark.parametrize("trace", ["workload-1", "workload-2", "workload-3"])
-def test_pal_and_pm_first_beat_packed_sticky_with_per_run_longhorn_scores(trace):
-    cl = per_run_longhorn()
-    base = avg_jct(trace, "packed-sticky", cluster=cl)
-    assert avg_jct(trace, "pal", cluster=cl) < base
-    assert avg_jct(trace, "pm-first", cluster=cl) < base
+def test_pal_beats_packed_sticky_with_per_gpu_median_scores(trace):
+    assert mean_avg_jct(trace, "pal", "longhorn") < mean_avg_jct(trace, "packed-sticky", "longhorn")
