@@ -33,6 +33,11 @@ def add_arguments(p) -> None:
         help="checkpoint+restart seconds per GPU-set change (default 10+35; 0 = PAL artifact)",
     )
     p.add_argument(
+        "--with-replacement",
+        action="store_true",
+        help="sample PM-scores with replacement (the artifact does; default: only if the profile is too small)",
+    )
+    p.add_argument(
         "--classes", default="paper", help="model -> class map: paper (A/B/C) or artifact (A-D)"
     )
     p.add_argument(
@@ -91,6 +96,7 @@ def run(args) -> int:
         profile=args.profile,
         locality_penalty=args.locality_penalty,
         classes=args.classes,
+        with_replacement=True if args.with_replacement else None,
         binning=args.binning,
         placement_options=placement_options(args.placement_option),
         round_length=args.round,
