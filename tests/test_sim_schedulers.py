@@ -90,3 +90,48 @@ def test_every_scheduler_returns_a_permutation_and_unknown_names_fail():
         assert sorted(make_scheduler(name).order(v).tolist()) == [0, 1, 2, 3]
     with pytest.raises(UnknownSolver):
         make_scheduler("nope")
+
+
+def test_las_starvation_promotion():
+    # job 0 is in queue 1 (attained >= threshold) and has waited since t=0 after running 100 s;
+    # job 1 (queue 0) arrived later. With starve_factor=5 job 0 is promoted at 0 + 5 * 100 = 500 s.
+    kw = dict(
+        arrival=[0.0, 10.0],
+        attained=[5000.0, 0.0],
+        held=[100.0, 0.0],
+        waiting_since=np.array([0.0, 10.0]),
+    )
+    plain, guarded = make_scheduler("las"), make_scheduler("las", starve_factor=5)
+    assert plain.order(view(t=1000.0, **kw)).tolist() == [1, 0]
+    assert guarded.order(view(t=1000.0, **kw)).tolist() == [0, 1]
+    assert guarded.order(view(t=400.0, **kw)).tolist() == [1, 0]
+    assert guarded.next_change(view(t=400.0, **kw)) == 500.0
+    running = view(t=1000.0, running=np.array([True, False]), **kw)
+    assert guarded.order(running).tolist() == [1, 0]  # promotion lasts until the job runs
+
+
+@pytest.mark.parametrize(
+    "name,opts,field",
+    [("las", {"nope": 1}, "nope"), ("las", {"starve_factor": -1}, "starve_factor"),
+     ("themis", {"nope": 1}, "nope"), ("fifo", {"threshold": 1}, "threshold")],
+)  # fmt: skip
+def test_scheduler_options_are_checked(name, opts, field):
+    from fairplace.errors import OptionError
+
+    with pytest.raises(OptionError, match=field):
+        make_scheduler(name, **opts)
+
+
+def test_las_starvation_guard_end_to_end():
+    from fairplace.sim import simulate
+
+    def run():
+        return simulate(
+            "workload-1", "las", "packed-sticky", scheduler_options={"starve_factor": 1},
+            progress=False, debug=True,
+        )  # fmt: skip
+
+    a, b = run(), run()
+    plain = simulate("workload-1", "las", "packed-sticky", progress=False)
+    assert a.summary == {**b.summary, "wall_seconds": a.summary["wall_seconds"]}
+    assert a.jobs["waiting"].max() < plain.jobs["waiting"].max()  # 51 262 s vs 81 883 s

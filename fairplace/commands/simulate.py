@@ -44,6 +44,13 @@ def add_arguments(p) -> None:
         "--binning", default="silhouette", help="PM-score bins: silhouette, artifact or none"
     )
     p.add_argument(
+        "--scheduler-option",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="scheduler option, repeatable: e.g. LAS threshold=3200, starve_factor=10",
+    )
+    p.add_argument(
         "--placement-option",
         action="append",
         default=[],
@@ -63,17 +70,24 @@ def _clean(x):
     return x
 
 
-def placement_options(items) -> dict:
-    """``["backfill=true", "migrate=if-better"]`` -> options (booleans parsed; make_policy validates)."""
+def key_values(items, flag: str) -> dict:
+    """``["backfill=true", "threshold=3200"]`` -> options: booleans and numbers parsed, the rest kept
+    as strings (the policy / scheduler validates names and values)."""
     from fairplace.errors import OptionError
 
     out = {}
     for item in items:
         key, sep, value = item.partition("=")
         if not sep or not key:
-            raise OptionError("--placement-option", f"expected KEY=VALUE, got {item!r}")
+            raise OptionError(flag, f"expected KEY=VALUE, got {item!r}")
         low = value.lower()
-        out[key] = low == "true" if low in ("true", "false") else value
+        if low in ("true", "false"):
+            out[key] = low == "true"
+            continue
+        try:
+            out[key] = float(value)
+        except ValueError:
+            out[key] = value
     return out
 
 
@@ -98,7 +112,8 @@ def run(args) -> int:
         classes=args.classes,
         with_replacement=True if args.with_replacement else None,
         binning=args.binning,
-        placement_options=placement_options(args.placement_option),
+        placement_options=key_values(args.placement_option, "--placement-option"),
+        scheduler_options=key_values(args.scheduler_option, "--scheduler-option"),
         round_length=args.round,
         seed=args.seed,
         debug=args.debug,

@@ -172,6 +172,9 @@ class Driver:
             },
         )
         alloc: dict[int, np.ndarray] = {}
+        waiting_since = (
+            release.copy()
+        )  # when each job last stopped holding GPUs (else: its release)
         jobs = w.jobs()
         pos = {i: k for k, i in enumerate(w.ids)}
         t0 = float(np.min(release))
@@ -203,6 +206,7 @@ class Driver:
                 round_length=R,
                 held=tr.held,
                 t_isolated=tr.t_isolated_job,
+                waiting_since=np.where(running, t, np.minimum(waiting_since, release)),
             )
             if self.allocates:
                 new = self.scheduler.allocate(
@@ -228,6 +232,7 @@ class Driver:
             for j in list(alloc):
                 if j not in new:
                     tr.preemptions[j] += 1
+                    waiting_since[j] = t
                     n_pre += 1
                     rate[j] = 0.0
             for j, g in new.items():

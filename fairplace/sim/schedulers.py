@@ -9,11 +9,12 @@ completion (``inf`` when only events change it); the driver uses it to jump over
 from __future__ import annotations
 
 import heapq
+import inspect
 from dataclasses import dataclass
 
 import numpy as np
 
-from fairplace.errors import UnknownSolver
+from fairplace.errors import OptionError, UnknownSolver
 
 
 @dataclass(frozen=True)
@@ -34,6 +35,7 @@ class SchedView:
     round_length: float
     held: np.ndarray | None = None  # seconds each job has held GPUs
     t_isolated: np.ndarray | None = None  # Gavel's isolated-equivalent time of each job's work done
+    waiting_since: np.ndarray | None = None  # when each job last stopped holding GPUs (or arrived)
 
 
 def _fifo_key(view: SchedView, idx: np.ndarray) -> np.ndarray:
@@ -55,26 +57,46 @@ class FIFO:
 
 class LAS:
     """Tiresias' discretised two-queue LAS: queue 0 holds jobs whose attained service (GPU-seconds)
-    is below ``threshold``, queue 1 the rest; queue 0 first, FIFO within a queue."""
+    is below ``threshold``, queue 1 the rest; queue 0 first, FIFO within a queue.
+
+    ``starve_factor`` (Tiresias' starvation guard, off by default): a waiting job of queue 1 whose
+    current wait reaches ``starve_factor`` x its run time so far is promoted to queue 0 until it runs.
+    """
 
     name = "las"
 
-    def __init__(self, threshold: float = 3200.0):
+    def __init__(self, threshold: float = 3200.0, starve_factor: float | None = None):
+        if not threshold > 0:
+            raise OptionError("threshold", f"must be > 0, got {threshold!r}")
+        if starve_factor is not None and not starve_factor > 0:
+            raise OptionError("starve_factor", f"must be > 0, got {starve_factor!r}")
         self.threshold = float(threshold)
+        self.starve_factor = None if starve_factor is None else float(starve_factor)
+
+    def _promote_at(self, view: SchedView, idx: np.ndarray) -> np.ndarray:
+        """Time at which each waiting job of ``idx`` is promoted (inf: never / not applicable)."""
+        if self.starve_factor is None or view.waiting_since is None or view.held is None:
+            return np.full(idx.size, np.inf)
+        held = view.held[idx]
+        at = view.waiting_since[idx] + self.starve_factor * held
+        return np.where((held > 0) & ~view.running[idx], at, np.inf)
 
     def order(self, view: SchedView) -> np.ndarray:
         idx = view.active
         q = (view.attained[idx] >= self.threshold).astype(np.int64)
+        q[self._promote_at(view, idx) <= view.t] = 0
         return idx[np.lexsort((idx, view.arrival[idx], q))]
 
     def next_change(self, view: SchedView) -> float:
-        idx = view.active[view.running[view.active]]
-        gap = self.threshold - view.attained[idx]
-        gap = gap[gap > 0]
-        if gap.size == 0:
-            return np.inf
-        d = view.demand[idx][self.threshold - view.attained[idx] > 0]
-        return view.t + float(np.min(gap / d))
+        idx = view.active
+        promote = self._promote_at(view, idx)
+        nxt = float(np.min(promote[promote > view.t], initial=np.inf))
+        run = idx[view.running[idx]]
+        gap = self.threshold - view.attained[run]
+        keep = gap > 0
+        if keep.any():
+            nxt = min(nxt, view.t + float(np.min(gap[keep] / view.demand[run][keep])))
+        return nxt
 
 
 class SRTF:
@@ -249,10 +271,17 @@ def make_scheduler(name: str, *, seed: int = 0, **options):
     if key == "themis":
         from .themis import Themis
 
-        return Themis(seed=seed, **options)
-    if key not in QUEUE_SCHEDULERS:
+        cls = Themis
+    elif key in QUEUE_SCHEDULERS:
+        cls = QUEUE_SCHEDULERS[key]
+    else:
         raise UnknownSolver("--scheduler", f"unknown scheduler {name!r}")
-    cls = QUEUE_SCHEDULERS[key]
-    if cls is SLAQ:
+    known = set(inspect.signature(cls).parameters) - {"seed"}
+    unknown = set(options) - known
+    if unknown:
+        raise OptionError(
+            sorted(unknown)[0], f"unknown option of scheduler {key!r}; known: {sorted(known)}"
+        )
+    if "seed" in inspect.signature(cls).parameters:
         return cls(seed=seed, **options)
     return cls(**options)
