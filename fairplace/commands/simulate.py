@@ -58,6 +58,12 @@ def add_arguments(p) -> None:
         help="policy option, repeatable: backfill=true, migrate=always|if-better, "
         "ties=fewest-machines|artifact (pal)",
     )
+    p.add_argument(
+        "--rho-variant",
+        default="themis",
+        help="T_id of the summary's rho: themis (N_avg), static, gavel, or isolated (re-runs every "
+        "app alone: one extra simulation per app)",
+    )
     p.add_argument("--seed", type=int, default=0, metavar="N")
     p.add_argument("--out", default=None, metavar="DIR", help="write parquet frames + summary.json")
     p.add_argument("--json", action="store_true", help="print the summary as one JSON object")
@@ -115,6 +121,7 @@ def run(args) -> int:
         placement_options=key_values(args.placement_option, "--placement-option"),
         scheduler_options=key_values(args.scheduler_option, "--scheduler-option"),
         round_length=args.round,
+        rho_variant=args.rho_variant,
         seed=args.seed,
         debug=args.debug,
         **kw,

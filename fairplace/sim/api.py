@@ -14,6 +14,7 @@ from fairplace.errors import DataError, OptionError, TraceError
 
 from . import metrics
 from .engine import Driver, SimConfig
+from .isolated import isolated_jct
 from .result import SimulationResult
 from .schedulers import QUEUE_SCHEDULERS, make_scheduler
 from .workload import Workload, workload_from_trace
@@ -93,6 +94,7 @@ def simulate(
     restart: float = 35.0,
     seed: int = 0,
     rho_variant: str = "themis",
+    isolated: bool = False,
     debug: bool = False,
     skip_quiet: bool = True,
     progress: bool | None = None,
@@ -113,8 +115,12 @@ def simulate(
 
     if classes not in ("paper", "artifact"):
         raise OptionError("--classes", f"expected paper or artifact, got {classes!r}")
-    if rho_variant not in metrics.RHO_VARIANTS:
-        raise OptionError("rho_variant", f"expected one of {metrics.RHO_VARIANTS}")
+    if rho_variant == metrics.ISOLATED:
+        isolated = True
+    elif rho_variant not in metrics.RHO_VARIANTS:
+        raise OptionError(
+            "rho_variant", f"expected one of {(*metrics.RHO_VARIANTS, metrics.ISOLATED)}"
+        )
     frame = None if isinstance(trace, Workload) else _trace_frame(trace)
     if cluster is not None:
         gpus = len(cluster)
@@ -199,6 +205,16 @@ def simulate(
     seconds = time.perf_counter() - t_start
     jobs = metrics.job_frame(w, tr, gpus)
     apps = metrics.app_frame(w, tr, jobs, gpus)
+    if isolated:  # T_id = the JCT of each app re-simulated alone (same cluster, policies, grid)
+
+        def run_alone(sub):
+            fresh = make_scheduler(sched_name, seed=seed, **sched_opts)
+            t = Driver(sub, cluster, scores, fresh, policy, ClusterState, config).run()
+            return t.release, t.finish
+
+        job_alone, app_alone = isolated_jct(w, run_alone)
+        jobs[f"rho_{metrics.ISOLATED}"] = jobs["jct"].to_numpy() / job_alone
+        apps[f"rho_{metrics.ISOLATED}"] = apps["jct"].to_numpy() / app_alone
     summ = metrics.summary(jobs, apps, tr, gpus, rho_variant)
     summ["wall_seconds"] = seconds
     cfg = {

@@ -20,6 +20,8 @@ from .engine import Trace
 from .workload import Workload
 
 RHO_VARIANTS = ("themis", "static", "gavel")
+#: also reported when the simulation re-runs every app alone (``simulate(isolated=True)``)
+ISOLATED = "isolated"
 
 
 def active_step(arrival: np.ndarray, finish: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -165,7 +167,9 @@ def summary(
         "decisions": int(len(tr.rounds["t"])),
         "rounds": int(np.sum(tr.rounds["span"])),
     }
-    for v in RHO_VARIANTS:
+    for v in (*RHO_VARIANTS, ISOLATED):
+        if f"rho_{v}" not in apps:
+            continue
         r = apps[f"rho_{v}"].to_numpy()
         out[f"max_rho_{v}"] = float(np.max(r))
         out[f"median_rho_{v}"] = float(np.median(r))
