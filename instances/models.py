@@ -27,6 +27,39 @@ DEFAULT_LOCALITY = 1.7
 #: The artifact's per-class design-time locality table (``lf_model`` in its PAL placement).
 ARTIFACT_CLASS_LOCALITY = MappingProxyType({"A": 1.16, "B": 1.0, "C": 1.0, "D": 1.10})
 
+#: Inter-node locality penalties measured on Frontera per (model, number of GPUs), as coded in the PAL
+#: artifact's simulator (``blox_manager._get_locality_penalty``, hal-uw/blox-pal, MIT); pairs it does not
+#: list run at 1.0. PAL §IV-D: "we estimate per-model locality penalties from our physical cluster
+#: experiments, and use these in simulation experiments in Sections V-A and V-B" (the Sia-Philly runs).
+#: The artifact's later code applies the constant 1.7 instead (:data:`DEFAULT_LOCALITY`).
+MEASURED_LOCALITY = MappingProxyType(
+    {
+        ("PointNet", 6): 1.0,
+        ("PointNet", 8): 1.10,
+        ("PointNet", 12): 1.20,
+        ("PointNet", 16): 1.25,
+        ("DCGAN", 6): 1.0,
+        ("DCGAN", 8): 1.0,
+        ("DCGAN", 12): 1.0,
+        ("vgg19", 1): 1.0,
+        ("resnet50", 4): 1.0,
+        ("resnet50", 16): 1.16,
+    }
+)
+
+#: Runtime locality models of the simulator: one constant L for every spread job, or the measured table.
+LOCALITY_MODELS = ("constant", "measured")
+
+
+def measured_locality(name: str, gpus: int) -> float:
+    """L_across of ``name`` on ``gpus`` GPUs from :data:`MEASURED_LOCALITY` (1.0 if not listed)."""
+    key = _norm(name)
+    for (m, n), v in MEASURED_LOCALITY.items():
+        if _norm(m) == key and int(n) == int(gpus):
+            return float(v)
+    return 1.0
+
+
 #: The Longhorn profile each class uses: the paper's three classes and the artifact's four.
 PAPER_CLASS_PROFILES = MappingProxyType({"A": "resnet50", "B": "bert", "C": "pagerank"})
 ARTIFACT_CLASS_PROFILES = MappingProxyType(

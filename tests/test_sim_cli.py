@@ -40,6 +40,7 @@ def test_simulate_json_summary_and_out_dir(tmp_path, capsys):
         (["--trace", "workload-1", "--round", "-1"], "round_length"),
         (["--trace", "workload-1", "--gpus", "16"], "num_gpus"),
         (["--trace", "workload-1", "--classes", "nope"], "--classes"),
+        (["--trace", "workload-1", "--locality-model", "nope"], "--locality-model"),
         (["--trace", "workload-1", "--binning", "nope"], "binning"),
         (["--trace", "workload-1", "--placement-option", "bogus"], "--placement-option"),
         (["--trace", "workload-1", "--placement-option", "ties=x"], "ties"),

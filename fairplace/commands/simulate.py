@@ -24,6 +24,12 @@ def add_arguments(p) -> None:
     p.add_argument(
         "--locality-penalty", type=float, default=1.7, metavar="L", help="L across machines"
     )
+    p.add_argument(
+        "--locality-model",
+        default="constant",
+        help="runtime L: constant (--locality-penalty for every spread job) or measured (the PAL "
+        "artifact's per (model, GPUs) Frontera table; policies still decide with --locality-penalty)",
+    )
     p.add_argument("--round", type=float, default=None, metavar="S", help="round length (300 s)")
     p.add_argument(
         "--restart-cost",
@@ -115,6 +121,7 @@ def run(args) -> int:
         gpus_per_machine=args.gpus_per_machine,
         profile=args.profile,
         locality_penalty=args.locality_penalty,
+        locality_model=args.locality_model,
         classes=args.classes,
         with_replacement=True if args.with_replacement else None,
         binning=args.binning,

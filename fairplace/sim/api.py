@@ -89,6 +89,7 @@ def simulate(
     binning: str = "silhouette",
     locality_penalty: float = 1.7,
     locality_by_model: Mapping[str, float] | None = None,
+    locality_model: str = "constant",
     round_length: float | None = None,
     checkpoint: float = 10.0,
     restart: float = 35.0,
@@ -108,6 +109,10 @@ def simulate(
     PM-scores overrides ``gpus``, ``gpus_per_machine`` and ``profile``). Round length defaults to 300 s (THEMIS: its lease).
 
     ``gpus`` defaults to the trace's ``attrs["gpus"]`` (THEMIS workloads) or 64.
+    ``locality_model``: ``constant`` (a spread job runs ``locality_penalty`` x slower, the artifact's
+    later code and the issue's set-up) or ``measured`` (the runtime penalty is the artifact's Frontera
+    table per (model, GPUs), PAL's Sia-Philly set-up, §IV-D; the placement policies still decide with
+    ``locality_penalty``). A trace's own ``locality`` column wins over both.
     Returns a :class:`SimulationResult`; bad options raise :class:`OptionError`, bad traces
     :class:`TraceError`."""
     from fairplace.instances.variability import make_cluster
@@ -134,6 +139,19 @@ def simulate(
                 "--gpus",
                 f"{gpus} GPUs is not a positive multiple of {gpus_per_machine} per machine",
             )
+    from fairplace.instances.models import LOCALITY_MODELS, measured_locality
+
+    if locality_model not in LOCALITY_MODELS:
+        raise OptionError(
+            "--locality-model", f"expected one of {LOCALITY_MODELS}, got {locality_model!r}"
+        )
+    if locality_model == "measured" and frame is not None and "locality" not in frame.columns:
+        frame = frame.assign(
+            locality=[
+                measured_locality(m, n)
+                for m, n in zip(frame["model"], frame["num_gpus"], strict=True)
+            ]
+        )
     if not locality_penalty >= 1.0:
         raise OptionError("--locality-penalty", f"must be >= 1, got {locality_penalty}")
     sched_name = str(scheduler).lower()
@@ -229,6 +247,7 @@ def simulate(
         "with_replacement": bool(repl),
         "binning": binning,
         "locality_penalty": locality_penalty,
+        "locality_model": locality_model,
         "round_length": config.round_length,
         "checkpoint": checkpoint,
         "restart": restart,
