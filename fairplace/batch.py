@@ -38,7 +38,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from fairplace.errors import OptionError, UnknownSolver
+from fairplace.errors import ClusterUnavailable, OptionError, UnknownSolver
 
 #: leading columns of the results table (instance features follow ``kind``).
 COLUMNS = tuple(
@@ -278,12 +278,15 @@ def run_batch(
     overwrite: bool = False,
     progress: bool = True,
     max_in_flight: int | None = None,
+    no_workers_timeout: float | None = 120.0,
 ) -> pd.DataFrame:
     """Solve every (instance, solver) pair of ``suite`` on Dask; return the results table.
 
     ``suite``: a registered suite name, a folder of instance JSON files or a list of (name, payload).
     ``out``: the table (``.parquet`` / ``.csv`` / ``.jsonl``); its journal is ``<out>.jsonl``
     (see the module docstring). Without ``out`` the journal goes to a temporary file.
+    ``no_workers_timeout``: seconds without any Dask worker after which the batch stops with
+    :class:`~fairplace.errors.ClusterUnavailable` (finished rows stay in the journal; None: wait).
     """
     from dask.distributed import as_completed
 
@@ -293,6 +296,8 @@ def run_batch(
     for s in solvers:
         if s not in known:
             raise UnknownSolver("--solvers", f"unknown solver {s!r}; known: {', '.join(known)}")
+    if no_workers_timeout is not None and not no_workers_timeout > 0:
+        raise OptionError("--no-workers-timeout", f"must be > 0 seconds, got {no_workers_timeout}")
     if time_limit is not None and not (math.isfinite(time_limit) and time_limit > 0):
         raise OptionError("--time-limit", f"must be a positive number of seconds, got {time_limit}")
     items = resolve_suite(suite)
@@ -326,7 +331,10 @@ def run_batch(
     if todo:
         client, cluster = _client(workers, scheduler_address)
         try:
-            _drive(client, todo, jpath, time_limit, progress, max_in_flight, as_completed)
+            _drive(
+                client, todo, jpath, time_limit, progress, max_in_flight, as_completed,
+                no_workers_timeout,
+            )  # fmt: skip
         finally:
             client.close()
             if cluster is not None:
@@ -337,7 +345,10 @@ def run_batch(
     return df
 
 
-def _drive(client, todo, jpath: Path, time_limit, progress: bool, max_in_flight, as_completed):
+def _drive(
+    client, todo, jpath: Path, time_limit, progress: bool, max_in_flight, as_completed,
+    no_workers_timeout: float | None = 120.0,
+):  # fmt: skip
     n_workers = max(1, len(client.scheduler_info().get("workers", {})))
     limit = max_in_flight or max(8, 4 * n_workers)
     run_id = uuid.uuid4().hex[:8]
@@ -364,23 +375,56 @@ def _drive(client, todo, jpath: Path, time_limit, progress: bool, max_in_flight,
     ac = as_completed()
     for _ in range(limit):
         submit(ac)
+    watch = _NoWorkersWatch(client, no_workers_timeout, jpath)
     with _progress(progress) as bar, open(jpath, "a") as f:
         task = bar.add_task("solving", total=len(todo))
-        for fut in ac:
-            name, solver = meta.pop(fut.key)
-            try:
-                row = fut.result()
-            except Exception as exc:  # noqa: BLE001 - KilledWorker, cancelled, ...: a row, never abort
-                row = {
-                    "instance": name,
-                    "solver": solver,
-                    "status": "error",
-                    "message": f"{type(exc).__name__}: {exc}",
-                }
-            _append(f, row)
-            fut.release()
-            bar.advance(task)
-            submit(ac)
+        while not ac.is_empty():
+            if not ac.has_ready():
+                watch.check()  # raises if the cluster has had no worker for too long
+                time.sleep(0.02)
+                continue
+            for fut in ac.next_batch(block=False):
+                name, solver = meta.pop(fut.key)
+                try:
+                    row = fut.result()
+                except Exception as exc:  # noqa: BLE001 - KilledWorker, cancelled, ...: a row, never abort
+                    row = {
+                        "instance": name,
+                        "solver": solver,
+                        "status": "error",
+                        "message": f"{type(exc).__name__}: {exc}",
+                    }
+                _append(f, row)
+                fut.release()
+                bar.advance(task)
+                submit(ac)
+
+
+class _NoWorkersWatch:
+    """Raises :class:`ClusterUnavailable` once the scheduler has had no worker for ``timeout`` s
+    (Dask itself would wait forever); polls the scheduler at most once a second."""
+
+    def __init__(self, client, timeout: float | None, jpath: Path):
+        self.client, self.timeout, self.jpath = client, timeout, jpath
+        self.last_poll = 0.0
+        self.since: float | None = None
+
+    def check(self) -> None:
+        now = time.monotonic()
+        if self.timeout is None or now - self.last_poll < 1.0:
+            return
+        self.last_poll = now
+        if self.client.nthreads():
+            self.since = None
+            return
+        self.since = self.since or now
+        if now - self.since >= self.timeout:
+            done = len(read_journal(self.jpath))
+            raise ClusterUnavailable(
+                "batch",
+                f"no Dask worker for {self.timeout:g} s; {done} rows are safe in {self.jpath}: "
+                "start workers and rerun with --resume",
+            )
 
 
 def summarize(df: pd.DataFrame) -> pd.DataFrame:

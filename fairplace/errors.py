@@ -39,6 +39,10 @@ class UnknownSolver(OptionError):
     """The solver (or policy) name is not registered."""
 
 
+class ClusterUnavailable(DataError):
+    """The Dask cluster has no worker left (a batch stops; its journal keeps every finished row)."""
+
+
 class ProgramInfeasible(FairplaceError):
     """The mathematical program has no feasible point."""
 

@@ -160,3 +160,21 @@ def test_resume_reruns_infrastructure_errors_only(tmp_path, scheduler):
     by = df.set_index("instance")["status"].to_dict()
     assert by == {"a": "optimal", "b": "error", "c": "optimal"}
     assert len(read_journal(out)) == 4 and out.read_text().endswith("\n")
+
+
+def test_a_cluster_without_workers_stops_with_a_clear_error(tmp_path, capsys):
+    # Dask would wait forever for a worker; the batch gives up after --no-workers-timeout seconds
+    empty = LocalCluster(
+        n_workers=0, host="127.0.0.1", dashboard_address=None, silence_logs=logging.CRITICAL
+    )
+    try:
+        out = tmp_path / "res.parquet"
+        argv = ["batch", "small", "--scheduler-address", empty.scheduler_address, "--out", str(out)]
+        assert cli.main([*argv, "--no-progress", "--no-workers-timeout", "1.5"]) == 2
+        err = capsys.readouterr().err.strip()
+        assert len(err.splitlines()) == 1 and "no Dask worker for 1.5 s" in err
+        assert "--resume" in err and (tmp_path / "res.parquet.jsonl").exists()
+    finally:
+        empty.close()
+    assert cli.main(["batch", "small", "--no-workers-timeout", "0"]) == 2
+    assert "--no-workers-timeout" in capsys.readouterr().err

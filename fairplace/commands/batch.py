@@ -31,6 +31,13 @@ def add_arguments(p) -> None:
     p.add_argument("--resume", action="store_true", help="skip pairs already in the journal")
     p.add_argument("--overwrite", action="store_true", help="discard an existing journal")
     p.add_argument("--no-progress", action="store_true", help="no progress bar on stderr")
+    p.add_argument(
+        "--no-workers-timeout",
+        type=float,
+        default=120.0,
+        metavar="S",
+        help="stop (rows kept, rerun with --resume) after S seconds without any Dask worker (120)",
+    )
 
 
 def run(args) -> int:
@@ -54,6 +61,7 @@ def run(args) -> int:
             resume=args.resume,
             overwrite=args.overwrite,
             progress=not args.no_progress,
+            no_workers_timeout=args.no_workers_timeout,
         )
     except KeyboardInterrupt:
         sys.stderr.write(
