@@ -10,20 +10,13 @@ import pytest
 from dask.distributed import LocalCluster
 
 from fairplace import cli
-from fairplace.batch import read_journal, run_batch, solve_task, to_frame
+from fairplace.batch import local_cluster, read_journal, run_batch, solve_task, to_frame
 from fairplace.instances.suites import SUITE_DIR
 
 
 @pytest.fixture(scope="module")
 def scheduler():
-    cluster = LocalCluster(
-        n_workers=2,
-        processes=True,
-        threads_per_worker=1,
-        host="127.0.0.1",
-        dashboard_address=None,
-        silence_logs=logging.CRITICAL,
-    )
+    cluster = local_cluster(2)
     yield cluster.scheduler_address
     cluster.close()
 

@@ -9,7 +9,6 @@ kept untouched, and every objective equals a clean run's.
 
 from __future__ import annotations
 
-import logging
 import os
 import signal
 import subprocess
@@ -19,9 +18,9 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
-from dask.distributed import Client, LocalCluster
+from dask.distributed import Client
 
-from fairplace.batch import journal_path, read_journal, resolve_suite, run_batch
+from fairplace.batch import journal_path, local_cluster, read_journal, resolve_suite, run_batch
 
 SOLVERS = ("exact", "pyomo")  # pyomo (~0.1 s a solve) leaves time to kill a worker part-way
 PAIRS = [(name, s) for name, _ in resolve_suite("small") for s in SOLVERS]  # the batch's task order
@@ -30,14 +29,7 @@ PAIRS = [(name, s) for name, _ in resolve_suite("small") for s in SOLVERS]  # th
 @pytest.fixture
 def cluster():
     """A fresh cluster per test: the test kills one of its workers (its nanny starts a new one)."""
-    cl = LocalCluster(
-        n_workers=2,
-        processes=True,
-        threads_per_worker=1,
-        host="127.0.0.1",
-        dashboard_address=None,
-        silence_logs=logging.CRITICAL,
-    )
+    cl = local_cluster(2)  # the batch's own cluster shape: 2 processes (with nannies), 1 thread
     client = Client(cl)
     yield cl, client
     client.close()
