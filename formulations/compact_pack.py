@@ -67,6 +67,7 @@ def pack(
     mpos = {m: k for k, m in enumerate(machines)}
     racks = sorted(set(rack_of.values()))
     rpos = np.array([racks.index(rack_of[m]) for m in machines], dtype=np.int64)
+    in_rack = {k: [m for m in machines if rack_of[m] == k] for k in racks}
     pool: dict[tuple[int, int], list[int]] = {}
     cnt = np.zeros((len(machines), len(prog.types)), dtype=np.int64)  # free GPUs per (m, t)
     for g in prog.groups:
@@ -102,7 +103,7 @@ def pack(
                 places, per = [[m] for m in machines], avail
         elif s == 1:  # places: racks (or the held one)
             ks = [a.held_rack] if a.held_rack >= 0 else racks
-            places = [[m for m in machines if rack_of[m] == k] for k in ks]
+            places = [in_rack.get(k, []) for k in ks]
             per = np.zeros((len(racks), len(ok)), dtype=np.int64)
             np.add.at(per, rpos, avail)
             if a.held_rack >= 0:

@@ -144,10 +144,11 @@ def payments(
     value_with = {i: _others(prog, choice, i) for i in choice}
     c, status = {}, {}
     todo = []
+    best = {j: _best(apps[j]) for j in prog.active}
     for i in choice:
         others = [j for j in prog.active if j != i]
         if all(a.w_empty is not None for a in (apps[j] for j in others)):
-            ub = sum(_best(apps[j]) for j in others)
+            ub = sum(best[j] for j in others)
             if value_with[i].log_sum >= ub - 1e-9:
                 c[i], status[i] = 1.0, "optimal"  # the others cannot do better without i
                 continue
@@ -184,7 +185,8 @@ def payments(
             if lp.x is not None:  # value under i's zero gains: drop i's selectors
                 x = lp.x.copy()
                 x[cols] = 0.0
-                lp = replace(lp, x=x, objective=lp_model.value(x), bound=lp_model.value(x))
+                v = lp_model.value(x)
+                lp = replace(lp, x=x, objective=v, bound=v)
             hit = _from_lp(prog, milp, lp, opts, skip=i) if lp.status == "optimal" else None
             if cols.size:
                 h.changeColsCost(cols.size, cols, milp.c[cols])
@@ -246,6 +248,8 @@ def solve_compact_auction(
 ) -> Solution:
     """PF + PA over the agent-form apps of ``inst`` (or the given compact ``apps``) on ``offer``."""
     t0 = time.perf_counter()
+    if opts.mip_allow_restart is None:  # as in solvers/auction.py (see SolveOptions)
+        opts = opts.with_(mip_allow_restart=False)
     cl = inst.cluster
     if apps is None:
         apps = compact_apps(inst, offer)
