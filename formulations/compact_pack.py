@@ -62,21 +62,30 @@ def pack(
     does not prove that none exists)."""
     _, meta = prog.layout
     tpos = {t: k for k, t in enumerate(prog.types)}
+    rack_of = prog._rack_of
+    machines = sorted(rack_of)
+    mpos = {m: k for k, m in enumerate(machines)}
+    racks = sorted(set(rack_of.values()))
+    rpos = np.array([racks.index(rack_of[m]) for m in machines], dtype=np.int64)
+    in_rack = {k: [m for m in machines if rack_of[m] == k] for k in racks}
     pool: dict[tuple[int, int], list[int]] = {}
+    cnt = np.zeros((len(machines), len(prog.types)), dtype=np.int64)  # free GPUs per (m, t)
     for g in prog.groups:
         pool.setdefault((g.machine, tpos[g.scores]), []).extend(g.gpus)
-    rack_of = prog._rack_of
+        cnt[mpos[g.machine], tpos[g.scores]] += len(g.gpus)
     by = {e["i"]: e for e in meta}
+    tsum = [sum(t) for t in prog.types]
 
     def ok_types(i):  # acceptable types, worst first: own level, then scores for other classes
         v, lev = cells[i][2], by[i]["lev"]
         ok = [t for t in range(len(prog.types)) if lev[t] <= v]
-        return sorted(ok, key=lambda t: (-lev[t], -sum(prog.types[t]), t))
+        return sorted(ok, key=lambda t: (-lev[t], -tsum[t], t))
 
+    oks = {i: ok_types(i) for i in cells}
     if rule == "first-fit":
         order = sorted(cells, key=lambda i: (cells[i][1], -cells[i][0], i))
     else:
-        order = sorted(cells, key=lambda i: (cells[i][1], len(ok_types(i)), -cells[i][0], i))
+        order = sorted(cells, key=lambda i: (cells[i][1], len(oks[i]), -cells[i][0], i))
     if seed is not None:
         noise = np.random.default_rng(seed).random(len(order))
         rank = {i: k for k, i in enumerate(order)}
@@ -84,47 +93,48 @@ def pack(
     out = {}
     for i in order:
         n, s, v = cells[i]
-        a, ok = prog.apps[i], ok_types(i)
-        if s == 0:
-            places = [[m] for m in ([a.held_machine] if a.held_machine >= 0 else sorted(rack_of))]
-        elif s == 1:
-            racks = [a.held_rack] if a.held_rack >= 0 else sorted(set(rack_of.values()))
-            places = [sorted(m for m in rack_of if rack_of[m] == k) for k in racks]
+        a, ok = prog.apps[i], oks[i]
+        avail = cnt[:, ok]  # machines x acceptable types
+        if s == 0:  # places: machines (or the held one)
+            if a.held_machine >= 0:
+                rows = [mpos[a.held_machine]] if a.held_machine in mpos else []
+                places, per = [[a.held_machine]], avail[rows].sum(0, keepdims=True)
+            else:
+                places, per = [[m] for m in machines], avail
+        elif s == 1:  # places: racks (or the held one)
+            ks = [a.held_rack] if a.held_rack >= 0 else racks
+            places = [in_rack.get(k, []) for k in ks]
+            per = np.zeros((len(racks), len(ok)), dtype=np.int64)
+            np.add.at(per, rpos, avail)
+            if a.held_rack >= 0:
+                per = per[[racks.index(k) for k in ks if k in racks]]
+                per = per if len(per) else np.zeros((1, len(ok)), dtype=np.int64)
         else:
-            places = [sorted(rack_of)]
-        fits = []
-        for ms in places:
-            per_type = [sum(len(pool.get((m, t), ())) for m in ms) for t in ok]
-            if sum(per_type) < n:
-                continue
-            need, use = n, []
-            for k in per_type:  # worst acceptable GPUs first
-                use.append(min(k, need))
-                need -= use[-1]
-            # fewest better GPUs consumed first, then best fit (least room left)
-            fits.append((tuple(reversed(use)), sum(per_type), ms))
-        if not fits:
+            places, per = [machines], avail.sum(0, keepdims=True)
+        total = per.sum(1)
+        fit = np.flatnonzero(total >= n)
+        if not fit.size:
             if why is not None:  # diagnostics: the app that did not fit
-                why.append(
-                    (
-                        i,
-                        (n, s, v),
-                        [sum(len(p) for (m, t), p in pool.items() if t == u) for u in ok],
-                    )
-                )
+                why.append((i, (n, s, v), [int(k) for k in cnt[:, ok].sum(0)]))
             return None
-        if rule == "damage":
-            *_, ms = min(fits, key=lambda p: p[:2])
+        # worst acceptable GPUs first: use_j = min(per_j, n - sum_{l<j} per_l)
+        use = np.minimum(per, np.maximum(n - (np.cumsum(per, 1) - per), 0))[fit]
+        if rule == "damage":  # fewest better GPUs consumed first, then best fit (least room)
+            keys = (fit, total[fit]) + tuple(use[:, j] for j in range(len(ok)))
+            ms = places[fit[np.lexsort(keys)[0]]]
         elif rule == "best-fit":
-            *_, ms = min(fits, key=lambda p: p[1])
+            ms = places[fit[np.argmin(total[fit])]]
         else:
-            ms = fits[0][2]
+            ms = places[fit[0]]
         if s == 2:  # spread-2: drain the emptiest machines first, keep full machines whole
-            ms = sorted(ms, key=lambda m: sum(len(pool.get((m, t), ())) for t in ok))
+            ms = [machines[k] for k in np.argsort(avail.sum(1), kind="stable")]
         got: list[int] = []
         for t in ok:
             for m in ms:
                 while len(got) < n and pool.get((m, t)):
                     got.append(pool[(m, t)].pop(0))
+                    cnt[mpos[m], t] -= 1
+                if len(got) == n:
+                    break
         out[i] = ((n, s, v), tuple(sorted(got)))
     return out

@@ -4,6 +4,11 @@ PA needs PF_{-i} for every app i holding a PF bundle. Made cheap by:
 
 * an upper-bound check: sum_{j != i} max_c w_jc is an upper bound on PF_{-i}; if the others already
   reach it in PF, PF_{-i} = PF restricted to the others and c_i = 1 without a solve;
+* LP first: the LP of PF_{-i} is the PF LP with i's gains w_ic - w_i0 set to 0 (i may then
+  take GPUs but earns nothing, so the optimum equals that of the LP without i); the PF optimal
+  basis stays primal feasible, so primal simplex re-optimises in ~100 iterations (fixing i's
+  selectors to 0 instead needs dual simplex, ~10^4 degenerate iterations at 128 apps). When the
+  LP's cells of the others are integral and can be placed at the LP bound, PF_{-i} is that bound;
 * warm starts: PF minus i is feasible for PF_{-i} and is handed to HiGHS as the first incumbent;
 * a thread pool (HiGHS releases the GIL), as in ``solvers/auction.py``.
 """
@@ -64,11 +69,14 @@ def solve_pf(
     return res, choice, prog
 
 
-def _lp_cells(prog: CompactProgram, x: np.ndarray) -> dict | None:
-    """{app index: cell} when every cell selector of the LP point is integral, else None."""
+def _lp_cells(prog: CompactProgram, x: np.ndarray, skip: int | None = None) -> dict | None:
+    """{app index: cell} when every cell selector of the LP point (apps other than ``skip``) is
+    integral, else None."""
     _, meta = prog.layout
     cells = {}
     for e in meta:
+        if e["i"] == skip:
+            continue
         zs = x[e["z"] : e["z"] + len(e["cells"])]
         if zs.size and np.abs(zs - np.round(zs)).max() > 1e-7:
             return None
@@ -80,11 +88,11 @@ def _lp_cells(prog: CompactProgram, x: np.ndarray) -> dict | None:
 
 def _from_lp(prog: CompactProgram, milp, lp, opts: SolveOptions, skip: int | None = None):
     """(RawResult, choice) if the LP's integral cells can be placed at the LP bound, else None.
-    ``skip``: an app whose selectors were fixed to 0 in ``lp`` (leave-one-out on the full program)."""
-    cells = _lp_cells(prog, lp.x)
+    ``skip``: an app whose gains were 0 in ``lp`` (leave-one-out on the full program); its cells are
+    ignored (dropping them frees capacity and keeps the value)."""
+    cells = _lp_cells(prog, lp.x, skip)
     if cells is None:
         return None
-    cells.pop(skip, None)
     tol = max(opts.mip_abs_gap, opts.mip_rel_gap * abs(lp.objective), 1e-9) + 1e-9
     for rule in PACK_RULES:  # cheap greedy placements first
         choice = pack(prog, cells, rule)
@@ -103,8 +111,7 @@ def _from_lp(prog: CompactProgram, milp, lp, opts: SolveOptions, skip: int | Non
 def _fixed_cells(prog: CompactProgram, milp, lp, opts: SolveOptions, skip: int | None = None):
     """Place the LP's integral cells exactly: the program restricted to those cells (placement
     variables only) is solved; a RawResult of the full program if it is feasible."""
-    cells = _lp_cells(prog, lp.x) or {}
-    cells.pop(skip, None)
+    cells = _lp_cells(prog, lp.x, skip) or {}
     sub = dc_replace(prog, fixed=tuple(sorted(cells.items())))
     res = highs.solve(sub.to_milp(), opts)
     if not res.has_solution:
@@ -137,10 +144,11 @@ def payments(
     value_with = {i: _others(prog, choice, i) for i in choice}
     c, status = {}, {}
     todo = []
+    best = {j: _best(apps[j]) for j in prog.active}
     for i in choice:
         others = [j for j in prog.active if j != i]
         if all(a.w_empty is not None for a in (apps[j] for j in others)):
-            ub = sum(_best(apps[j]) for j in others)
+            ub = sum(best[j] for j in others)
             if value_with[i].log_sum >= ub - 1e-9:
                 c[i], status[i] = 1.0, "optimal"  # the others cannot do better without i
                 continue
@@ -158,22 +166,30 @@ def payments(
     by = {e["i"]: e for e in meta}
 
     def lp_chain(chunk: list[int]):
-        """Leave-one-out LPs by hot-started dual simplex on one model (i's cells fixed to 0)."""
+        """Leave-one-out LPs on one model: i's gains set to 0, primal simplex from the PF basis."""
         lp_model = milp.relaxed()
         h = highs.build(lp_model, opts)
         h.run()
+        basis = h.getBasis()
         h.setOptionValue("presolve", "off")  # keep the basis between re-solves
+        h.setOptionValue("simplex_strategy", 4)  # primal: the PF basis stays primal feasible
         out = []
         for i in chunk:
             e = by[i]
             cols = np.arange(e["z"], e["z"] + len(e["cells"]), dtype=np.int32)
+            h.setBasis(basis)  # every re-solve starts from the PF basis (order-independent)
             if cols.size:
-                h.changeColsBounds(cols.size, cols, np.zeros(cols.size), np.zeros(cols.size))
+                h.changeColsCost(cols.size, cols, np.zeros(cols.size))
             h.run()
             lp = highs.read(h, lp_model, 0.0)
+            if lp.x is not None:  # value under i's zero gains: drop i's selectors
+                x = lp.x.copy()
+                x[cols] = 0.0
+                v = lp_model.value(x)
+                lp = replace(lp, x=x, objective=v, bound=v)
             hit = _from_lp(prog, milp, lp, opts, skip=i) if lp.status == "optimal" else None
             if cols.size:
-                h.changeColsBounds(cols.size, cols, milp.col_lb[cols], milp.col_ub[cols])
+                h.changeColsCost(cols.size, cols, milp.c[cols])
             out.append((i, None if hit is None else _others(prog, hit[1], i)))
         return out
 
@@ -232,6 +248,8 @@ def solve_compact_auction(
 ) -> Solution:
     """PF + PA over the agent-form apps of ``inst`` (or the given compact ``apps``) on ``offer``."""
     t0 = time.perf_counter()
+    if opts.mip_allow_restart is None:  # as in solvers/auction.py (see SolveOptions)
+        opts = opts.with_(mip_allow_restart=False)
     cl = inst.cluster
     if apps is None:
         apps = compact_apps(inst, offer)

@@ -116,3 +116,25 @@ def test_placement_milp_fallback_when_greedy_fails(monkeypatch):
     res, choice, prog = solve_pf(inst.cluster, range(8), apps, lp_first=True)
     assert res.status == "optimal" and abs(res.objective - ref.objective) < 1e-7
     assert all(len(gs) == cell[0] for cell, gs in choice.values())  # decodes to real GPUs
+
+
+def test_leave_one_out_lp_chain_equals_separate_solves():
+    """Payments from the hot-started leave-one-out LPs (i's gains zeroed, primal simplex from the
+    PF basis) equal c_i from PF_{-i} built as its own program (i excluded) and solved from scratch,
+    on a contended 32-GPU instance."""
+    from fairplace.formulations import pa
+    from fairplace.formulations.agents import free_gpus
+    from fairplace.instances.generators import random_agent_auction
+    from fairplace.solvers.compact import _others
+
+    inst = random_agent_auction(apps=16, machines=8, machines_per_rack=4, seed=1)
+    sol = solve_compact_auction(inst)
+    assert sol.status == "optimal"
+    apps, offer = compact_apps(inst), free_gpus(inst)
+    _, choice, prog = solve_pf(inst.cluster, offer, apps, lp_first=False)
+    assert len(choice) > 1
+    for i in choice:
+        res, ch, p = solve_pf(inst.cluster, offer, apps, exclude=frozenset({i}))
+        assert res.status == "optimal"
+        c = pa.payment(_others(prog, choice, i), p.value(ch))
+        assert abs(sol.payments[inst.agents[i].id] - c) < 1e-6

@@ -2,6 +2,7 @@
 
 * ``auction_pf_compact_1024``: compact PF, 1,024 GPUs (256 machines x 4, racks of 16) x 64 apps, target 10 s;
 * ``auction_pa_compact_1024``: full PA on the same instance (PF + leave-one-out), target 60 s;
+* ``auction_pa_compact_1024x128``: the same with 128 apps (contended: every app pays), target 60 s;
 * ``bid_generation``: subset enumeration vs symmetry-reduced count bundles vs the rho table, per
   offer size (bundles and seconds).
 """
@@ -24,10 +25,12 @@ def _pf(quick: bool) -> dict:
     return {"seconds": time.perf_counter() - t0, "status": sol.status, "objective": sol.objective}
 
 
-def _pa(quick: bool) -> dict:
+def _pa(quick: bool, apps: int = 64) -> dict:
     from fairplace.solvers.compact import solve_compact_auction
 
-    inst = random_agent_auction(**({"apps": 16, "machines": 64} if quick else {}))
+    inst = random_agent_auction(
+        **({"apps": apps // 4, "machines": 64} if quick else {"apps": apps})
+    )
     t0 = time.perf_counter()
     sol = solve_compact_auction(inst)
     return {
@@ -37,6 +40,10 @@ def _pa(quick: bool) -> dict:
         "milp_solves": sol.extra["milp_solves"],
         "leftover": len(sol.leftover or []),
     }
+
+
+def _pa128(quick: bool) -> dict:
+    return _pa(quick, apps=128)
 
 
 def _bids(quick: bool) -> dict:
@@ -70,5 +77,6 @@ def _bids(quick: bool) -> dict:
 CASES = {
     "auction_pf_compact_1024": (_pf, 10.0),
     "auction_pa_compact_1024": (_pa, 60.0),
+    "auction_pa_compact_1024x128": (_pa128, 60.0),
     "bid_generation": (_bids, 30.0),
 }
