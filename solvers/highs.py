@@ -100,7 +100,16 @@ def solve(
         sol.value_valid = True
         h.setSolution(sol)
     h.run()
-    return read(h, milp, time.perf_counter() - t0)
+    res = read(h, milp, time.perf_counter() - t0)
+    if start is not None and res.message.startswith(INCONSISTENT):
+        # HiGHS 1.16 can map a MIP start into presolve's reduced space, improve it there, report
+        # that optimum and hand back the unimproved start: solve again without the start
+        return solve(milp, opts, start=None)
+    return res
+
+
+#: message prefix of a result whose point does not have the objective HiGHS reports for it
+INCONSISTENT = "inconsistent"
 
 
 def read(h: highspy.Highs, milp: MILP, seconds: float) -> RawResult:
@@ -118,7 +127,16 @@ def read(h: highspy.Highs, milp: MILP, seconds: float) -> RawResult:
         bound = obj if status == "optimal" else None
     if status == "optimal" and x is not None and not milp.is_feasible(x, tol=1e-6):
         status = "error"
-    if status == "time_limit" and x is None:
+    claimed = float(info.objective_function_value)
+    if (
+        status == "optimal"
+        and obj is not None
+        and milp.integrality.any()
+        and not np.isclose(obj, claimed, rtol=1e-9, atol=1e-7)
+    ):
+        status = "error"
+        msg = f"{INCONSISTENT}: the point's objective {obj!r} is not HiGHS' optimum {claimed!r}"
+    elif status == "time_limit" and x is None:
         msg = "time limit reached before any feasible point was found"
     else:
         msg = h.modelStatusToString(h.getModelStatus())

@@ -164,3 +164,24 @@ def test_empty_auction_and_app_without_bids():
     assert sol.allocation == {}
     assert sol.objective == pytest.approx(-math.log(2.0))
     assert sol.extra["unserved_unbounded"] == ["b"]
+
+
+def test_a_mip_start_never_hides_the_optimum():
+    # Regression (found by the brute-force property above, seed 688): HiGHS 1.16 improved the
+    # warm start of a leave-one-out solve inside presolve's reduced space, reported that optimum and
+    # returned the unimproved start; c_a1 came out 1.0 instead of 0.594. The runner now checks the
+    # point against the reported objective and solves again without the start.
+    from conftest import tiny_auction
+
+    from fairplace.solvers import highs
+    from fairplace.solvers.auction import _start_vector
+
+    inst = tiny_auction(688, apps=4)
+    sub = PFProgram(inst, exclude=frozenset({1}))
+    r = highs.solve(sub.to_milp(), SolveOptions(), start=_start_vector(sub, {0: 2}))
+    assert r.status == "optimal" and r.objective == pytest.approx(-1.4205118433842476, abs=1e-9)
+    expected = brute_force_payments(inst, {0: 2, 1: 2})
+    sol = fairplace.solve(inst)
+    assert [sol.payments[a.id] for a in inst.apps] == pytest.approx(
+        [expected[i] for i in range(4)], abs=1e-9
+    )
