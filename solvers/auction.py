@@ -126,9 +126,12 @@ def solve_auction(
     pf_val = prog.value(choice)
     status = res.status
     c = {i: 1.0 for i in apps}
+    inexact = []
     for kind, i, st, val in results:
         if kind != "loo":
             continue
+        if st != "optimal":
+            inexact.append(inst.apps[i].id)
         if val is None:
             status = "error" if st == "error" else "time_limit"
             continue
@@ -141,6 +144,8 @@ def solve_auction(
         for i in set(choice) - set(todo):
             if not untouched(inst, i, inst.apps[i].bids[choice[i]].gpus):
                 _, _, st, val = loo(i)
+                if st != "optimal":
+                    inexact.append(inst.apps[i].id)
                 c[i] = (
                     pa.payment(pa.others_value(inst, choice, apps, i), val)
                     if val is not None
@@ -174,6 +179,8 @@ def solve_auction(
             ],
             "rho": {ids[i]: inst.apps[i].bids[b].rho for i, b in choice.items()},
             "loo_solves": len(todo),
+            # c_i of these apps rests on a PF_{-i} not solved to optimality (see compact.py)
+            "payments_inexact": sorted(inexact),
         },
     )
 

@@ -267,10 +267,12 @@ def solve_compact_auction(
     status = res.status
     c = {i: 1.0 for i in range(len(apps))}
     n_solves = 1
+    inexact: list[str] = []
     if payments_:
         ci, st, k = payments(prog, choice, opts, parallel=opts.parallel)
         n_solves += k
         c.update(ci)
+        inexact = [ids[i] for i, s in sorted(st.items()) if s != "optimal"]
         for s in st.values():
             if s != "optimal":
                 status = "time_limit" if s in ("time_limit", "optimal") else s
@@ -298,6 +300,9 @@ def solve_compact_auction(
             "rho": {ids[i]: float(apps[i].table.rho[choice[i][0]]) for i in choice},
             "cells": {ids[i]: list(choice[i][0]) for i in choice},
             "milp_solves": n_solves,
+            # c_i of these apps rests on a PF_{-i} not solved to optimality (time limit: the best
+            # incumbent; no point at all: c_i = 1)
+            "payments_inexact": inexact,
         },
     )
 
