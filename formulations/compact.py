@@ -16,7 +16,9 @@ c = (n, s, v): "n offered GPUs, union spread <= s, worst level <= v", worth w_ic
 Apps holding GPUs fix y / r to their held machine / rack (or lose the tighter spreads). Apps with
 an unbounded rho(nothing) get the ``PFProgram`` big-M convention (serve as many as possible first).
 Cells dominated by a cheaper cell (fewer GPUs or a looser spread/level with the same value) are
-dropped; they never change the optimum value.
+dropped; they never change the optimum value. ``reduced`` (default): y / r per (place, cell) instead
+of the big-M rows, capacity knapsack rows, symmetry rows on interchangeable machines; same optima
+(argument in ``compact_sym.py``).
 """
 
 from __future__ import annotations
@@ -30,6 +32,7 @@ import scipy.sparse as sp
 from fairplace.domain import AgentApp, AuctionInstance, Cluster
 
 from .agents import Group, RhoTable, free_gpus, groups, rho_table
+from .compact_sym import place_rows, relabel, symmetry_rows, total_rows
 from .pf import PFValue
 from .program import MILP
 
@@ -100,6 +103,7 @@ class CompactProgram:
     apps: tuple[CompactApp, ...]
     exclude: frozenset[int] = frozenset()
     fixed: tuple[tuple[int, tuple[int, int, int]], ...] | None = None  # (app, cell): placement only
+    reduced: bool = True  # per-(place, cell) selectors + symmetry rows (``compact_sym``)
 
     @cached_property
     def active(self) -> tuple[int, ...]:
@@ -182,22 +186,23 @@ class CompactProgram:
             ms = [a.held_machine] if a.held_machine >= 0 else machines
             rs = [a.held_rack] if a.held_rack >= 0 else racks
             e["f"], e["h"], e["g"], e["y"], e["r"] = {}, {}, {}, {}, {}
-            if 0 in spreads:
-                for m in ms:
+            for s, sel, block, places, held, kind in (
+                (0, "y", "f", ms, a.held_machine, "m"),
+                (1, "r", "h", rs, a.held_rack, "k"),
+            ):
+                if s not in spreads:
+                    continue
+                for p in places:
                     for t in T:
-                        if self.cap.get(("m", m, t), 0):
-                            e["f"][m, t], col = col, col + 1
-                if a.held_machine < 0:
-                    for m in ms:
-                        e["y"][m], col = col, col + 1
-            if 1 in spreads:
-                for k in rs:
-                    for t in T:
-                        if self.cap.get(("k", k, t), 0):
-                            e["h"][k, t], col = col, col + 1
-                if a.held_rack < 0:
-                    for k in rs:
-                        e["r"][k], col = col, col + 1
+                        if self.cap.get((kind, p, t), 0):
+                            e[block][p, t], col = col, col + 1
+                if held >= 0:
+                    continue
+                # selectors: one per (place, cell of spread s) if reduced, else one per place (-1)
+                ks = [k for k, c in enumerate(cells) if c[1] == s] if self.reduced else [-1]
+                for p in places:
+                    for k in ks:
+                        e[sel][p, k], col = col, col + 1
             if 2 in spreads:
                 for t in T:
                     e["g"][(t,)], col = col, col + 1
@@ -261,20 +266,8 @@ class CompactProgram:
                         usage.setdefault(ck, []).append(col)
                     level_cols.setdefault(e["lev"][t], []).append(col)
             for sel, block, s in (("y", "f", 0), ("r", "h", 1)):
-                if not e[sel]:
-                    continue
-                add(
-                    [(col, 1.0) for col in e[sel].values()]
-                    + [(z, -1.0) for z, (_, sc, _) in zip(zc, cells, strict=True) if sc == s],
-                    0.0,
-                    0.0,
-                )
-                by_place: dict[int, list[int]] = {}
-                for key, col in e[block].items():
-                    by_place.setdefault(key[0], []).append(col)
-                for place, cs in by_place.items():
-                    u = float(min(sum(ub[col] for col in cs), nmax))
-                    add([(col, 1.0) for col in cs] + [(e[sel][place], -u)], -np.inf, 0.0)
+                if e[sel]:
+                    place_rows(self, e, sel, block, s, ub, add)
             n_lev = int(a.table.levels.size)
             for v in range(1, n_lev):  # GPUs at level >= v only for cells allowing level >= v
                 cs = [col for lv, cl in level_cols.items() if lv >= v for col in cl]
@@ -285,6 +278,9 @@ class CompactProgram:
                     add([(col, 1.0) for col in cs] + cz, -np.inf, 0.0)
         for key, cs in usage.items():
             add([(col, 1.0) for col in cs], -np.inf, float(self.cap[key]))
+        if self.reduced:
+            total_rows(self, meta, add)
+            symmetry_rows(self, meta, add)
         A = sp.csr_matrix((vals, (rows, cols)), shape=(len(rlb), n_cols))
         return MILP(
             c=c,
@@ -358,21 +354,31 @@ class CompactProgram:
         where = {
             g: (grp.machine, grp.rack, tpos[grp.scores]) for grp in self.groups for g in grp.gpus
         }
+        perm: dict[int, int] = {}
+        if self.reduced:  # the symmetry rows' canonical machine order
+            on = {
+                e["i"]: where[choice[e["i"]][1][0]][0] for e in meta if e["y"] and e["i"] in choice
+            }
+            on = {i: m for i, m in on.items() if choice[i][0][1] == 0}
+            perm = relabel(self, meta, on)
         for e in meta:
             if e["i"] not in choice:
                 continue
             cell, gpus = choice[e["i"]]
-            x[e["z"] + e["cells"].index(cell)] = 1.0
+            kc = e["cells"].index(cell)
+            x[e["z"] + kc] = 1.0
+            kc = kc if self.reduced else -1
             for g in gpus:
                 m, k, t = where[g]
                 if cell[1] == 0:
+                    m = perm.get(m, m)
                     x[e["f"][m, t]] += 1.0
                     if e["y"]:
-                        x[e["y"][m]] = 1.0
+                        x[e["y"][m, kc]] = 1.0
                 elif cell[1] == 1:
                     x[e["h"][k, t]] += 1.0
                     if e["r"]:
-                        x[e["r"][k]] = 1.0
+                        x[e["r"][k, kc]] = 1.0
                 else:
                     x[e["g"][(t,)]] += 1.0
         return x

@@ -46,13 +46,16 @@ def solve_pf(
     exclude: frozenset[int] = frozenset(),
     start: Choice | None = None,
     lp_first: bool = True,
+    reduced: bool = True,
 ):
     """(raw result, decoded choice or None, program) of the compact PF (optionally without some apps).
+    ``reduced``: the tightened, symmetry-broken formulation (``formulations/compact_sym.py``).
 
     ``lp_first``: solve the LP relaxation; when its cell selectors are integral (the usual case)
     place those cells (greedy ``pack``, else a placement-only MILP). A placement reaching the LP
     bound is optimal; otherwise the full MILP runs (warm-started with ``start``)."""
-    prog = CompactProgram(cluster, tuple(int(g) for g in offer), tuple(apps), frozenset(exclude))
+    offer = tuple(int(g) for g in offer)
+    prog = CompactProgram(cluster, offer, tuple(apps), frozenset(exclude), reduced=reduced)
     milp = prog.to_milp()
     if lp_first and milp.n_cols:
         t0 = time.perf_counter()
@@ -156,7 +159,9 @@ def payments(
 
     def one(i: int):
         start = {j: v for j, v in choice.items() if j != i}
-        res, ch, p = solve_pf(prog.cluster, prog.offer, apps, opts, prog.exclude | {i}, start)
+        res, ch, p = solve_pf(
+            prog.cluster, prog.offer, apps, opts, prog.exclude | {i}, start, reduced=prog.reduced
+        )
         if ch is None:
             return i, res.status, None
         return i, res.status, p.value(ch)
@@ -245,8 +250,10 @@ def solve_compact_auction(
     offer=None,
     apps: tuple[CompactApp, ...] | None = None,
     ids: list[str] | None = None,
+    reduced: bool = True,
 ) -> Solution:
-    """PF + PA over the agent-form apps of ``inst`` (or the given compact ``apps``) on ``offer``."""
+    """PF + PA over the agent-form apps of ``inst`` (or the given compact ``apps``) on ``offer``.
+    ``reduced=False``: the untightened formulation (same optima; for tests and comparisons)."""
     t0 = time.perf_counter()
     if opts.mip_allow_restart is None:  # as in solvers/auction.py (see SolveOptions)
         opts = opts.with_(mip_allow_restart=False)
@@ -259,7 +266,7 @@ def solve_compact_auction(
 
         offer = free_gpus(inst)
     ids = ids or [a.table.app_id for a in apps]
-    res, choice, prog = solve_pf(cl, offer, apps, opts)
+    res, choice, prog = solve_pf(cl, offer, apps, opts, reduced=reduced)
     if choice is None:
         return Solution(
             "auction", res.status, name, time.perf_counter() - t0, None, {}, message=res.message
