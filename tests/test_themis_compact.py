@@ -151,3 +151,38 @@ def test_time_limited_payments_are_marked_inexact():
     assert sol.status == "time_limit"
     assert sol.extra["payments_inexact"]
     assert all(0.0 <= c <= 1.0 for c in sol.payments.values())
+
+
+def test_reduced_formulation_keeps_pf_and_payments():
+    """The tightened, symmetry-broken program (``formulations/compact_sym.py``) has the optima of
+    the unreduced one: PF and every PF_{-i} as full MILPs (no LP shortcut), and the PA payments,
+    on a contended 32-GPU instance with a class of interchangeable machines."""
+    from fairplace.formulations.agents import free_gpus
+    from fairplace.formulations.compact_sym import machine_classes
+    from fairplace.instances.generators import random_agent_auction
+
+    inst = random_agent_auction(apps=8, machines=4, machines_per_rack=4, seed=0)
+    apps, offer = compact_apps(inst), free_gpus(inst)
+    opt = {}
+    for reduced in (True, False):
+        res, choice, prog = solve_pf(inst.cluster, offer, apps, lp_first=False, reduced=reduced)
+        assert res.status == "optimal"
+        opt[reduced] = [res.objective]
+        for i in sorted(choice):
+            r, _, _ = solve_pf(
+                inst.cluster, offer, apps, exclude={i}, lp_first=False, reduced=reduced
+            )
+            assert r.status == "optimal"
+            opt[reduced].append(r.objective)
+        if reduced:
+            assert machine_classes(prog)  # symmetry rows are present
+            for i in choice:  # warm starts (PF minus i) are relabelled onto the canonical order
+                sub = CompactProgram(inst.cluster, prog.offer, apps, frozenset({i}))
+                x = sub.start_vector({j: v for j, v in choice.items() if j != i})
+                assert sub.to_milp().is_feasible(x)
+    assert np.allclose(opt[True], opt[False], rtol=0, atol=1e-9)
+    a = solve_compact_auction(inst)
+    b = solve_compact_auction(inst, reduced=False)
+    assert a.status == b.status == "optimal"
+    assert abs(a.objective - b.objective) < 1e-9
+    assert all(abs(a.payments[k] - b.payments[k]) < 1e-9 for k in b.payments)
