@@ -3,6 +3,8 @@
 * ``auction_pf_compact_1024``: compact PF, 1,024 GPUs (256 machines x 4, racks of 16) x 64 apps, target 10 s;
 * ``auction_pa_compact_1024``: full PA on the same instance (PF + leave-one-out), target 60 s;
 * ``auction_pa_compact_1024x128``: the same with 128 apps (contended: every app pays), target 60 s;
+* ``auction_pa_compact_contended_32``: full PA, 12 apps on 32 GPUs (8 machines x 4, racks of 4): the
+  LP shortcut fails and PF and every PF_{-i} are MILPs (``formulations/compact_sym.py``), target 30 s;
 * ``bid_generation``: subset enumeration vs symmetry-reduced count bundles vs the rho table, per
   offer size (bundles and seconds).
 """
@@ -46,6 +48,20 @@ def _pa128(quick: bool) -> dict:
     return _pa(quick, apps=128)
 
 
+def _pa_contended(quick: bool) -> dict:
+    from fairplace.solvers.compact import solve_compact_auction
+
+    inst = random_agent_auction(apps=12, machines=8, machines_per_rack=4, seed=1 if quick else 0)
+    t0 = time.perf_counter()
+    sol = solve_compact_auction(inst)
+    return {
+        "seconds": time.perf_counter() - t0,
+        "status": sol.status,
+        "objective": sol.objective,
+        "milp_solves": sol.extra["milp_solves"],
+    }
+
+
 def _bids(quick: bool) -> dict:
     from fairplace.formulations.agents import count_bundles, rho_table, subset_bids
 
@@ -78,5 +94,6 @@ CASES = {
     "auction_pf_compact_1024": (_pf, 10.0),
     "auction_pa_compact_1024": (_pa, 60.0),
     "auction_pa_compact_1024x128": (_pa128, 60.0),
+    "auction_pa_compact_contended_32": (_pa_contended, 30.0),
     "bid_generation": (_bids, 30.0),
 }
