@@ -38,6 +38,10 @@ from .options import SolveOptions
 Choice = dict[int, tuple[tuple[int, int, int], tuple[int, ...]]]
 
 
+#: largest offer (in machines) whose full-MILP fallbacks use the tightened formulation by default
+REDUCED_MAX_MACHINES = 16
+
+
 def solve_pf(
     cluster: Cluster,
     offer,
@@ -46,16 +50,23 @@ def solve_pf(
     exclude: frozenset[int] = frozenset(),
     start: Choice | None = None,
     lp_first: bool = True,
-    reduced: bool = True,
+    reduced: bool | None = None,
 ):
     """(raw result, decoded choice or None, program) of the compact PF (optionally without some apps).
-    ``reduced``: the tightened, symmetry-broken formulation (``formulations/compact_sym.py``).
 
-    ``lp_first``: solve the LP relaxation; when its cell selectors are integral (the usual case)
-    place those cells (greedy ``pack``, else a placement-only MILP). A placement reaching the LP
-    bound is optimal; otherwise the full MILP runs (warm-started with ``start``)."""
+    ``lp_first``: solve the LP relaxation of the plain program; when its cell selectors are integral
+    (the usual case) place those cells (greedy ``pack``, else a placement-only MILP). A placement
+    reaching the LP bound is optimal; otherwise the full MILP runs (warm-started with ``start``), on
+    the tightened, symmetry-broken formulation if ``reduced`` (``formulations/compact_sym.py``: same
+    optimum, a far smaller search tree on contended instances, but a larger LP, so it is not used
+    for the LP step). ``reduced=None`` picks it when the offer spans at most
+    :data:`REDUCED_MAX_MACHINES` machines: measured, it cuts a contended 8-machine instance from
+    268 s to 19 s, but its per-(place, cell) columns make 64-machine fallbacks ~20x slower.
+    The program returned is the plain one (its layout serves the LP chains)."""
     offer = tuple(int(g) for g in offer)
-    prog = CompactProgram(cluster, offer, tuple(apps), frozenset(exclude), reduced=reduced)
+    prog = CompactProgram(cluster, offer, tuple(apps), frozenset(exclude), reduced=False)
+    if reduced is None:
+        reduced = np.unique(cluster.machine_index[list(offer)]).size <= REDUCED_MAX_MACHINES
     milp = prog.to_milp()
     if lp_first and milp.n_cols:
         t0 = time.perf_counter()
@@ -66,9 +77,16 @@ def solve_pf(
         if hit is not None:
             res, choice = hit
             return replace(res, seconds=time.perf_counter() - t0), choice, prog
-    x0 = prog.start_vector(start) if start is not None else None
-    res = highs.solve(milp, opts, start=x0)
-    choice = prog.decode(res.x) if res.has_solution else None
+    full = (
+        CompactProgram(cluster, offer, tuple(apps), frozenset(exclude), reduced=True)
+        if reduced
+        else prog
+    )
+    x0 = full.start_vector(start) if start is not None else None
+    res = highs.solve(full.to_milp(), opts, start=x0)
+    choice = full.decode(res.x) if res.has_solution else None
+    if full is not prog and choice is not None:  # the point in the returned program's layout
+        res = replace(res, x=prog.start_vector(choice))
     return res, choice, prog
 
 
@@ -141,8 +159,10 @@ def payments(
     choice: Choice,
     opts: SolveOptions,
     parallel: bool = True,
+    reduced: bool | None = None,
 ) -> tuple[dict[int, float], dict[int, str], int]:
-    """({i: c_i}, {i: status of PF_{-i}}, number of MILP solves actually run)."""
+    """({i: c_i}, {i: status of PF_{-i}}, number of MILP solves actually run); ``reduced``: the
+    formulation of full leave-one-out MILPs (see :func:`solve_pf`)."""
     apps = prog.apps
     value_with = {i: _others(prog, choice, i) for i in choice}
     c, status = {}, {}
@@ -160,7 +180,7 @@ def payments(
     def one(i: int):
         start = {j: v for j, v in choice.items() if j != i}
         res, ch, p = solve_pf(
-            prog.cluster, prog.offer, apps, opts, prog.exclude | {i}, start, reduced=prog.reduced
+            prog.cluster, prog.offer, apps, opts, prog.exclude | {i}, start, reduced=reduced
         )
         if ch is None:
             return i, res.status, None
@@ -250,10 +270,11 @@ def solve_compact_auction(
     offer=None,
     apps: tuple[CompactApp, ...] | None = None,
     ids: list[str] | None = None,
-    reduced: bool = True,
+    reduced: bool | None = None,
 ) -> Solution:
     """PF + PA over the agent-form apps of ``inst`` (or the given compact ``apps``) on ``offer``.
-    ``reduced=False``: the untightened formulation (same optima; for tests and comparisons)."""
+    ``reduced``: formulation of full-MILP fallbacks (None: by offer size, see :func:`solve_pf`;
+    True / False force the tightened / plain one; the optima are the same)."""
     t0 = time.perf_counter()
     if opts.mip_allow_restart is None:  # as in solvers/auction.py (see SolveOptions)
         opts = opts.with_(mip_allow_restart=False)
@@ -276,7 +297,7 @@ def solve_compact_auction(
     n_solves = 1
     inexact: list[str] = []
     if payments_:
-        ci, st, k = payments(prog, choice, opts, parallel=opts.parallel)
+        ci, st, k = payments(prog, choice, opts, parallel=opts.parallel, reduced=reduced)
         n_solves += k
         c.update(ci)
         inexact = [ids[i] for i, s in sorted(st.items()) if s != "optimal"]
