@@ -27,12 +27,9 @@ def _pf(quick: bool) -> dict:
     return {"seconds": time.perf_counter() - t0, "status": sol.status, "objective": sol.objective}
 
 
-def _pa(quick: bool, apps: int = 64) -> dict:
+def _timed_pa(inst) -> dict:
     from fairplace.solvers.compact import solve_compact_auction
 
-    inst = random_agent_auction(
-        **({"apps": apps // 4, "machines": 64} if quick else {"apps": apps})
-    )
     t0 = time.perf_counter()
     sol = solve_compact_auction(inst)
     return {
@@ -44,22 +41,20 @@ def _pa(quick: bool, apps: int = 64) -> dict:
     }
 
 
+def _pa(quick: bool, apps: int = 64) -> dict:
+    return _timed_pa(
+        random_agent_auction(**({"apps": apps // 4, "machines": 64} if quick else {"apps": apps}))
+    )
+
+
 def _pa128(quick: bool) -> dict:
     return _pa(quick, apps=128)
 
 
 def _pa_contended(quick: bool) -> dict:
-    from fairplace.solvers.compact import solve_compact_auction
-
-    inst = random_agent_auction(apps=12, machines=8, machines_per_rack=4, seed=1 if quick else 0)
-    t0 = time.perf_counter()
-    sol = solve_compact_auction(inst)
-    return {
-        "seconds": time.perf_counter() - t0,
-        "status": sol.status,
-        "objective": sol.objective,
-        "milp_solves": sol.extra["milp_solves"],
-    }
+    return _timed_pa(
+        random_agent_auction(apps=12, machines=8, machines_per_rack=4, seed=1 if quick else 0)
+    )
 
 
 def _bids(quick: bool) -> dict:
