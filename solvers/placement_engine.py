@@ -164,11 +164,13 @@ class FreePool:
         cand = order[k:]
         fit = cand[cnt[cand] >= rest]
         last = int(fit[np.argmin(cnt[fit])])  # best fit; argmin keeps the lowest index on ties
-        picks = []
-        for m, take in [(int(m), int(cnt[m])) for m in used] + [(last, rest)]:
-            row = sl[m][ok[sl[m]]]
-            picks.append(row[np.argsort(s[row], kind="stable")[:take]])
-        return np.concatenate(picks)
+        ms = np.append(used, last)
+        take = np.append(cnt[used], rest)
+        rows = sl[ms]  # (machines, slots); padding is the never-free sentinel G
+        v = np.where(ok[rows], s[rows], np.inf)
+        order = np.argsort(v, axis=1, kind="stable")  # lowest eligible scores first per machine
+        first = np.arange(rows.shape[1])[None, :] < take[:, None]
+        return np.take_along_axis(rows, order, axis=1)[first]
 
     # ---- PAL packed query ----------------------------------------------------------------------
     def _sorted_rows(self, cls):
