@@ -33,24 +33,13 @@ from typing import Any
 
 import pandas as pd
 
+from fairplace import sim
 from fairplace.errors import OptionError
+from fairplace.solvers.policies import POLICY_NAMES
 from fairplace.sweep_inputs import SWEEP_OPTIONS, generator_params, make_trace, per_run_cluster
 
 SPEC_KEYS = ("name", "schedulers", "placements", "traces", "seeds", "params", "fixed", "frames")
 FRAMES = ("jobs", "apps", "rounds")
-#: Documented in issue 5; used when the simulator does not publish its own registry.
-SCHEDULERS = ("fifo", "las", "srtf", "drf", "gandiva", "optimus", "slaq", "themis", "gavel-ftf")
-PLACEMENTS = (
-    "pal",
-    "pm-first",
-    "packed-sticky",
-    "packed-non-sticky",
-    "random-sticky",
-    "random-non-sticky",
-    "exact",
-    "themis",
-    "none",
-)
 CELL_KEYS = ("scheduler", "placement", "trace", "seed")
 
 
@@ -84,22 +73,9 @@ class SweepSpec:
         return n * math.prod(len(v) for v in self.params.values())
 
 
-def _registry(attr: str, default: tuple[str, ...]) -> tuple[str, ...]:
-    try:
-        import fairplace.sim as sim
-    except ImportError:
-        return default
-    names = getattr(sim, attr, None)
-    return tuple(names) if names else default
-
-
 def _simulate_params() -> set[str] | None:
-    """Keyword names ``fairplace.simulate`` accepts, or None (unknown / accepts **kwargs)."""
-    try:
-        from fairplace.sim import simulate
-    except ImportError:
-        return None
-    sig = inspect.signature(simulate)
+    """Keyword names ``fairplace.simulate`` accepts, or None (it accepts **kwargs)."""
+    sig = inspect.signature(sim.simulate)
     if any(p.kind is p.VAR_KEYWORD for p in sig.parameters.values()):
         return None
     return set(sig.parameters)
@@ -128,12 +104,8 @@ def validate_spec(spec: dict, *, check_names: bool = True) -> SweepSpec:
     name = spec.get("name", "sweep")
     if not isinstance(name, str):
         raise OptionError("name", "must be a string")
-    scheds = _names(
-        spec, "schedulers", _registry("SCHEDULERS", SCHEDULERS) if check_names else None
-    )
-    places = _names(
-        spec, "placements", _registry("PLACEMENTS", PLACEMENTS) if check_names else None
-    )
+    scheds = _names(spec, "schedulers", sim.SCHEDULERS if check_names else None)
+    places = _names(spec, "placements", POLICY_NAMES if check_names else None)
     traces = _names(spec, "traces", None)
     seeds = spec.get("seeds", [0])
     if isinstance(seeds, int):
@@ -207,8 +179,7 @@ def run_cell(cell: dict, fixed: dict, frames: Iterable[str] = (), simulate: Call
     got: dict[str, pd.DataFrame] = {}
     try:
         if simulate is None:
-            from fairplace.sim import simulate
-
+            simulate = sim.simulate
             fixed = {"progress": False, **fixed}  # no nested progress bars
         kw = {**{k: v for k, v in cell.items() if k not in ("trace", "seed")}, **fixed}
         trace, gen_kw = make_trace(cell["trace"], cell["seed"], kw)

@@ -27,14 +27,13 @@ from dataclasses import dataclass
 from functools import cached_property
 
 import numpy as np
-import scipy.sparse as sp
 
 from fairplace.domain import AgentApp, AuctionInstance, Cluster
 
 from .agents import Group, RhoTable, free_gpus, groups, rho_table
 from .compact_sym import place_rows, relabel, symmetry_rows, total_rows
 from .pf import PFValue
-from .program import MILP
+from .program import MILP, Rows
 
 
 @dataclass(frozen=True)
@@ -224,21 +223,8 @@ class CompactProgram:
         theorem on a laminar family they are exactly the condition for distinct GPUs to exist."""
         n_cols, meta = self.layout
         c, ub = np.zeros(n_cols), np.ones(n_cols)
-        rows: list[int] = []
-        cols: list[int] = []
-        vals: list[float] = []
-        rlb: list[float] = []
-        rub: list[float] = []
-
-        def add(entries, lo, hi):
-            r = len(rlb)
-            for col, v in entries:
-                rows.append(r)
-                cols.append(col)
-                vals.append(v)
-            rlb.append(lo)
-            rub.append(hi)
-
+        rows = Rows()
+        add = rows.add
         usage: dict[tuple, list[int]] = {}  # capacity key -> usage columns
         for e in meta:
             i, a, cells = e["i"], self.apps[e["i"]], e["cells"]
@@ -281,12 +267,12 @@ class CompactProgram:
         if self.reduced:
             total_rows(self, meta, add)
             symmetry_rows(self, meta, add)
-        A = sp.csr_matrix((vals, (rows, cols)), shape=(len(rlb), n_cols))
+        row_lb, row_ub = rows.bounds()
         return MILP(
             c=c,
-            A=A,
-            row_lb=np.array(rlb),
-            row_ub=np.array(rub),
+            A=rows.matrix(n_cols),
+            row_lb=row_lb,
+            row_ub=row_ub,
             col_lb=np.zeros(n_cols),
             col_ub=ub,
             integrality=np.ones(n_cols, dtype=bool),

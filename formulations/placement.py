@@ -32,11 +32,10 @@ from dataclasses import dataclass, field
 from functools import cached_property
 
 import numpy as np
-import scipy.sparse as sp
 
 from fairplace.domain import SPREAD_MACHINE, PlacementInstance
 
-from .program import MILP
+from .program import MILP, Rows
 
 
 @dataclass(frozen=True)
@@ -140,18 +139,8 @@ class PlacementProgram:
         Q = len(groups)
         c = np.zeros(n_cols)
         lb, ub = np.zeros(n_cols), np.ones(n_cols)
-        rows, cols, vals, rlb, rub = [], [], [], [], []
-        r = 0
-
-        def add(entries, lo, hi):
-            nonlocal r
-            for col, v in entries:
-                rows.append(r)
-                cols.append(col)
-                vals.append(v)
-            rlb.append(lo)
-            rub.append(hi)
-            r += 1
+        rows = Rows()
+        add = rows.add
 
         machines_of = {}
         for q, (m, _, _) in enumerate(groups):
@@ -202,12 +191,12 @@ class PlacementProgram:
                     )
         for q, (_, _, gs) in enumerate(groups):
             add([(e["n"] + q, 1.0) for e in meta], -np.inf, float(len(gs)))
-        A = sp.csr_matrix((vals, (rows, cols)), shape=(r, n_cols))
+        row_lb, row_ub = rows.bounds()
         return MILP(
             c=c,
-            A=A,
-            row_lb=np.array(rlb),
-            row_ub=np.array(rub),
+            A=rows.matrix(n_cols),
+            row_lb=row_lb,
+            row_ub=row_ub,
             col_lb=lb,
             col_ub=ub,
             integrality=np.ones(n_cols, dtype=bool),

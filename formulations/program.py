@@ -15,6 +15,33 @@ import numpy as np
 import scipy.sparse as sp
 
 
+class Rows:
+    """Constraint rows collected one at a time: ``add([(col, coef), ...], lo, hi)`` appends
+    lo <= sum coef * x_col <= hi; :meth:`matrix` gives A (CSR) and :meth:`bounds` the row bounds."""
+
+    def __init__(self):
+        self.rows: list[int] = []
+        self.cols: list[int] = []
+        self.vals: list[float] = []
+        self.lb: list[float] = []
+        self.ub: list[float] = []
+
+    def add(self, entries, lo: float, hi: float) -> None:
+        r = len(self.lb)
+        for col, v in entries:
+            self.rows.append(r)
+            self.cols.append(col)
+            self.vals.append(v)
+        self.lb.append(lo)
+        self.ub.append(hi)
+
+    def matrix(self, n_cols: int) -> sp.csr_matrix:
+        return sp.csr_matrix((self.vals, (self.rows, self.cols)), shape=(len(self.lb), n_cols))
+
+    def bounds(self) -> tuple[np.ndarray, np.ndarray]:
+        return np.array(self.lb, dtype=float), np.array(self.ub, dtype=float)
+
+
 @dataclass(frozen=True)
 class MILP:
     c: np.ndarray

@@ -215,24 +215,14 @@ def _large() -> list[tuple[str, dict]]:
 
 def paper_items() -> list[tuple[str, dict]]:
     """Paper examples: every ``PAPER_INSTANCES = {name: builder() -> Instance}`` of
-    ``fairplace.instances.paper`` (THEMIS Fig. 5), ``.suite_paper`` (THEMIS §4.3.3, PAL L x V, Frontera)
-    and ``.variability``; a builder whose module dependency is missing is left out."""
-    from importlib import import_module
+    ``fairplace.instances.paper`` (THEMIS Fig. 5) and ``.suite_paper`` (THEMIS §4.3.3, PAL L x V,
+    Frontera)."""
+    from . import paper, suite_paper
 
     out = []
-    for mod in ("paper", "suite_paper", "variability"):
-        try:
-            m = import_module(f"fairplace.instances.{mod}")
-        except ModuleNotFoundError as exc:
-            if exc.name != f"fairplace.instances.{mod}":
-                raise
-            continue
-        for name, build in getattr(m, "PAPER_INSTANCES", {}).items():
-            try:
-                inst = build()
-            except ModuleNotFoundError:
-                continue
-            doc = io.to_dict(inst)
+    for m in (paper, suite_paper):
+        for name, build in m.PAPER_INSTANCES.items():
+            doc = io.to_dict(build())
             doc["name"] = name
             out.append((name, doc))
     return out

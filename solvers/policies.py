@@ -189,7 +189,10 @@ class PALPolicy(PMFirstPolicy):
     ties: str = "fewest-machines"
 
     def _pick(self, pool, job):
-        if self.ties == "artifact":
+        artifact = self.ties == "artifact"
+        if job.gpus == 1 and not artifact:  # the lowest level, on the fullest machine
+            return pool.pm_first(job.cls, 1, count="machine")
+        if artifact:
             across = pool.pm_first(job.cls, job.gpus, count="level")
         else:
             across = pool.first_free(job.cls, job.gpus)
@@ -200,11 +203,7 @@ class PALPolicy(PMFirstPolicy):
             within = pool.best_within(job.cls, job.gpus)
             if within is not None and choose_cell(within[0], a_star, self.locality(job)):
                 return within[1]
-        if self.ties == "artifact":
-            return across
-        if job.gpus == 1:
-            return pool.pm_first(job.cls, 1, count="machine")
-        return pool.fewest_machines(job.cls, job.gpus, a_star)
+        return across if artifact else pool.fewest_machines(job.cls, job.gpus, a_star)
 
 
 @dataclass(frozen=True)

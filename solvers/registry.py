@@ -59,16 +59,10 @@ def solver_table() -> dict[str, dict[str, Callable]]:
 
 
 def _extend(table: dict[str, dict[str, Callable]]) -> None:
-    """Hook for heuristics / policies / relaxations registered by other modules."""
-    from importlib import import_module
+    """Add the heuristics, placement policies and relaxations (each module's ``SOLVERS`` table)."""
+    from . import heuristics, policies, relaxation
 
-    for mod in ("heuristics", "policies", "relaxation"):
-        try:
-            m = import_module(f"fairplace.solvers.{mod}")
-        except ModuleNotFoundError as exc:
-            if exc.name != f"fairplace.solvers.{mod}":
-                raise
-            continue
+    for m in (heuristics, policies, relaxation):
         for name, per_kind in m.SOLVERS.items():
             table.setdefault(name, {}).update(per_kind)
 
