@@ -6,6 +6,7 @@
 * An N-GPU cluster samples each class's profile *without repetition* (paper, §IV-C); the artifact samples
   with replacement (``with_replacement=True``). Classes that share a profile (the artifact's B and C are
   both BERT) share the sampled values, like the two identical BERT columns of the Frontera table.
+* ``longhorn-artifact``: the PAL artifact's own draw, replayed exactly (:func:`artifact_pm_scores`).
 * Frontera (Quadro RTX 5000) 8 machines x 4 GPUs with per-class scores: :func:`frontera_cluster`.
 * :class:`Mixture`: a tight normal body plus a heavy (log-normal excess) slow tail, fitted per profile;
   :func:`synthetic_pm_scores` draws clusters of any size (100,000 GPUs in milliseconds).
@@ -33,8 +34,13 @@ from .models import ARTIFACT_CLASS_PROFILES, PAPER_CLASS_PROFILES
 
 APPS = ("resnet50", "bert", "pagerank")
 #: ``longhorn-runs`` samples per-run rows (scores up to ~3.6x, like the paper's sampling of "this
-#: profiling data"); ``longhorn`` takes each GPU's median over its runs (DESIGN.md; up to ~1.12x).
-PROFILE_NAMES = ("longhorn", "longhorn-runs", "frontera", "synthetic")
+#: profiling data"; the default); ``longhorn`` takes each GPU's median over its runs (DESIGN.md; up to
+#: ~1.12x); ``longhorn-artifact`` replays the PAL artifact's seeded draw (:func:`artifact_pm_scores`).
+PROFILE_NAMES = ("longhorn-runs", "longhorn", "longhorn-artifact", "frontera", "synthetic")
+#: The artifact's draw: Python's ``random`` seeded with 42, one ``random.choice`` per GPU per class in
+#: this order (the keys of its ``profiles.json``; B and C both read the BERT file).
+ARTIFACT_SEED = 42
+ARTIFACT_DRAW_ORDER = ("A", "B", "C", "D")
 #: Frontera table columns per class: the paper's C is the PageRank column (the artifact's class D).
 FRONTERA_COLUMNS = {
     "paper": {"A": "PerfVar_classA", "B": "PerfVar_classB", "C": "PerfVar_classD"},
@@ -82,6 +88,14 @@ def longhorn_profile(app: str, source=None, per_run: bool = False) -> pd.Series:
     run instead (index ``uuid`` repeated): the slow runs reach ~3.6x for ResNet-50, the per-GPU medians
     only ~1.12x. ``source`` overrides the bundled file (columns ``uuid`` and ``perf``).
     """
+    uuid, norm = _longhorn_runs(app, source)
+    if per_run:
+        return pd.Series(norm.to_numpy(), index=uuid, name=app).sort_index(kind="stable")
+    return norm.groupby(uuid).median().sort_index().rename(app)
+
+
+def _longhorn_runs(app: str, source=None) -> tuple[pd.Series, pd.Series]:
+    """(uuid, perf / median(perf over all runs)) of every run of one Longhorn profile, file order."""
     if app not in APPS:
         raise DataError("profile", f"unknown Longhorn profile {app!r}; known: {', '.join(APPS)}")
     label = f"variability/longhorn/{app}.csv"
@@ -93,12 +107,35 @@ def longhorn_profile(app: str, source=None, per_run: bool = False) -> pd.Series:
     perf = pd.to_numeric(df["perf"], errors="coerce")
     if perf.isna().any() or not np.all(np.isfinite(perf)) or (perf <= 0).any() or perf.empty:
         raise DataError(f"{label}: perf", "must be positive finite numbers")
-    norm = perf / perf.median()
-    if per_run:
-        return pd.Series(norm.to_numpy(), index=df["uuid"].astype(str), name=app).sort_index(
-            kind="stable"
-        )
-    return norm.groupby(df["uuid"].astype(str)).median().sort_index().rename(app)
+    return df["uuid"].astype(str), perf / perf.median()
+
+
+def longhorn_runs(app: str, source=None) -> np.ndarray:
+    """Every run's ``perf / median(perf over all runs)`` of one Longhorn profile, in file row order."""
+    return _longhorn_runs(app, source)[1].to_numpy()
+
+
+def artifact_pm_scores(n: int, *, classes: str = "artifact") -> dict[str, np.ndarray]:
+    """The PAL artifact's PM-scores for ``n`` GPUs, replayed exactly (profile ``longhorn-artifact``).
+
+    ``r = random.Random(42)``; for GPU 0..n-1, for class A, B, C, D: ``r.choice(runs)`` where ``runs``
+    is :func:`longhorn_runs` of the class's profile (A ResNet-50, B and C BERT drawn separately,
+    D PageRank): per-run scores with replacement. ``classes='paper'`` keeps A, B and the D column as C
+    (the paper's PageRank class). The draw does not depend on any simulation seed.
+    """
+    import random
+
+    n = _check_n(n)
+    runs = {app: longhorn_runs(app).tolist() for app in set(ARTIFACT_CLASS_PROFILES.values())}
+    rng = random.Random(ARTIFACT_SEED)
+    out = {c: np.empty(n) for c in ARTIFACT_DRAW_ORDER}
+    for g in range(n):
+        for c in ARTIFACT_DRAW_ORDER:
+            out[c][g] = rng.choice(runs[ARTIFACT_CLASS_PROFILES[c]])
+    if classes == "artifact":
+        return out
+    _class_profiles(classes)  # validates the name
+    return {"A": out["A"], "B": out["B"], "C": out["D"]}
 
 
 def sample_pm_scores(
@@ -232,8 +269,9 @@ def make_cluster(
 ) -> Cluster:
     """A ``machines`` x ``gpus_per_machine`` cluster (GPU ids ``m{k}/{g}``) with PM-scores per class.
 
-    ``longhorn``: sampled from the Longhorn profiles (see :func:`sample_pm_scores`; ``per_run`` applies
-    to it only); ``synthetic``: the
+    ``longhorn`` / ``longhorn-runs``: sampled from the Longhorn profiles (see :func:`sample_pm_scores`;
+    ``per_run`` applies to them only); ``longhorn-artifact``: the artifact's fixed draw
+    (:func:`artifact_pm_scores`; ``seed`` and ``with_replacement`` do not apply); ``synthetic``: the
     fitted mixtures; ``frontera``: whole real machines drawn from the 8 Frontera machines (a seeded
     permutation without replacement, so within-machine correlation is kept), the first
     ``gpus_per_machine`` (<= 4) GPUs of each.
@@ -245,6 +283,8 @@ def make_cluster(
         pm = sample_pm_scores(
             n, classes=classes, seed=seed, with_replacement=with_replacement, per_run=per_run
         )
+    elif profile == "longhorn-artifact":
+        pm = artifact_pm_scores(n, classes=classes)
     elif profile == "synthetic":
         pm = synthetic_pm_scores(n, classes=classes, seed=seed)
     elif profile == "frontera":

@@ -6,9 +6,10 @@ the three queries every policy is built from:
 * :meth:`FreePool.first_free` — the first ``n`` free GPUs of a fixed order (GPUs by score, ties by
   index; Random: a seeded permutation). A pointer per order skips GPUs taken earlier in the round,
   so a round costs O(G) per order, not O(G) per job.
-* :meth:`FreePool.pm_first` — PM-First's pick as the PAL artifact makes it: the ``n`` lowest free scores,
-  ties broken by *best-match locality* |free GPUs on the machine − n| (then index), so single-GPU jobs
-  fill fragmented machines and a job of a machine's size lands on a whole free machine when one ties.
+* :meth:`FreePool.pm_first` — PM-First's pick: the ``n`` lowest free scores, ties broken by *best-match
+  locality* |c − n| (then index), ``c`` the free GPUs on the machine or (``count="level"``, the PAL
+  artifact's rule) those of them with the same score, so single-GPU jobs fill fragmented machines and
+  a job of a machine's size lands on a whole free machine when one ties.
 * :meth:`FreePool.fewest_machines` — of the free GPUs scoring at most a level, ``n`` on as few
   machines as possible (best fit for the last one): PAL's pick among LV-equal spread sets.
 * :meth:`FreePool.best_within` — PAL's packed query: the machine whose ``n``-th smallest free score is
@@ -115,8 +116,8 @@ class FreePool:
         """The ``n`` free GPUs PM-First gives a job of class ``cls`` (None if fewer are free).
 
         Free GPUs are ordered by (score, |c - n|, index), ``c`` the free GPUs on the GPU's machine
-        (``count="machine"``, the artifact's PM-First) or those of them with the same score
-        (``count="level"``, the artifact's PAL). Every GPU scoring below the ``n``-th lowest is taken;
+        (``count="machine"``) or those of them with the same score (``count="level"``, the PAL
+        artifact's PM-First and PAL: ``groupby(['sf', 'Node_ID'])``). Every GPU scoring below the ``n``-th lowest is taken;
         the tie-break only chooses inside the level of the ``n``-th lowest."""
         head = self.first_free(cls, n)
         if head is None:

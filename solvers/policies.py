@@ -5,8 +5,10 @@ A policy maps the cluster state (per-class scores, current allocations) and the 
 
 * ``pm-first`` (PAL §III-B, Alg. 1): cut the queue where cumulative demand first exceeds the cluster
   size, stable-sort that prefix by class (A first), then give each job the free GPUs with the lowest
-  score; ties go by best-match locality |free GPUs on the machine - N_j| (the artifact's tie-break,
-  :meth:`~.placement_engine.FreePool.pm_first`), then GPU index. Non-sticky.
+  score; ties go by best-match locality |c - N_j|, then GPU index, where ``c`` counts the free GPUs on
+  the machine (``ties="machine"``, default) or only those of the same score level (``ties="level"``,
+  the artifact's ``groupby(['sf', 'Node_ID'])``); :meth:`~.placement_engine.FreePool.pm_first`.
+  Non-sticky.
 * ``pal`` (§III-C, Alg. 2): like PM-First, but a job with 1 < N_j <= GPUs per machine takes the first
   feasible cell of its class's L×V walk (closed form :func:`~fairplace.formulations.lv.choose_cell`):
   the best packed set on one machine if its max score w* <= L_across * a*, else PM-First (max score a*).
@@ -165,6 +167,7 @@ class PMFirstPolicy(PlacementPolicy):
     """PM-First: class-sorted guaranteed prefix, lowest-score free GPUs."""
 
     name: str = "pm-first"
+    ties: str = "machine"
 
     def _order(self, jobs, cluster_size):
         demand = np.cumsum([j.gpus for j in jobs])
@@ -173,7 +176,7 @@ class PMFirstPolicy(PlacementPolicy):
         return head + jobs[cut:]
 
     def _pick(self, pool, job):
-        return pool.pm_first(job.cls, job.gpus, count="machine")
+        return pool.pm_first(job.cls, job.gpus, count=self.ties)
 
 
 @dataclass(frozen=True)
@@ -234,6 +237,8 @@ class RandomPolicy(PlacementPolicy):
 
 #: PAL's tie-breaks among LV-equal allocations (see :class:`PALPolicy`).
 PAL_TIES = ("fewest-machines", "artifact")
+#: PM-First's best-match count: free GPUs on the machine, or of the same score level (the artifact).
+PM_FIRST_TIES = ("machine", "level")
 #: Non-sticky re-placement: move a running job whenever its pick differs (artifact) or only when the
 #: pick has a strictly lower LV-product.
 MIGRATE = ("always", "if-better")
@@ -257,19 +262,21 @@ def make_policy(
     **options,
 ) -> PlacementPolicy:
     """A policy by name (:data:`POLICY_NAMES`). Options: ``backfill`` (bool, default False = stop at the
-    first job that does not fit, as the artifact does); for ``pal``, ``ties`` (:data:`PAL_TIES`)."""
+    first job that does not fit, as the artifact does); ``ties``: for ``pal`` :data:`PAL_TIES`, for
+    ``pm-first`` :data:`PM_FIRST_TIES`."""
     if name not in _POLICIES:
         raise UnknownSolver(
             "placement", f"unknown placement policy {name!r}; known: {', '.join(POLICY_NAMES)}"
         )
-    known = {"backfill", "migrate"} | ({"ties"} if name == "pal" else set())
+    known = {"backfill", "migrate"} | ({"ties"} if name in ("pal", "pm-first") else set())
     unknown = set(options) - known
     if unknown:
         raise OptionError(sorted(unknown)[0], f"unknown policy option; known: {sorted(known)}")
     extra = {}
     if "ties" in options:
-        if options["ties"] not in PAL_TIES:
-            raise OptionError("ties", f"expected one of {PAL_TIES}, got {options['ties']!r}")
+        allowed = PAL_TIES if name == "pal" else PM_FIRST_TIES
+        if options["ties"] not in allowed:
+            raise OptionError("ties", f"expected one of {allowed}, got {options['ties']!r}")
         extra["ties"] = options["ties"]
     if "migrate" in options:
         if options["migrate"] not in MIGRATE:

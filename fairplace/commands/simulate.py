@@ -18,8 +18,26 @@ def add_arguments(p) -> None:
     p.add_argument("--gpus-per-machine", type=int, default=4, metavar="K", help="default 4")
     p.add_argument(
         "--profile",
-        default="longhorn",
-        help="variability: longhorn (default, per-GPU medians), longhorn-runs (per-run rows), frontera, synthetic",
+        default="longhorn-runs",
+        help="variability: longhorn-runs (default: per-run rows sampled per GPU, PAL §IV-C), "
+        "longhorn (per-GPU medians), longhorn-artifact (the PAL artifact's seeded draw), frontera, "
+        "synthetic",
+    )
+    p.add_argument(
+        "--setup",
+        default=None,
+        help="a named set-up fixing every option of a published experiment: pal-artifact (the PAL "
+        "artifact exactly) or pal-paper (the defaults); options you give explicitly win",
+    )
+    p.add_argument(
+        "--grid-origin",
+        default="first-arrival",
+        help="decision grid starts at the first arrival (default) or at zero (PAL artifact)",
+    )
+    p.add_argument(
+        "--stamping",
+        default="exact",
+        help="completion time: exact (default) or round-end (PAL artifact)",
     )
     p.add_argument(
         "--locality-penalty", type=float, default=1.7, metavar="L", help="L across machines"
@@ -62,7 +80,7 @@ def add_arguments(p) -> None:
         default=[],
         metavar="KEY=VALUE",
         help="policy option, repeatable: backfill=true, migrate=always|if-better, "
-        "ties=fewest-machines|artifact (pal)",
+        "ties=fewest-machines|artifact (pal), ties=machine|level (pm-first)",
     )
     p.add_argument(
         "--rho-variant",
@@ -131,6 +149,9 @@ def run(args) -> int:
         rho_variant=args.rho_variant,
         seed=args.seed,
         debug=args.debug,
+        grid_origin=args.grid_origin,
+        stamping=args.stamping,
+        setup=args.setup,
         **kw,
     )
     if args.out:

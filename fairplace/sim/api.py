@@ -83,7 +83,7 @@ def simulate(
     gpus: int | None = None,
     gpus_per_machine: int = 4,
     machines_per_rack: int | None = None,
-    profile: str = "longhorn",
+    profile: str = "longhorn-runs",
     classes: str = "paper",
     with_replacement: bool | None = None,
     binning: str = "silhouette",
@@ -102,6 +102,9 @@ def simulate(
     cluster=None,
     scheduler_options: Mapping[str, object] | None = None,
     placement_options: Mapping[str, object] | None = None,
+    grid_origin: str = "first-arrival",
+    stamping: str = "exact",
+    setup: str | None = None,
 ) -> SimulationResult:
     """Simulate ``trace`` (bundled name, CSV path or frame) on a ``gpus``-GPU cluster
     (``gpus_per_machine`` per machine, PM-scores from ``profile``) with a job-ordering ``scheduler``
@@ -115,6 +118,13 @@ def simulate(
     ``locality_penalty``). A trace's own ``locality`` column wins over both.
     Returns a :class:`SimulationResult`; bad options raise :class:`OptionError`, bad traces
     :class:`TraceError`."""
+    if setup is not None:
+        args = {k: v for k, v in locals().items() if k != "setup"}
+        from .setups import apply_setup
+
+        res = simulate(**apply_setup(setup, args, simulate))
+        res.config["setup"] = setup
+        return res
     from fairplace.instances.variability import make_cluster
     from fairplace.solvers.policies import ClusterState, make_policy
 
@@ -170,7 +180,11 @@ def simulate(
         restart=restart,
         debug=debug,
         skip_quiet=skip_quiet,
+        grid_origin=grid_origin,
+        stamping=stamping,
     )
+    if stamping != "exact" and sched_name == "themis":
+        raise OptionError("--stamping", "round-end stamping needs a queue scheduler, not themis")
     if frame is None:
         w = trace
     else:
@@ -252,5 +266,7 @@ def simulate(
         "checkpoint": checkpoint,
         "restart": restart,
         "seed": seed,
+        "grid_origin": grid_origin,
+        "stamping": stamping,
     }
     return SimulationResult(jobs, apps, metrics.round_frame(tr), summ, cfg)

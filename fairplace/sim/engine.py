@@ -3,9 +3,11 @@ apply the decision, account progress with exact event times, record what happene
 
 Time model (issue 5):
 
-* decisions happen on a grid ``t0 + k * round_length`` (``t0`` = first release); arrivals and completions
-  are stamped at their exact times inside a round (a job arriving mid-round waits for the next decision,
-  its JCT counts from its arrival);
+* decisions happen on a grid ``t0 + k * round_length`` (``t0`` = first release, or 0 with
+  ``grid_origin="zero"`` as the PAL artifact); arrivals and completions are stamped at their exact times
+  inside a round (a job arriving mid-round waits for the next decision, its JCT counts from its
+  arrival); ``stamping="round-end"`` (the artifact) stamps a completion at the end of its round
+  instead (the GPUs are freed at that decision either way);
 * a running job progresses at ``1 / (t_iter * L(spread) * max_{g in G} V_raw(g))`` iterations per second:
   placement decides on binned PM-scores, runtime uses the raw ones (PAL);
 * a job that resumes after a preemption or migrates to another GPU set pays ``checkpoint + restart``
@@ -34,6 +36,12 @@ class InvariantError(FairplaceError, AssertionError):
     """A simulation invariant broke (debug mode)."""
 
 
+#: where the decision grid starts: the first release, or t = 0 (the PAL artifact)
+GRID_ORIGINS = ("first-arrival", "zero")
+#: when a completion is stamped: its exact time, or the end of its round (the PAL artifact)
+STAMPINGS = ("exact", "round-end")
+
+
 @dataclass(frozen=True)
 class SimConfig:
     """Driver options (seconds)."""
@@ -44,8 +52,13 @@ class SimConfig:
     debug: bool = False
     skip_quiet: bool = True
     max_decisions: int = 10_000_000
+    grid_origin: str = "first-arrival"
+    stamping: str = "exact"
 
     def __post_init__(self):
+        for k, known in (("grid_origin", GRID_ORIGINS), ("stamping", STAMPINGS)):
+            if getattr(self, k) not in known:
+                raise OptionError(k, f"expected one of {known}, got {getattr(self, k)!r}")
         if not self.round_length > 0:
             raise OptionError("round_length", f"must be > 0, got {self.round_length}")
         for k in ("checkpoint", "restart"):
@@ -177,7 +190,7 @@ class Driver:
         )  # when each job last stopped holding GPUs (else: its release)
         jobs = w.jobs()
         pos = {i: k for k, i in enumerate(w.ids)}
-        t0 = float(np.min(release))
+        t0 = 0.0 if cfg.grid_origin == "zero" else float(np.min(release))
         t = t0
         tr.t0 = t0
         n_done = 0
@@ -351,8 +364,15 @@ class Driver:
         attained[j] += held * k
         tr.gpu_seconds[j] += held * k
         tr.busy_gpu_seconds += float(np.sum(held * k))
-        tr.finish[j[fin]] = finish_at[fin]
+        tr.finish[j[fin]] = self._stamp(finish_at[fin], tr.t0)
         return j[fin].tolist(), j, prog
+
+    def _stamp(self, at: np.ndarray, t0: float) -> np.ndarray:
+        """Completion stamps: exact, or the first grid point t0 + k R >= the exact time."""
+        if self.cfg.stamping == "exact":
+            return at
+        R = self.cfg.round_length
+        return t0 + np.ceil((at - t0) / R - 1e-9) * R
 
     @staticmethod
     def _active_apps(release, done, t, w) -> int:
