@@ -19,7 +19,7 @@ import seaborn as sns  # noqa: E402
 
 from fairplace.errors import DataError  # noqa: E402
 
-from .tables import col, normalise_to, relative_gap  # noqa: E402
+from .tables import PACKED_BASELINES, col, normalise_to, paired_ratios, relative_gap  # noqa: E402
 
 
 def _fig(w: float = 6.0, h: float = 4.0):
@@ -130,6 +130,35 @@ def jct_normalised(
     ax.set(ylabel=f"{metric} / {baseline}", title=f"{metric} normalised to {baseline}")
     ax.tick_params(axis="x", rotation=20)
     _legend_out(fig.axes[0])
+    return fig
+
+
+def jct_draws(
+    summary: pd.DataFrame,
+    baselines=PACKED_BASELINES,
+    metric: str = "avg_jct",
+    by: str = "trace",
+    hue: str = "placement",
+):
+    """Per workload, the distribution over cluster draws of ``metric`` normalised to each packed
+    baseline on the same draw (PAL Fig. 11 with its spread): one box panel per baseline."""
+    r = paired_ratios(summary, metric, baselines, by=(by,), key=hue)
+    panels = [b for b in baselines if b in set(r["baseline"])]
+    fig, axes = plt.subplots(1, len(panels), figsize=(6 * len(panels), 4), squeeze=False)
+    order = sorted(set(r[hue]))
+    n = r.groupby("baseline")["seed"].nunique() if "seed" in r else None
+    for ax, b in zip(axes[0], panels, strict=True):
+        sub = r[r["baseline"] == b]
+        sns.boxplot(data=sub, x=by, y="ratio", hue=hue, hue_order=order, ax=ax, whis=(0, 100))
+        ax.axhline(1.0, color="grey", lw=0.8, ls="--")
+        draws = f", {n[b]} draws" if n is not None else ""
+        ax.set(ylabel=f"{metric} / {b} (same draw)", title=f"normalised to {b}{draws}")
+        ax.tick_params(axis="x", rotation=20)
+    _legend_out(axes[0][-1])
+    for ax in axes[0][:-1]:
+        if ax.get_legend() is not None:
+            ax.get_legend().remove()
+    fig.tight_layout()
     return fig
 
 

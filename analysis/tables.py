@@ -99,3 +99,52 @@ def relative_gap(batch: pd.DataFrame, reference: str = "exact") -> pd.DataFrame:
         sign * (out["objective"].to_numpy(dtype=float) - r) / np.maximum(np.abs(r), 1e-9)
     )
     return out
+
+
+#: PAL's two packed baselines: Tiresias (sticky) and Gandiva (non-sticky)
+PACKED_BASELINES = ("packed-sticky", "packed-non-sticky")
+
+
+def paired_ratios(
+    df: pd.DataFrame,
+    metric: str = "avg_jct",
+    baselines=PACKED_BASELINES,
+    by=("trace",),
+    key: str = "placement",
+    draw: str = "seed",
+) -> pd.DataFrame:
+    """metric(policy) / metric(baseline) per cluster draw (same ``draw`` value = same sampled cluster):
+    one row per (by..., draw, policy, baseline) with column ``ratio``."""
+    d = ok_rows(df)
+    for c in (metric, key, draw):
+        if c not in d.columns:
+            raise DataError(c, "missing column")
+    by = [b for b in by if b in d.columns]
+    piv = d.pivot_table(index=[*by, draw], columns=key, values=metric, aggfunc="mean")
+    parts = []
+    for b in baselines:
+        if b not in piv.columns:
+            continue
+        r = piv.div(piv[b], axis=0).drop(columns=[b])
+        long = r.stack().rename("ratio").reset_index()
+        parts.append(long.assign(baseline=b))
+    if not parts:
+        raise DataError(key, f"no rows for any baseline of {list(baselines)}")
+    return pd.concat(parts, ignore_index=True).dropna(subset=["ratio"])
+
+
+def draw_gains(df: pd.DataFrame, metric: str = "avg_jct", **kw) -> pd.DataFrame:
+    """Per (by..., policy, baseline) the reduction 1 - metric(policy)/metric(baseline) over cluster
+    draws (paired by draw, see :func:`paired_ratios`), in %: median, interquartile range, draws."""
+    r = paired_ratios(df, metric, **kw)
+    keys = [c for c in r.columns if c not in ("ratio", kw.get("draw", "seed"))]
+    g = (100 * (1 - r["ratio"])).groupby([r[k] for k in keys])
+    out = pd.DataFrame(
+        {
+            "median_%": g.median(),
+            "q25_%": g.quantile(0.25),
+            "q75_%": g.quantile(0.75),
+            "draws": g.size(),
+        }
+    )
+    return out.reset_index().round(1)

@@ -280,6 +280,28 @@ def _summary_table(exp: Experiment, outcome: Outcome) -> tuple[str, pd.DataFrame
     return label, df.groupby(keys, as_index=False)[metrics].mean().round(3)
 
 
+def _draws_table(exp: Experiment, outcome: Outcome) -> tuple[str, pd.DataFrame] | None:
+    """Average-JCT reduction of every policy vs both packed baselines, paired by cluster draw (seed):
+    median and interquartile range over draws, per workload (and per grid params / scheduler)."""
+    from fairplace.analysis.tables import PACKED_BASELINES, draw_gains
+
+    df = outcome.frames.get("summary")
+    if df is None or df.empty or "avg_jct" not in df or "seed" not in df:
+        return None
+    df = df[df["status"] == "ok"]
+    if not set(PACKED_BASELINES) & set(df["placement"]):
+        return None
+    by = [k for k in ("scheduler", *exp.spec.get("params", {}), "trace") if k in df]
+    by = [k for k in by if df[k].nunique() > 1 or k == "trace"]
+    t = draw_gains(df, "avg_jct", by=tuple(by))
+    n = int(df["seed"].nunique())
+    label = (
+        f"Average-JCT reduction vs each packed baseline, paired by cluster draw: median and "
+        f"interquartile range over {n} draw{'s' if n != 1 else ''} (seeds), % (> 0 = better)"
+    )
+    return label, t
+
+
 def _git_commit() -> str:
     try:
         here = Path(__file__).resolve().parent
@@ -333,6 +355,10 @@ def reproduce(
             tab = _summary_table(e, o)
             if tab is not None:
                 sec.tables.append(tab)
+            if e.paper == "pal":
+                draws = _draws_table(e, o)
+                if draws is not None:
+                    sec.tables.append(draws)
         sections.append(sec)
     for p in papers:
         for c in load_claims(p):

@@ -11,7 +11,8 @@ import pandas as pd
 
 #: sweep-level options that are not simulate() arguments: ``per_run = true`` builds the cluster from
 #: the Longhorn per-run profile (``instances.variability.make_cluster(per_run=True)``, up to ~3.6x
-#: the median) and passes it as ``cluster=``, instead of the per-GPU medians (up to ~1.1x).
+#: the median) and passes it as ``cluster=``. ``simulate``'s default profile ``longhorn-runs`` does the
+#: same sampling, so new specs need not set it.
 SWEEP_OPTIONS = ("per_run",)
 
 

@@ -49,7 +49,9 @@ def test_artifact_draw_first_gpus_by_hand():
         for _gpu in range(3):  # GPU 0, 1, 2; classes in profiles.json order
             row = {}
             for c in "ABCD":
-                s = perf[c] / perf[c].median()  # a pandas Series with a RangeIndex, as in the artifact
+                s = (
+                    perf[c] / perf[c].median()
+                )  # a pandas Series with a RangeIndex, as in the artifact
                 row[c] = random.choice(s)
             hand.append(row)
     finally:

@@ -4,7 +4,8 @@ A simulated cluster's PM-scores are a random sample of the Longhorn profile (PAL
 one sampled cluster; the statements below are about the mean average JCT over five sampled clusters
 (seeds 0-4), which is what a single-seed result estimates.
 
-* ``longhorn-runs`` samples per-run rows, as the paper does ("randomly sample this profiling data");
+* ``longhorn-runs`` (the default) samples per-run rows, as the paper does ("randomly sample this
+  profiling data");
   ResNet-50 scores reach ~3.6x. PAL beats Packed-Sticky (Tiresias) on all four workloads; PM-First
   on workloads 1-3. Measured over seeds 0-9 (``pytest`` runs 0-4): PAL +17 / +39 / +33 / +8% and
   PM-First +11 / +38 / +30 / -18% on W1..W4.
@@ -12,7 +13,8 @@ one sampled cluster; the statements below are about the mean average JCT over fi
   wherever they are, so these jobs run spread (mean slowdown ~1.6 with L = 1.7, vs ~1.1-1.2 packed);
   the longer runs lengthen everyone's queue. That is the locality blindness PAL's L x V walk exists to
   fix (§III-C), and the issue's "PM-First beats Packed-Sticky on each workload" does not hold here.
-* ``longhorn`` (DESIGN's default) takes each GPU's median over its runs: ResNet-50 scores span only
+* ``longhorn`` (DESIGN.md's original choice; the default is now ``longhorn-runs``, the paper's) takes
+  each GPU's median over its runs: ResNet-50 scores span only
   0.97-1.12, so there is little variability to exploit. PAL still wins on workloads 1-3 (+8 / +6 / +3.5%)
   but not on 4 (-3%).
 * PAL's own Sia-Philly runs (§IV-D, §V-B) charge *per-model* locality penalties measured on Frontera
