@@ -187,3 +187,48 @@ def test_artifact_format_trace_is_accepted_from_any_path(tmp_path):
     b = fairplace.simulate("workload-1", "fifo", "packed-sticky", **kw)
     assert a.summary["avg_jct"] == b.summary["avg_jct"]
     assert a.summary["jobs"] == 160
+
+
+# ---- distribution over cluster draws --------------------------------------------------------
+
+
+def test_draw_gains_pair_policy_and_baseline_on_the_same_draw():
+    from fairplace.analysis.plots import jct_draws
+    from fairplace.analysis.tables import draw_gains
+
+    rows = []
+    for seed in range(4):  # draw k: baselines 100 (sticky) / 200 (non-sticky) x (1 + k)
+        for p, v in {"packed-sticky": 100, "packed-non-sticky": 200, "pal": 50 + 10 * seed}.items():
+            rows.append(
+                {
+                    "trace": "w",
+                    "seed": seed,
+                    "placement": p,
+                    "avg_jct": v * (1 + seed),
+                    "status": "ok",
+                }
+            )
+    t = draw_gains(pd.DataFrame(rows)).set_index(["placement", "baseline"])
+    # paired: pal / sticky = (50 + 10k) / 100 -> gains 50, 40, 30, 20 %; median 35, IQR 27.5..42.5
+    assert t.loc[("pal", "packed-sticky"), "median_%"] == 35.0
+    assert t.loc[("pal", "packed-sticky"), "q25_%"] == 27.5
+    assert t.loc[("pal", "packed-sticky"), "q75_%"] == 42.5
+    assert t.loc[("pal", "packed-non-sticky"), "median_%"] == 67.5
+    assert t.loc[("pal", "packed-sticky"), "draws"] == 4
+    assert t.loc[("packed-non-sticky", "packed-sticky"), "median_%"] == -100.0
+    fig = jct_draws(pd.DataFrame(rows))
+    assert len(fig.axes) == 2
+
+
+def test_cli_setup_flag_matches_the_api(capsys):
+    import json
+
+    from fairplace.cli import main
+
+    argv = ["simulate", "--trace", "workload-1", "--placement", "packed-sticky", "--json"]
+    assert main([*argv, "--setup", "pal-artifact"]) == 0
+    cli = json.loads(capsys.readouterr().out)
+    api = fairplace.simulate("workload-1", "fifo", "packed-sticky", setup="pal-artifact")
+    assert cli["avg_jct"] == api.summary["avg_jct"]
+    assert main([*argv, "--setup", "nope"]) == 2
+    assert "set-up" in capsys.readouterr().err

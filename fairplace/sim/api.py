@@ -197,7 +197,9 @@ def simulate(
     repl = with_replacement
     if cluster is None:
         machines = gpus // gpus_per_machine
-        if repl is None:  # the Longhorn BERT profile has 136 GPUs: larger clusters repeat scores
+        if profile == "longhorn-artifact":  # the artifact's draw is always with replacement
+            repl = True
+        elif repl is None:  # the Longhorn BERT profile has 136 GPUs: larger clusters repeat scores
             repl = (
                 profile == "longhorn"
                 and gpus > 136
