@@ -114,7 +114,8 @@ def paired_ratios(
     draw: str = "seed",
 ) -> pd.DataFrame:
     """metric(policy) / metric(baseline) per cluster draw (same ``draw`` value = same sampled cluster):
-    one row per (by..., draw, policy, baseline) with column ``ratio``."""
+    one row per (by..., draw, policy, baseline) with column ``ratio``; a baseline is compared with a
+    later one only (Packed-Non-Sticky / Packed-Sticky, not also the inverse)."""
     d = ok_rows(df)
     for c in (metric, key, draw):
         if c not in d.columns:
@@ -122,10 +123,11 @@ def paired_ratios(
     by = [b for b in by if b in d.columns]
     piv = d.pivot_table(index=[*by, draw], columns=key, values=metric, aggfunc="mean")
     parts = []
-    for b in baselines:
+    for k, b in enumerate(baselines):
         if b not in piv.columns:
             continue
-        r = piv.div(piv[b], axis=0).drop(columns=[b])
+        earlier = [x for x in baselines[:k] if x in piv.columns]  # shown once, against the first
+        r = piv.div(piv[b], axis=0).drop(columns=[b, *earlier])
         long = r.stack().rename("ratio").reset_index()
         parts.append(long.assign(baseline=b))
     if not parts:

@@ -216,6 +216,7 @@ def test_draw_gains_pair_policy_and_baseline_on_the_same_draw():
     assert t.loc[("pal", "packed-non-sticky"), "median_%"] == 67.5
     assert t.loc[("pal", "packed-sticky"), "draws"] == 4
     assert t.loc[("packed-non-sticky", "packed-sticky"), "median_%"] == -100.0
+    assert ("packed-sticky", "packed-non-sticky") not in t.index  # the inverse is not repeated
     fig = jct_draws(pd.DataFrame(rows))
     assert len(fig.axes) == 2
 
