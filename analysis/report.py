@@ -6,6 +6,7 @@ from __future__ import annotations
 import base64
 import html
 import io
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -26,13 +27,30 @@ class Section:
 
 
 def png(fig, dpi: int = 110) -> bytes:
-    """Render a matplotlib Figure to PNG bytes and close it."""
+    """Render a matplotlib Figure (or the figure of an Axes) to PNG bytes and close it."""
     import matplotlib.pyplot as plt
+    from matplotlib.figure import Figure
 
+    while not isinstance(fig, Figure):  # Axes -> (Sub)Figure -> root Figure
+        fig = fig.figure
     buf = io.BytesIO()
     fig.savefig(buf, format="png", dpi=dpi)
     plt.close(fig)
     return buf.getvalue()
+
+
+@contextmanager
+def closing_failed_figures():
+    """Close the figures opened inside the block if it raises (a plot that failed half-way)."""
+    import matplotlib.pyplot as plt
+
+    before = set(plt.get_fignums())
+    try:
+        yield
+    except BaseException:
+        for n in set(plt.get_fignums()) - before:
+            plt.close(n)
+        raise
 
 
 def _slug(s: str) -> str:

@@ -229,7 +229,7 @@ def make_figures(exp: Experiment, outcome: Outcome):
     """[(name, PNG bytes)] and [(name, reason)] of figures that could not be drawn."""
     from fairplace.analysis import plots
     from fairplace.analysis.claims import _where
-    from fairplace.analysis.report import png
+    from fairplace.analysis.report import closing_failed_figures, png
     from fairplace.analysis.tables import ok_rows
 
     made, failed = [], []
@@ -238,7 +238,9 @@ def make_figures(exp: Experiment, outcome: Outcome):
             df = ok_rows(outcome.frames[f.get("frame", "summary")])
             if f.get("where"):
                 df = _where(df, f["where"])
-            made.append((f["name"], png(getattr(plots, f["plot"])(df, **f.get("args", {})))))
+            with closing_failed_figures():
+                ax = getattr(plots, f["plot"])(df, **f.get("args", {}))
+            made.append((f["name"], png(ax)))  # png() closes the figure
         except Exception as exc:  # noqa: BLE001 - a figure that cannot be drawn is reported
             failed.append((f["name"], f"{type(exc).__name__}: {exc}"))
     return made, failed

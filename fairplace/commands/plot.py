@@ -28,6 +28,9 @@ def read_table(path: str | Path):
 
 
 def run(args) -> int:
+    from fairplace.commands import file_backend
+
+    file_backend()
     from fairplace.analysis.auto import FIGURES, figures_for
     from fairplace.analysis.report import png
     from fairplace.errors import OptionError
@@ -38,8 +41,8 @@ def run(args) -> int:
     kind, made, skipped = figures_for(df, args.kind)
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
-    for name, fig in made:
-        (out / f"{name}.png").write_bytes(png(fig))
+    for name, ax in made:
+        (out / f"{name}.png").write_bytes(png(ax))  # png() closes the figure
         print(out / f"{name}.png")
     for name, why in skipped:
         print(f"skipped {name}: {why}")

@@ -25,8 +25,10 @@ def add_arguments(p) -> None:
 
 
 def run(args) -> int:
+    from fairplace.commands import file_backend
     from fairplace.reproduce import reproduce
 
+    file_backend()
     size = "tiny" if args.tiny else "quick" if args.quick else "full"
     res = reproduce(
         args.paper,
