@@ -304,11 +304,12 @@ def reproduce(
 ) -> dict[str, Any]:
     """Run the experiments of ``which`` (themis | pal | all) at ``size`` and write the report.
 
-    Returns ``{"md", "html", "claims" (paths), "table" (the claims DataFrame), "seconds"}``.
+    Returns ``{"md", "html", "claims" (paths), "table" (the claims DataFrame), "headline"
+    ("N of M claims reproduce ..."), "seconds"}``.
     ``simulate`` replaces ``fairplace.simulate`` (tests); ``workers > 1`` runs sweep cells on a
     loopback Dask cluster (sequential by default)."""
     from fairplace.analysis.claims import evaluate
-    from fairplace.analysis.report import Section, write_report
+    from fairplace.analysis.report import Section, headline, write_report
 
     if which not in (*PAPERS, "all"):
         raise OptionError("paper", f"unknown paper {which!r}; use themis, pal or all")
@@ -347,15 +348,12 @@ def reproduce(
                 rows.append(evaluate(c, o.frames))
     table = pd.DataFrame(rows)
     seconds = time.perf_counter() - t0
-    held = (table["holds"] == "yes").sum() if len(table) else 0
-    nr = table["holds"].astype(str).str.startswith("not run").sum() if len(table) else 0
     preamble = [
         f"Command: fairplace reproduce {which}{' --quick' if size == 'quick' else ''}"
         f"{' (size ' + size + ')' if size == 'tiny' else ''}; fairplace commit {_git_commit()}; "
         f"generated {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}; {seconds:.0f} s.",
-        f"{held} of {len(table)} claims hold, {len(table) - held - nr} do not, {nr} not run. "
-        "'holds?' applies the stated rule to our numbers; the paper's number is shown for context. "
-        "Raw results are in data/.",
+        f"{headline(table)}. The outcome applies the claim's rule to our numbers; the paper's "
+        "number is shown for context. Raw results are in data/.",
     ]
     paths = write_report(out, "fairplace reproduction report", table, sections, preamble)
-    return {**paths, "table": table, "seconds": seconds}
+    return {**paths, "table": table, "headline": headline(table), "seconds": seconds}
