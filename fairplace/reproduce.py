@@ -31,6 +31,7 @@ from typing import Any
 import pandas as pd
 
 from fairplace.errors import OptionError
+from fairplace.progress import ProgressBar, progress_bar
 
 PAPERS = ("themis", "pal")
 SIZES = ("tiny", "quick", "full")
@@ -298,7 +299,7 @@ def reproduce(
     size: str = "quick",
     out: str | Path = "fairplace-report",
     simulate: Callable | None = None,
-    progress: bool = True,
+    progress: bool | ProgressBar = True,
     log: Callable[[str], None] | None = None,
     workers: int = 1,
 ) -> dict[str, Any]:
@@ -321,22 +322,24 @@ def reproduce(
     t0 = time.perf_counter()
     outcomes: dict[tuple[str, str], Outcome] = {}
     sections, rows = [], []
-    for e in exps:
-        if log:
-            log(f"[{e.paper}] {e.key}: {e.title}")
-        o = run_experiment(e, data_dir, simulate=simulate, progress=progress, workers=workers)
-        outcomes[(e.paper, e.key)] = o
-        if log:
-            log(f"[{e.paper}] {e.key}: {o.status} ({o.seconds:.1f} s)")
-        sec = Section(title=f"{e.paper.upper()} — {e.title}", status=o.status)
-        sec.lines.append(f"Experiment `{e.paper}/{e.key}` ({e.kind}), {o.seconds:.1f} s.")
-        if o.ran:
-            sec.figures, failed = make_figures(e, o)
-            sec.lines += [f"Figure '{n}' not drawn: {why}" for n, why in failed]
-            tab = _summary_table(e, o)
-            if tab is not None:
-                sec.tables.append(tab)
-        sections.append(sec)
+    with progress_bar(len(exps), f"reproduce {which}", progress) as bar:
+        for e in exps:
+            if log:
+                log(f"[{e.paper}] {e.key}: {e.title}")
+            o = run_experiment(e, data_dir, simulate=simulate, progress=bar, workers=workers)
+            outcomes[(e.paper, e.key)] = o
+            if log:
+                log(f"[{e.paper}] {e.key}: {o.status} ({o.seconds:.1f} s)")
+            sec = Section(title=f"{e.paper.upper()} — {e.title}", status=o.status)
+            sec.lines.append(f"Experiment `{e.paper}/{e.key}` ({e.kind}), {o.seconds:.1f} s.")
+            if o.ran:
+                sec.figures, failed = make_figures(e, o)
+                sec.lines += [f"Figure '{n}' not drawn: {why}" for n, why in failed]
+                tab = _summary_table(e, o)
+                if tab is not None:
+                    sec.tables.append(tab)
+            sections.append(sec)
+            bar.advance()
     for p in papers:
         for c in load_claims(p):
             o = outcomes.get((p, c["experiment"]))
