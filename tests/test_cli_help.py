@@ -106,6 +106,7 @@ def test_example_sweep_spec_validates(capsys):
     assert json.loads(capsys.readouterr().out) == {"name": "pal-vs-load", "cells": 6}
 
 
+@pytest.mark.slow
 def test_example_sweep_spec_runs_for_real(tmp_path, capsys):
     """The example spec, cut to one load level, through the real simulator (a few seconds)."""
     text = EXAMPLE.read_text().replace("jobs_per_hour = [4.0, 16.0]", "jobs_per_hour = [8.0]")

@@ -114,6 +114,7 @@ def test_binner_bad_params():
         PMScoreBinner().transform(np.ones((5, 2)))
 
 
+@pytest.mark.slow
 @parametrize_with_checks(
     [PMScoreBinner(k_max=4, n_init=1), PMScoreBinner(k_rule="artifact", n_init=1)]
 )

@@ -40,6 +40,7 @@ def test_specs_and_claims_are_consistent():
             assert {"id", "text", "paper", "measure", "rule", "threshold"} <= set(c)
 
 
+@pytest.mark.slow
 def test_tiny_reproduce_writes_report_with_claims_and_figures(tmp_path):
     res = reproduce("all", size="tiny", out=tmp_path, simulate=fake_simulate, progress=False)
     md = (tmp_path / "report.md").read_text()
@@ -87,6 +88,7 @@ def test_unknown_paper_exits_2(capsys):
     assert e.value.code == 2
 
 
+@pytest.mark.slow
 def test_cli_tiny_pal_with_the_real_simulator(tmp_path, capsys):
     """`fairplace reproduce pal --tiny` end to end on the real simulator and policies."""
     assert main(["reproduce", "pal", "--tiny", "--out", str(tmp_path), "--no-progress"]) == 0

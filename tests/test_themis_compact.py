@@ -1,6 +1,7 @@
 """Compact arbiter = explicit-bid PF/PA wherever both apply (random small instances)."""
 
 import numpy as np
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -38,6 +39,7 @@ def _instance(seed: int, n_apps: int = 3, held: bool = True) -> AuctionInstance:
     return AuctionInstance(cl, (), agents=tuple(agents))
 
 
+@pytest.mark.slow
 @settings(max_examples=25, deadline=None)
 @given(st.integers(0, 10_000))
 def test_compact_equals_explicit_pf_and_payments(seed):
@@ -118,6 +120,7 @@ def test_placement_milp_fallback_when_greedy_fails(monkeypatch):
     assert all(len(gs) == cell[0] for cell, gs in choice.values())  # decodes to real GPUs
 
 
+@pytest.mark.slow
 def test_leave_one_out_lp_chain_equals_separate_solves():
     """Payments from the hot-started leave-one-out LPs (i's gains zeroed, primal simplex from the
     PF basis) equal c_i from PF_{-i} built as its own program (i excluded) and solved from scratch,
