@@ -94,7 +94,9 @@ class PMScoreBinner(TransformerMixin, BaseEstimator):
             # one thread: OpenMP start-up dominates these small 1-D fits (10-30x slower on 2 cores)
             with threadpool_limits(1):
                 fits.append(self._fit_column(col, rng))
-        self.bins_, self.k_, self.n_outliers_, self.silhouette_ = (list(v) for v in zip(*fits))
+        self.bins_, self.k_, self.n_outliers_, self.silhouette_ = (
+            list(v) for v in zip(*fits, strict=True)
+        )
         return self
 
     def transform(self, X) -> np.ndarray:
