@@ -40,8 +40,8 @@ def add_arguments(p) -> None:
     )
     gen.add_argument(
         "--kind",
-        choices=KINDS,
         default=None,
+        metavar="KIND",
         help="generate one custom instance: auction (explicit bids), placement (PAL jobs) or "
         "agent-auction (THEMIS agents, bids made per offer)",
     )
@@ -143,6 +143,8 @@ def run(args) -> int:
     if (args.suite is None) == (args.kind is None):
         raise OptionError("SUITE", "give a suite name or --kind (not both)")
     if args.kind is not None:
+        if args.kind not in KINDS:
+            raise OptionError("--kind", f"unknown kind {args.kind!r}; known: {', '.join(KINDS)}")
         path = _generate_one(args)
         print(
             json.dumps({"kind": args.kind, "path": path}) if args.json else f"{args.kind} -> {path}"

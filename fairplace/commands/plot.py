@@ -17,7 +17,6 @@ def add_arguments(p) -> None:
     p.add_argument(
         "--kind",
         default=None,
-        choices=kinds,
         metavar="KIND",
         help=f"table type: {', '.join(kinds)} (default: detected from its columns)",
     )

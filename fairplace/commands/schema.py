@@ -10,7 +10,7 @@ HELP = "print the JSON Schema of an instance kind"
 def add_arguments(p) -> None:
     from fairplace.instances.schema import SCHEMAS
 
-    p.add_argument("kind", choices=sorted(SCHEMAS), help="instance kind")
+    p.add_argument("kind", metavar="KIND", help=f"instance kind: {', '.join(sorted(SCHEMAS))}")
     p.add_argument(
         "--json", action="store_true", help="compact JSON on one line (default indented)"
     )
