@@ -21,6 +21,7 @@ def scheduler():
     cluster.close()
 
 
+@pytest.mark.slow
 def test_folder_suite_on_external_scheduler(tmp_path, scheduler, capsys):
     suite = tmp_path / "suite"
     assert cli.main(["instances", "generate", "small", "--out", str(suite)]) == 0

@@ -156,6 +156,7 @@ def test_time_limited_payments_are_marked_inexact():
     assert all(0.0 <= c <= 1.0 for c in sol.payments.values())
 
 
+@pytest.mark.slow
 def test_reduced_formulation_keeps_pf_and_payments():
     """The tightened, symmetry-broken program (``formulations/compact_sym.py``) has the optima of
     the unreduced one: PF and every PF_{-i} as full MILPs (no LP shortcut), and the PA payments,
