@@ -48,11 +48,14 @@ def detect(df: pd.DataFrame) -> str:
 UNITS = {
     **dict.fromkeys(
         "avg_jct median_jct p99_jct geomean_jct avg_waiting avg_app_jct makespan seconds "
-        "mean_seconds median_seconds max_seconds wall_seconds round_length".split(),
+        "mean_seconds median_seconds max_seconds wall_seconds round_length liar_completion "
+        "others_avg_completion liar_jct truthful_avg_jct".split(),
         "s",
     ),
+    **dict.fromkeys(("gap", "mean_gap", "median_gap", "max_gap", "rel_gap"), "relative"),
     "gpu_time": "GPU·s",
     "utilization": "fraction",
+    "X": "%",
 }
 
 

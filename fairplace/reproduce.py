@@ -264,7 +264,8 @@ def _summary_table(exp: Experiment, outcome: Outcome) -> tuple[str, pd.DataFrame
         return "Completion times (s) vs misreport X", outcome.frames["strategyproofness"].round(3)
     if "placement_time" in outcome.frames:
         t = outcome.frames["placement_time"].groupby(["gpus", "policy"])["seconds"]
-        return "Seconds per placement round", t.agg(["median", "max"]).reset_index()
+        per_round = t.agg(median_seconds="median", max_seconds="max")
+        return "Seconds per placement round", per_round.reset_index()
     df = outcome.frames.get("summary")
     if df is None or df.empty or "status" not in df:
         return None

@@ -10,12 +10,14 @@ import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 from matplotlib.axes import Axes
 
 from fairplace.analysis import plots
 from fairplace.analysis.auto import figures_for
 from fairplace.analysis.claims import evaluate, geomean_gain, max_rho_ratio, tipping_point
-from fairplace.analysis.tables import detect, geomean_improvement, normalise_to
+from fairplace.analysis.tables import detect, fixed, geomean_improvement, normalise_to, with_units
 from fairplace.cli import main
 from fairplace.errors import DataError
 
@@ -215,3 +217,18 @@ def test_failed_reference_solves_are_not_counted_as_violations():
     )
     row = evaluate(claim, {"batch": b})
     assert row["holds"] == "not run" and "no instance solved by both" in row["note"]
+
+
+@given(st.floats(min_value=1e-4, max_value=1e12) | st.floats(min_value=-1e12, max_value=-1e-4))
+def test_fixed_notation_keeps_four_significant_digits(v):
+    text = fixed(v)
+    assert "e" not in text.lower()
+    assert abs(float(text) - v) <= 5e-4 * abs(v) + 1e-12
+
+
+def test_report_tables_show_units_and_no_scientific_notation():
+    df = pd.DataFrame({"placement": ["pal"], "avg_jct": [12345.678], "max_rho": [1.5e-5], "n": [3]})
+    shown = with_units(df)
+    assert list(shown.columns) == ["placement", "avg_jct (s)", "max_rho", "n"]
+    assert shown.iloc[0].tolist() == ["pal", "12346", "0.00001500", "3"]
+    assert fixed(float("nan")) == "" and fixed(float("inf")) == "∞" and fixed(0.0) == "0"
