@@ -9,6 +9,7 @@ import pandas as pd
 from fairplace.errors import DataError
 
 from . import plots
+from .report import closing_failed_figures
 from .tables import detect, ok_rows
 
 #: table kind -> [(figure name, plot function of the table)]
@@ -45,7 +46,8 @@ _AXIS = {
 
 
 def figures_for(df: pd.DataFrame, kind: str | None = None):
-    """``(kind, [(name, Figure)], [(name, reason skipped)])`` for every figure the table supports."""
+    """``(kind, [(name, Axes)], [(name, reason skipped)])`` for every figure the table supports
+    (each on a figure of its own; the caller saves and closes them, e.g. with ``report.png``)."""
     kind = kind or detect(df)
     data = ok_rows(df)
     made, skipped = [], []
@@ -55,7 +57,8 @@ def figures_for(df: pd.DataFrame, kind: str | None = None):
             skipped.append((name, f"no '{axis}' axis with >= 2 values"))
             continue
         try:
-            made.append((name, fn(data)))
+            with closing_failed_figures():
+                made.append((name, fn(data)))
         except (DataError, KeyError, ValueError) as exc:
             skipped.append((name, str(exc)))
     return kind, made, skipped

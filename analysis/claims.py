@@ -16,7 +16,7 @@ import pandas as pd
 
 from fairplace.errors import DataError
 
-from .tables import geomean_improvement, improvement, ok_rows, relative_gap
+from .tables import fixed, geomean_improvement, improvement, ok_rows, relative_gap
 
 Frames = dict[str, pd.DataFrame]
 
@@ -208,4 +208,4 @@ def evaluate(claim: dict, frames: Frames | None, not_run: str | None = None) -> 
         return row | {"ours": "none", "holds": "no", "note": f"{detail}. Likely cause: {why}"}
     ok = RULES[claim["rule"]][0](value, claim["threshold"])
     note = detail if ok else f"{detail}. Likely cause: {claim.get('caveat', 'not analysed')}"
-    return row | {"ours": f"{value:.3g}{unit}", "holds": "yes" if ok else "no", "note": note}
+    return row | {"ours": f"{fixed(value, 3)}{unit}", "holds": "yes" if ok else "no", "note": note}

@@ -1,30 +1,32 @@
 """Seaborn figures of results tables (simulation sweeps, per-app / per-round frames, batch solves).
 
-Every function takes DataFrames and returns a matplotlib ``Figure`` (Agg backend); none recomputes a
-simulation metric — they only select, aggregate (mean over seeds) and normalise what the driver recorded.
+Every function takes DataFrames and an optional matplotlib ``ax=`` (drawn on a new figure when
+omitted) and returns the ``Axes`` it drew on; none recomputes a simulation metric — they only select,
+aggregate (mean over seeds) and normalise what the driver recorded. Importing this module leaves the
+matplotlib backend alone (inline plots in Jupyter keep working); the CLI selects a non-interactive
+backend when it draws, and closes the figures it makes.
 Column names follow the simulator's frames; where a name may vary, ``col(df, *candidates)`` picks the
 first present one and raises :class:`~fairplace.errors.DataError` naming the candidates otherwise.
 """
 
 from __future__ import annotations
 
-import matplotlib
+import matplotlib.pyplot as plt
+import numpy as np
+import pandas as pd
+import seaborn as sns
 
-matplotlib.use("Agg")
+from fairplace.errors import DataError
 
-import matplotlib.pyplot as plt  # noqa: E402
-import numpy as np  # noqa: E402
-import pandas as pd  # noqa: E402
-import seaborn as sns  # noqa: E402
-
-from fairplace.errors import DataError  # noqa: E402
-
-from .tables import PACKED_BASELINES, col, normalise_to, paired_ratios, relative_gap  # noqa: E402
+from .tables import PACKED_BASELINES, col, normalise_to, paired_ratios, relative_gap
 
 
-def _fig(w: float = 6.0, h: float = 4.0):
-    fig, ax = plt.subplots(figsize=(w, h), layout="constrained")
-    return fig, ax
+def _axes(ax=None, w: float = 6.0, h: float = 4.0):
+    """``ax``, or the axes of a new ``w`` x ``h`` inch figure."""
+    if ax is not None:
+        return ax
+    _, ax = plt.subplots(figsize=(w, h), layout="constrained")
+    return ax
 
 
 def _legend_out(ax) -> None:
@@ -40,49 +42,51 @@ def _hue(df: pd.DataFrame, *names: str) -> str | None:
 # ---------------------------------------------------------------- THEMIS
 
 
-def rho_cdf(apps: pd.DataFrame, hue: str = "scheduler", rho: str | None = None):
+def rho_cdf(apps: pd.DataFrame, hue: str = "scheduler", rho: str | None = None, *, ax=None):
     """Empirical CDF of finish-time fairness rho = T_sh / T_id per app (THEMIS Figs. 9-10)."""
     r = rho or col(apps, "rho", "rho_themis", "rho_gavel", "rho_static")
-    fig, ax = _fig()
+    ax = _axes(ax)
     sns.ecdfplot(data=apps, x=r, hue=hue if hue in apps else None, ax=ax)
     ax.axvline(1.0, color="grey", lw=0.8, ls="--")
     ax.set(xlabel="finish-time fairness ρ", ylabel="fraction of apps", title="CDF of ρ")
-    _legend_out(fig.axes[0])
-    return fig
+    _legend_out(ax)
+    return ax
 
 
-def max_rho_vs_contention(summary: pd.DataFrame, x: str | None = None, hue: str = "scheduler"):
+def max_rho_vs_contention(
+    summary: pd.DataFrame, x: str | None = None, hue: str = "scheduler", *, ax=None
+):
     """Max rho across apps vs contention (THEMIS Fig. 14); mean over seeds with CI."""
     xc = x or col(summary, "contention", "gpus")
-    fig, ax = _fig()
+    ax = _axes(ax)
     sns.pointplot(data=summary, x=xc, y=col(summary, "max_rho"), hue=hue, ax=ax, dodge=0.2)
     ax.axhline(1.0, color="grey", lw=0.8, ls="--")
     ax.set(ylabel="max ρ (lower is fairer)", title="Max ρ vs contention")
-    _legend_out(fig.axes[0])
-    return fig
+    _legend_out(ax)
+    return ax
 
 
-def gpu_time(summary: pd.DataFrame, x: str = "scheduler", hue: str | None = None):
+def gpu_time(summary: pd.DataFrame, x: str = "scheduler", hue: str | None = None, *, ax=None):
     """Aggregate GPU time per scheduler (THEMIS Figs. 11-12): lower is more efficient."""
     y = col(summary, "gpu_time", "total_gpu_time", "gpu_seconds")
-    fig, ax = _fig()
+    ax = _axes(ax)
     sns.barplot(data=summary, x=x, y=y, hue=hue or _hue(summary, "contention", "trace"), ax=ax)
     ax.set(ylabel="GPU time", title="Aggregate GPU time")
-    _legend_out(fig.axes[0])
-    return fig
+    _legend_out(ax)
+    return ax
 
 
-def placement_score(apps: pd.DataFrame, hue: str = "scheduler"):
+def placement_score(apps: pd.DataFrame, hue: str = "scheduler", *, ax=None):
     """Distribution of placement scores 1/S per app (THEMIS Fig. 13); 1.0 is best."""
     s = col(apps, "placement_score", "score")
-    fig, ax = _fig()
+    ax = _axes(ax)
     sns.ecdfplot(data=apps, x=s, hue=hue if hue in apps else None, ax=ax)
     ax.set(xlabel="placement score (1/S)", ylabel="fraction of apps", title="Placement score")
-    _legend_out(fig.axes[0])
-    return fig
+    _legend_out(ax)
+    return ax
 
 
-def strategyproofness_curve(df: pd.DataFrame):
+def strategyproofness_curve(df: pd.DataFrame, *, ax=None):
     """The lying app's completion time and the truthful apps' average vs misreport X (THEMIS Fig. 18)."""
     x = col(df, "X", "x", "misreport")
     long = df.melt(
@@ -94,21 +98,21 @@ def strategyproofness_curve(df: pd.DataFrame):
         var_name="app",
         value_name="completion time",
     )
-    fig, ax = _fig()
+    ax = _axes(ax)
     sns.lineplot(data=long, x=x, y="completion time", hue="app", marker="o", ax=ax)
     ax.set(xlabel="misreport X (%)", title="Strategy-proofness: lying app vs truthful apps")
-    _legend_out(fig.axes[0])
-    return fig
+    _legend_out(ax)
+    return ax
 
 
-def sensitivity(summary: pd.DataFrame, param: str = "f", metric: str = "max_rho"):
+def sensitivity(summary: pd.DataFrame, param: str = "f", metric: str = "max_rho", *, ax=None):
     """Max rho (or GPU time) vs the filter fraction f or the lease (THEMIS Fig. 19)."""
-    fig, ax = _fig()
+    ax = _axes(ax)
     hue = _hue(summary.drop(columns=[param], errors="ignore"), "round_length", "lease", "scheduler")
     sns.pointplot(data=summary, x=param, y=col(summary, metric), hue=hue, ax=ax)
     ax.set(title=f"Sensitivity of {metric} to {param}")
-    _legend_out(fig.axes[0])
-    return fig
+    _legend_out(ax)
+    return ax
 
 
 # ---------------------------------------------------------------- PAL
@@ -120,17 +124,19 @@ def jct_normalised(
     metric: str = "avg_jct",
     by: str = "trace",
     hue: str = "placement",
+    *,
+    ax=None,
 ):
     """Average JCT per workload normalised to the baseline placement (PAL Fig. 11)."""
     norm = normalise_to(summary, metric, baseline, by=[by], key=hue)
-    fig, ax = _fig(8, 4)
+    ax = _axes(ax, 8, 4)
     order = [baseline, *sorted(set(norm[hue]) - {baseline})]
     sns.barplot(data=norm, x=by, y=f"{metric}_norm", hue=hue, hue_order=order, ax=ax)
     ax.axhline(1.0, color="grey", lw=0.8, ls="--")
     ax.set(ylabel=f"{metric} / {baseline}", title=f"{metric} normalised to {baseline}")
     ax.tick_params(axis="x", rotation=20)
-    _legend_out(fig.axes[0])
-    return fig
+    _legend_out(ax)
+    return ax
 
 
 def jct_draws(
@@ -139,27 +145,37 @@ def jct_draws(
     metric: str = "avg_jct",
     by: str = "trace",
     hue: str = "placement",
+    ax=None,
 ):
     """Per workload, the distribution over cluster draws of ``metric`` normalised to each packed
-    baseline on the same draw (PAL Fig. 11 with its spread): one box panel per baseline."""
+    baseline on the same draw (PAL Fig. 11 with its spread): one box panel per baseline.
+
+    ``ax``: one Axes per baseline present (default: a new figure); returns that array of Axes."""
     r = paired_ratios(summary, metric, baselines, by=(by,), key=hue)
     panels = [b for b in baselines if b in set(r["baseline"])]
-    fig, axes = plt.subplots(1, len(panels), figsize=(6 * len(panels), 4), squeeze=False)
+    if ax is None:
+        _, axes = plt.subplots(1, len(panels), figsize=(6 * len(panels), 4), squeeze=False)
+        axes = axes[0]
+    else:
+        axes = np.ravel(ax)
+        if len(axes) != len(panels):
+            raise DataError(
+                "ax", f"expected {len(panels)} Axes (one per baseline), got {len(axes)}"
+            )
     order = sorted(set(r[hue]))
     n = r.groupby("baseline")["seed"].nunique() if "seed" in r else None
-    for ax, b in zip(axes[0], panels, strict=True):
+    for ax, b in zip(axes, panels, strict=True):
         sub = r[r["baseline"] == b]
         sns.boxplot(data=sub, x=by, y="ratio", hue=hue, hue_order=order, ax=ax, whis=(0, 100))
         ax.axhline(1.0, color="grey", lw=0.8, ls="--")
         draws = f", {n[b]} draws" if n is not None else ""
         ax.set(ylabel=f"{metric} / {b} (same draw)", title=f"normalised to {b}{draws}")
         ax.tick_params(axis="x", rotation=20)
-    _legend_out(axes[0][-1])
-    for ax in axes[0][:-1]:
+    _legend_out(axes[-1])
+    for ax in axes[:-1]:
         if ax.get_legend() is not None:
             ax.get_legend().remove()
-    fig.tight_layout()
-    return fig
+    return axes
 
 
 def locality_sweep(
@@ -168,10 +184,12 @@ def locality_sweep(
     metric: str = "avg_jct",
     x: str = "locality_penalty",
     hue: str = "placement",
+    *,
+    ax=None,
 ):
     """Average JCT vs inter-node locality penalty 1.0-3.0 (PAL Figs. 13 and 20), geomean over
     workloads of the per-workload JCT normalised to ``baseline`` (raw mean if ``baseline`` is None)."""
-    fig, ax = _fig()
+    ax = _axes(ax)
     if baseline is None:
         sns.lineplot(data=summary, x=x, y=metric, hue=hue, marker="o", ax=ax)
         ax.set(ylabel=metric)
@@ -184,25 +202,25 @@ def locality_sweep(
         ax.axhline(1.0, color="grey", lw=0.8, ls="--")
         ax.set(ylabel=f"geomean {metric} / {baseline}")
     ax.set(xlabel="locality penalty L", title="Locality-penalty sweep")
-    _legend_out(fig.axes[0])
-    return fig
+    _legend_out(ax)
+    return ax
 
 
-def jct_vs_load(summary: pd.DataFrame, metric: str = "avg_jct", hue: str = "placement"):
+def jct_vs_load(summary: pd.DataFrame, metric: str = "avg_jct", hue: str = "placement", *, ax=None):
     """Average JCT vs job load in jobs/hour (PAL Figs. 14, 16, 17)."""
     x = col(summary, "load", "jobs_per_hour", "rate")
-    fig, ax = _fig()
+    ax = _axes(ax)
     sns.lineplot(data=summary, x=x, y=metric, hue=hue, style=_hue(summary, "scheduler"), ax=ax)
     ax.set(xlabel="load (jobs/hour)", title="Average JCT vs load")
-    _legend_out(fig.axes[0])
-    return fig
+    _legend_out(ax)
+    return ax
 
 
-def gpus_in_use(rounds: pd.DataFrame, hue: str = "placement"):
+def gpus_in_use(rounds: pd.DataFrame, hue: str = "placement", *, ax=None):
     """GPUs busy at every scheduling round (PAL Fig. 15)."""
     t = col(rounds, "time", "t", "start")
     y = col(rounds, "gpus_busy", "busy", "gpus_in_use")
-    fig, ax = _fig(7, 3.5)
+    ax = _axes(ax, 7, 3.5)
     sns.lineplot(
         data=rounds,
         x=t,
@@ -214,26 +232,26 @@ def gpus_in_use(rounds: pd.DataFrame, hue: str = "placement"):
         errorbar=None,
     )
     ax.set(xlabel="time (s)", ylabel="GPUs in use", title="GPUs in use over time")
-    _legend_out(fig.axes[0])
-    return fig
+    _legend_out(ax)
+    return ax
 
 
-def placement_time(df: pd.DataFrame, hue: str | None = None):
+def placement_time(df: pd.DataFrame, hue: str | None = None, *, ax=None):
     """Per-round placement computation time vs cluster size (PAL Fig. 18), log scale."""
     x = col(df, "gpus", "cluster_size")
     y = col(df, "seconds", "placement_seconds", "place_seconds")
-    fig, ax = _fig()
+    ax = _axes(ax)
     sns.boxplot(data=df, x=x, y=y, hue=hue or _hue(df, "policy", "placement"), ax=ax)
     ax.set_yscale("log")
     ax.set(xlabel="cluster size (GPUs)", ylabel="seconds per round", title="Placement time")
-    _legend_out(fig.axes[0])
-    return fig
+    _legend_out(ax)
+    return ax
 
 
 # ---------------------------------------------------------------- solvers
 
 
-def heuristic_gap(batch: pd.DataFrame, reference: str = "exact"):
+def heuristic_gap(batch: pd.DataFrame, reference: str = "exact", *, ax=None):
     """Relative gap of each solver's objective to the exact optimum, per instance kind."""
     if "gap" in batch and reference == "exact" and batch["gap"].notna().any():
         g = batch.dropna(subset=["gap"]).assign(rel_gap=lambda d: d["gap"])  # the batch's own gap
@@ -242,34 +260,36 @@ def heuristic_gap(batch: pd.DataFrame, reference: str = "exact"):
     g = g[g["solver"] != reference]
     if g.empty:
         raise DataError("solver", f"no rows besides the reference solver {reference!r}")
-    fig, ax = _fig()
+    ax = _axes(ax)
     sns.boxplot(data=g, x="solver", y="rel_gap", hue=_hue(g, "kind"), ax=ax)
     ax.axhline(0.0, color="grey", lw=0.8, ls="--")
     ax.set(ylabel=f"relative gap to {reference} (≥ 0 = worse)", title="Heuristic gap to exact")
     ax.tick_params(axis="x", rotation=20)
-    _legend_out(fig.axes[0])
-    return fig
+    _legend_out(ax)
+    return ax
 
 
-def solve_time_vs_size(batch: pd.DataFrame, size: str | None = None):
+def solve_time_vs_size(batch: pd.DataFrame, size: str | None = None, *, ax=None):
     """Solve seconds vs instance size on log-log axes, one series per solver."""
     s = size or col(batch, "size", "gpus", "n_gpus", "apps", "jobs")
-    fig, ax = _fig()
+    ax = _axes(ax)
     ok = batch[batch["seconds"] > 0]
     sns.lineplot(data=ok, x=s, y="seconds", hue="solver", marker="o", ax=ax, errorbar=None)
     ax.set(xscale="log", yscale="log", title="Solve time vs size")
-    _legend_out(fig.axes[0])
-    return fig
+    _legend_out(ax)
+    return ax
 
 
-def integrality_gap(batch: pd.DataFrame, bound_solver: str = "relaxation", exact: str = "exact"):
+def integrality_gap(
+    batch: pd.DataFrame, bound_solver: str = "relaxation", exact: str = "exact", *, ax=None
+):
     """(relaxation bound - exact optimum) / |exact| per instance (auctions maximise sum -log rho)."""
     piv = batch.pivot_table(index="instance", columns="solver", values="objective", aggfunc="first")
     if bound_solver not in piv or exact not in piv:
         raise DataError("solver", f"need both {bound_solver!r} and {exact!r} rows")
     gap = ((piv[bound_solver] - piv[exact]) / piv[exact].abs().clip(lower=1e-9)).dropna()
-    fig, ax = _fig()
+    ax = _axes(ax)
     sns.histplot(gap, ax=ax, bins=20)
     ax.set(xlabel="integrality gap (bound − exact) / |exact|", title="Integrality gap")
-    _legend_out(fig.axes[0])
-    return fig
+    _legend_out(ax)
+    return ax

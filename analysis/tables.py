@@ -3,6 +3,8 @@ gaps to a reference solver. They aggregate what the simulator / batch recorded, 
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 import pandas as pd
 
@@ -40,6 +42,46 @@ def detect(df: pd.DataFrame) -> str:
         if set(need) <= cols:
             return kind
     raise DataError("columns", f"unrecognised results table (columns: {', '.join(map(str, df))})")
+
+
+#: units of the metrics the simulator and the batch record (shown in report column headers)
+UNITS = {
+    **dict.fromkeys(
+        "avg_jct median_jct p99_jct geomean_jct avg_waiting avg_app_jct makespan seconds "
+        "mean_seconds median_seconds max_seconds wall_seconds round_length liar_completion "
+        "others_avg_completion liar_jct truthful_avg_jct".split(),
+        "s",
+    ),
+    **dict.fromkeys(("gap", "mean_gap", "median_gap", "max_gap", "rel_gap"), "relative"),
+    "gpu_time": "GPU·s",
+    "utilization": "fraction",
+    "X": "%",
+}
+
+
+def fixed(value, digits: int = 4) -> str:
+    """``value`` in fixed (never scientific) notation with ``digits`` significant digits, at most
+    8 decimals; integers as they are, NaN as an empty string."""
+    if value is None or isinstance(value, bool) or isinstance(value, str):
+        return "" if value is None else str(value)
+    if isinstance(value, (int, np.integer)):
+        return str(int(value))
+    v = float(value)
+    if math.isnan(v):
+        return ""
+    if math.isinf(v) or v == 0:
+        return "∞" if v > 0 else "-∞" if v < 0 else "0"
+    decimals = min(8, max(0, digits - 1 - math.floor(math.log10(abs(v)))))
+    return f"{v:.{decimals}f}"
+
+
+def with_units(df: pd.DataFrame) -> pd.DataFrame:
+    """``df`` with numbers in fixed notation (strings) and ``(unit)`` after known metric columns."""
+    out = df.copy()
+    for c in out.columns:
+        if pd.api.types.is_numeric_dtype(out[c]) and not pd.api.types.is_bool_dtype(out[c]):
+            out[c] = out[c].map(fixed)
+    return out.rename(columns={c: f"{c} ({UNITS[c]})" for c in out.columns if c in UNITS})
 
 
 #: statuses of rows that carry no result (sweeps use ok | error; batches optimal | heuristic | ...)

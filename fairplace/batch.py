@@ -36,16 +36,11 @@ from pathlib import Path
 
 import pandas as pd
 
-from fairplace.batch_results import (
-    _append,
-    _repair,
-    journal_path,
-    read_journal,
-    summarize,
-    to_frame,
-    write_table,
-)
+from fairplace.batch_results import append_row as _append
+from fairplace.batch_results import journal_path, read_journal, summarize, to_frame, write_table
+from fairplace.batch_results import repair_journal as _repair
 from fairplace.errors import ClusterUnavailable, OptionError, UnknownSolver
+from fairplace.progress import ProgressBar, progress_bar
 
 #: error rows that say nothing about the instance (the infrastructure failed): ``resume`` runs them again.
 RETRY_ON_RESUME = ("KilledWorker", "CancelledError", "CommClosedError", "FutureCancelledError")
@@ -157,20 +152,6 @@ def _client(workers: int, scheduler_address: str | None):
     return Client(cluster), cluster
 
 
-def _progress(enabled: bool):
-    from rich.console import Console
-    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TimeRemainingColumn
-
-    return Progress(
-        "[progress.description]{task.description}",
-        BarColumn(),
-        MofNCompleteColumn(),
-        TimeRemainingColumn(),
-        console=Console(stderr=True),
-        disable=not enabled,
-    )
-
-
 def run_batch(
     suite,
     solvers: Sequence[str] = ("exact",),
@@ -180,7 +161,7 @@ def run_batch(
     out: str | Path | None = None,
     resume: bool = False,
     overwrite: bool = False,
-    progress: bool = True,
+    progress: bool | ProgressBar = True,
     max_in_flight: int | None = None,
     no_workers_timeout: float | None = 120.0,
 ) -> pd.DataFrame:
@@ -250,7 +231,7 @@ def run_batch(
 
 
 def _drive(
-    client, todo, jpath: Path, time_limit, progress: bool, max_in_flight, as_completed,
+    client, todo, jpath: Path, time_limit, progress, max_in_flight, as_completed,
     no_workers_timeout: float | None = 120.0,
 ):  # fmt: skip
     n_workers = max(1, len(client.scheduler_info().get("workers", {})))
@@ -280,8 +261,7 @@ def _drive(
     for _ in range(limit):
         submit(ac)
     watch = _NoWorkersWatch(client, no_workers_timeout, jpath)
-    with _progress(progress) as bar, open(jpath, "a") as f:
-        task = bar.add_task("solving", total=len(todo))
+    with progress_bar(len(todo), "solving", progress) as bar, open(jpath, "a") as f:
         while not ac.is_empty():
             if not ac.has_ready():
                 watch.check()  # raises if the cluster has had no worker for too long
@@ -300,7 +280,7 @@ def _drive(
                     }
                 _append(f, row)
                 fut.release()
-                bar.advance(task)
+                bar.advance()
                 submit(ac)
 
 

@@ -1,6 +1,6 @@
-"""The batch journal (one JSON row per finished (instance, solver), fsync'd) and the results table
-built from it: reference optima, gaps, and a per-solver summary. Pure I/O and pandas; the Dask
-driver is :mod:`fairplace.batch`."""
+"""The journal (one JSON line per finished result, fsync'd; used by batch and sweep) and the batch
+results table built from it: reference optima, gaps, and a per-solver summary. Pure I/O and pandas;
+the Dask driver is :mod:`fairplace.batch`, the sweep driver :mod:`fairplace.sweep`."""
 
 from __future__ import annotations
 
@@ -43,18 +43,24 @@ def read_journal(path: str | Path) -> list[dict]:
     return rows
 
 
-def _repair(path: Path) -> None:
+def repair_journal(path: str | Path) -> None:
     """Cut a torn last line (a crash mid-write) so appends start on a fresh line."""
+    path = Path(path)
     data = path.read_bytes()
     if data and not data.endswith(b"\n"):
         with open(path, "r+b") as f:
             f.truncate(data.rfind(b"\n") + 1)
 
 
-def _append(f, row: dict) -> None:
-    f.write(json.dumps(row, default=str) + "\n")
+def append_rows(f, rows: Sequence[dict]) -> None:
+    """Append ``rows`` as JSON lines to the open journal ``f`` and fsync once (durable on return)."""
+    f.write("".join(json.dumps(row, default=str) + "\n" for row in rows))
     f.flush()
     os.fsync(f.fileno())
+
+
+def append_row(f, row: dict) -> None:
+    append_rows(f, [row])
 
 
 # --- the results table ----------------------------------------------------------------------------

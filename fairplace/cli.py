@@ -33,12 +33,28 @@ class _Parser(argparse.ArgumentParser):
         raise SystemExit(2)
 
 
-def build_parser() -> argparse.ArgumentParser:
-    parser = _Parser(prog="fairplace", description=__doc__.splitlines()[0])
+DESCRIPTION = (
+    "fairplace: fair (THEMIS, NSDI'20) and variability-aware (PAL) GPU-cluster scheduling as "
+    "mathematical programs solved exactly (HiGHS via highspy, Pyomo, CVXPY), next to the papers' "
+    "heuristics. Solve one auction or placement instance, batch-solve suites on Dask, run "
+    "trace-driven simulations and sweeps, plot results, and reproduce both papers' headline claims."
+)
+EPILOG = (
+    "Start with: fairplace reproduce --quick (report in ./fairplace-report/). "
+    "'fairplace COMMAND --help' lists a command's options. Bad input exits 2 with one line."
+)
+
+
+def build_parser(only: str | None = None) -> argparse.ArgumentParser:
+    """The whole parser; ``only``: add the options of that command alone (the others are listed
+    with their one-line help): option choices come from the registries, whose modules are heavy."""
+    parser = _Parser(prog="fairplace", description=DESCRIPTION, epilog=EPILOG)
     from fairplace import __version__
 
     parser.add_argument("--version", action="version", version=f"fairplace {__version__}")
-    sub = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
+    sub = parser.add_subparsers(
+        dest="command", required=True, parser_class=_Parser, title="commands", metavar="COMMAND"
+    )
     for name in COMMANDS:
         try:
             mod = import_module(f"fairplace.commands.{name}")
@@ -47,13 +63,16 @@ def build_parser() -> argparse.ArgumentParser:
                 continue
             raise
         p = sub.add_parser(name, help=mod.HELP, description=mod.HELP)
-        mod.add_arguments(p)
+        if only is None or only == name:
+            mod.add_arguments(p)
         p.set_defaults(_run=mod.run)
     return parser
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = build_parser()
+    argv = sys.argv[1:] if argv is None else list(argv)
+    command = next((a for a in argv if not a.startswith("-")), "")
+    parser = build_parser(only=command)
     args = parser.parse_args(argv)
     try:
         return int(args._run(args) or 0)

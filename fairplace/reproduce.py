@@ -31,6 +31,7 @@ from typing import Any
 import pandas as pd
 
 from fairplace.errors import OptionError
+from fairplace.progress import ProgressBar, progress_bar
 
 PAPERS = ("themis", "pal")
 SIZES = ("tiny", "quick", "full")
@@ -229,7 +230,7 @@ def make_figures(exp: Experiment, outcome: Outcome):
     """[(name, PNG bytes)] and [(name, reason)] of figures that could not be drawn."""
     from fairplace.analysis import plots
     from fairplace.analysis.claims import _where
-    from fairplace.analysis.report import png
+    from fairplace.analysis.report import closing_failed_figures, png
     from fairplace.analysis.tables import ok_rows
 
     made, failed = [], []
@@ -238,7 +239,9 @@ def make_figures(exp: Experiment, outcome: Outcome):
             df = ok_rows(outcome.frames[f.get("frame", "summary")])
             if f.get("where"):
                 df = _where(df, f["where"])
-            made.append((f["name"], png(getattr(plots, f["plot"])(df, **f.get("args", {})))))
+            with closing_failed_figures():
+                ax = getattr(plots, f["plot"])(df, **f.get("args", {}))
+            made.append((f["name"], png(ax)))  # png() closes the figure
         except Exception as exc:  # noqa: BLE001 - a figure that cannot be drawn is reported
             failed.append((f["name"], f"{type(exc).__name__}: {exc}"))
     return made, failed
@@ -261,7 +264,8 @@ def _summary_table(exp: Experiment, outcome: Outcome) -> tuple[str, pd.DataFrame
         return "Completion times (s) vs misreport X", outcome.frames["strategyproofness"].round(3)
     if "placement_time" in outcome.frames:
         t = outcome.frames["placement_time"].groupby(["gpus", "policy"])["seconds"]
-        return "Seconds per placement round", t.agg(["median", "max"]).reset_index()
+        per_round = t.agg(median_seconds="median", max_seconds="max")
+        return "Seconds per placement round", per_round.reset_index()
     df = outcome.frames.get("summary")
     if df is None or df.empty or "status" not in df:
         return None
@@ -318,17 +322,18 @@ def reproduce(
     size: str = "quick",
     out: str | Path = "fairplace-report",
     simulate: Callable | None = None,
-    progress: bool = True,
+    progress: bool | ProgressBar = True,
     log: Callable[[str], None] | None = None,
     workers: int = 1,
 ) -> dict[str, Any]:
     """Run the experiments of ``which`` (themis | pal | all) at ``size`` and write the report.
 
-    Returns ``{"md", "html", "claims" (paths), "table" (the claims DataFrame), "seconds"}``.
+    Returns ``{"md", "html", "claims" (paths), "table" (the claims DataFrame), "headline"
+    ("N of M claims reproduce ..."), "seconds"}``.
     ``simulate`` replaces ``fairplace.simulate`` (tests); ``workers > 1`` runs sweep cells on a
     loopback Dask cluster (sequential by default)."""
     from fairplace.analysis.claims import evaluate
-    from fairplace.analysis.report import Section, write_report
+    from fairplace.analysis.report import Section, headline, write_report
 
     if which not in (*PAPERS, "all"):
         raise OptionError("paper", f"unknown paper {which!r}; use themis, pal or all")
@@ -340,26 +345,28 @@ def reproduce(
     t0 = time.perf_counter()
     outcomes: dict[tuple[str, str], Outcome] = {}
     sections, rows = [], []
-    for e in exps:
-        if log:
-            log(f"[{e.paper}] {e.key}: {e.title}")
-        o = run_experiment(e, data_dir, simulate=simulate, progress=progress, workers=workers)
-        outcomes[(e.paper, e.key)] = o
-        if log:
-            log(f"[{e.paper}] {e.key}: {o.status} ({o.seconds:.1f} s)")
-        sec = Section(title=f"{e.paper.upper()} — {e.title}", status=o.status)
-        sec.lines.append(f"Experiment `{e.paper}/{e.key}` ({e.kind}), {o.seconds:.1f} s.")
-        if o.ran:
-            sec.figures, failed = make_figures(e, o)
-            sec.lines += [f"Figure '{n}' not drawn: {why}" for n, why in failed]
-            tab = _summary_table(e, o)
-            if tab is not None:
-                sec.tables.append(tab)
-            if e.paper == "pal":
-                draws = _draws_table(e, o)
-                if draws is not None:
-                    sec.tables.append(draws)
-        sections.append(sec)
+    with progress_bar(len(exps), f"reproduce {which}", progress) as bar:
+        for e in exps:
+            if log:
+                log(f"[{e.paper}] {e.key}: {e.title}")
+            o = run_experiment(e, data_dir, simulate=simulate, progress=bar, workers=workers)
+            outcomes[(e.paper, e.key)] = o
+            if log:
+                log(f"[{e.paper}] {e.key}: {o.status} ({o.seconds:.1f} s)")
+            sec = Section(title=f"{e.paper.upper()} — {e.title}", status=o.status)
+            sec.lines.append(f"Experiment `{e.paper}/{e.key}` ({e.kind}), {o.seconds:.1f} s.")
+            if o.ran:
+                sec.figures, failed = make_figures(e, o)
+                sec.lines += [f"Figure '{n}' not drawn: {why}" for n, why in failed]
+                tab = _summary_table(e, o)
+                if tab is not None:
+                    sec.tables.append(tab)
+                if e.paper == "pal":
+                    draws = _draws_table(e, o)
+                    if draws is not None:
+                        sec.tables.append(draws)
+            sections.append(sec)
+            bar.advance()
     for p in papers:
         for c in load_claims(p):
             o = outcomes.get((p, c["experiment"]))
@@ -371,15 +378,12 @@ def reproduce(
                 rows.append(evaluate(c, o.frames))
     table = pd.DataFrame(rows)
     seconds = time.perf_counter() - t0
-    held = (table["holds"] == "yes").sum() if len(table) else 0
-    nr = table["holds"].astype(str).str.startswith("not run").sum() if len(table) else 0
     preamble = [
         f"Command: fairplace reproduce {which}{' --quick' if size == 'quick' else ''}"
         f"{' (size ' + size + ')' if size == 'tiny' else ''}; fairplace commit {_git_commit()}; "
         f"generated {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}; {seconds:.0f} s.",
-        f"{held} of {len(table)} claims hold, {len(table) - held - nr} do not, {nr} not run. "
-        "'holds?' applies the stated rule to our numbers; the paper's number is shown for context. "
-        "Raw results are in data/.",
+        f"{headline(table)}. The outcome applies the claim's rule to our numbers; the paper's "
+        "number is shown for context. Raw results are in data/.",
     ]
     paths = write_report(out, "fairplace reproduction report", table, sections, preamble)
-    return {**paths, "table": table, "seconds": seconds}
+    return {**paths, "table": table, "headline": headline(table), "seconds": seconds}

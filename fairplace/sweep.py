@@ -15,7 +15,9 @@ A spec (TOML or dict)::
     gpus = 64
 
 Rows hold the cell (``scheduler, placement, trace, seed`` and each param), ``status`` (``ok`` |
-``error``), ``message``, ``wall_seconds`` and every scalar of the simulation's ``summary``.
+``error``), ``message``, ``wall_seconds`` and every scalar of the simulation's ``summary``. Finished
+cells go to a JSONL journal (the batch's format), so ``resume`` continues an interrupted sweep.
+An example spec: ``examples/sweep-pal-locality.toml``.
 Runs are sequential by default; ``workers > 1`` runs cells on a loopback Dask ``LocalCluster``.
 """
 
@@ -34,7 +36,9 @@ from typing import Any
 import pandas as pd
 
 from fairplace import sim
+from fairplace.batch_results import append_row, read_journal, repair_journal
 from fairplace.errors import OptionError
+from fairplace.progress import ProgressBar, progress_bar
 from fairplace.solvers.policies import POLICY_NAMES
 from fairplace.sweep_inputs import SWEEP_OPTIONS, generator_params, make_trace, per_run_cluster
 
@@ -205,34 +209,41 @@ def run_cell(cell: dict, fixed: dict, frames: Iterable[str] = (), simulate: Call
     return row, got
 
 
-def _append_csv(path: Path, df: pd.DataFrame) -> None:
-    if path.exists() and path.stat().st_size > 0:
-        old_cols = list(pd.read_csv(path, nrows=0).columns)
-        if set(df.columns) <= set(old_cols):
-            df.reindex(columns=old_cols).to_csv(path, mode="a", header=False, index=False)
-            return
-        merged = pd.concat([pd.read_csv(path), df], ignore_index=True)  # new columns: rewrite
-        merged.to_csv(path, index=False)
-        return
-    df.to_csv(path, index=False)
-
-
 def results_paths(out: str | Path) -> dict[str, Path]:
-    """``{table: path}`` for a sweep written to ``out`` (``.parquet`` / ``.csv`` siblings)."""
+    """``{table: path}`` for a sweep written to ``out``: the journals (``jsonl``, ``<frame>.jsonl``)
+    and the tables written from them at the end (``.parquet`` / ``.csv`` siblings)."""
     base = Path(out)
-    stem = base.with_suffix("") if base.suffix in (".parquet", ".csv") else base
-    paths = {"parquet": stem.with_suffix(".parquet"), "csv": stem.with_suffix(".csv")}
+    stem = base.with_suffix("") if base.suffix in (".parquet", ".csv", ".jsonl") else base
+    paths = {
+        "parquet": stem.with_suffix(".parquet"),
+        "csv": stem.with_suffix(".csv"),
+        "jsonl": stem.with_suffix(".jsonl"),
+    }
     for f in FRAMES:
-        paths[f"{f}.csv"] = stem.parent / f"{stem.name}.{f}.csv"
-        paths[f"{f}.parquet"] = stem.parent / f"{stem.name}.{f}.parquet"
+        for ext in ("csv", "parquet", "jsonl"):
+            paths[f"{f}.{ext}"] = stem.parent / f"{stem.name}.{f}.{ext}"
     return paths
 
 
-def _finish(paths: dict[str, Path], frames: Iterable[str]) -> None:
-    for key in ["", *(f"{f}." for f in frames)]:
-        csv = paths[f"{key}csv"]
-        if csv.exists() and csv.stat().st_size > 0:
-            pd.read_csv(csv).to_parquet(paths[f"{key}parquet"], index=False)
+def _write_table(rows: list[dict], csv: Path, parquet: Path) -> None:
+    """The CSV table of ``rows`` and its parquet twin (typed as the CSV reads back)."""
+    pd.DataFrame(rows).to_csv(csv, index=False)
+    pd.read_csv(csv).to_parquet(parquet, index=False)
+
+
+def _finish(paths: dict[str, Path], frames: Iterable[str]) -> list[dict]:
+    """Write the tables from the journals; returns the journaled rows (last one per cell wins).
+    A frame keeps the rows of the last run of each journaled cell (a crash between a cell's frame
+    and its row leaves an orphan frame line; a resumed run of that cell replaces it)."""
+    rows = {r["cell_id"]: r for r in read_journal(paths["jsonl"]) if "cell_id" in r}
+    if rows:
+        _write_table(list(rows.values()), paths["csv"], paths["parquet"])
+    for f in frames:
+        last = {e["cell_id"]: e["rows"] for e in read_journal(paths[f"{f}.jsonl"])}
+        got = [r for cid in rows for r in last.get(cid, [])]
+        if got:
+            _write_table(got, paths[f"{f}.csv"], paths[f"{f}.parquet"])
+    return list(rows.values())
 
 
 def run_sweep(
@@ -241,13 +252,18 @@ def run_sweep(
     *,
     resume: bool = False,
     workers: int = 1,
-    progress: bool = True,
+    progress: bool | ProgressBar = True,
     simulate: Callable | None = None,
 ) -> pd.DataFrame:
-    """Run every cell of ``spec``; append each finished row to ``out`` (CSV), then write parquet.
+    """Run every cell of ``spec``; journal each finished cell, then write the tables.
 
-    ``resume`` skips cells whose ``cell_id`` is already in the CSV. ``simulate`` replaces
-    ``fairplace.simulate`` (tests). Returns the whole results table.
+    Journal (the batch format, :mod:`fairplace.batch_results`): one fsync'd JSON line per finished
+    cell in ``<out>.jsonl`` (per-cell frames in ``<out>.<frame>.jsonl``, written before the cell's
+    row); at the end ``<out>.csv`` and ``<out>.parquet`` (and ``<out>.<frame>.csv|parquet``).
+    ``resume`` skips cells whose ``cell_id`` is already journaled (a torn last line from a crash is
+    dropped); without it earlier results are deleted. ``simulate`` replaces ``fairplace.simulate``
+    (tests). ``progress``: see :func:`fairplace.progress.progress_bar`. Returns the whole results
+    table.
     """
     if not isinstance(spec, SweepSpec):
         spec = load_spec(spec)
@@ -255,29 +271,34 @@ def run_sweep(
         raise OptionError("workers", "must be >= 1")
     paths = results_paths(out)
     paths["csv"].parent.mkdir(parents=True, exist_ok=True)
-    done: set[str] = set()
-    if resume and paths["csv"].exists() and paths["csv"].stat().st_size > 0:
-        done = set(pd.read_csv(paths["csv"], usecols=["cell_id"])["cell_id"])
-    elif not resume:
+    journals = [paths["jsonl"], *(paths[f"{f}.jsonl"] for f in spec.frames)]
+    if resume:
+        for j in journals:
+            if j.exists():
+                repair_journal(j)
+        done = {r.get("cell_id") for r in read_journal(paths["jsonl"])}
+    else:
         for p in paths.values():
             p.unlink(missing_ok=True)
+        done = set()
     todo = [c for c in spec.cells() if cell_id(c) not in done]
 
     def record(row, got):
-        _append_csv(paths["csv"], pd.DataFrame([row]))
         for f, df in got.items():
-            _append_csv(paths[f"{f}.csv"], df)
+            with paths[f"{f}.jsonl"].open("a") as fh:
+                entry = {"cell_id": row["cell_id"], "rows": df.to_dict(orient="records")}
+                append_row(fh, entry)
+        with paths["jsonl"].open("a") as fh:
+            append_row(fh, row)  # the commit point of the cell
 
-    bar = _Progress(len(todo), spec.name, enabled=progress)
-    with bar:
+    with progress_bar(len(todo), spec.name, progress) as bar:
         if workers == 1 or len(todo) <= 1:
             for c in todo:
                 record(*run_cell(c, spec.fixed, spec.frames, simulate))
                 bar.advance()
         else:
             _run_dask(todo, spec, workers, simulate, record, bar)
-    _finish(paths, spec.frames)
-    if not paths["csv"].exists():
+    if not _finish(paths, spec.frames):
         return pd.DataFrame(columns=[*CELL_KEYS, "status", "message"])
     return pd.read_parquet(paths["parquet"])
 
@@ -301,30 +322,3 @@ def _run_dask(todo, spec, workers, simulate, record, bar) -> None:
         for fut in as_completed(futs):
             record(*fut.result())
             bar.advance()
-
-
-class _Progress:
-    """A rich progress bar on stderr (silent when disabled or not a terminal)."""
-
-    def __init__(self, total: int, label: str, enabled: bool = True):
-        self.total, self.label, self.enabled = total, label, enabled
-        self._p = None
-
-    def __enter__(self):
-        if self.enabled and self.total:
-            from rich.console import Console
-            from rich.progress import Progress
-
-            self._p = Progress(console=Console(stderr=True), transient=False)
-            self._p.start()
-            self._task = self._p.add_task(self.label, total=self.total)
-        return self
-
-    def advance(self) -> None:
-        if self._p is not None:
-            self._p.advance(self._task)
-
-    def __exit__(self, *exc):
-        if self._p is not None:
-            self._p.stop()
-        return False

@@ -24,6 +24,7 @@ from __future__ import annotations
 import numpy as np
 from sklearn.base import BaseEstimator, TransformerMixin
 from sklearn.cluster import KMeans
+from sklearn.utils.validation import check_is_fitted, validate_data
 from threadpoolctl import threadpool_limits
 
 from fairplace.errors import DataError
@@ -31,6 +32,9 @@ from fairplace.errors import DataError
 
 class PMScoreBinner(TransformerMixin, BaseEstimator):
     """Bin per-class PM-scores with K-means (scikit-learn estimator; one column per class).
+
+    ``X`` is 2-D (n_gpus, n_classes; one class: ``x[:, None]``), finite and non-empty; it passes
+    scikit-learn's ``check_estimator`` (``tests/test_pal_binning.py``).
 
     Learned: ``bins_`` (per column, sorted bin scores), ``k_`` (K-means K per column, without the
     outlier bins), ``n_outliers_``, ``silhouette_`` (best silhouette per column, NaN if not swept).
@@ -58,7 +62,7 @@ class PMScoreBinner(TransformerMixin, BaseEstimator):
         self.n_init = n_init
         self.random_state = random_state
 
-    def _validate(self, X) -> np.ndarray:
+    def _check_params(self) -> None:
         if self.k_rule not in ("silhouette", "artifact"):
             raise DataError("k_rule", f"expected 'silhouette' or 'artifact', got {self.k_rule!r}")
         if self.outlier_side not in ("both", "upper"):
@@ -71,42 +75,41 @@ class PMScoreBinner(TransformerMixin, BaseEstimator):
             )
         if not 2 <= self.k_min <= self.k_max:
             raise DataError("k_min", f"need 2 <= k_min <= k_max, got {self.k_min}, {self.k_max}")
-        A = np.asarray(X, dtype=float)
-        if A.ndim == 1:
-            A = A[:, None]
-        if A.ndim != 2 or A.shape[0] == 0 or not np.all(np.isfinite(A)):
-            raise DataError("X", "expected a non-empty (n_gpus, n_classes) array of finite scores")
-        return A
+
+    def _data(self, X, reset: bool) -> np.ndarray:
+        """``X`` as a finite, non-empty (n_gpus, n_classes) float array (scikit-learn's checks:
+        2-D, no NaN/inf, no complex or sparse input, the fitted number of columns)."""
+        try:
+            return validate_data(self, X, reset=reset, dtype=np.float64)
+        except ValueError as exc:  # DataError is a ValueError: scikit-learn's contract still holds
+            raise DataError("X", str(exc)) from None
 
     def fit(self, X, y=None):
-        A = self._validate(X)
+        """Learn the bins of every column of ``X`` (n_gpus, n_classes); ``y`` is ignored."""
+        self._check_params()
+        A = self._data(X, reset=True)
         rng = np.random.default_rng(self.random_state)
-        self.bins_, self.k_, self.n_outliers_, self.silhouette_ = [], [], [], []
+        fits = []
         for col in A.T:
             # one thread: OpenMP start-up dominates these small 1-D fits (10-30x slower on 2 cores)
             with threadpool_limits(1):
-                bins, k, n_out, sil = self._fit_column(col, rng)
-            self.bins_.append(bins)
-            self.k_.append(k)
-            self.n_outliers_.append(n_out)
-            self.silhouette_.append(sil)
-        self.n_features_in_ = A.shape[1]
+                fits.append(self._fit_column(col, rng))
+        self.bins_, self.k_, self.n_outliers_, self.silhouette_ = (
+            list(v) for v in zip(*fits, strict=True)
+        )
         return self
 
     def transform(self, X) -> np.ndarray:
         """Each score replaced by the nearest bin score of its column (same shape as ``X``)."""
-        A = self._validate(X)
-        if A.shape[1] != getattr(self, "n_features_in_", -1):
-            raise DataError(
-                "X", f"fitted on {getattr(self, 'n_features_in_', 0)} columns, got {A.shape[1]}"
-            )
+        check_is_fitted(self, "bins_")
+        A = self._data(X, reset=False)
         out = np.empty_like(A)
         for j, col in enumerate(A.T):
             b = self.bins_[j]
             pos = np.clip(np.searchsorted(b, col), 1, max(b.size - 1, 1))
             lo, hi = b[pos - 1], b[np.minimum(pos, b.size - 1)]
             out[:, j] = np.where(np.abs(col - lo) <= np.abs(hi - col), lo, hi)
-        return out.reshape(np.shape(X)) if np.ndim(X) == 1 else out
+        return out
 
     def _outliers(self, x: np.ndarray) -> np.ndarray:
         sd = x.std()

@@ -1,16 +1,23 @@
-"""Plot functions on synthetic frames return Figures; table detection; `fairplace plot`."""
+"""Plot functions on synthetic frames draw on ``ax=`` and return the Axes; table detection;
+`fairplace plot` (closes its figures)."""
 
 from __future__ import annotations
 
+import subprocess
+import sys
+
+import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
 import pytest
-from matplotlib.figure import Figure
+from hypothesis import given
+from hypothesis import strategies as st
+from matplotlib.axes import Axes
 
 from fairplace.analysis import plots
 from fairplace.analysis.auto import figures_for
 from fairplace.analysis.claims import evaluate, geomean_gain, max_rho_ratio, tipping_point
-from fairplace.analysis.tables import detect, geomean_improvement, normalise_to
+from fairplace.analysis.tables import detect, fixed, geomean_improvement, normalise_to, with_units
 from fairplace.cli import main
 from fairplace.errors import DataError
 
@@ -90,43 +97,62 @@ def _batch():
     return pd.DataFrame(rows)
 
 
-@pytest.mark.parametrize(
-    "fn,frame",
-    [
-        (plots.jct_normalised, _sweep),
-        (plots.locality_sweep, _sweep),
-        (plots.jct_vs_load, _sweep),
-        (plots.max_rho_vs_contention, _themis),
-        (plots.gpu_time, _themis),
-        (lambda d: plots.sensitivity(d, "f"), _themis),
-        (plots.rho_cdf, _apps),
-        (plots.placement_score, _apps),
-        (plots.heuristic_gap, _batch),
-        (plots.solve_time_vs_size, _batch),
-        (plots.integrality_gap, _batch),
-        (plots.gpus_in_use, lambda: pd.DataFrame({"time": [0, 300, 600], "gpus_busy": [1, 5, 3]})),
-        (
-            plots.placement_time,
-            lambda: pd.DataFrame(
-                {
-                    "gpus": [64, 64, 256, 256],
-                    "policy": ["pal"] * 4,
-                    "seconds": [1e-3, 2e-3, 5e-3, 4e-3],
-                }
-            ),
+PLOTS = [
+    (plots.jct_normalised, _sweep),
+    (plots.locality_sweep, _sweep),
+    (plots.jct_vs_load, _sweep),
+    (plots.max_rho_vs_contention, _themis),
+    (plots.gpu_time, _themis),
+    (lambda d, **kw: plots.sensitivity(d, "f", **kw), _themis),
+    (plots.rho_cdf, _apps),
+    (plots.placement_score, _apps),
+    (plots.heuristic_gap, _batch),
+    (plots.solve_time_vs_size, _batch),
+    (plots.integrality_gap, _batch),
+    (plots.gpus_in_use, lambda: pd.DataFrame({"time": [0, 300, 600], "gpus_busy": [1, 5, 3]})),
+    (
+        plots.placement_time,
+        lambda: pd.DataFrame(
+            {
+                "gpus": [64, 64, 256, 256],
+                "policy": ["pal"] * 4,
+                "seconds": [1e-3, 2e-3, 5e-3, 4e-3],
+            }
         ),
-        (
-            plots.strategyproofness_curve,
-            lambda: pd.DataFrame(
-                {"X": [0, 20, 40], "liar_jct": [10, 10, 20], "truthful_avg_jct": [10, 9, 8]}
-            ),
+    ),
+    (
+        plots.strategyproofness_curve,
+        lambda: pd.DataFrame(
+            {"X": [0, 20, 40], "liar_jct": [10, 10, 20], "truthful_avg_jct": [10, 9, 8]}
         ),
-    ],
-)
-def test_plot_functions_return_figures(fn, frame):
-    fig = fn(frame())
-    assert isinstance(fig, Figure)
-    assert fig.axes and fig.axes[0].has_data()
+    ),
+]
+
+
+@pytest.mark.parametrize("fn,frame", PLOTS)
+def test_plot_functions_return_axes(fn, frame):
+    ax = fn(frame())
+    assert isinstance(ax, Axes) and ax.has_data()
+    plt.close(ax.figure)
+
+
+@pytest.mark.parametrize("fn,frame", PLOTS)
+def test_plot_functions_draw_on_the_given_axes(fn, frame):
+    fig, (left, right) = plt.subplots(1, 2)
+    n_figs = len(plt.get_fignums())
+    assert fn(frame(), ax=right) is right
+    assert right.has_data() and not left.has_data()
+    assert len(plt.get_fignums()) == n_figs  # no new figure
+    plt.close(fig)
+
+
+def test_importing_plots_leaves_the_backend_alone():
+    code = (
+        "import matplotlib; matplotlib.use('svg'); "
+        "import fairplace.analysis.plots; print(matplotlib.get_backend())"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "svg"
 
 
 def test_normalisation_and_geomean():
@@ -170,7 +196,9 @@ def test_detect_table_kinds():
 def test_plot_command(tmp_path, capsys):
     f = tmp_path / "r.parquet"
     _batch().to_parquet(f)
+    open_before = set(plt.get_fignums())
     assert main(["plot", str(f), "--out", str(tmp_path / "o")]) == 0
+    assert set(plt.get_fignums()) == open_before  # the command closed every figure it made
     assert (tmp_path / "o" / "heuristic-gap.png").stat().st_size > 1000
     assert main(["plot", str(tmp_path / "missing.csv")]) == 2
     assert "missing.csv" in capsys.readouterr().err
@@ -189,3 +217,18 @@ def test_failed_reference_solves_are_not_counted_as_violations():
     )
     row = evaluate(claim, {"batch": b})
     assert row["holds"] == "not run" and "no instance solved by both" in row["note"]
+
+
+@given(st.floats(min_value=1e-4, max_value=1e12) | st.floats(min_value=-1e12, max_value=-1e-4))
+def test_fixed_notation_keeps_four_significant_digits(v):
+    text = fixed(v)
+    assert "e" not in text.lower()
+    assert abs(float(text) - v) <= 5e-4 * abs(v) + 1e-12
+
+
+def test_report_tables_show_units_and_no_scientific_notation():
+    df = pd.DataFrame({"placement": ["pal"], "avg_jct": [12345.678], "max_rho": [1.5e-5], "n": [3]})
+    shown = with_units(df)
+    assert list(shown.columns) == ["placement", "avg_jct (s)", "max_rho", "n"]
+    assert shown.iloc[0].tolist() == ["pal", "12346", "0.00001500", "3"]
+    assert fixed(float("nan")) == "" and fixed(float("inf")) == "∞" and fixed(0.0) == "0"

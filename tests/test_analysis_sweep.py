@@ -53,10 +53,26 @@ def test_resume_skips_finished_cells(tmp_path):
 
     spec = load_spec(SPEC | {"frames": []}, check_names=False)
     run_sweep(spec, tmp_path / "r", progress=False, simulate=counting)
-    pd.read_csv(tmp_path / "r.csv").iloc[:3].to_csv(tmp_path / "r.csv", index=False)
+    journal = results_paths(tmp_path / "r")["jsonl"]
+    lines = journal.read_text().splitlines(keepends=True)
+    assert len(lines) == 8  # one JSON line per finished cell (the batch journal's format)
+    journal.write_text("".join(lines[:3]) + lines[3][:20])  # killed while writing the 4th row
     calls.clear()
     df = run_sweep(spec, tmp_path / "r", progress=False, simulate=counting, resume=True)
     assert len(calls) == 5 and len(df) == 8 and df["cell_id"].is_unique
+    assert len(pd.read_csv(tmp_path / "r.csv")) == 8
+
+
+def test_resume_keeps_frames_of_finished_cells_once(tmp_path):
+    spec = load_spec(SPEC, check_names=False)
+    run_sweep(spec, tmp_path / "r", progress=False, simulate=fake)
+    paths = results_paths(tmp_path / "r")
+    rows = paths["jsonl"].read_text().splitlines(keepends=True)
+    paths["jsonl"].write_text("".join(rows[:2]))  # the frames of later cells are orphans now
+    df = run_sweep(spec, tmp_path / "r", progress=False, simulate=fake, resume=True)
+    assert len(df) == 8
+    jobs = pd.read_parquet(paths["jobs.parquet"])
+    assert len(jobs) == 2 * 6  # each ok cell's frame once, not once per run
 
 
 @pytest.mark.parametrize(

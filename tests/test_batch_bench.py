@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import json
 
+import pytest
+
 from fairplace import cli
 from fairplace.commands import bench
 
@@ -39,6 +41,7 @@ def test_run_case_ok_and_error_entries():
     assert bad["error"] == "RuntimeError: no solver"
 
 
+@pytest.mark.slow
 def test_bench_json_runs_a_real_case(capsys):
     assert cli.main(["bench", "--quick", "--json", "--only", "batch_medium_1_worker"]) == 0
     out = json.loads(capsys.readouterr().out)

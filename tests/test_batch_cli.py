@@ -41,6 +41,7 @@ def _keys(journal: Path) -> list[tuple[str, str]]:
     return [(r["instance"], r["solver"]) for r in read_journal(journal)]
 
 
+@pytest.mark.slow
 def test_batch_killed_then_resumed_has_every_row_exactly_once(tmp_path):
     out = tmp_path / "res.parquet"
     journal = journal_path(out)

@@ -21,6 +21,7 @@ def scheduler():
     cluster.close()
 
 
+@pytest.mark.slow
 def test_folder_suite_on_external_scheduler(tmp_path, scheduler, capsys):
     suite = tmp_path / "suite"
     assert cli.main(["instances", "generate", "small", "--out", str(suite)]) == 0
@@ -36,6 +37,10 @@ def test_folder_suite_on_external_scheduler(tmp_path, scheduler, capsys):
     assert cli.main([*argv, "--resume", "--no-progress"]) == 0
     assert len(pd.read_csv(out)) == 24
     assert "24 rows" in capsys.readouterr().out
+    assert cli.main([*argv, "--resume", "--no-progress", "--json"]) == 0
+    doc = json.loads(capsys.readouterr().out)
+    assert doc["rows"] == 24 and doc["out"] == str(out)
+    assert sum(r["rows"] for r in doc["summary"]) == 24
 
 
 def test_failures_become_rows(tmp_path, scheduler):

@@ -79,6 +79,7 @@ def _objectives(df: pd.DataFrame) -> dict[tuple[str, str], float]:
     return {(r.instance, r.solver): r.objective for r in df.itertuples()}
 
 
+@pytest.mark.slow
 def test_batch_survives_a_killed_worker(tmp_path, cluster):
     cl, client = cluster
     total = len(PAIRS)

@@ -211,6 +211,7 @@ def test_malformed_json_cli(tmp_path, text, problem):
     assert r.returncode == 2 and problem in r.stderr and "Traceback" not in r.stderr
 
 
+@pytest.mark.slow
 def test_cli_bad_options_exit_2(tmp_path):
     f = tmp_path / "ok.json"
     f.write_text(json.dumps(AUCTION))
@@ -227,6 +228,7 @@ def test_cli_bad_options_exit_2(tmp_path):
     assert r.returncode == 2 and "file not found" in r.stderr
 
 
+@pytest.mark.slow
 def test_cli_json_contract(tmp_path):
     fa, fp = tmp_path / "a.json", tmp_path / "p.json"
     fa.write_text(json.dumps(AUCTION))

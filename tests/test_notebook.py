@@ -5,11 +5,13 @@ from __future__ import annotations
 from pathlib import Path
 
 import nbformat
+import pytest
 from nbclient import NotebookClient
 
 NOTEBOOK = Path(__file__).resolve().parents[1] / "examples" / "quickstart.ipynb"
 
 
+@pytest.mark.slow
 def test_quickstart_notebook_executes(tmp_path):
     nb = nbformat.read(NOTEBOOK, as_version=4)
     NotebookClient(

@@ -7,6 +7,7 @@ import random
 import shutil
 from pathlib import Path
 
+import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
 import pytest
@@ -217,8 +218,9 @@ def test_draw_gains_pair_policy_and_baseline_on_the_same_draw():
     assert t.loc[("pal", "packed-sticky"), "draws"] == 4
     assert t.loc[("packed-non-sticky", "packed-sticky"), "median_%"] == -100.0
     assert ("packed-sticky", "packed-non-sticky") not in t.index  # the inverse is not repeated
-    fig = jct_draws(pd.DataFrame(rows))
-    assert len(fig.axes) == 2
+    axes = jct_draws(pd.DataFrame(rows))
+    assert len(axes) == 2 and all(ax.has_data() for ax in axes)
+    plt.close(axes[0].figure)
 
 
 def test_cli_setup_flag_matches_the_api(capsys):

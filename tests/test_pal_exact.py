@@ -100,6 +100,7 @@ def test_binned_solve_reports_raw_objective_too():
         assert exact.objective <= sol.objective + 1e-9
 
 
+@pytest.mark.slow
 def test_cli_solve_with_policy(tmp_path):
     inst = random_placement(jobs=4, machines=2, gpus_per_machine=4, seed=0, max_demand=4)
     path = tmp_path / "p.json"

@@ -6,6 +6,7 @@ import re
 from pathlib import Path
 
 import matplotlib
+import pytest
 
 matplotlib.use("Agg")
 
@@ -23,6 +24,7 @@ def test_readme_starts_with_the_two_setup_commands():
     assert "python -m pytest -q" in ci and "pip install" in ci
 
 
+@pytest.mark.slow
 def test_readme_python_tour_runs():
     code = re.search(r"```python\n(.*?)```", README.read_text(), re.S).group(1)
     namespace: dict = {}

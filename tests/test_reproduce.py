@@ -40,11 +40,19 @@ def test_specs_and_claims_are_consistent():
             assert {"id", "text", "paper", "measure", "rule", "threshold"} <= set(c)
 
 
+@pytest.mark.slow
 def test_tiny_reproduce_writes_report_with_claims_and_figures(tmp_path):
     res = reproduce("all", size="tiny", out=tmp_path, simulate=fake_simulate, progress=False)
     md = (tmp_path / "report.md").read_text()
     html = (tmp_path / "report.html").read_text()
-    assert "| id | claim | figure | paper | ours | rule | holds | note |" in md
+    header = re.search(r"^\| id .*\|$", md, re.M).group(0)
+    assert [c.strip() for c in header.strip("|").split("|")][:7] == [
+        *("id", "claim", "figure", "paper", "ours", "rule", "outcome"),
+    ]
+    assert "`" not in html  # inline code is <code>, never a raw backtick
+    n = int((t_holds := res["table"]["holds"]).eq("yes").sum())
+    assert res["headline"].startswith(f"{n} of {len(t_holds)} claims reproduce")
+    assert res["headline"] in md
     assert len(re.findall(r"data:image/png;base64,[A-Za-z0-9+/]{100}", html)) >= 3
     for link in re.findall(r"\]\((figures/[^)]+\.png)\)", md):
         assert (tmp_path / link).stat().st_size > 1000
@@ -80,16 +88,18 @@ def test_unknown_paper_exits_2(capsys):
     assert e.value.code == 2
 
 
+@pytest.mark.slow
 def test_cli_tiny_pal_with_the_real_simulator(tmp_path, capsys):
     """`fairplace reproduce pal --tiny` end to end on the real simulator and policies."""
     assert main(["reproduce", "pal", "--tiny", "--out", str(tmp_path), "--no-progress"]) == 0
     out = capsys.readouterr().out
     assert "pal-sia-geomean" in out and "report:" in out
+    assert re.search(r"^\d+ of \d+ claims reproduce", out, re.M)  # the headline line
     claims = pd.read_csv(tmp_path / "claims.csv").set_index("id")
     # the Sia-Philly experiment ran: its claims have a number and a verdict, not "not run"
     assert claims.loc["pal-sia-geomean", "holds"] in ("yes", "no")
     assert claims.loc["exact-placement-le-pal", "holds"] == "yes"
     html = (tmp_path / "report.html").read_text()
-    assert "data:image/png;base64," in html and "<table>" in html
+    assert "data:image/png;base64," in html and "<table" in html and "`" not in html
     assert any((tmp_path / "figures").glob("*.png"))
     assert (tmp_path / "data" / "pal-sia_philly.parquet").exists()

@@ -61,7 +61,7 @@ def test_placement_oracle_agrees_with_exact(seed, jobs):
     assert sol.objective == pytest.approx(obj, abs=1e-6)
 
 
-@pytest.mark.parametrize("name", ["medium", "large"])
+@pytest.mark.parametrize("name", ["medium", pytest.param("large", marks=pytest.mark.slow)])
 def test_generated_suites_are_deterministic_and_record_parameters(name):
     a, b = suites.suite_items(name), suites.suite_items(name)
     assert a == b

@@ -67,6 +67,7 @@ def _random_gavel(seed: int, n: int = 4, K: int = 5, R: int = 3) -> GavelFTF:
     return GavelFTF(thr, usage, cap, work, elapsed, t_id)
 
 
+@pytest.mark.slow
 @settings(max_examples=15, deadline=None)
 @given(seed=st.integers(0, 10_000))
 def test_gavel_bisection_and_socp_agree(seed):

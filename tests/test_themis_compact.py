@@ -1,6 +1,7 @@
 """Compact arbiter = explicit-bid PF/PA wherever both apply (random small instances)."""
 
 import numpy as np
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -38,6 +39,7 @@ def _instance(seed: int, n_apps: int = 3, held: bool = True) -> AuctionInstance:
     return AuctionInstance(cl, (), agents=tuple(agents))
 
 
+@pytest.mark.slow
 @settings(max_examples=25, deadline=None)
 @given(st.integers(0, 10_000))
 def test_compact_equals_explicit_pf_and_payments(seed):
@@ -118,6 +120,7 @@ def test_placement_milp_fallback_when_greedy_fails(monkeypatch):
     assert all(len(gs) == cell[0] for cell, gs in choice.values())  # decodes to real GPUs
 
 
+@pytest.mark.slow
 def test_leave_one_out_lp_chain_equals_separate_solves():
     """Payments from the hot-started leave-one-out LPs (i's gains zeroed, primal simplex from the
     PF basis) equal c_i from PF_{-i} built as its own program (i excluded) and solved from scratch,
@@ -153,6 +156,7 @@ def test_time_limited_payments_are_marked_inexact():
     assert all(0.0 <= c <= 1.0 for c in sol.payments.values())
 
 
+@pytest.mark.slow
 def test_reduced_formulation_keeps_pf_and_payments():
     """The tightened, symmetry-broken program (``formulations/compact_sym.py``) has the optima of
     the unreduced one: PF and every PF_{-i} as full MILPs (no LP shortcut), and the PA payments,

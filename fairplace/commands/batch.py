@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import json
 import sys
 
 HELP = "solve a suite (registered name or folder of JSON files) on Dask into a results table"
@@ -31,6 +32,11 @@ def add_arguments(p) -> None:
     p.add_argument("--resume", action="store_true", help="skip pairs already in the journal")
     p.add_argument("--overwrite", action="store_true", help="discard an existing journal")
     p.add_argument("--no-progress", action="store_true", help="no progress bar on stderr")
+    p.add_argument(
+        "--json",
+        action="store_true",
+        help="print one JSON object: out, rows and the per-solver summary (records)",
+    )
     p.add_argument(
         "--no-workers-timeout",
         type=float,
@@ -69,6 +75,10 @@ def run(args) -> int:
             "(rerun with --resume)\n"
         )
         return 130
+    if args.json:
+        summary = json.loads(summarize(df).to_json(orient="records"))
+        print(json.dumps({"out": str(out), "rows": len(df), "summary": summary}))
+        return 0
     print(summarize(df).to_string(index=False))
     print(f"{len(df)} rows -> {out}")
     return 0

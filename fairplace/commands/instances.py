@@ -1,26 +1,77 @@
-"""``fairplace instances list | show NAME | generate SUITE --out DIR``."""
+"""``fairplace instances list | show NAME | generate SUITE --out DIR`` and
+``fairplace instances generate --kind auction|placement|agent-auction [--apps N --machines M
+--seed S] -o FILE.json`` (one custom instance, checked against the published schema)."""
 
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
-HELP = "list, show and generate instance suites"
+HELP = "list, show and generate instance suites, or generate one custom instance"
+
+#: --kind -> generator of fairplace.instances.generators and its size parameter for --apps
+KINDS = {
+    "auction": ("random_auction", "apps"),
+    "placement": ("random_placement", "jobs"),
+    "agent-auction": ("random_agent_auction", "apps"),
+}
 
 
 def add_arguments(p) -> None:
-    sub = p.add_subparsers(dest="action", required=True)
-    sub.add_parser("list", help="registered suites and their sizes")
+    sub = p.add_subparsers(dest="action", required=True, metavar="ACTION")
+    ls = sub.add_parser("list", help="registered suites and their sizes")
+    ls.add_argument("--json", action="store_true", help="print a JSON list of suites")
     show = sub.add_parser("show", help="a suite's instances and features, or one instance's JSON")
     show.add_argument("name", metavar="NAME", help="suite name, or SUITE/INSTANCE")
     show.add_argument("--json", action="store_true", help="print JSON")
-    gen = sub.add_parser("generate", help="write a suite's instances as JSON files")
-    gen.add_argument("suite", metavar="SUITE")
-    gen.add_argument("--out", required=True, metavar="DIR")
+    gen = sub.add_parser(
+        "generate",
+        help="write a suite's instances as JSON files, or one custom instance (--kind)",
+        description="SUITE -o DIR writes a registered suite; --kind KIND -o FILE.json writes one "
+        "random instance of that kind (validated against the instance schema).",
+    )
+    gen.add_argument("suite", nargs="?", metavar="SUITE", help="registered suite name (or --kind)")
+    gen.add_argument(
+        "-o",
+        "--out",
+        required=True,
+        metavar="PATH",
+        help="folder for a suite's JSON files, or the instance JSON file with --kind",
+    )
+    gen.add_argument(
+        "--kind",
+        default=None,
+        metavar="KIND",
+        help="generate one custom instance: auction (explicit bids), placement (PAL jobs) or "
+        "agent-auction (THEMIS agents, bids made per offer)",
+    )
+    gen.add_argument(
+        "--apps",
+        "--jobs",
+        dest="apps",
+        type=int,
+        default=8,
+        metavar="N",
+        help="apps (auctions) or jobs (placement) (default 8)",
+    )
+    gen.add_argument("--machines", type=int, default=8, metavar="M", help="machines (default 8)")
+    gen.add_argument(
+        "--gpus-per-machine", type=int, default=4, metavar="K", help="GPUs per machine (default 4)"
+    )
+    gen.add_argument("--seed", type=int, default=0, metavar="S", help="random seed (default 0)")
+    gen.add_argument("--json", action="store_true", help="print the written paths as JSON")
 
 
-def _list() -> int:
+def _list(as_json: bool) -> int:
     from fairplace.instances import suites
 
+    if as_json:
+        rows = [
+            {"suite": n, "instances": len(suites.suite_items(n)), "description": suites.describe(n)}
+            for n in suites.suite_names()
+        ]
+        print(json.dumps(rows))
+        return 0
     for name in suites.suite_names():
         n = len(suites.suite_items(name))
         print(f"{name:<8} {n:>4} instances  {suites.describe(name)}")
@@ -54,13 +105,56 @@ def _show(name: str, as_json: bool) -> int:
     return 0
 
 
+def _positive(flag: str, value: int) -> None:
+    from fairplace.errors import OptionError
+
+    if value < 1:
+        raise OptionError(flag, f"must be >= 1, got {value}")
+
+
+def _generate_one(args) -> str:
+    """Write one random instance of ``args.kind`` to ``args.out``; load it back through the schema."""
+    import fairplace
+    from fairplace.instances import generators, io
+
+    for flag, v in (("--apps", args.apps), ("--machines", args.machines)):
+        _positive(flag, v)
+    _positive("--gpus-per-machine", args.gpus_per_machine)
+    gen, size = KINDS[args.kind]
+    inst = getattr(generators, gen)(
+        **{size: args.apps},
+        machines=args.machines,
+        gpus_per_machine=args.gpus_per_machine,
+        seed=args.seed,
+    )
+    Path(args.out).parent.mkdir(parents=True, exist_ok=True)
+    path = io.save(inst, args.out)
+    fairplace.load(path)  # the published schema accepts what we wrote
+    return str(path)
+
+
 def run(args) -> int:
+    from fairplace.errors import OptionError
+
     if args.action == "list":
-        return _list()
+        return _list(args.json)
     if args.action == "show":
         return _show(args.name, args.json)
+    if (args.suite is None) == (args.kind is None):
+        raise OptionError("SUITE", "give a suite name or --kind (not both)")
+    if args.kind is not None:
+        if args.kind not in KINDS:
+            raise OptionError("--kind", f"unknown kind {args.kind!r}; known: {', '.join(KINDS)}")
+        path = _generate_one(args)
+        print(
+            json.dumps({"kind": args.kind, "path": path}) if args.json else f"{args.kind} -> {path}"
+        )
+        return 0
     from fairplace.instances import suites
 
     paths = suites.generate(args.suite, args.out)
-    print(f"{len(paths)} instances -> {args.out}")
+    if args.json:
+        print(json.dumps({"suite": args.suite, "paths": [str(p) for p in paths]}))
+    else:
+        print(f"{len(paths)} instances -> {args.out}")
     return 0

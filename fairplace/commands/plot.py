@@ -2,15 +2,29 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 HELP = "plot a results table (sweep, per-app/per-round frames, batch, strategy-proofness)"
 
 
 def add_arguments(p) -> None:
+    from fairplace.analysis.tables import SIGNATURES  # the kinds of analysis.auto.FIGURES
+
+    kinds = list(dict.fromkeys(kind for kind, _ in SIGNATURES))
     p.add_argument("results", help="results table (.parquet or .csv)")
     p.add_argument("--out", default="fairplace-plots", metavar="DIR", help="folder for the PNGs")
-    p.add_argument("--kind", default=None, help="table type (default: detected from its columns)")
+    p.add_argument(
+        "--kind",
+        default=None,
+        metavar="KIND",
+        help=f"table type: {', '.join(kinds)} (default: detected from its columns)",
+    )
+    p.add_argument(
+        "--json",
+        action="store_true",
+        help="print one JSON object: kind, the PNG files written and the figures skipped",
+    )
 
 
 def read_table(path: str | Path):
@@ -28,6 +42,9 @@ def read_table(path: str | Path):
 
 
 def run(args) -> int:
+    from fairplace.commands import file_backend
+
+    file_backend()
     from fairplace.analysis.auto import FIGURES, figures_for
     from fairplace.analysis.report import png
     from fairplace.errors import OptionError
@@ -38,9 +55,15 @@ def run(args) -> int:
     kind, made, skipped = figures_for(df, args.kind)
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
-    for name, fig in made:
-        (out / f"{name}.png").write_bytes(png(fig))
-        print(out / f"{name}.png")
+    files = []
+    for name, ax in made:
+        (out / f"{name}.png").write_bytes(png(ax))  # png() closes the figure
+        files.append(str(out / f"{name}.png"))
+    if args.json:
+        doc = {"kind": kind, "files": files, "skipped": dict(skipped)}
+        print(json.dumps(doc))
+        return 0 if made else 1
+    print("\n".join(files))
     for name, why in skipped:
         print(f"skipped {name}: {why}")
     print(f"{kind} table: {len(made)} figures -> {out}")

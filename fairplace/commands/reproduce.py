@@ -2,13 +2,20 @@
 
 from __future__ import annotations
 
+import json
 import sys
 
 HELP = "reproduce the THEMIS and PAL papers' headline experiments into report.md + report.html"
 
 
 def add_arguments(p) -> None:
-    p.add_argument("paper", nargs="?", default="all", choices=("themis", "pal", "all"))
+    p.add_argument(
+        "paper",
+        nargs="?",
+        default="all",
+        choices=("themis", "pal", "all"),
+        help="which paper's experiments to run (default all)",
+    )
     p.add_argument(
         "--quick", action="store_true", help="small seeds and grids (<= 10 min on 2 cores)"
     )
@@ -22,11 +29,19 @@ def add_arguments(p) -> None:
         help="run simulation sweeps on N local Dask worker processes (default 1: sequential)",
     )
     p.add_argument("--no-progress", action="store_true", help="no progress bars")
+    p.add_argument(
+        "--json",
+        action="store_true",
+        help="print one JSON object: headline, report paths and the claims table (records)",
+    )
 
 
 def run(args) -> int:
+    from fairplace.analysis.report import claim_outcomes
+    from fairplace.commands import file_backend
     from fairplace.reproduce import reproduce
 
+    file_backend()
     size = "tiny" if args.tiny else "quick" if args.quick else "full"
     res = reproduce(
         args.paper,
@@ -37,7 +52,22 @@ def run(args) -> int:
         log=lambda m: print(m, file=sys.stderr, flush=True),
     )
     t = res["table"]
-    for _, r in t.iterrows():
-        print(f"{r['holds']:>8}  {r['id']}: ours {r['ours'] or '-'} | paper {r['paper']}")
+    if args.json:
+        doc = {
+            "headline": res["headline"],
+            "report": {
+                "md": str(res["md"]),
+                "html": str(res["html"]),
+                "claims": str(res["claims"]),
+            },
+            "seconds": res["seconds"],
+            "claims": json.loads(t.to_json(orient="records")),
+        }
+        print(json.dumps(doc))
+        return 0
+    outcomes = claim_outcomes(t)
+    for (_, r), outcome in zip(t.iterrows(), outcomes, strict=True):
+        print(f"{outcome:>18}  {r['id']}: ours {r['ours'] or '-'} | paper {r['paper']}")
+    print(res["headline"])
     print(f"report: {res['md']} and {res['html']} ({res['seconds']:.0f} s)")
     return 0

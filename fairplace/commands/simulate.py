@@ -9,11 +9,22 @@ HELP = "trace-driven cluster simulation (scheduler x placement x trace)"
 
 
 def add_arguments(p) -> None:
+    from fairplace.sim import SCHEDULERS
+    from fairplace.solvers.policies import POLICY_NAMES
+
     p.add_argument("--trace", required=True, help="workload-1..4 (bundled Sia-Philly) or FILE.csv")
     p.add_argument(
-        "--scheduler", default="fifo", help="fifo (default), las, srtf, drf, gandiva, ..."
+        "--scheduler",
+        default="fifo",
+        metavar="NAME",  # validated by simulate() (exit 2 naming --scheduler)
+        help=f"job order: {', '.join(SCHEDULERS)} (default fifo)",
     )
-    p.add_argument("--placement", default="pal", help="pal (default), pm-first, packed-sticky, ...")
+    p.add_argument(
+        "--placement",
+        default="pal",
+        metavar="NAME",
+        help=f"placement policy: {', '.join(POLICY_NAMES)} (default pal)",
+    )
     p.add_argument("--gpus", type=int, default=64, metavar="N", help="cluster size (default 64)")
     p.add_argument("--gpus-per-machine", type=int, default=4, metavar="K", help="default 4")
     p.add_argument(
@@ -88,7 +99,9 @@ def add_arguments(p) -> None:
         help="T_id of the summary's rho: themis (N_avg), static, gavel, or isolated (re-runs every "
         "app alone: one extra simulation per app)",
     )
-    p.add_argument("--seed", type=int, default=0, metavar="N")
+    p.add_argument(
+        "--seed", type=int, default=0, metavar="N", help="seed of every random draw (default 0)"
+    )
     p.add_argument("--out", default=None, metavar="DIR", help="write parquet frames + summary.json")
     p.add_argument("--json", action="store_true", help="print the summary as one JSON object")
     p.add_argument("--debug", action="store_true", help="check the invariants every round")

@@ -8,11 +8,16 @@ HELP = "solve one auction or placement instance"
 
 
 def add_arguments(p) -> None:
+    from fairplace.solvers.registry import solver_table
+
+    names = list(solver_table())
     p.add_argument("file", help="instance JSON (kind: auction | placement)")
     p.add_argument(
         "--solver",
         default="exact",
-        help="exact (default), highs, pyomo, cvxpy, a heuristic or a policy",
+        metavar="NAME",  # validated by fairplace.solve ("unknown solver ...", exit 2)
+        help=f"exact back ends, heuristics and placement policies: {', '.join(names)} "
+        "(default exact)",
     )
     p.add_argument(
         "--time-limit",

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 HELP = "run a grid of schedulers x placements x traces x parameters x seeds through the simulator"
@@ -22,10 +23,17 @@ def add_arguments(p) -> None:
         metavar="N",
         help="1 = sequential (default); N > 1 runs cells on a loopback Dask LocalCluster",
     )
-    p.add_argument("--resume", action="store_true", help="skip cells already in the results CSV")
-    p.add_argument("--no-progress", action="store_true", help="no progress bar")
+    p.add_argument(
+        "--resume", action="store_true", help="skip cells already in the journal <out>.jsonl"
+    )
+    p.add_argument("--no-progress", action="store_true", help="no progress bar on stderr")
     p.add_argument(
         "--validate-only", action="store_true", help="check the spec and print the grid size"
+    )
+    p.add_argument(
+        "--json",
+        action="store_true",
+        help="print one JSON object (name and cells; with a run also rows, failed and paths)",
     )
 
 
@@ -34,7 +42,10 @@ def run(args) -> int:
 
     spec = load_spec(args.spec)
     if args.validate_only:
-        print(f"{spec.name}: {len(spec)} cells")
+        if args.json:
+            print(json.dumps({"name": spec.name, "cells": len(spec)}))
+        else:
+            print(f"{spec.name}: {len(spec)} cells")
         return 0
     out = Path(args.out) if args.out else Path(f"{spec.name}-results.parquet")
     df = run_sweep(
@@ -42,5 +53,10 @@ def run(args) -> int:
     )
     paths = results_paths(out)
     n_err = int((df["status"] != "ok").sum()) if "status" in df else 0
-    print(f"{len(df)} rows ({n_err} failed) -> {paths['parquet']} and {paths['csv']}")
+    if args.json:
+        doc = {"name": spec.name, "cells": len(spec), "rows": len(df), "failed": n_err}
+        doc["paths"] = {k: str(paths[k]) for k in ("parquet", "csv", "jsonl")}
+        print(json.dumps(doc))
+    else:
+        print(f"{len(df)} rows ({n_err} failed) -> {paths['parquet']} and {paths['csv']}")
     return 0 if n_err == 0 else 1

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import sys
 import time
 from collections.abc import Mapping
 from pathlib import Path
@@ -11,6 +10,7 @@ import numpy as np
 import pandas as pd
 
 from fairplace.errors import DataError, OptionError, TraceError
+from fairplace.progress import ProgressBar, progress_bar
 
 from . import metrics
 from .engine import Driver, SimConfig
@@ -62,19 +62,6 @@ def _trace_frame(trace) -> pd.DataFrame:
     raise OptionError("trace", f"expected a trace name, a CSV path or a DataFrame, got {trace!r}")
 
 
-def _progress(enabled: bool | None, total: int):
-    """A rich progress bar on stderr (only on a terminal) -> (advance callable, stop callable)."""
-    if enabled is False or (enabled is None and not sys.stderr.isatty()):
-        return None, lambda: None
-    from rich.console import Console
-    from rich.progress import Progress
-
-    bar = Progress(console=Console(file=sys.stderr), transient=True)
-    task = bar.add_task("simulating", total=total)
-    bar.start()
-    return (lambda n: bar.advance(task, n)), bar.stop
-
-
 def simulate(
     trace="workload-1",
     scheduler: str = "fifo",
@@ -98,7 +85,7 @@ def simulate(
     isolated: bool = False,
     debug: bool = False,
     skip_quiet: bool = True,
-    progress: bool | None = None,
+    progress: bool | ProgressBar | None = None,
     cluster=None,
     scheduler_options: Mapping[str, object] | None = None,
     placement_options: Mapping[str, object] | None = None,
@@ -230,12 +217,10 @@ def simulate(
         **dict(placement_options or {}),
     )
     sched = make_scheduler(sched_name, seed=seed, **sched_opts)
-    advance, stop = _progress(progress, len(w))
     t_start = time.perf_counter()
-    try:
+    with progress_bar(len(w), "simulating", progress) as bar:
+        advance = bar.advance if bar.shown else None
         tr = Driver(w, cluster, scores, sched, policy, ClusterState, config, advance).run()
-    finally:
-        stop()
     seconds = time.perf_counter() - t_start
     jobs = metrics.job_frame(w, tr, gpus)
     apps = metrics.app_frame(w, tr, jobs, gpus)
