@@ -36,7 +36,14 @@ import pandas as pd
 from fairplace import sim
 from fairplace.errors import OptionError
 from fairplace.solvers.policies import POLICY_NAMES
-from fairplace.sweep_inputs import SWEEP_OPTIONS, generator_params, make_trace, per_run_cluster
+from fairplace.sweep_inputs import (
+    SWEEP_OPTIONS,
+    TRACE_GENERATORS,
+    generator_function,
+    generator_params,
+    make_trace,
+    per_run_cluster,
+)
 
 SPEC_KEYS = ("name", "schedulers", "placements", "traces", "seeds", "params", "fixed", "frames")
 FRAMES = ("jobs", "apps", "rounds")
@@ -96,11 +103,16 @@ def _names(spec: dict, key: str, known: tuple[str, ...] | None) -> tuple[str, ..
 
 def validate_spec(spec: dict, *, check_names: bool = True) -> SweepSpec:
     """Check a spec dict and return a :class:`SweepSpec`; raises :class:`OptionError` naming the key."""
+    from fairplace import sweep_schema
+
     if not isinstance(spec, dict):
         raise OptionError("spec", "must be a TOML table")
     for k in spec:
         if k not in SPEC_KEYS:
             raise OptionError(k, f"unknown key; allowed: {', '.join(SPEC_KEYS)}")
+    traces = spec.get("traces")
+    gens = [generator_function(t) for t in (traces if isinstance(traces, list) else [traces])]
+    sweep_schema.check(spec, [sim.simulate, *(g for g in gens if g)], check_names)
     name = spec.get("name", "sweep")
     if not isinstance(name, str):
         raise OptionError("name", "must be a string")
@@ -136,7 +148,32 @@ def validate_spec(spec: dict, *, check_names: bool = True) -> SweepSpec:
     frames = spec.get("frames", [])
     if not isinstance(frames, list) or any(f not in FRAMES for f in frames):
         raise OptionError("frames", f"must be a list drawn from {', '.join(FRAMES)}")
+    if check_names:
+        _check_inputs(traces, params, fixed)
     return SweepSpec(name, scheds, places, traces, tuple(seeds), params, fixed, tuple(frames))
+
+
+def _check_inputs(traces, params: dict, fixed: dict) -> None:
+    """What the schema cannot see: every trace exists and is valid, every cluster size splits into
+    whole machines."""
+    from fairplace.errors import DataError
+    from fairplace.instances.traces import SIA_PHILLY, load_trace
+
+    for k, tr in enumerate(traces):
+        if tr in SIA_PHILLY or tr in TRACE_GENERATORS:
+            continue
+        try:
+            load_trace(tr)
+        except DataError as exc:
+            raise OptionError(f"traces[{k}]", str(exc)) from None
+    where = {k: ("params" if k in params else "fixed") for k in ("gpus", "gpus_per_machine")}
+    for g in params.get("gpus", [fixed.get("gpus")]):
+        for m in params.get("gpus_per_machine", [fixed.get("gpus_per_machine", 4)]):
+            if g is not None and g % m:
+                raise OptionError(
+                    f"{where['gpus']}.gpus",
+                    f"{g} GPUs is not a multiple of {m} GPUs per machine",
+                )
 
 
 def load_spec(path: str | Path | dict, *, check_names: bool = True) -> SweepSpec:
@@ -149,6 +186,10 @@ def load_spec(path: str | Path | dict, *, check_names: bool = True) -> SweepSpec
             raw = tomllib.load(fh)
     except FileNotFoundError as exc:
         raise OptionError(str(p), "no such spec file") from exc
+    except OSError as exc:  # a folder, no permission, a name too long, ...
+        raise OptionError(str(p), f"cannot read the spec: {exc.strerror or exc}") from None
+    except UnicodeDecodeError as exc:
+        raise OptionError(str(p), f"not UTF-8 text ({exc.reason})") from None
     except tomllib.TOMLDecodeError as exc:
         raise OptionError(str(p), f"not valid TOML: {exc}") from exc
     return validate_spec(raw, check_names=check_names)

@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import sys
 
+from fairplace.commands import _args
+
 HELP = "solve a suite (registered name or folder of JSON files) on Dask into a results table"
 
 
@@ -15,12 +17,18 @@ def add_arguments(p) -> None:
     )
     where = p.add_mutually_exclusive_group()
     where.add_argument(
-        "--workers", type=int, default=None, metavar="N", help="local worker processes (default 2)"
+        "--workers",
+        type=_args.workers,
+        default=None,
+        metavar="N",
+        help="local worker processes (default 2)",
     )
     where.add_argument(
         "--scheduler-address", default=None, metavar="ADDR", help="existing Dask scheduler"
     )
-    p.add_argument("--time-limit", type=float, default=None, metavar="S", help="seconds per solve")
+    p.add_argument(
+        "--time-limit", type=_args.seconds, default=None, metavar="S", help="seconds per solve"
+    )
     p.add_argument(
         "--out",
         default=None,
@@ -33,7 +41,7 @@ def add_arguments(p) -> None:
     p.add_argument("--no-progress", action="store_true", help="no progress bar on stderr")
     p.add_argument(
         "--no-workers-timeout",
-        type=float,
+        type=_args.seconds,
         default=120.0,
         metavar="S",
         help="stop (rows kept, rerun with --resume) after S seconds without any Dask worker (120)",
@@ -50,6 +58,7 @@ def run(args) -> int:
     if not solvers:
         raise OptionError("--solvers", "give at least one solver name")
     out = args.out or f"batch-{Path(args.suite).name or 'suite'}.parquet"
+    _args.out_file(out, (".parquet", ".csv", ".jsonl"))
     try:
         df = run_batch(
             args.suite,

@@ -59,8 +59,10 @@ def run(args) -> int:
         return _list()
     if args.action == "show":
         return _show(args.name, args.json)
+    from fairplace.commands._args import out_dir
     from fairplace.instances import suites
 
+    out_dir(args.out)
     paths = suites.generate(args.suite, args.out)
     print(f"{len(paths)} instances -> {args.out}")
     return 0

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import sys
 
+from fairplace.commands import _args
+
 HELP = "reproduce the THEMIS and PAL papers' headline experiments into report.md + report.html"
 
 
@@ -16,7 +18,7 @@ def add_arguments(p) -> None:
     p.add_argument("--out", default="fairplace-report", metavar="DIR", help="report folder")
     p.add_argument(
         "--workers",
-        type=int,
+        type=_args.workers,
         default=1,
         metavar="N",
         help="run simulation sweeps on N local Dask worker processes (default 1: sequential)",
@@ -27,6 +29,7 @@ def add_arguments(p) -> None:
 def run(args) -> int:
     from fairplace.reproduce import reproduce
 
+    _args.out_dir(args.out)
     size = "tiny" if args.tiny else "quick" if args.quick else "full"
     res = reproduce(
         args.paper,

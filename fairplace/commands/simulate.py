@@ -5,6 +5,8 @@ from __future__ import annotations
 import json
 import math
 
+from fairplace.commands import _args
+
 HELP = "trace-driven cluster simulation (scheduler x placement x trace)"
 
 
@@ -14,15 +16,17 @@ def add_arguments(p) -> None:
         "--scheduler", default="fifo", help="fifo (default), las, srtf, drf, gandiva, ..."
     )
     p.add_argument("--placement", default="pal", help="pal (default), pm-first, packed-sticky, ...")
-    p.add_argument("--gpus", type=int, default=64, metavar="N", help="cluster size (default 64)")
-    p.add_argument("--gpus-per-machine", type=int, default=4, metavar="K", help="default 4")
+    p.add_argument(
+        "--gpus", type=_args.gpus, default=64, metavar="N", help="cluster size (default 64)"
+    )
+    p.add_argument("--gpus-per-machine", type=_args.gpus, default=4, metavar="K", help="default 4")
     p.add_argument(
         "--profile",
         default="longhorn",
         help="variability: longhorn (default, per-GPU medians), longhorn-runs (per-run rows), frontera, synthetic",
     )
     p.add_argument(
-        "--locality-penalty", type=float, default=1.7, metavar="L", help="L across machines"
+        "--locality-penalty", type=_args.penalty, default=1.7, metavar="L", help="L across machines"
     )
     p.add_argument(
         "--locality-model",
@@ -30,10 +34,12 @@ def add_arguments(p) -> None:
         help="runtime L: constant (--locality-penalty for every spread job) or measured (the PAL "
         "artifact's per (model, GPUs) Frontera table; policies still decide with --locality-penalty)",
     )
-    p.add_argument("--round", type=float, default=None, metavar="S", help="round length (300 s)")
+    p.add_argument(
+        "--round", type=_args.seconds, default=None, metavar="S", help="round length (300 s)"
+    )
     p.add_argument(
         "--restart-cost",
-        type=float,
+        type=_args.seconds_or_zero,
         default=None,
         metavar="S",
         help="checkpoint+restart seconds per GPU-set change (default 10+35; 0 = PAL artifact)",
@@ -70,7 +76,7 @@ def add_arguments(p) -> None:
         help="T_id of the summary's rho: themis (N_avg), static, gavel, or isolated (re-runs every "
         "app alone: one extra simulation per app)",
     )
-    p.add_argument("--seed", type=int, default=0, metavar="N")
+    p.add_argument("--seed", type=_args.seed, default=0, metavar="N")
     p.add_argument("--out", default=None, metavar="DIR", help="write parquet frames + summary.json")
     p.add_argument("--json", action="store_true", help="print the summary as one JSON object")
     p.add_argument("--debug", action="store_true", help="check the invariants every round")
@@ -106,6 +112,8 @@ def key_values(items, flag: str) -> dict:
 def run(args) -> int:
     from fairplace.sim import simulate
 
+    if args.out:
+        _args.out_dir(args.out)
     kw = {}
     if args.restart_cost is not None:
         from fairplace.errors import OptionError

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from pathlib import Path
+from fairplace.commands import _args
 
 HELP = "run a grid of schedulers x placements x traces x parameters x seeds through the simulator"
 
@@ -17,7 +17,7 @@ def add_arguments(p) -> None:
     )
     p.add_argument(
         "--workers",
-        type=int,
+        type=_args.workers,
         default=1,
         metavar="N",
         help="1 = sequential (default); N > 1 runs cells on a loopback Dask LocalCluster",
@@ -36,7 +36,7 @@ def run(args) -> int:
     if args.validate_only:
         print(f"{spec.name}: {len(spec)} cells")
         return 0
-    out = Path(args.out) if args.out else Path(f"{spec.name}-results.parquet")
+    out = _args.out_file(args.out or f"{spec.name}-results.parquet", (".parquet", ".csv"))
     df = run_sweep(
         spec, out, resume=args.resume, workers=args.workers, progress=not args.no_progress
     )

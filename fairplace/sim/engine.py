@@ -18,6 +18,7 @@ Time model (issue 5):
 from __future__ import annotations
 
 import json
+import math
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 
@@ -46,10 +47,10 @@ class SimConfig:
     max_decisions: int = 10_000_000
 
     def __post_init__(self):
-        if not self.round_length > 0:
-            raise OptionError("round_length", f"must be > 0, got {self.round_length}")
+        if not 0 < self.round_length < math.inf:
+            raise OptionError("round_length", f"must be finite and > 0, got {self.round_length}")
         for k in ("checkpoint", "restart"):
-            if not getattr(self, k) >= 0:
+            if not 0 <= getattr(self, k) < math.inf:
                 raise OptionError(k, f"must be >= 0, got {getattr(self, k)}")
 
 
