@@ -290,12 +290,21 @@ def run_sweep(
     ``resume`` skips cells whose ``cell_id`` is already in the CSV. ``simulate`` replaces
     ``fairplace.simulate`` (tests). Returns the whole results table.
     """
+    from fairplace.batch_results import JournalLock
+
     if not isinstance(spec, SweepSpec):
         spec = load_spec(spec)
-    if workers < 1:
-        raise OptionError("workers", "must be >= 1")
+    from fairplace.limits import MAX_WORKERS
+
+    if isinstance(workers, bool) or not isinstance(workers, int) or not 1 <= workers <= MAX_WORKERS:
+        raise OptionError("--workers", f"must be an integer in [1, {MAX_WORKERS}], got {workers!r}")
     paths = results_paths(out)
     paths["csv"].parent.mkdir(parents=True, exist_ok=True)
+    with JournalLock(paths["csv"]):  # one sweep at a time per results table
+        return _run_locked(spec, paths, resume, workers, progress, simulate)
+
+
+def _run_locked(spec, paths, resume, workers, progress, simulate) -> pd.DataFrame:
     done: set[str] = set()
     if resume and paths["csv"].exists() and paths["csv"].stat().st_size > 0:
         done = set(pd.read_csv(paths["csv"], usecols=["cell_id"])["cell_id"])
@@ -324,24 +333,22 @@ def run_sweep(
 
 
 def _run_dask(todo, spec, workers, simulate, record, bar) -> None:
-    from dask.distributed import Client, LocalCluster, as_completed
+    from dask.distributed import Client, as_completed
 
-    with (
-        LocalCluster(
-            n_workers=workers,
-            processes=True,
-            threads_per_worker=1,
-            host="127.0.0.1",
-            dashboard_address=None,
-        ) as cluster,
-        Client(cluster) as client,
-    ):
+    from fairplace.dask_cluster import close_quietly, local_cluster
+
+    cluster = local_cluster(workers)
+    client = None
+    try:
+        client = Client(cluster)
         futs = [
             client.submit(run_cell, c, spec.fixed, spec.frames, simulate, pure=False) for c in todo
         ]
         for fut in as_completed(futs):
             record(*fut.result())
             bar.advance()
+    finally:
+        close_quietly(client, cluster)
 
 
 class _Progress:

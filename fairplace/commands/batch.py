@@ -18,7 +18,7 @@ def add_arguments(p) -> None:
     where = p.add_mutually_exclusive_group()
     where.add_argument(
         "--workers",
-        type=_args.workers,
+        type=int,
         default=None,
         metavar="N",
         help="local worker processes (default 2)",
@@ -26,9 +26,7 @@ def add_arguments(p) -> None:
     where.add_argument(
         "--scheduler-address", default=None, metavar="ADDR", help="existing Dask scheduler"
     )
-    p.add_argument(
-        "--time-limit", type=_args.seconds, default=None, metavar="S", help="seconds per solve"
-    )
+    p.add_argument("--time-limit", type=float, default=None, metavar="S", help="seconds per solve")
     p.add_argument(
         "--out",
         default=None,
@@ -41,7 +39,7 @@ def add_arguments(p) -> None:
     p.add_argument("--no-progress", action="store_true", help="no progress bar on stderr")
     p.add_argument(
         "--no-workers-timeout",
-        type=_args.seconds,
+        type=float,
         default=120.0,
         metavar="S",
         help="stop (rows kept, rerun with --resume) after S seconds without any Dask worker (120)",

@@ -18,7 +18,7 @@ def add_arguments(p) -> None:
     p.add_argument("--out", default="fairplace-report", metavar="DIR", help="report folder")
     p.add_argument(
         "--workers",
-        type=_args.workers,
+        type=int,
         default=1,
         metavar="N",
         help="run simulation sweeps on N local Dask worker processes (default 1: sequential)",

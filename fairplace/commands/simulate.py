@@ -26,7 +26,7 @@ def add_arguments(p) -> None:
         help="variability: longhorn (default, per-GPU medians), longhorn-runs (per-run rows), frontera, synthetic",
     )
     p.add_argument(
-        "--locality-penalty", type=_args.penalty, default=1.7, metavar="L", help="L across machines"
+        "--locality-penalty", type=float, default=1.7, metavar="L", help="L across machines"
     )
     p.add_argument(
         "--locality-model",
@@ -34,12 +34,10 @@ def add_arguments(p) -> None:
         help="runtime L: constant (--locality-penalty for every spread job) or measured (the PAL "
         "artifact's per (model, GPUs) Frontera table; policies still decide with --locality-penalty)",
     )
-    p.add_argument(
-        "--round", type=_args.seconds, default=None, metavar="S", help="round length (300 s)"
-    )
+    p.add_argument("--round", type=float, default=None, metavar="S", help="round length (300 s)")
     p.add_argument(
         "--restart-cost",
-        type=_args.seconds_or_zero,
+        type=float,
         default=None,
         metavar="S",
         help="checkpoint+restart seconds per GPU-set change (default 10+35; 0 = PAL artifact)",
@@ -118,8 +116,8 @@ def run(args) -> int:
     if args.restart_cost is not None:
         from fairplace.errors import OptionError
 
-        if not args.restart_cost >= 0:
-            raise OptionError("--restart-cost", f"must be >= 0, got {args.restart_cost}")
+        if not 0 <= args.restart_cost < math.inf:
+            raise OptionError("--restart-cost", f"must be finite and >= 0, got {args.restart_cost}")
         kw = {"checkpoint": 0.0, "restart": args.restart_cost}
     res = simulate(
         trace=args.trace,

@@ -18,7 +18,7 @@ def add_arguments(p) -> None:
     )
     p.add_argument(
         "--time-limit",
-        type=_args.seconds,
+        type=float,
         default=None,
         metavar="S",
         help="seconds; returns the best incumbent",

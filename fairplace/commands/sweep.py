@@ -17,7 +17,7 @@ def add_arguments(p) -> None:
     )
     p.add_argument(
         "--workers",
-        type=_args.workers,
+        type=int,
         default=1,
         metavar="N",
         help="1 = sequential (default); N > 1 runs cells on a loopback Dask LocalCluster",
