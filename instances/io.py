@@ -106,7 +106,7 @@ def _structural(doc: Any) -> str:
         raise InstanceError("$", f"expected a JSON object, got {type(doc).__name__}")
     _numbers_in_range(doc, [])
     kind = doc.get("kind")
-    if kind not in SCHEMAS:
+    if not isinstance(kind, str) or kind not in SCHEMAS:
         raise InstanceError("$.kind", f"expected one of {sorted(SCHEMAS)}, got {kind!r}")
     validator = jsonschema.Draft202012Validator(SCHEMAS[kind])
     errors = sorted(

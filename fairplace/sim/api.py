@@ -165,6 +165,9 @@ def simulate(
         raise OptionError(
             "--locality-penalty", f"must be in [1, {MAX_RATIO:g}], got {locality_penalty}"
         )
+    for m, v in dict(locality_by_model or {}).items():
+        if isinstance(v, bool) or not isinstance(v, (int, float)) or not 1.0 <= v <= MAX_RATIO:
+            raise OptionError(f"locality_by_model.{m}", f"must be in [1, {MAX_RATIO:g}], got {v!r}")
     sched_name = str(scheduler).lower()
     sched_opts = dict(scheduler_options or {})
     if sched_name == "themis":  # the round is the lease
