@@ -85,7 +85,7 @@ def _numbers_in_range(node: Any, parts: list, depth: int = 0) -> None:
     """Every number of the document (``meta`` aside) is finite and a safe integer: the schema's
     ``minimum`` / ``maximum`` cannot reject NaN, and a 400-digit integer would overflow ``float``."""
     if depth > 64:
-        raise InstanceError(_jpath(parts), "nested too deeply (more than 64 levels)")
+        raise InstanceError(_jpath(parts[:1]), "nested too deeply (more than 64 levels)")
     if isinstance(node, bool) or node is None or isinstance(node, str):
         return
     if isinstance(node, float) and not math.isfinite(node):
