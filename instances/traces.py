@@ -63,9 +63,9 @@ def load_trace(source: str | Path | pd.DataFrame) -> pd.DataFrame:
 
 def _bad_row(frame: pd.DataFrame, mask: np.ndarray, name: str, col: str, problem: str):
     k = int(np.flatnonzero(mask)[0])
-    raise TraceError(
-        f"{name}: row {k + 1} column {col!r}", f"{problem}, got {frame[col].iloc[k]!r}"
-    )
+    value = frame[col].iloc[k]
+    value = value.item() if isinstance(value, np.generic) else value  # 0.5, not np.float64(0.5)
+    raise TraceError(f"{name}: row {k + 1} column {col!r}", f"{problem}, got {value!r}")
 
 
 def validate_trace(frame: pd.DataFrame, name: str = "<trace>") -> pd.DataFrame:
