@@ -38,7 +38,6 @@ def _enum(values: Iterable[str]) -> dict:
 
 def known() -> dict[str, Any]:
     """Value schemas of the simulate() and trace-generator arguments a spec commonly sets."""
-    from fairplace import sim
     from fairplace.instances.models import LOCALITY_MODELS
     from fairplace.instances.variability import PROFILE_NAMES
     from fairplace.sim import metrics
@@ -58,7 +57,6 @@ def known() -> dict[str, Any]:
         "checkpoint": _SECONDS,
         "restart": _SECONDS,
         "rho_variant": _enum((*metrics.RHO_VARIANTS, metrics.ISOLATED)),
-        "scheduler": _enum(sim.SCHEDULERS),
         "scheduler_options": {"type": "object", "additionalProperties": _SCALAR},
         "placement_options": {"type": "object", "additionalProperties": _SCALAR},
         "cluster": {"not": {}},  # a Cluster object cannot be written in TOML: use per_run / profile

@@ -8,10 +8,14 @@ from dataclasses import dataclass, replace
 
 from fairplace.errors import OptionError
 
-
 _REAL = numbers.Real
 #: the type each option must have (bool is not accepted as a number, nor a number as a bool).
-_TYPES = {"time_limit": _REAL, "mip_rel_gap": _REAL, "mip_abs_gap": _REAL, "threads": numbers.Integral}
+_TYPES = {
+    "time_limit": _REAL,
+    "mip_rel_gap": _REAL,
+    "mip_abs_gap": _REAL,
+    "threads": numbers.Integral,
+}
 _TYPES |= {"random_seed": numbers.Integral, "presolve": bool, "verbose": bool, "parallel": bool}
 _TYPES |= {"mip_allow_restart": bool}
 
@@ -57,8 +61,8 @@ class SolveOptions:
         for name in ("mip_rel_gap", "mip_abs_gap"):
             if getattr(self, name) < 0:
                 raise OptionError(name, f"must be >= 0, got {getattr(self, name)!r}")
-        if self.threads < 1:
-            raise OptionError("threads", f"must be >= 1, got {self.threads!r}")
+        if not 1 <= self.threads <= 1024:
+            raise OptionError("threads", f"must be in [1, 1024], got {self.threads!r}")
 
     def highs_options(self) -> dict:
         """The HiGHS option names and values these options set (shared by all three back ends)."""
