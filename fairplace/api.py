@@ -35,6 +35,14 @@ def solve(
         instance = io.load(instance)
     elif isinstance(instance, dict):
         instance = io.from_dict(instance)
+    elif not isinstance(instance, Instance.__args__):
+        raise OptionError(
+            "instance",
+            "expected an AuctionInstance, a PlacementInstance, a dict or a JSON file path, "
+            f"got {type(instance).__name__}",
+        )
+    if not isinstance(solver, str):
+        raise OptionError("solver", f"expected a solver name, got {type(solver).__name__}")
     fn = registry.get(solver, instance.kind)
     opt_fields = set(SolveOptions.__dataclass_fields__)
     opts = SolveOptions.from_kwargs(

@@ -10,6 +10,14 @@ past Dask's retries, a cancelled future: :data:`RETRY_ON_RESUME`), which run aga
 the last row of a pair); without ``resume`` an existing journal is an error unless
 ``overwrite=True``.
 
+One batch at a time per journal: ``<journal>.lock`` (pid, host, an ``flock``) makes a second batch on
+the same ``out`` fail with :class:`~fairplace.errors.OptionError` naming the running one; the lock of a
+dead process is taken over. Journal lines that are not UTF-8, not JSON objects or lack the
+``instance`` / ``solver`` names are skipped and reported (one warning line on the
+``fairplace.batch`` logger). ``out`` must end in ``.parquet``, ``.csv`` or ``.jsonl``; without
+``out`` the journal lives in a temporary folder removed when the batch ends. Ctrl-C closes the
+cluster quietly (workers ignore SIGINT, see :mod:`fairplace.dask_cluster`).
+
 A task never raises: a solver exception becomes a row with status ``error`` and the message, a solver
 that does not handle the instance's kind a row with status ``skipped``, and a task whose worker died
 (Dask's ``KilledWorker`` after its retries) a row with status ``error``.
@@ -36,11 +44,25 @@ from pathlib import Path
 
 import pandas as pd
 
+from fairplace.batch_results import (
+    JournalLock,
+    journal_path,
+    read_journal,
+    scan_journal,
+    summarize,
+    to_frame,
+    write_table,
+)
 from fairplace.batch_results import append_row as _append
-from fairplace.batch_results import journal_path, read_journal, summarize, to_frame, write_table
 from fairplace.batch_results import repair_journal as _repair
+from fairplace.dask_cluster import close_quietly, local_cluster
 from fairplace.errors import ClusterUnavailable, OptionError, UnknownSolver
+from fairplace.limits import MAX_WORKERS
 from fairplace.progress import ProgressBar, progress_bar
+
+#: results table formats by extension (``.jsonl``: the journal is the table).
+OUT_SUFFIXES = (".parquet", ".csv", ".jsonl")
+log = logging.getLogger(__name__)
 
 #: error rows that say nothing about the instance (the infrastructure failed): ``resume`` runs them again.
 RETRY_ON_RESUME = ("KilledWorker", "CancelledError", "CommClosedError", "FutureCancelledError")
@@ -122,20 +144,6 @@ def resolve_suite(suite) -> list[tuple[str, object]]:
 
 
 # --- the driver -----------------------------------------------------------------------------------
-def local_cluster(workers: int):
-    """The default Dask cluster: ``workers`` processes on loopback, one thread each, no dashboard."""
-    from dask.distributed import LocalCluster
-
-    return LocalCluster(
-        n_workers=workers,
-        processes=True,
-        threads_per_worker=1,
-        host="127.0.0.1",
-        dashboard_address=None,
-        silence_logs=logging.CRITICAL,
-    )
-
-
 def _client(workers: int, scheduler_address: str | None):
     from dask.distributed import Client
 
@@ -146,10 +154,14 @@ def _client(workers: int, scheduler_address: str | None):
             raise OptionError(
                 "--scheduler-address", f"cannot connect to {scheduler_address!r}: {exc}"
             ) from None
-    if workers < 1:
-        raise OptionError("--workers", f"must be >= 1, got {workers}")
+    if not 1 <= workers <= MAX_WORKERS:
+        raise OptionError("--workers", f"must be in [1, {MAX_WORKERS}], got {workers}")
     cluster = local_cluster(workers)
-    return Client(cluster), cluster
+    try:
+        return Client(cluster), cluster
+    except BaseException:
+        close_quietly(None, cluster)
+        raise
 
 
 def run_batch(
@@ -173,8 +185,6 @@ def run_batch(
     ``no_workers_timeout``: seconds without any Dask worker after which the batch stops with
     :class:`~fairplace.errors.ClusterUnavailable` (finished rows stay in the journal; None: wait).
     """
-    from dask.distributed import as_completed
-
     from fairplace.solvers.registry import solver_table
 
     known = solver_table()
@@ -196,6 +206,29 @@ def run_batch(
         import tempfile
 
         out = Path(tempfile.mkdtemp(prefix="fairplace-batch-")) / "results.jsonl"
+    elif Path(out).suffix not in OUT_SUFFIXES:
+        raise OptionError("--out", f"unknown table extension {Path(out).suffix or '(none)'!r}; "
+                          f"use {', '.join(OUT_SUFFIXES)}")  # fmt: skip
+    try:
+        with JournalLock(journal_path(out)):
+            return _run_locked(
+                items, solvers, workers, scheduler_address, time_limit, out, tmp, resume,
+                overwrite, progress, max_in_flight, no_workers_timeout,
+            )  # fmt: skip
+    finally:
+        if tmp:  # the temporary journal folder goes with the batch
+            import shutil
+
+            shutil.rmtree(Path(out).parent, ignore_errors=True)
+
+
+def _run_locked(
+    items, solvers, workers, scheduler_address, time_limit, out, tmp, resume, overwrite,
+    progress, max_in_flight, no_workers_timeout,
+) -> pd.DataFrame:  # fmt: skip
+    """The batch proper, while this process holds the journal's lock."""
+    from dask.distributed import as_completed
+
     jpath = journal_path(out)
     if jpath.exists() and not (resume or overwrite):
         raise OptionError(
@@ -206,9 +239,15 @@ def run_batch(
         _repair(jpath)
     elif jpath.exists():
         jpath.unlink()
+    rows, problems = scan_journal(jpath)
+    if problems:
+        log.warning(
+            "fairplace batch: skipped %d unreadable line(s) of %s (%s)",
+            len(problems), jpath, "; ".join(problems[:3]) + ("; ..." if len(problems) > 3 else ""),
+        )  # fmt: skip
     done = {
-        (r.get("instance"), r.get("solver"))
-        for r in read_journal(jpath)
+        (r["instance"], r["solver"])
+        for r in rows
         if not str(r.get("message", "")).startswith(RETRY_ON_RESUME)
     }
     todo = [(n, s, p) for n, p in items for s in solvers if (n, s) not in done]
@@ -221,9 +260,7 @@ def run_batch(
                 no_workers_timeout,
             )  # fmt: skip
         finally:
-            client.close()
-            if cluster is not None:
-                cluster.close()
+            close_quietly(client, cluster)
     df = to_frame(read_journal(jpath))
     if not tmp:
         write_table(df, out)
@@ -311,4 +348,12 @@ class _NoWorkersWatch:
             )
 
 
-__all__ = ["run_batch", "solve_task", "read_journal", "journal_path", "to_frame", "summarize"]
+__all__ = [
+    "local_cluster",
+    "run_batch",
+    "solve_task",
+    "read_journal",
+    "journal_path",
+    "to_frame",
+    "summarize",
+]

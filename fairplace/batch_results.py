@@ -6,10 +6,14 @@ from __future__ import annotations
 
 import json
 import os
+import socket
+import time
 from collections.abc import Sequence
 from pathlib import Path
 
 import pandas as pd
+
+from fairplace.errors import OptionError
 
 #: leading columns of the results table (instance features follow ``kind``).
 COLUMNS = tuple(
@@ -27,20 +31,96 @@ def journal_path(out: str | Path) -> Path:
     return out if out.suffix == ".jsonl" else out.with_name(out.name + ".jsonl")
 
 
-def read_journal(path: str | Path) -> list[dict]:
-    """Rows of a journal; an unterminated last line (a crash mid-write) or an unparsable line is
-    ignored."""
+def scan_journal(path: str | Path) -> tuple[list[dict], list[str]]:
+    """(rows, problems) of a journal. A row is a JSON object with string ``instance`` and ``solver``;
+    any other line (not UTF-8, not JSON, not an object, no ``instance``) is skipped and described in
+    ``problems`` (``"line 3: not a JSON object"``). An unterminated last line (a crash mid-write) is
+    dropped silently: it is the expected trace of a crash, not damage."""
     p = Path(path)
     if not p.exists():
-        return []
-    rows = []
-    lines = p.read_text().split("\n")[:-1]  # the piece after the last newline is unfinished
-    for line in lines:
-        try:
-            rows.append(json.loads(line))
-        except json.JSONDecodeError:
+        return [], []
+    rows, problems = [], []
+    lines = p.read_bytes().split(b"\n")[:-1]  # the piece after the last newline is unfinished
+    for k, raw in enumerate(lines, start=1):
+        if not raw.strip():
             continue
-    return rows
+        try:
+            row = json.loads(raw.decode("utf-8"))
+        except UnicodeDecodeError:
+            problems.append(f"line {k}: not UTF-8")
+            continue
+        except (json.JSONDecodeError, RecursionError):
+            problems.append(f"line {k}: not JSON")
+            continue
+        if not isinstance(row, dict):
+            problems.append(f"line {k}: not a JSON object")
+        elif not isinstance(row.get("instance"), str) or not isinstance(row.get("solver"), str):
+            problems.append(f"line {k}: no 'instance' and 'solver' names")
+        else:
+            rows.append(row)
+    return rows, problems
+
+
+def read_journal(path: str | Path) -> list[dict]:
+    """The rows of a journal (see :func:`scan_journal`; bad lines are skipped)."""
+    return scan_journal(path)[0]
+
+
+class JournalLock:
+    """An exclusive lock on an output file (a batch journal, a sweep's results CSV): ``<file>.lock``
+    names the owner (pid, host, start time) and carries an ``flock``. The OS drops the flock when the
+    owner dies, so the lock of a dead process is taken over; a live owner makes a second run fail
+    with :class:`OptionError` naming it. POSIX only (``fcntl``)."""
+
+    def __init__(self, target: str | Path, flag: str = "--out"):
+        target = Path(target)
+        self.path = target.with_name(target.name + ".lock")
+        self.target, self.flag, self.fd = target, flag, None
+
+    def owner(self) -> str:
+        try:
+            info = json.loads(self.path.read_text())
+            return f"pid {info['pid']} on {info['host']}, since {info['started']}"
+        except (OSError, ValueError, KeyError, TypeError):
+            return "owner unknown"
+
+    def __enter__(self) -> JournalLock:
+        import fcntl
+
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        for _ in range(10):  # retry if the file was replaced between open and flock
+            fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except BlockingIOError:
+                os.close(fd)
+                raise OptionError(
+                    self.flag,
+                    f"{self.target} is in use by another fairplace run ({self.owner()}); "
+                    f"wait for it or choose another {self.flag}",
+                ) from None
+            try:
+                same = os.fstat(fd).st_ino == os.stat(self.path).st_ino
+            except FileNotFoundError:
+                same = False
+            if same:
+                break
+            os.close(fd)
+        else:
+            raise OptionError(self.flag, f"cannot lock {self.path}")
+        info = {"pid": os.getpid(), "host": socket.gethostname()}
+        info["started"] = time.strftime("%Y-%m-%dT%H:%M:%S%z")
+        os.ftruncate(fd, 0)
+        os.write(fd, json.dumps(info).encode())
+        os.fsync(fd)
+        self.fd = fd
+        return self
+
+    def __exit__(self, *exc) -> None:
+        if self.fd is not None:
+            self.path.unlink(missing_ok=True)  # still holding the flock: nobody else owns it
+            os.close(self.fd)
+            self.fd = None
 
 
 def repair_journal(path: str | Path) -> None:

@@ -1,7 +1,9 @@
 """``fairplace`` command line: a thin dispatcher over ``fairplace.commands.<name>`` modules.
 
 Each command module defines ``HELP``, ``add_arguments(parser)`` and ``run(args) -> int``. Bad input
-(any :class:`~fairplace.errors.FairplaceError`, or a bad option) prints one line on stderr and exits 2;
+(any :class:`~fairplace.errors.FairplaceError`, a bad option, a path that cannot be read or written,
+running out of memory) prints one line on stderr and exits 2; Ctrl-C exits 130 and a closed stdout
+(``| head``) exits 141 quietly;
 set ``FAIRPLACE_DEBUG=1`` to see tracebacks of unexpected errors.
 """
 
@@ -69,25 +71,62 @@ def build_parser(only: str | None = None) -> argparse.ArgumentParser:
     return parser
 
 
+#: exit status when stdout is closed early (``fairplace ... | head``): 128 + SIGPIPE, what the shell
+#: reports for a Unix tool stopped by a closed pipe; nothing is printed.
+EXIT_BROKEN_PIPE = 141
+
+
+def _silence_stdout() -> None:
+    """Point stdout at /dev/null so the interpreter's final flush does not fail again."""
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+    except (OSError, ValueError, AttributeError):  # stdout is not a real file (tests)
+        pass
+
+
+def _one_line(text: str) -> str:
+    return " ".join(str(text).split())
+
+
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else list(argv)
     command = next((a for a in argv if not a.startswith("-")), "")
     parser = build_parser(only=command)
     args = parser.parse_args(argv)
     try:
-        return int(args._run(args) or 0)
+        code = int(args._run(args) or 0)
+        sys.stdout.flush()  # a closed pipe shows here, not at interpreter exit
+        return code
+    except BrokenPipeError:
+        _silence_stdout()
+        return EXIT_BROKEN_PIPE
     except FairplaceError as exc:
-        sys.stderr.write(f"fairplace {args.command}: error: {exc}\n")
+        sys.stderr.write(f"fairplace {args.command}: error: {_one_line(exc)}\n")
         return 2
     except KeyboardInterrupt:
         sys.stderr.write(f"fairplace {args.command}: interrupted\n")
         return 130
+    except OSError as exc:  # a path given by the user that cannot be read or written
+        if os.environ.get("FAIRPLACE_DEBUG"):
+            raise
+        where = f"{exc.filename}: " if exc.filename else ""
+        sys.stderr.write(
+            f"fairplace {args.command}: error: {_one_line(where + (exc.strerror or str(exc)))}\n"
+        )
+        return 2
+    except MemoryError:
+        sys.stderr.write(
+            f"fairplace {args.command}: error: out of memory (the input is too large for this "
+            "machine)\n"
+        )
+        return 2
     except Exception as exc:  # noqa: BLE001 - the CLI never shows a traceback unless asked to
         if os.environ.get("FAIRPLACE_DEBUG"):
             raise
         sys.stderr.write(
-            f"fairplace {args.command}: internal error: {type(exc).__name__}: {exc} "
-            "(set FAIRPLACE_DEBUG=1 for a traceback)\n"
+            f"fairplace {args.command}: internal error: {type(exc).__name__}: "
+            f"{_one_line(exc)} (set FAIRPLACE_DEBUG=1 for a traceback)\n"
         )
         return 1
 

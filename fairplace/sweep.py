@@ -40,7 +40,14 @@ from fairplace.batch_results import append_row, read_journal, repair_journal
 from fairplace.errors import OptionError
 from fairplace.progress import ProgressBar, progress_bar
 from fairplace.solvers.policies import POLICY_NAMES
-from fairplace.sweep_inputs import SWEEP_OPTIONS, generator_params, make_trace, per_run_cluster
+from fairplace.sweep_inputs import (
+    SWEEP_OPTIONS,
+    TRACE_GENERATORS,
+    generator_function,
+    generator_params,
+    make_trace,
+    per_run_cluster,
+)
 
 SPEC_KEYS = ("name", "schedulers", "placements", "traces", "seeds", "params", "fixed", "frames")
 FRAMES = ("jobs", "apps", "rounds")
@@ -100,11 +107,16 @@ def _names(spec: dict, key: str, known: tuple[str, ...] | None) -> tuple[str, ..
 
 def validate_spec(spec: dict, *, check_names: bool = True) -> SweepSpec:
     """Check a spec dict and return a :class:`SweepSpec`; raises :class:`OptionError` naming the key."""
+    from fairplace import sweep_schema
+
     if not isinstance(spec, dict):
         raise OptionError("spec", "must be a TOML table")
     for k in spec:
         if k not in SPEC_KEYS:
             raise OptionError(k, f"unknown key; allowed: {', '.join(SPEC_KEYS)}")
+    traces = spec.get("traces")
+    gens = [generator_function(t) for t in (traces if isinstance(traces, list) else [traces])]
+    sweep_schema.check(spec, [sim.simulate, *(g for g in gens if g)], check_names)
     name = spec.get("name", "sweep")
     if not isinstance(name, str):
         raise OptionError("name", "must be a string")
@@ -140,7 +152,32 @@ def validate_spec(spec: dict, *, check_names: bool = True) -> SweepSpec:
     frames = spec.get("frames", [])
     if not isinstance(frames, list) or any(f not in FRAMES for f in frames):
         raise OptionError("frames", f"must be a list drawn from {', '.join(FRAMES)}")
+    if check_names:
+        _check_inputs(traces, params, fixed)
     return SweepSpec(name, scheds, places, traces, tuple(seeds), params, fixed, tuple(frames))
+
+
+def _check_inputs(traces, params: dict, fixed: dict) -> None:
+    """What the schema cannot see: every trace exists and is valid, every cluster size splits into
+    whole machines."""
+    from fairplace.errors import DataError
+    from fairplace.instances.traces import SIA_PHILLY, load_trace
+
+    for k, tr in enumerate(traces):
+        if tr in SIA_PHILLY or tr in TRACE_GENERATORS:
+            continue
+        try:
+            load_trace(tr)
+        except DataError as exc:
+            raise OptionError(f"traces[{k}]", str(exc)) from None
+    where = {k: ("params" if k in params else "fixed") for k in ("gpus", "gpus_per_machine")}
+    for g in params.get("gpus", [fixed.get("gpus")]):
+        for m in params.get("gpus_per_machine", [fixed.get("gpus_per_machine", 4)]):
+            if g is not None and g % m:
+                raise OptionError(
+                    f"{where['gpus']}.gpus",
+                    f"{g} GPUs is not a multiple of {m} GPUs per machine",
+                )
 
 
 def load_spec(path: str | Path | dict, *, check_names: bool = True) -> SweepSpec:
@@ -153,6 +190,10 @@ def load_spec(path: str | Path | dict, *, check_names: bool = True) -> SweepSpec
             raw = tomllib.load(fh)
     except FileNotFoundError as exc:
         raise OptionError(str(p), "no such spec file") from exc
+    except OSError as exc:  # a folder, no permission, a name too long, ...
+        raise OptionError(str(p), f"cannot read the spec: {exc.strerror or exc}") from None
+    except UnicodeDecodeError as exc:
+        raise OptionError(str(p), f"not UTF-8 text ({exc.reason})") from None
     except tomllib.TOMLDecodeError as exc:
         raise OptionError(str(p), f"not valid TOML: {exc}") from exc
     return validate_spec(raw, check_names=check_names)
@@ -265,12 +306,21 @@ def run_sweep(
     (tests). ``progress``: see :func:`fairplace.progress.progress_bar`. Returns the whole results
     table.
     """
+    from fairplace.batch_results import JournalLock
+
     if not isinstance(spec, SweepSpec):
         spec = load_spec(spec)
-    if workers < 1:
-        raise OptionError("workers", "must be >= 1")
+    from fairplace.limits import MAX_WORKERS
+
+    if isinstance(workers, bool) or not isinstance(workers, int) or not 1 <= workers <= MAX_WORKERS:
+        raise OptionError("--workers", f"must be an integer in [1, {MAX_WORKERS}], got {workers!r}")
     paths = results_paths(out)
     paths["csv"].parent.mkdir(parents=True, exist_ok=True)
+    with JournalLock(paths["csv"]):  # one sweep at a time per results table
+        return _run_locked(spec, paths, resume, workers, progress, simulate)
+
+
+def _run_locked(spec, paths, resume, workers, progress, simulate) -> pd.DataFrame:
     journals = [paths["jsonl"], *(paths[f"{f}.jsonl"] for f in spec.frames)]
     if resume:
         for j in journals:
@@ -304,21 +354,19 @@ def run_sweep(
 
 
 def _run_dask(todo, spec, workers, simulate, record, bar) -> None:
-    from dask.distributed import Client, LocalCluster, as_completed
+    from dask.distributed import Client, as_completed
 
-    with (
-        LocalCluster(
-            n_workers=workers,
-            processes=True,
-            threads_per_worker=1,
-            host="127.0.0.1",
-            dashboard_address=None,
-        ) as cluster,
-        Client(cluster) as client,
-    ):
+    from fairplace.dask_cluster import close_quietly, local_cluster
+
+    cluster = local_cluster(workers)
+    client = None
+    try:
+        client = Client(cluster)
         futs = [
             client.submit(run_cell, c, spec.fixed, spec.frames, simulate, pure=False) for c in todo
         ]
         for fut in as_completed(futs):
             record(*fut.result())
             bar.advance()
+    finally:
+        close_quietly(client, cluster)

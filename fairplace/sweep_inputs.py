@@ -47,16 +47,23 @@ _GEN_PARAMS = {
 }
 
 
-def generator_params(trace: str) -> set[str]:
-    """Keyword names of the generator behind ``trace`` (empty for bundled names and CSV files)."""
+def generator_function(trace: str) -> Callable | None:
+    """The generator function behind ``trace`` (None for bundled names and CSV files)."""
     if trace not in _GEN_PARAMS:
-        return set()
+        return None
     from importlib import import_module
 
     mod, fn = _GEN_PARAMS[trace].split(":")
     try:
-        f = getattr(import_module(mod), fn)
+        return getattr(import_module(mod), fn)
     except (ImportError, AttributeError):
+        return None
+
+
+def generator_params(trace: str) -> set[str]:
+    """Keyword names of the generator behind ``trace`` (empty for bundled names and CSV files)."""
+    f = generator_function(trace)
+    if f is None:
         return set()
     return set(inspect.signature(f).parameters) - {"workload", "t_iter", "seed"}
 

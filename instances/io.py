@@ -27,6 +27,7 @@ from fairplace.domain import (
     PlacementInstance,
 )
 from fairplace.errors import InstanceError
+from fairplace.limits import MAX_SAFE_INT
 
 from .schema import SCHEMAS
 
@@ -51,6 +52,10 @@ def loads(text: str, source: str = "<string>") -> Instance:
         raise InstanceError(
             "$", f"malformed JSON in {source} (line {exc.lineno}, column {exc.colno}: {exc.msg})"
         ) from None
+    except RecursionError:
+        raise InstanceError("$", f"JSON in {source} is nested too deeply") from None
+    except ValueError as exc:  # an integer literal of more than 4300 digits
+        raise InstanceError("$", f"a number in {source} is out of range ({exc})") from None
     return from_dict(doc)
 
 
@@ -60,17 +65,48 @@ def load(path: str | Path) -> Instance:
     try:
         text = p.read_text()
     except FileNotFoundError:
-        raise InstanceError("$", f"file not found: {p}") from None
-    except (IsADirectoryError, PermissionError, UnicodeDecodeError) as exc:
-        raise InstanceError("$", f"cannot read {p}: {exc}") from None
+        raise InstanceError("$", f"file not found: {_short(str(p))}") from None
+    except OSError as exc:  # a folder, no permission, a name too long, a symlink loop, ...
+        raise InstanceError("$", f"cannot read {_short(str(p))}: {exc.strerror or exc}") from None
+    except UnicodeDecodeError as exc:
+        raise InstanceError(
+            "$", f"cannot read {_short(str(p))}: not UTF-8 text ({exc.reason})"
+        ) from None
     return loads(text, source=str(p))
+
+
+def _short(text: str, n: int = 60) -> str:
+    """A value or path cut to ``n`` characters, so that an error stays one readable line."""
+    text = " ".join(text.split())
+    return text if len(text) <= n else text[: n - 3] + "..."
+
+
+def _numbers_in_range(node: Any, parts: list, depth: int = 0) -> None:
+    """Every number of the document (``meta`` aside) is finite and a safe integer: the schema's
+    ``minimum`` / ``maximum`` cannot reject NaN, and a 400-digit integer would overflow ``float``."""
+    if depth > 64:
+        raise InstanceError(_jpath(parts[:1]), "nested too deeply (more than 64 levels)")
+    if isinstance(node, bool) or node is None or isinstance(node, str):
+        return
+    if isinstance(node, float) and not math.isfinite(node):
+        raise InstanceError(_jpath(parts), f"must be finite, got {node!r}")
+    if isinstance(node, int) and abs(node) > MAX_SAFE_INT:
+        raise InstanceError(_jpath(parts), f"out of range, got {_short(str(node), 24)}")
+    if isinstance(node, Mapping):
+        for k, v in node.items():
+            if not (depth == 0 and k == "meta"):
+                _numbers_in_range(v, [*parts, k], depth + 1)
+    elif isinstance(node, (list, tuple)):
+        for k, v in enumerate(node):
+            _numbers_in_range(v, [*parts, k], depth + 1)
 
 
 def _structural(doc: Any) -> str:
     if not isinstance(doc, Mapping):
         raise InstanceError("$", f"expected a JSON object, got {type(doc).__name__}")
+    _numbers_in_range(doc, [])
     kind = doc.get("kind")
-    if kind not in SCHEMAS:
+    if not isinstance(kind, str) or kind not in SCHEMAS:
         raise InstanceError("$.kind", f"expected one of {sorted(SCHEMAS)}, got {kind!r}")
     validator = jsonschema.Draft202012Validator(SCHEMAS[kind])
     errors = sorted(
@@ -79,11 +115,9 @@ def _structural(doc: Any) -> str:
     )
     if errors:
         err = max(errors, key=lambda e: len(e.absolute_path))  # the most specific location
-        msg = err.message
-        if isinstance(err.instance, float) and not math.isfinite(err.instance):
-            msg = f"must be finite, got {err.instance!r}"
-        elif err.validator == "exclusiveMinimum":
-            msg = f"must be > {err.validator_value}, got {err.instance!r}"
+        msg = _short(err.message, 160)
+        if err.validator == "exclusiveMinimum":
+            msg = f"must be > {err.validator_value}, got {_short(repr(err.instance), 24)}"
         raise InstanceError(_jpath(err.absolute_path), msg)
     return kind
 
@@ -96,6 +130,7 @@ def _check_finite(value: float, path: str) -> float:
 
 def _cluster(doc: Mapping) -> Cluster:
     seen: dict[str, int] = {}
+    racks: dict[str, tuple[str, int]] = {}
     gpus = []
     for k, g in enumerate(doc["gpus"]):
         if g["id"] in seen:
@@ -104,14 +139,23 @@ def _cluster(doc: Mapping) -> Cluster:
                 f"duplicate GPU id {g['id']!r} (first at $.gpus[{seen[g['id']]}])",
             )
         seen[g["id"]] = k
+        rack = g.get("rack", "r0")
+        first = racks.setdefault(g["machine"], (rack, k))
+        if first[0] != rack:
+            raise InstanceError(
+                f"$.gpus[{k}].rack",
+                f"machine {g['machine']!r} is in rack {first[0]!r} at $.gpus[{first[1]}] "
+                f"and in rack {rack!r} here (a machine sits in one rack)",
+            )
         pm = {c: _check_finite(v, f"$.gpus[{k}].pm.{c}") for c, v in g.get("pm", {}).items()}
-        gpus.append(GPU(id=g["id"], machine=g["machine"], rack=g.get("rack", "r0"), pm=pm))
+        gpus.append(GPU(id=g["id"], machine=g["machine"], rack=rack, pm=pm))
     return Cluster(tuple(gpus))
 
 
 def _auction(doc: Mapping) -> AuctionInstance:
     cluster = _cluster(doc)
     apps, agents, seen = [], [], {}
+    holder: dict[str, str] = {}  # GPU id -> the agent-form app that holds it
     for i, a in enumerate(doc["apps"]):
         base = f"$.apps[{i}]"
         if a["id"] in seen:
@@ -123,6 +167,13 @@ def _auction(doc: Mapping) -> AuctionInstance:
             raise InstanceError(base, "an app has either 'bids' (explicit) or 'jobs' (agent form)")
         if "jobs" in a:
             agents.append(_agent(a, base, cluster))
+            for k, gid in enumerate(agents[-1].held):
+                if gid in holder:
+                    raise InstanceError(
+                        f"{base}.held[{k}]",
+                        f"GPU {gid!r} is also held by app {holder[gid]!r} (a GPU has one holder)",
+                    )
+                holder[gid] = a["id"]
             continue
         if "bids" not in a:
             raise InstanceError(base, "an app needs a 'bids' table (or 'jobs': agent form)")
@@ -201,6 +252,8 @@ def _agent(a: Mapping, base: str, cluster: Cluster) -> AgentApp:
     for k, gid in enumerate(held):
         if gid not in cluster.index:
             raise InstanceError(f"{base}.held[{k}]", f"unknown GPU id {gid!r}")
+        if gid in held[:k]:
+            raise InstanceError(f"{base}.held[{k}]", f"GPU {gid!r} is listed twice")
     kw = {k: a[k] for k in _AGENT_KEYS if k in a}
     return AgentApp(
         id=a["id"],
@@ -280,7 +333,10 @@ def _placement(doc: Mapping) -> PlacementInstance:
 
 def from_dict(doc: Any) -> Instance:
     """Validate a parsed JSON document and build the domain instance."""
-    kind = _structural(doc)
+    try:
+        kind = _structural(doc)
+    except RecursionError:  # a self-referencing or absurdly deep Python object
+        raise InstanceError("$", "nested too deeply") from None
     return _auction(doc) if kind == "auction" else _placement(doc)
 
 

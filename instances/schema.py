@@ -8,6 +8,17 @@ from __future__ import annotations
 
 import copy
 
+from fairplace.limits import MAX_COUNT, MAX_GPUS, MAX_RATIO, MAX_RHO, MAX_TIME
+
+#: every numeric field has both bounds (tests/test_fuzz_contract.py checks it): finite and in range.
+_RATIO = {"type": "number", "exclusiveMinimum": 0, "maximum": MAX_RATIO}
+_PENALTY = {"type": "number", "minimum": 1, "maximum": MAX_RATIO}
+_RHO = {"type": "number", "exclusiveMinimum": 0, "maximum": MAX_RHO}
+_TIME = {"type": "number", "minimum": 0, "maximum": MAX_TIME}
+_POS_TIME = {"type": "number", "exclusiveMinimum": 0, "maximum": MAX_TIME}
+_COUNT = {"type": "integer", "minimum": 1, "maximum": MAX_COUNT}
+_GPU_COUNT = {"type": "integer", "minimum": 1, "maximum": MAX_GPUS}
+
 _GPU = {
     "type": "object",
     "required": ["id", "machine"],
@@ -17,7 +28,7 @@ _GPU = {
         "rack": {"type": "string", "minLength": 1},
         "pm": {
             "type": "object",
-            "additionalProperties": {"type": "number", "exclusiveMinimum": 0},
+            "additionalProperties": _RATIO,
         },
     },
 }
@@ -27,7 +38,7 @@ _BID = {
     "required": ["gpus", "rho"],
     "properties": {
         "gpus": {"type": "array", "items": {"type": "string"}, "minItems": 1},
-        "rho": {"type": "number", "exclusiveMinimum": 0},
+        "rho": _RHO,
     },
 }
 
@@ -35,22 +46,22 @@ _AGENT_JOB = {
     "type": "object",
     "required": ["iters_left", "t_iter"],
     "properties": {
-        "iters_left": {"type": "number", "minimum": 0},
-        "t_iter": {"type": "number", "exclusiveMinimum": 0},
-        "locality_sensitivity": {"type": "number", "minimum": 0},
-        "forecasts": {"type": "array", "items": {"type": "number", "minimum": 0}},
+        "iters_left": _POS_TIME,
+        "t_iter": _POS_TIME,
+        "locality_sensitivity": {"type": "number", "minimum": 0, "maximum": MAX_RATIO},
+        "forecasts": {"type": "array", "items": _TIME},
     },
 }
 
 #: Agent-form app fields (docs/instances.md): an app described by its jobs instead of ``bids``.
 _AGENT_FIELDS = {
     "jobs": {"type": "array", "items": _AGENT_JOB, "minItems": 1},
-    "t_start": {"type": "number"},
-    "t_now": {"type": "number"},
-    "d_max": {"type": "integer", "minimum": 1},
+    "t_start": _TIME,
+    "t_now": _TIME,
+    "d_max": _GPU_COUNT,
     "locality": {
         "type": "array",
-        "items": {"type": "number", "minimum": 1},
+        "items": _PENALTY,
         "minItems": 3,
         "maxItems": 3,
     },
@@ -63,26 +74,26 @@ _AGENT_FIELDS = {
             "type": "object",
             "required": ["jobs", "iters"],
             "properties": {
-                "jobs": {"type": "integer", "minimum": 1},
-                "iters": {"type": "number", "minimum": 0},
+                "jobs": _COUNT,
+                "iters": _TIME,
             },
         },
     },
-    "current_phase": {"type": "integer", "minimum": 0},
+    "current_phase": {"type": "integer", "minimum": 0, "maximum": MAX_COUNT},
     "phase_model": {"enum": ["actual", "median"]},
     "future": {"enum": ["median", "slowest"]},
     "split": {"enum": ["even", "balanced"]},
-    "work_total": {"type": "number", "exclusiveMinimum": 0},
-    "demand_max": {"type": "integer", "minimum": 1},
+    "work_total": _POS_TIME,
+    "demand_max": _GPU_COUNT,
     "t_id": {
         "type": "object",
         "properties": {
             "variant": {"enum": ["themis", "static", "gavel"]},
-            "n_avg": {"type": "number", "exclusiveMinimum": 0},
-            "n_arrival": {"type": "integer", "minimum": 1},
-            "n_active": {"type": "integer", "minimum": 1},
-            "t_isolated": {"type": "number", "minimum": 0},
-            "cluster_gpus": {"type": "integer", "minimum": 1},
+            "n_avg": {"type": "number", "exclusiveMinimum": 0, "maximum": MAX_COUNT},
+            "n_arrival": _COUNT,
+            "n_active": _COUNT,
+            "t_isolated": _TIME,
+            "cluster_gpus": _GPU_COUNT,
         },
         "additionalProperties": False,
     },
@@ -95,7 +106,7 @@ _APP = {
     "description": "Explicit form (bids) or agent form (jobs; priced by the THEMIS AGENT).",
     "properties": {
         "id": {"type": "string", "minLength": 1},
-        "rho_empty": {"type": ["number", "null"], "exclusiveMinimum": 0},
+        "rho_empty": {"type": ["number", "null"], "exclusiveMinimum": 0, "maximum": MAX_RHO},
         "bids": {"type": "array", "items": _BID},
         **_AGENT_FIELDS,
     },
@@ -112,7 +123,7 @@ AUCTION_SCHEMA = {
         "kind": {"const": "auction"},
         "name": {"type": "string"},
         "meta": {"type": "object"},
-        "gpus": {"type": "array", "items": _GPU, "minItems": 1},
+        "gpus": {"type": "array", "items": _GPU, "minItems": 1, "maxItems": MAX_GPUS},
         "apps": {"type": "array", "items": _APP},
     },
 }
@@ -122,9 +133,9 @@ _JOB = {
     "required": ["id", "gpus"],
     "properties": {
         "id": {"type": "string", "minLength": 1},
-        "gpus": {"type": "integer", "minimum": 1},
+        "gpus": _GPU_COUNT,
         "class": {"type": ["string", "null"]},
-        "weight": {"type": "number", "exclusiveMinimum": 0},
+        "weight": _RATIO,
         "model": {"type": ["string", "null"]},
     },
 }
@@ -139,12 +150,9 @@ PLACEMENT_SCHEMA = {
         "kind": {"const": "placement"},
         "name": {"type": "string"},
         "meta": {"type": "object"},
-        "locality_penalty": {"type": "number", "minimum": 1},
-        "locality_by_model": {
-            "type": "object",
-            "additionalProperties": {"type": "number", "minimum": 1},
-        },
-        "gpus": {"type": "array", "items": _GPU, "minItems": 1},
+        "locality_penalty": _PENALTY,
+        "locality_by_model": {"type": "object", "additionalProperties": _PENALTY},
+        "gpus": {"type": "array", "items": _GPU, "minItems": 1, "maxItems": MAX_GPUS},
         "jobs": {"type": "array", "items": _JOB},
     },
 }

@@ -20,8 +20,12 @@ import numpy as np
 import pandas as pd
 
 from fairplace.errors import TraceError
+from fairplace.limits import MAX_GPUS, MAX_RATIO, MAX_TIME
 
 COLUMNS = ("job_id", "num_gpus", "submit_time", "duration", "model")
+#: upper bounds of the numeric columns (``fairplace.limits``): a typo is an error, not an overflow.
+_UPPER = {"num_gpus": MAX_GPUS, "submit_time": MAX_TIME, "duration": MAX_TIME, "t_iter": MAX_TIME}
+_UPPER |= {"locality": MAX_RATIO, "locality_rack": MAX_RATIO}
 #: Bundled Sia-Philly traces (160 jobs each, 64-GPU cluster = 16 x 4).
 SIA_PHILLY = ("workload-1", "workload-2", "workload-3", "workload-4")
 
@@ -59,9 +63,9 @@ def load_trace(source: str | Path | pd.DataFrame) -> pd.DataFrame:
 
 def _bad_row(frame: pd.DataFrame, mask: np.ndarray, name: str, col: str, problem: str):
     k = int(np.flatnonzero(mask)[0])
-    raise TraceError(
-        f"{name}: row {k + 1} column {col!r}", f"{problem}, got {frame[col].iloc[k]!r}"
-    )
+    value = frame[col].iloc[k]
+    value = value.item() if isinstance(value, np.generic) else value  # 0.5, not np.float64(0.5)
+    raise TraceError(f"{name}: row {k + 1} column {col!r}", f"{problem}, got {value!r}")
 
 
 def validate_trace(frame: pd.DataFrame, name: str = "<trace>") -> pd.DataFrame:
@@ -92,9 +96,14 @@ def validate_trace(frame: pd.DataFrame, name: str = "<trace>") -> pd.DataFrame:
         _bad_row(frame, out["submit_time"].to_numpy() < 0, name, "submit_time", "must be >= 0")
     if (out["duration"].to_numpy() <= 0).any():
         _bad_row(frame, out["duration"].to_numpy() <= 0, name, "duration", "must be > 0")
-    for col in ("t_iter", "locality"):
-        if col in out.columns and (out[col].to_numpy() <= 0).any():
-            _bad_row(frame, out[col].to_numpy() <= 0, name, col, "must be > 0")
+    if "t_iter" in out.columns and (out["t_iter"].to_numpy() <= 0).any():
+        _bad_row(frame, out["t_iter"].to_numpy() <= 0, name, "t_iter", "must be > 0")
+    for col in ("locality", "locality_rack"):  # L = 1 within a machine; spreading never speeds up
+        if col in out.columns and (out[col].to_numpy() < 1).any():
+            _bad_row(frame, out[col].to_numpy() < 1, name, col, "must be >= 1")
+    for col, hi in _UPPER.items():
+        if col in out.columns and (out[col].to_numpy() > hi).any():
+            _bad_row(frame, out[col].to_numpy() > hi, name, col, f"must be <= {hi:g}")
     if "phase" in out.columns:
         p = out["phase"].to_numpy()
         if ((p < 0) | (p != np.round(p))).any():

@@ -3,9 +3,21 @@
 from __future__ import annotations
 
 import math
+import numbers
 from dataclasses import dataclass, replace
 
 from fairplace.errors import OptionError
+
+_REAL = numbers.Real
+#: the type each option must have (bool is not accepted as a number, nor a number as a bool).
+_TYPES = {
+    "time_limit": _REAL,
+    "mip_rel_gap": _REAL,
+    "mip_abs_gap": _REAL,
+    "threads": numbers.Integral,
+}
+_TYPES |= {"random_seed": numbers.Integral, "presolve": bool, "verbose": bool, "parallel": bool}
+_TYPES |= {"mip_allow_restart": bool}
 
 
 @dataclass(frozen=True)
@@ -29,6 +41,17 @@ class SolveOptions:
     mip_allow_restart: bool | None = None
 
     def __post_init__(self):
+        for name, kind in _TYPES.items():
+            v = getattr(self, name)
+            if v is None and name in ("time_limit", "mip_allow_restart"):
+                continue
+            if isinstance(v, bool) != (kind is bool) or not isinstance(v, kind):
+                want = {bool: "true or false", numbers.Integral: "an integer"}.get(kind, "a number")
+                raise OptionError(name, f"must be {want}, got {v!r}")
+            if kind is not bool and not math.isfinite(v):
+                raise OptionError(name, f"must be finite, got {v!r}")
+        if self.random_seed < 0:
+            raise OptionError("random_seed", f"must be >= 0, got {self.random_seed!r}")
         if self.time_limit is not None and (
             not math.isfinite(self.time_limit) or self.time_limit <= 0
         ):
@@ -38,8 +61,8 @@ class SolveOptions:
         for name in ("mip_rel_gap", "mip_abs_gap"):
             if getattr(self, name) < 0:
                 raise OptionError(name, f"must be >= 0, got {getattr(self, name)!r}")
-        if self.threads < 1:
-            raise OptionError("threads", f"must be >= 1, got {self.threads!r}")
+        if not 1 <= self.threads <= 1024:
+            raise OptionError("threads", f"must be in [1, 1024], got {self.threads!r}")
 
     def highs_options(self) -> dict:
         """The HiGHS option names and values these options set (shared by all three back ends)."""

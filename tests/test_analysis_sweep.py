@@ -104,4 +104,7 @@ def test_cli_exit_2_on_bad_spec(tmp_path, capsys):
     assert main(["sweep", str(f)]) == 2
     assert main(["sweep", str(tmp_path / "missing.toml")]) == 2
     f.write_text('schedulers = ["fifo"]\nplacements = ["pal"]\ntraces = ["w"]\n')
+    assert main(["sweep", str(f), "--validate-only"]) == 2  # no trace named "w"
+    assert "traces[0]" in capsys.readouterr().err
+    f.write_text('schedulers = ["fifo"]\nplacements = ["pal"]\ntraces = ["workload-1"]\n')
     assert main(["sweep", str(f), "--validate-only"]) == 0

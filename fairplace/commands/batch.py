@@ -6,6 +6,8 @@ from __future__ import annotations
 import json
 import sys
 
+from fairplace.commands import _args
+
 HELP = "solve a suite (registered name or folder of JSON files) on Dask into a results table"
 
 
@@ -16,7 +18,11 @@ def add_arguments(p) -> None:
     )
     where = p.add_mutually_exclusive_group()
     where.add_argument(
-        "--workers", type=int, default=None, metavar="N", help="local worker processes (default 2)"
+        "--workers",
+        type=int,
+        default=None,
+        metavar="N",
+        help="local worker processes (default 2)",
     )
     where.add_argument(
         "--scheduler-address", default=None, metavar="ADDR", help="existing Dask scheduler"
@@ -56,6 +62,7 @@ def run(args) -> int:
     if not solvers:
         raise OptionError("--solvers", "give at least one solver name")
     out = args.out or f"batch-{Path(args.suite).name or 'suite'}.parquet"
+    _args.out_file(out, (".parquet", ".csv", ".jsonl"))
     try:
         df = run_batch(
             args.suite,

@@ -7,6 +7,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+from fairplace.commands import _args
+
 HELP = "list, show and generate instance suites, or generate one custom instance"
 
 #: --kind -> generator of fairplace.instances.generators and its size parameter for --apps
@@ -58,7 +60,9 @@ def add_arguments(p) -> None:
     gen.add_argument(
         "--gpus-per-machine", type=int, default=4, metavar="K", help="GPUs per machine (default 4)"
     )
-    gen.add_argument("--seed", type=int, default=0, metavar="S", help="random seed (default 0)")
+    gen.add_argument(
+        "--seed", type=_args.seed, default=0, metavar="S", help="random seed (default 0)"
+    )
     gen.add_argument("--json", action="store_true", help="print the written paths as JSON")
 
 
@@ -127,6 +131,9 @@ def _generate_one(args) -> str:
         gpus_per_machine=args.gpus_per_machine,
         seed=args.seed,
     )
+    from fairplace.commands._args import out_file
+
+    out_file(args.out, (".json",), "-o")
     Path(args.out).parent.mkdir(parents=True, exist_ok=True)
     path = io.save(inst, args.out)
     fairplace.load(path)  # the published schema accepts what we wrote
@@ -150,8 +157,10 @@ def run(args) -> int:
             json.dumps({"kind": args.kind, "path": path}) if args.json else f"{args.kind} -> {path}"
         )
         return 0
+    from fairplace.commands._args import out_dir
     from fairplace.instances import suites
 
+    out_dir(args.out)
     paths = suites.generate(args.suite, args.out)
     if args.json:
         print(json.dumps({"suite": args.suite, "paths": [str(p) for p in paths]}))

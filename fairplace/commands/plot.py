@@ -51,6 +51,9 @@ def run(args) -> int:
 
     if args.kind is not None and args.kind not in FIGURES:
         raise OptionError("--kind", f"unknown table kind; known: {', '.join(FIGURES)}")
+    from fairplace.commands._args import out_dir
+
+    out_dir(args.out)
     df = read_table(args.results)
     kind, made, skipped = figures_for(df, args.kind)
     out = Path(args.out)

@@ -5,6 +5,8 @@ from __future__ import annotations
 import json
 import sys
 
+from fairplace.commands import _args
+
 HELP = "reproduce the THEMIS and PAL papers' headline experiments into report.md + report.html"
 
 
@@ -42,6 +44,7 @@ def run(args) -> int:
     from fairplace.reproduce import reproduce
 
     file_backend()
+    _args.out_dir(args.out)
     size = "tiny" if args.tiny else "quick" if args.quick else "full"
     res = reproduce(
         args.paper,

@@ -5,6 +5,8 @@ from __future__ import annotations
 import json
 import math
 
+from fairplace.commands import _args
+
 HELP = "trace-driven cluster simulation (scheduler x placement x trace)"
 
 
@@ -25,8 +27,10 @@ def add_arguments(p) -> None:
         metavar="NAME",
         help=f"placement policy: {', '.join(POLICY_NAMES)} (default pal)",
     )
-    p.add_argument("--gpus", type=int, default=64, metavar="N", help="cluster size (default 64)")
-    p.add_argument("--gpus-per-machine", type=int, default=4, metavar="K", help="default 4")
+    p.add_argument(
+        "--gpus", type=_args.gpus, default=64, metavar="N", help="cluster size (default 64)"
+    )
+    p.add_argument("--gpus-per-machine", type=_args.gpus, default=4, metavar="K", help="default 4")
     p.add_argument(
         "--profile",
         default="longhorn-runs",
@@ -100,7 +104,11 @@ def add_arguments(p) -> None:
         "app alone: one extra simulation per app)",
     )
     p.add_argument(
-        "--seed", type=int, default=0, metavar="N", help="seed of every random draw (default 0)"
+        "--seed",
+        type=_args.seed,
+        default=0,
+        metavar="N",
+        help="seed of every random draw (default 0)",
     )
     p.add_argument("--out", default=None, metavar="DIR", help="write parquet frames + summary.json")
     p.add_argument("--json", action="store_true", help="print the summary as one JSON object")
@@ -137,12 +145,14 @@ def key_values(items, flag: str) -> dict:
 def run(args) -> int:
     from fairplace.sim import simulate
 
+    if args.out:
+        _args.out_dir(args.out)
     kw = {}
     if args.restart_cost is not None:
         from fairplace.errors import OptionError
 
-        if not args.restart_cost >= 0:
-            raise OptionError("--restart-cost", f"must be >= 0, got {args.restart_cost}")
+        if not 0 <= args.restart_cost < math.inf:
+            raise OptionError("--restart-cost", f"must be finite and >= 0, got {args.restart_cost}")
         kw = {"checkpoint": 0.0, "restart": args.restart_cost}
     res = simulate(
         trace=args.trace,

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import json
 
+from fairplace.commands import _args
+
 HELP = "solve one auction or placement instance"
 
 
@@ -29,7 +31,9 @@ def add_arguments(p) -> None:
     p.add_argument(
         "--rounding", default=None, help="auctions: floor (default) | lottery | fractional"
     )
-    p.add_argument("--seed", type=int, default=None, help="seed for randomised rules and policies")
+    p.add_argument(
+        "--seed", type=_args.seed, default=None, help="seed for randomised rules and policies"
+    )
     p.add_argument("--json", action="store_true", help="print one JSON object")
 
 

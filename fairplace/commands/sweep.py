@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 import json
-from pathlib import Path
+
+from fairplace.commands import _args
 
 HELP = "run a grid of schedulers x placements x traces x parameters x seeds through the simulator"
 
@@ -47,7 +48,7 @@ def run(args) -> int:
         else:
             print(f"{spec.name}: {len(spec)} cells")
         return 0
-    out = Path(args.out) if args.out else Path(f"{spec.name}-results.parquet")
+    out = _args.out_file(args.out or f"{spec.name}-results.parquet", (".parquet", ".csv"))
     df = run_sweep(
         spec, out, resume=args.resume, workers=args.workers, progress=not args.no_progress
     )

@@ -113,8 +113,15 @@ def simulate(
         res.config["setup"] = setup
         return res
     from fairplace.instances.variability import make_cluster
+    from fairplace.limits import MAX_GPUS, MAX_RATIO, MAX_SEED
     from fairplace.solvers.policies import ClusterState, make_policy
 
+    if (
+        isinstance(seed, bool)
+        or not isinstance(seed, (int, np.integer))
+        or not 0 <= seed <= MAX_SEED
+    ):
+        raise OptionError("seed", f"must be an integer in [0, 2^63 - 1], got {seed!r}")
     if classes not in ("paper", "artifact"):
         raise OptionError("--classes", f"expected paper or artifact, got {classes!r}")
     if rho_variant == metrics.ISOLATED:
@@ -131,6 +138,8 @@ def simulate(
     else:
         if gpus is None:
             gpus = int(frame.attrs.get("gpus", 64)) if frame is not None else 64
+        if not 1 <= gpus <= MAX_GPUS:
+            raise OptionError("--gpus", f"must be in [1, {MAX_GPUS}], got {gpus}")
         if int(gpus) < 1 or int(gpus_per_machine) < 1 or gpus % gpus_per_machine:
             raise OptionError(
                 "--gpus",
@@ -149,8 +158,13 @@ def simulate(
                 for m, n in zip(frame["model"], frame["num_gpus"], strict=True)
             ]
         )
-    if not locality_penalty >= 1.0:
-        raise OptionError("--locality-penalty", f"must be >= 1, got {locality_penalty}")
+    if not 1.0 <= locality_penalty <= MAX_RATIO:
+        raise OptionError(
+            "--locality-penalty", f"must be in [1, {MAX_RATIO:g}], got {locality_penalty}"
+        )
+    for m, v in dict(locality_by_model or {}).items():
+        if isinstance(v, bool) or not isinstance(v, (int, float)) or not 1.0 <= v <= MAX_RATIO:
+            raise OptionError(f"locality_by_model.{m}", f"must be in [1, {MAX_RATIO:g}], got {v!r}")
     sched_name = str(scheduler).lower()
     sched_opts = dict(scheduler_options or {})
     if sched_name == "themis":  # the round is the lease

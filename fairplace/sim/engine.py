@@ -20,6 +20,7 @@ Time model (issue 5):
 from __future__ import annotations
 
 import json
+import math
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 
@@ -59,10 +60,10 @@ class SimConfig:
         for k, known in (("grid_origin", GRID_ORIGINS), ("stamping", STAMPINGS)):
             if getattr(self, k) not in known:
                 raise OptionError(k, f"expected one of {known}, got {getattr(self, k)!r}")
-        if not self.round_length > 0:
-            raise OptionError("round_length", f"must be > 0, got {self.round_length}")
+        if not 0 < self.round_length < math.inf:
+            raise OptionError("round_length", f"must be finite and > 0, got {self.round_length}")
         for k in ("checkpoint", "restart"):
-            if not getattr(self, k) >= 0:
+            if not 0 <= getattr(self, k) < math.inf:
                 raise OptionError(k, f"must be >= 0, got {getattr(self, k)}")
 
 

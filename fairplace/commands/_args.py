@@ -1,0 +1,59 @@
+"""Checked argument types and output-path checks shared by the commands: a bad value is an argparse
+error (one line naming the flag, exit 2) before anything runs; ranges come from ``fairplace.limits``."""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+from fairplace.errors import OptionError
+from fairplace.limits import MAX_GPUS, MAX_SEED
+
+
+def _integer(text: str, lo: int, hi: int) -> int:
+    try:
+        v = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected an integer, got {text!r}") from None
+    if not lo <= v <= hi:
+        raise argparse.ArgumentTypeError(f"must be in [{lo}, {hi}], got {text}")
+    return v
+
+
+def seed(text: str) -> int:
+    """A seed: an integer in [0, 2^63 - 1]."""
+    return _integer(text, 0, MAX_SEED)
+
+
+def gpus(text: str) -> int:
+    """A GPU count in [1, MAX_GPUS]."""
+    return _integer(text, 1, MAX_GPUS)
+
+
+def _first_existing(p: Path) -> Path:
+    for q in (p, *p.parents):
+        if q.exists():
+            return q
+    return Path(".")
+
+
+def out_dir(path: str | Path, flag: str = "--out") -> Path:
+    """An output folder: absent (it will be created) or a folder, never an existing file."""
+    p = Path(path)
+    base = _first_existing(p)
+    if not base.is_dir():
+        raise OptionError(flag, f"{base} exists and is not a folder")
+    return p
+
+
+def out_file(path: str | Path, suffixes: tuple[str, ...], flag: str = "--out") -> Path:
+    """An output file with one of ``suffixes``, whose folder exists or can be created."""
+    p = Path(path)
+    if p.suffix not in suffixes:
+        raise OptionError(
+            flag, f"{p.name!r}: unknown extension {p.suffix or '(none)'}; use {', '.join(suffixes)}"
+        )
+    if p.is_dir():
+        raise OptionError(flag, f"{p} is a folder; give a file name")
+    out_dir(p.parent, flag)
+    return p

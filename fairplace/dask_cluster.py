@@ -1,0 +1,78 @@
+"""The loopback Dask cluster of batches and sweeps: no dashboard, no listening HTTP routes, workers
+deaf to Ctrl-C (the parent shuts them down), and a quiet close.
+
+* Dashboard off for real: ``dashboard_address=None`` alone still serves Dask's HTTP routes on :8787
+  (Scheduler always starts an HTTP server; ``None`` means "the default port"). Here the scheduler's
+  and the workers' HTTP servers bind an ephemeral loopback port with no routes at all.
+* Ctrl-C: a terminal sends SIGINT to the whole foreground process group, workers included, and each
+  worker printed its KeyboardInterrupt traceback. Worker processes are started with SIGINT ignored
+  (an ignored signal stays ignored across fork and exec, and Python then installs no
+  KeyboardInterrupt handler), so only the parent sees Ctrl-C; it closes the cluster quietly. Workers
+  stopped mid-task leave semaphores that multiprocessing's resource tracker (started with the
+  cluster) cleans up; its "leaked semaphore" warning is silenced through the ``-W`` option the
+  tracker inherits.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import signal
+import sys
+import threading
+
+#: dask config while the cluster starts: no HTTP routes on the scheduler or the workers.
+NO_HTTP = {"distributed.scheduler.http.routes": [], "distributed.worker.http.routes": []}
+#: ``-W`` option handed to multiprocessing's resource tracker when the cluster starts it.
+QUIET_TRACKER = "ignore::UserWarning:multiprocessing.resource_tracker"
+
+
+@contextlib.contextmanager
+def _quiet_resource_tracker():
+    added = QUIET_TRACKER not in sys.warnoptions
+    if added:
+        sys.warnoptions.append(QUIET_TRACKER)
+    try:
+        yield
+    finally:
+        if added:
+            sys.warnoptions.remove(QUIET_TRACKER)
+
+
+@contextlib.contextmanager
+def sigint_ignored():
+    """Ignore SIGINT while processes are spawned (main thread only; elsewhere a no-op)."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    old = signal.signal(signal.SIGINT, signal.SIG_IGN)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, old)
+
+
+def local_cluster(workers: int):
+    """``workers`` processes on 127.0.0.1, one thread each, no dashboard, no HTTP routes."""
+    import dask
+    from dask.distributed import LocalCluster
+
+    with sigint_ignored(), dask.config.set(NO_HTTP), _quiet_resource_tracker():
+        return LocalCluster(
+            n_workers=workers,
+            processes=True,
+            threads_per_worker=1,
+            host="127.0.0.1",
+            dashboard_address=None,
+            scheduler_kwargs={"dashboard_address": "127.0.0.1:0"},  # not the default :8787
+            silence_logs=logging.CRITICAL,
+        )
+
+
+def close_quietly(client, cluster=None) -> None:
+    """Close a client and its cluster, swallowing the errors of a cluster torn down mid-task."""
+    for obj in (client, cluster):
+        if obj is None:
+            continue
+        with contextlib.suppress(Exception), sigint_ignored():
+            obj.close()

@@ -1,0 +1,211 @@
+"""The JSON Schema of a sweep spec (``fairplace.sweep``), built for one spec: its ``[params]`` and
+``[fixed]`` values are checked against the type and range of the ``simulate()`` argument (or trace
+generator argument) they feed, so a spec that passes ``fairplace sweep --validate-only`` does not fail
+at run time on a bad value (``seeds = [-1]``, ``gpus = "lots"``, a missing trace file).
+
+Value schemas come from a table of known arguments (:data:`KNOWN`) and, for any other argument, from
+its annotation (``int``, ``float``, ``bool``, ``str``, ``Mapping``, ``tuple``, ``| None``).
+"""
+
+from __future__ import annotations
+
+import inspect
+import math
+from collections.abc import Callable, Iterable, Mapping
+from typing import Any
+
+import jsonschema
+
+from fairplace.errors import OptionError
+from fairplace.limits import MAX_COUNT, MAX_GPUS, MAX_RATIO, MAX_SAFE_INT, MAX_SEED, MAX_TIME
+
+#: a sweep name becomes a file name (``<name>-results.parquet``): letters, digits, ``._-``.
+NAME_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9._-]{0,99}$"
+
+_INT = {"type": "integer", "minimum": -MAX_SAFE_INT, "maximum": MAX_SAFE_INT}
+_NUM = {"type": "number", "minimum": -MAX_TIME, "maximum": MAX_TIME}
+_POS_NUM = {"type": "number", "exclusiveMinimum": 0, "maximum": MAX_TIME}
+_SECONDS = {"type": "number", "minimum": 0, "maximum": MAX_TIME}
+_GPUS = {"type": "integer", "minimum": 1, "maximum": MAX_GPUS}
+_COUNT = {"type": "integer", "minimum": 1, "maximum": MAX_COUNT}
+_PENALTY = {"type": "number", "minimum": 1, "maximum": MAX_RATIO}
+_SCALAR = {"type": ["number", "string", "boolean"]}
+
+
+def _enum(values: Iterable[str]) -> dict:
+    return {"enum": list(values)}
+
+
+def known() -> dict[str, Any]:
+    """Value schemas of the simulate() and trace-generator arguments a spec commonly sets."""
+    from fairplace.instances.models import LOCALITY_MODELS
+    from fairplace.instances.variability import PROFILE_NAMES
+    from fairplace.sim import metrics
+
+    return {
+        "gpus": {"anyOf": [_GPUS, {"type": "null"}]},
+        "gpus_per_machine": _GPUS,
+        "machines_per_rack": {"anyOf": [_COUNT, {"type": "null"}]},
+        "profile": _enum(PROFILE_NAMES),
+        "classes": _enum(("paper", "artifact")),
+        "with_replacement": {"type": ["boolean", "null"]},
+        "binning": _enum(("silhouette", "artifact", "none")),
+        "locality_penalty": _PENALTY,
+        "locality_by_model": {"type": "object", "additionalProperties": _PENALTY},
+        "locality_model": _enum(LOCALITY_MODELS),
+        "round_length": _POS_NUM,
+        "checkpoint": _SECONDS,
+        "restart": _SECONDS,
+        "rho_variant": _enum((*metrics.RHO_VARIANTS, metrics.ISOLATED)),
+        "scheduler_options": {"type": "object", "additionalProperties": _SCALAR},
+        "placement_options": {"type": "object", "additionalProperties": _SCALAR},
+        "cluster": {"not": {}},  # a Cluster object cannot be written in TOML: use per_run / profile
+        "per_run": {"type": "boolean"},
+        # trace generators (fairplace.sweep_inputs)
+        "n_apps": _COUNT,
+        "n_jobs": _COUNT,
+        "apps_per_hour": _POS_NUM,
+        "jobs_per_hour": _POS_NUM,
+        "contention": _COUNT,
+        "base_gpus": _GPUS,
+        "max_gpus": {"anyOf": [_GPUS, {"type": "null"}]},
+        "max_gpus_per_job": _GPUS,
+    }
+
+
+def from_annotation(annotation: Any) -> dict:
+    """A value schema from a parameter annotation (a string under ``from __future__ import
+    annotations``); ``{}`` (anything) when it says nothing usable."""
+    text = annotation if isinstance(annotation, str) else getattr(annotation, "__name__", "")
+    out: list[dict] = []
+    for part in (p.strip() for p in str(text).split("|")):
+        head = part.split("[")[0]
+        if head == "bool":
+            out.append({"type": "boolean"})
+        elif head == "int":
+            out.append(_INT)
+        elif head == "float":
+            out.append(_NUM)
+        elif head == "str":
+            out.append({"type": "string"})
+        elif head in ("tuple", "list", "Sequence"):
+            out.append({"type": "array"})
+        elif head in ("dict", "Mapping"):
+            out.append({"type": "object"})
+        elif head == "None":
+            out.append({"type": "null"})
+        else:
+            return {}
+    return out[0] if len(out) == 1 else {"anyOf": out} if out else {}
+
+
+def value_schema(key: str, signatures: Iterable[Callable]) -> dict:
+    """The schema of one ``[params]`` / ``[fixed]`` value: ``KNOWN``, else the annotation of the
+    first function in ``signatures`` that takes ``key``; dotted keys (``scheduler_options.f``) are
+    scalars."""
+    if "." in key:
+        return _SCALAR
+    table = known()
+    if key in table:
+        return table[key]
+    for fn in signatures:
+        params = inspect.signature(fn).parameters
+        if key in params:
+            return from_annotation(params[key].annotation)
+    return {}
+
+
+def spec_schema(spec: Mapping, signatures: Iterable[Callable], check_names: bool = True) -> dict:
+    """The JSON Schema of ``spec`` (its own keys decide which value schemas apply)."""
+    from fairplace import sim
+    from fairplace.solvers.policies import POLICY_NAMES
+    from fairplace.sweep import FRAMES, SPEC_KEYS
+
+    signatures = list(signatures)
+
+    def table(key: str, grid: bool) -> dict:
+        t = spec.get(key)
+        props = {}
+        for k in t if isinstance(t, Mapping) else ():
+            v = value_schema(str(k), signatures) if check_names else {}
+            props[k] = {"type": "array", "minItems": 1, "items": v} if grid else v
+        return {"type": "object", "properties": props}
+
+    def names(known: Iterable[str] | None) -> dict:
+        item = {"type": "string", "minLength": 1}
+        if known is not None:
+            item = {**item, "enum": list(known)}
+        return {"anyOf": [item, {"type": "array", "minItems": 1, "items": item}]}
+
+    return {
+        "$schema": "https://json-schema.org/draft/2020-12/schema",
+        "title": "fairplace sweep spec",
+        "type": "object",
+        "required": ["schedulers", "placements", "traces"],
+        "additionalProperties": False,
+        "properties": {
+            "name": {"type": "string", "pattern": NAME_PATTERN},
+            "schedulers": names(sim.SCHEDULERS if check_names else None),
+            "placements": names(POLICY_NAMES if check_names else None),
+            "traces": names(None),
+            "seeds": {
+                "anyOf": [
+                    {"type": "integer", "minimum": 0, "maximum": MAX_SEED},
+                    {
+                        "type": "array",
+                        "minItems": 1,
+                        "items": {"type": "integer", "minimum": 0, "maximum": MAX_SEED},
+                    },
+                ]
+            },
+            "params": table("params", grid=True),
+            "fixed": table("fixed", grid=False),
+            "frames": {"type": "array", "items": {"enum": list(FRAMES)}},
+        },
+        "propertyNames": {"enum": list(SPEC_KEYS)},
+    }
+
+
+def _path(parts) -> str:
+    out = ""
+    for p in parts:
+        out += f"[{p}]" if isinstance(p, int) else (f".{p}" if out else str(p))
+    return out or "spec"
+
+
+def _finite(node: Any, parts: list) -> None:
+    """TOML has ``inf`` and ``nan``: no spec value may be either."""
+    if isinstance(node, float) and not math.isfinite(node):
+        raise OptionError(_path(parts), f"must be finite, got {node!r}")
+    if isinstance(node, Mapping):
+        for k, v in node.items():
+            _finite(v, [*parts, k])
+    elif isinstance(node, list):
+        for k, v in enumerate(node):
+            _finite(v, [*parts, k])
+
+
+def check(spec: Any, signatures: Iterable[Callable], check_names: bool = True) -> None:
+    """Validate ``spec`` against :func:`spec_schema`; raise :class:`OptionError` naming the key."""
+    if not isinstance(spec, Mapping):
+        raise OptionError("spec", "must be a TOML table")
+    _finite(spec, [])
+    validator = jsonschema.Draft202012Validator(spec_schema(spec, signatures, check_names))
+    errors = list(validator.iter_errors(dict(spec)))
+    if not errors:
+        return
+    err = max(errors, key=lambda e: len(e.absolute_path))
+    while err.context:  # anyOf: report the alternative that got furthest
+        err = max(err.context, key=lambda e: len(e.absolute_path))
+    path = list(err.absolute_path)
+    msg = err.message
+    if err.validator == "propertyNames":
+        path, msg = [err.instance], f"unknown key; allowed: {', '.join(err.schema['enum'])}"
+    elif err.validator == "pattern" and path == ["name"]:
+        msg = f"{err.instance!r} must be a file-name-safe name (letters, digits, '.', '_', '-')"
+    elif err.validator == "not":
+        msg = "cannot be set in a spec"
+    keep = 2 if path and path[0] in ("params", "fixed") else 1  # name the key; the rest goes below
+    if len(path) > keep:
+        msg = f"{_path(path)}: {msg}"
+    raise OptionError(_path(path[:keep]), " ".join(msg.split())[:200])
