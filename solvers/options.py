@@ -27,6 +27,10 @@ class SolveOptions:
     #: HiGHS' MIP restarts (None = HiGHS' default). Off for auctions: on contended PF / leave-one-out
     #: solves, whose warm-start incumbent is often optimal, restarts repeat the root work (3x slower).
     mip_allow_restart: bool | None = None
+    #: HiGHS' branch-and-bound node limit per MIP solve (None = none). A work limit, unlike
+    #: ``time_limit`` independent of the machine's speed: a solve stopped by it reports status
+    #: ``time_limit`` (best incumbent + bound), deterministically (tests use it).
+    mip_max_nodes: int | None = None
 
     def __post_init__(self):
         if self.time_limit is not None and (
@@ -38,6 +42,8 @@ class SolveOptions:
         for name in ("mip_rel_gap", "mip_abs_gap"):
             if getattr(self, name) < 0:
                 raise OptionError(name, f"must be >= 0, got {getattr(self, name)!r}")
+        if self.mip_max_nodes is not None and self.mip_max_nodes < 0:
+            raise OptionError("mip_max_nodes", f"must be >= 0, got {self.mip_max_nodes!r}")
         if self.threads < 1:
             raise OptionError("threads", f"must be >= 1, got {self.threads!r}")
 
@@ -52,6 +58,8 @@ class SolveOptions:
         }
         if self.mip_allow_restart is not None:
             out["mip_allow_restart"] = bool(self.mip_allow_restart)
+        if self.mip_max_nodes is not None:
+            out["mip_max_nodes"] = int(self.mip_max_nodes)
         return out
 
     def with_(self, **kw) -> SolveOptions:
