@@ -79,7 +79,7 @@ def exit_code(sol) -> int:
         return 1
     if sol.status == "time_limit" and sol.objective is None:
         print(
-            "fairplace: error: time limit reached with no feasible solution "
+            "fairplace solve: time limit reached with no feasible solution "
             f"(exit {EXIT_NO_SOLUTION})",
             file=sys.stderr,
         )
