@@ -183,7 +183,7 @@ def payments(
 ) -> tuple[dict[int, float], dict[int, str], int]:
     """({i: c_i}, {i: status of PF_{-i}}, number of leave-one-out problems); ``reduced``: the
     formulation of full leave-one-out MILPs (see :func:`solve_pf`); ``budget``: no LP / MILP starts
-    once it is spent (status ``time_limit``, c_i = 1)."""
+    once it is spent (status :data:`NOT_RUN`, c_i = 1)."""
     budget = budget_for(opts, budget)
     apps = prog.apps
     value_with = {i: _others(prog, choice, i) for i in choice}
@@ -200,7 +200,7 @@ def payments(
         todo.append(i)
     if todo and budget.options(opts) is None:  # spent before the first leave-one-out problem
         c.update(dict.fromkeys(todo, 1.0))
-        status.update(dict.fromkeys(todo, "time_limit"))
+        status.update(dict.fromkeys(todo, NOT_RUN))
         return c, status, len(todo)
 
     def one(i: int):
@@ -270,7 +270,7 @@ def payments(
     hard = []
     for i, val in results:
         if val is NOT_RUN:
-            status[i], c[i] = "time_limit", 1.0
+            status[i], c[i] = NOT_RUN, 1.0
         elif val is None:
             hard.append(i)
         else:
@@ -350,20 +350,20 @@ def solve_compact_auction(
         return dc_replace(sol, extra={**sol.extra, "cells": {}})
     status = res.status
     c = {i: 1.0 for i in range(len(apps))}
-    n_solves = 1
+    n_solves, k = 1, 0
     inexact: list[str] = []
     if payments_:
         ci, st, k = payments(
             prog, choice, opts, parallel=opts.parallel, reduced=reduced, budget=budget
         )
-        n_solves += k
+        n_solves += k - sum(s == NOT_RUN for s in st.values())
         c.update(ci)
         inexact = [ids[i] for i, s in sorted(st.items()) if s != "optimal"]
         if res.status != "optimal":  # every c_i is relative to a non-optimal PF
             inexact = list(ids)
         for s in st.values():
             if s != "optimal":
-                status = "time_limit" if s in ("time_limit", "optimal") else s
+                status = "time_limit" if s in ("time_limit", NOT_RUN) else s
     final = round_compact(prog, choice, c, rounding, seed)
     used = {g for i in final for g in final[i]}
     pf_gpus = [g for i in sorted(choice) for g in choice[i][1]]
@@ -391,7 +391,7 @@ def solve_compact_auction(
             "pf_status": res.status,
             "unbounded_served_bound": served_max,
             "cells": {ids[i]: list(choice[i][0]) for i in choice},
-            "loo_solves": n_solves - 1,
+            "loo_solves": k if payments_ else 0,
             "milp_solves": n_solves,
             # c_i of these apps rests on a PF_{-i} not solved to optimality (time limit: the best
             # incumbent; no point at all: c_i = 1)

@@ -168,6 +168,7 @@ def test_time_limited_payments_are_marked_inexact(monkeypatch):
     needed = [a for a in full.payments if full.payments[a] < 1.0]
     assert needed and set(needed) <= set(sol.extra["payments_inexact"])
     assert len(sol.extra["payments_inexact"]) == sol.extra["loo_solves"]
+    assert sol.extra["milp_solves"] == 1 and full.extra["milp_solves"] == 1 + len(needed)
     assert all(sol.payments[a] == 1.0 for a in sol.extra["payments_inexact"])
     assert all(sol.payments[a] == full.payments[a] for a in sol.payments if a not in needed)
 
