@@ -72,6 +72,9 @@ def solve_pf(
     The program returned is the plain one (its layout serves the LP chains). ``budget`` (default:
     ``opts.time_limit`` from now) bounds the LP and MILP solves together."""
     budget = budget_for(opts, budget)
+    if budget.options(opts) is None:  # spent: do not even build the program
+        msg = "time limit reached before the PF was started"
+        return RawResult("time_limit", None, None, None, 0.0, msg), None, None
     offer = tuple(int(g) for g in offer)
     prog = CompactProgram(cluster, offer, tuple(apps), frozenset(exclude), reduced=False)
     if reduced is None:
@@ -204,6 +207,8 @@ def payments(
         return c, status, len(todo)
 
     def one(i: int):
+        if budget.options(opts) is None:  # spent: do not even build the problem
+            return i, NOT_RUN, None
         start = {j: v for j, v in choice.items() if j != i}
         res, ch, p = solve_pf(
             prog.cluster,
@@ -240,8 +245,8 @@ def payments(
             if o is None:
                 out.append((i, NOT_RUN))
                 continue
-            if o.time_limit is not None:
-                h.setOptionValue("time_limit", float(o.time_limit))
+            if o.time_limit is not None:  # HiGHS' run time is cumulative over re-solves
+                h.setOptionValue("time_limit", float(h.getRunTime() + o.time_limit))
             e = by[i]
             cols = np.arange(e["z"], e["z"] + len(e["cells"]), dtype=np.int32)
             h.setBasis(basis)  # every re-solve starts from the PF basis (order-independent)
