@@ -45,8 +45,9 @@ def break_ties(
 ) -> np.ndarray:
     """Deterministic choice among PF optima: keep the objective within the optimality tolerance of
     ``optimum`` and minimise ``prog.tie_break_costs()`` (fewest GPUs used, then earliest app/bid). The
-    solve is node-limited (and time-limited by what is left of the auction's budget, if any); if the limit is hit, the best point found (never worse than ``start``) is
-    used, which is still deterministic with ``threads=1`` and a fixed seed."""
+    solve is node-limited (and time-limited by what is left of the auction's budget, if any); if
+    the node limit is hit, the best point found (never worse than ``start``) is used, which is still
+    deterministic with ``threads=1`` and a fixed seed."""
     import highspy
 
     milp = prog.to_milp()
