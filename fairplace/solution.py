@@ -9,6 +9,34 @@ from typing import Any
 
 STATUSES = ("optimal", "time_limit", "infeasible", "error", "heuristic", "bound")
 
+#: ``Solution.extra`` keys of the exact auction solvers (``exact``/``highs``/``pyomo``/``cvxpy`` on
+#: explicit bids; ``compact`` adds ``cells``), always present, also without a solution (docs/solutions.md)
+AUCTION_EXTRA = frozenset(
+    {
+        "rounding",
+        "unserved_unbounded",
+        "rho",
+        "pf_status",
+        "unbounded_served_bound",
+        "loo_solves",
+        "milp_solves",
+        "payments_inexact",
+    }
+)
+COMPACT_EXTRA = AUCTION_EXTRA | {"cells"}
+#: ``Solution.extra`` keys of the exact placement solvers (docs/solutions.md)
+PLACEMENT_EXTRA = frozenset(
+    {
+        "placed",
+        "unplaced",
+        "weighted_objective",
+        "weighted_bound",
+        "placed_bound",
+        "milp_status",
+        "incumbent",
+    }
+)
+
 
 @dataclass(frozen=True)
 class Solution:
@@ -17,8 +45,15 @@ class Solution:
     ``objective`` is sum_i -log rho_i of the PF allocation (auctions; apps with an unbounded ``rho_empty``
     that receive nothing are counted in ``extra['unserved_unbounded']`` instead of adding -inf) or the sum
     of the placed jobs' slowdowns L*maxV (placements). ``bound`` is a proven bound on the same quantity
-    when the back end gives one; ``status`` is ``optimal``, ``time_limit`` (best incumbent, see bound),
-    ``infeasible``, ``error``, ``heuristic`` (no optimality claim) or ``bound`` (a relaxation value).
+    when the back end gives one and it can be stated in the objective's units (a time-limited solve
+    that has not proven its number of served apps / placed jobs optimal has none); ``gap`` is the
+    distance to it: auctions ``bound - objective`` in log units (exp(gap) - 1 is the relative gap of
+    the PF product prod 1/rho), placements ``(objective - bound) / objective``; heuristics given the
+    exact optimum report the distance to that optimum instead. ``status`` is ``optimal``,
+    ``time_limit`` (a time or work limit stopped a solve: the best incumbent, or no solution at all
+    when ``objective`` is None), ``infeasible``, ``error``, ``heuristic`` (no optimality claim) or
+    ``bound`` (a relaxation value). ``extra`` keys by solver: :data:`AUCTION_EXTRA`,
+    :data:`COMPACT_EXTRA`, :data:`PLACEMENT_EXTRA` (docs/solutions.md).
     """
 
     kind: str

@@ -126,6 +126,16 @@ class CompactProgram:
         return total
 
     @cached_property
+    def log_sum_range(self) -> float:
+        """S >= |log-sum| of any choice: sum over active apps of the largest |-log rho| they can get."""
+        total = 0.0
+        for i in self.active:
+            w = np.abs(np.log(self.apps[i].table.rho[1:]))
+            w = w[np.isfinite(w)]
+            total += max(float(w.max()) if w.size else 0.0, abs(self.apps[i].w_empty or 0.0))
+        return total
+
+    @cached_property
     def capacity(self) -> tuple[dict[int, int], dict[int, int]]:
         """Free GPUs per machine and per rack in the offer."""
         cm: dict[int, int] = {}

@@ -91,6 +91,17 @@ class PFProgram:
                 spread += max(w) - min(w) + abs(max(w)) + abs(min(w))
         return 1.0 + spread
 
+    @cached_property
+    def log_sum_range(self) -> float:
+        """S >= |log-sum| of any allocation: sum over apps of the largest |-log rho| they can get."""
+        total = 0.0
+        for i in self.apps:
+            app = self.instance.apps[i]
+            w = [abs(np.log(b.rho)) for b in app.bids]
+            w.append(abs(np.log(app.rho_empty)) if app.rho_empty is not None else 0.0)
+            total += max(w)
+        return float(total)
+
     def gains(self) -> np.ndarray:
         """Objective coefficient per column (see module docstring)."""
         out = np.empty(len(self.columns))

@@ -122,16 +122,23 @@ class PlacementProgram:
         return job.weight * L * float(cell[1])
 
     @cached_property
-    def big(self) -> float:
+    def worst(self) -> float:
+        """An upper bound on the weighted slowdown sum of any placement (every job in its worst cell)."""
         top = max((max(s) for _, s, _ in self.groups), default=1.0)
         jobs = self.instance.jobs
-        worst = sum(
-            self.cell_cost(e["jobs"][0], e["cells"][-1])
-            if e["cells"]
-            else len(e["jobs"]) * jobs[e["jobs"][0]].weight * top
-            for e in self.layout[1]
+        return float(
+            sum(
+                self.cell_cost(e["jobs"][0], e["cells"][-1])
+                if e["cells"]
+                else len(e["jobs"]) * jobs[e["jobs"][0]].weight * top
+                for e in self.layout[1]
+            )
         )
-        return 1.0 + 2.0 * worst
+
+    @cached_property
+    def big(self) -> float:
+        """Weight of one more placed job: the program minimises weighted - big * placed."""
+        return 1.0 + 2.0 * self.worst
 
     def to_milp(self) -> MILP:
         n_cols, meta = self.layout
@@ -226,6 +233,34 @@ class PlacementProgram:
                 for j, gid in zip(e["jobs"][:placed], ids, strict=True):
                     out[jobs[j].id] = (gid,)
         return dict(sorted(out.items(), key=lambda kv: self._order[kv[0]]))
+
+    def start_vector(self, allocation: Mapping[str, tuple[str, ...]]) -> np.ndarray:
+        """The program's point for a placement {job id: GPU ids} (a warm start, e.g. PAL's): counts
+        per group, each multi-GPU job in its own L x V cell (within a machine when it is on one);
+        jobs not in ``allocation`` are unplaced. Feasible when the placement is (free GPUs, each
+        used once, exactly the demand); callers check with ``MILP.is_feasible``."""
+        n_cols, meta = self.layout
+        cl, jobs = self.instance.cluster, self.instance.jobs
+        group_of = {g: q for q, (_, _, gs) in enumerate(self.groups) for g in gs}
+        x = np.zeros(n_cols)
+        for e in meta:
+            placed = [j for j in e["jobs"] if allocation.get(jobs[j].id)]
+            x[e["p"]] = len(placed)
+            for j in placed:
+                for g in cl.indices(allocation[jobs[j].id]):
+                    x[e["n"] + group_of.get(int(g), 0)] += 1.0
+            if not placed or not e["cells"]:
+                continue
+            idx = cl.indices(allocation[jobs[placed[0]].id])
+            level = max(self.groups[group_of.get(int(g), 0)][1][e["ci"]] for g in idx)
+            within = cl.spread(idx) == SPREAD_MACHINE
+            cell = (SPREAD_MACHINE, level) if within else None
+            if cell not in e["cells"]:
+                cell = next(c for c in e["cells"] if c[0] != SPREAD_MACHINE and c[1] == level)
+            x[e["z"] + e["cells"].index(cell)] = 1.0
+            if cell[0] == SPREAD_MACHINE:
+                x[e["y"] + e["machines"].index(int(cl.machine_index[idx[0]]))] = 1.0
+        return x
 
     @cached_property
     def _order(self) -> dict[str, int]:

@@ -114,3 +114,20 @@ class RawResult:
     @property
     def has_solution(self) -> bool:
         return self.x is not None
+
+
+def lexicographic_bound(
+    bound: float, weight: float, count: int, spread: float
+) -> tuple[float | None, int]:
+    """Read a proven ``bound`` on  max  weight * n + v  (n an integer first level, e.g. apps or jobs
+    served; |v| <= ``spread``) in the units of v, for an incumbent with n = ``count``.
+
+    Every solution with n' items is worth at least weight * n' - spread, so n' <= (bound + spread) /
+    weight for the optimum: that is the second value returned. Only when it equals ``count`` (the
+    incumbent's first level is proven optimal) is bound - weight * count a bound on v; otherwise the
+    bound cannot be stated in v's units and the first value is None. A minimising program
+    (min v - weight * n) is read by negating: ``-lexicographic_bound(-bound, ...)[0]``."""
+    n_max = int(np.floor((bound + spread) / weight + 1e-9))
+    if n_max <= count:
+        return bound - weight * count, count
+    return None, n_max

@@ -7,6 +7,12 @@
    Apps that need no solve: an app without a PF bundle (PF restricted to the others is optimal for
    PF_{-i}, so c_i = 1), and an app whose PF bundle no other app's bid touches (removing it frees GPUs
    nobody can use, so again c_i = 1).
+
+``time_limit`` is the budget of the whole auction (``solvers/budget.py``): each solve gets what is
+left; once it is spent no new solve starts. Then the PF incumbent is returned with its bound and gap,
+and every app whose PF_{-i} was not solved to optimality is listed in ``extra['payments_inexact']``
+with c_i computed from the best PF_{-i} incumbent, or c_i = 1 when there is none (both are upper
+bounds on the exact c_i: an incumbent under-estimates PF_{-i}).
 """
 
 from __future__ import annotations
@@ -19,9 +25,11 @@ import numpy as np
 from fairplace.domain import AuctionInstance
 from fairplace.formulations import pa
 from fairplace.formulations.pf import PFProgram, PFValue
+from fairplace.formulations.program import RawResult, lexicographic_bound
 from fairplace.solution import Solution
 
 from . import backends, highs
+from .budget import Budget, budget_for
 from .options import SolveOptions
 
 #: Work limit of the tie-break solve: a node count (deterministic), not a time limit (which is not).
@@ -37,12 +45,13 @@ def break_ties(
 ) -> np.ndarray:
     """Deterministic choice among PF optima: keep the objective within the optimality tolerance of
     ``optimum`` and minimise ``prog.tie_break_costs()`` (fewest GPUs used, then earliest app/bid). The
-    solve is node-limited; if the limit is hit, the best point found (never worse than ``start``) is
-    used, which is still deterministic with ``threads=1`` and a fixed seed."""
+    solve is node-limited (and time-limited by what is left of the auction's budget, if any); if
+    the node limit is hit, the best point found (never worse than ``start``) is used, which is still
+    deterministic with ``threads=1`` and a fixed seed."""
     import highspy
 
     milp = prog.to_milp()
-    h = highs.build(milp, opts.with_(time_limit=None))
+    h = highs.build(milp, opts)  # time_limit: what is left of the auction's budget (or None)
     tol = max(opts.mip_abs_gap, opts.mip_rel_gap * abs(optimum), 1e-9)
     cols = np.arange(milp.n_cols, dtype=np.int32)
     h.addRow(
@@ -81,18 +90,21 @@ def solve_auction(
     payments: bool = True,
     tie_break: bool = True,
     name: str | None = None,
+    budget: Budget | None = None,
 ) -> Solution:
-    """PF allocation, PA payments c_i, rounded final allocation and leftover."""
+    """PF allocation, PA payments c_i, rounded final allocation and leftover; ``budget`` (default:
+    ``opts.time_limit`` from now) bounds the whole solve."""
     t0 = time.perf_counter()
+    budget = budget_for(opts, budget)
     label = name or ("exact" if backend == "highs" else backend)
     if opts.mip_allow_restart is None:  # see SolveOptions.mip_allow_restart
         opts = opts.with_(mip_allow_restart=False)
     prog = PFProgram(inst)
-    res = backends.run(prog, backend, opts)
+    o = budget.options(opts)
+    res = backends.run(prog, backend, o) if o is not None else _not_started()
     if not res.has_solution:
-        return Solution(
-            "auction", res.status, label, time.perf_counter() - t0, None, {}, message=res.message
-        )
+        ids = [a.id for a in inst.apps] if payments else []
+        return unsolved(label, res, time.perf_counter() - t0, rounding, ids, o is not None)
     choice0 = prog.decode(res.x)
     apps = range(len(inst.apps))
     todo = (
@@ -105,13 +117,22 @@ def solve_auction(
     )
 
     def loo(i: int):
+        o = budget.options(opts)
+        if o is None:  # budget spent: not started
+            return ("loo", i, "not_run", None)
         sub = PFProgram(inst, exclude=frozenset({i}))
         start = _start_vector(sub, {j: b for j, b in choice0.items() if j != i})
-        r = backends.run(sub, backend, opts, start=start if backend == "highs" else None)
+        r = backends.run(sub, backend, o, start=start if backend == "highs" else None)
         return ("loo", i, r.status, sub.value(sub.decode(r.x)) if r.has_solution else None)
 
     def tie():
-        return ("tie", None, None, break_ties(prog, res.objective, opts, res.x))
+        o = budget.options(opts)
+        return (
+            "tie",
+            None,
+            None,
+            res.x if o is None else break_ties(prog, res.objective, o, res.x),
+        )
 
     jobs = [*((loo, i) for i in todo), *(((tie, None),) if want_tie else ())]
     run = lambda job: job[0]() if job[1] is None else job[0](job[1])  # noqa: E731
@@ -127,9 +148,11 @@ def solve_auction(
     status = res.status
     c = {i: 1.0 for i in apps}
     inexact = []
+    n_run = 0
     for kind, i, st, val in results:
         if kind != "loo":
             continue
+        n_run += st != "not_run"
         if st != "optimal":
             inexact.append(inst.apps[i].id)
         if val is None:
@@ -144,22 +167,20 @@ def solve_auction(
         for i in set(choice) - set(todo):
             if not untouched(inst, i, inst.apps[i].bids[choice[i]].gpus):
                 _, _, st, val = loo(i)
+                n_run += st != "not_run"
                 if st != "optimal":
                     inexact.append(inst.apps[i].id)
+                    status = "error" if st == "error" else "time_limit"
                 c[i] = (
                     pa.payment(pa.others_value(inst, choice, apps, i), val)
                     if val is not None
                     else 1.0
                 )
+    if payments and res.status != "optimal":  # every c_i is relative to a non-optimal PF
+        inexact = [a.id for a in inst.apps]
     final = pa.round_allocation(inst, choice, c, rule=rounding, seed=seed)
     ids = [a.id for a in inst.apps]
-    bound = None
-    if res.bound is not None:
-        bound = (
-            pf_val.log_sum
-            if status == "optimal"
-            else res.bound - prog.big_m * pf_val.n_unbounded_served
-        )
+    bound, served_max = pf_bound(prog, res, pf_val)
     return Solution(
         kind="auction",
         status=status,
@@ -171,6 +192,7 @@ def solve_auction(
         pf_allocation={ids[i]: list(inst.apps[i].bids[b].gpus) for i, b in sorted(choice.items())},
         payments={ids[i]: c[i] for i in apps} if payments else None,
         leftover=pa.leftover(inst, choice, final),
+        gap=auction_gap(pf_val.log_sum, bound),
         message=res.message,
         extra={
             "rounding": rounding,
@@ -178,11 +200,56 @@ def solve_auction(
                 ids[i] for i in apps if inst.apps[i].rho_empty is None and i not in choice
             ],
             "rho": {ids[i]: inst.apps[i].bids[b].rho for i, b in choice.items()},
+            "pf_status": res.status,
+            "unbounded_served_bound": served_max,
             "loo_solves": len(todo),
-            # c_i of these apps rests on a PF_{-i} not solved to optimality (see compact.py)
-            "payments_inexact": sorted(inexact),
+            "milp_solves": 1 + n_run,
+            # c_i of these apps rests on a PF_{-i} not solved to optimality (module docstring)
+            "payments_inexact": sorted(set(inexact)),
         },
     )
+
+
+def unsolved(
+    label: str, res: RawResult, seconds: float, rounding: str, ids: list[str], started: bool
+) -> Solution:
+    """An auction Solution without any PF point (time limit, error): no allocation, the usual
+    ``extra`` keys (docs/solutions.md), every payment (``ids``) unknown."""
+    extra = {
+        "rounding": rounding,
+        "unserved_unbounded": [],
+        "rho": {},
+        "pf_status": res.status,
+        "unbounded_served_bound": None,
+        "loo_solves": 0,
+        "milp_solves": int(started),
+        "payments_inexact": sorted(ids),
+    }
+    return Solution(
+        "auction", res.status, label, seconds, None, {}, message=res.message, extra=extra
+    )
+
+
+def _not_started() -> RawResult:
+    return RawResult("time_limit", None, None, None, 0.0, "time limit reached before the PF solve")
+
+
+def pf_bound(prog, res: RawResult, value: PFValue) -> tuple[float | None, int | None]:
+    """(bound on the log-sum objective or None, bound on the number of unbounded apps served) from
+    the PF solve ``res`` whose incumbent has ``value``: the program's bound is in units of
+    big_m * served + log-sum, so it is a log-sum bound only when it proves that no allocation serves
+    more unbounded apps than the incumbent (``formulations.program.lexicographic_bound``)."""
+    if res.bound is None:
+        return None, None
+    if res.status == "optimal":
+        return value.log_sum, value.n_unbounded_served
+    return lexicographic_bound(res.bound, prog.big_m, value.n_unbounded_served, prog.log_sum_range)
+
+
+def auction_gap(objective: float, bound: float | None) -> float | None:
+    """bound - objective in log units (>= 0): log of the ratio of the proven bound on the PF product
+    prod 1/rho_i to the incumbent's (exp(gap) - 1 is the relative gap of that product)."""
+    return None if bound is None else max(0.0, float(bound - objective))
 
 
 def solve_pf(inst: AuctionInstance, backend: str = "highs", opts: SolveOptions = SolveOptions()):

@@ -11,6 +11,10 @@ PA needs PF_{-i} for every app i holding a PF bundle. Made cheap by:
   LP's cells of the others are integral and can be placed at the LP bound, PF_{-i} is that bound;
 * warm starts: PF minus i is feasible for PF_{-i} and is handed to HiGHS as the first incumbent;
 * a thread pool (HiGHS releases the GIL), as in ``solvers/auction.py``.
+
+``time_limit`` is the budget of the whole auction, as in ``solvers/auction.py`` (``solvers/budget.py``):
+every LP / MILP gets what is left, none starts once it is spent; apps whose PF_{-i} was not solved
+to optimality are listed in ``extra['payments_inexact']`` (c_i from the best incumbent, else 1).
 """
 
 from __future__ import annotations
@@ -33,6 +37,8 @@ from fairplace.formulations.program import RawResult
 from fairplace.solution import Solution
 
 from . import highs
+from .auction import auction_gap, pf_bound, unsolved
+from .budget import Budget, budget_for
 from .options import SolveOptions
 
 Choice = dict[int, tuple[tuple[int, int, int], tuple[int, ...]]]
@@ -51,6 +57,7 @@ def solve_pf(
     start: Choice | None = None,
     lp_first: bool = True,
     reduced: bool | None = None,
+    budget: Budget | None = None,
 ):
     """(raw result, decoded choice or None, program) of the compact PF (optionally without some apps).
 
@@ -62,18 +69,24 @@ def solve_pf(
     for the LP step). ``reduced=None`` picks it when the offer spans at most
     :data:`REDUCED_MAX_MACHINES` machines: measured, it cuts a contended 8-machine instance from
     268 s to 19 s, but its per-(place, cell) columns make 64-machine fallbacks ~20x slower.
-    The program returned is the plain one (its layout serves the LP chains)."""
+    The program returned is the plain one (its layout serves the LP chains). ``budget`` (default:
+    ``opts.time_limit`` from now) bounds the LP and MILP solves together."""
+    budget = budget_for(opts, budget)
+    if budget.options(opts) is None:  # spent: do not even build the program
+        msg = "time limit reached before the PF was started"
+        return RawResult("time_limit", None, None, None, 0.0, msg), None, None
     offer = tuple(int(g) for g in offer)
     prog = CompactProgram(cluster, offer, tuple(apps), frozenset(exclude), reduced=False)
     if reduced is None:
         reduced = np.unique(cluster.machine_index[list(offer)]).size <= REDUCED_MAX_MACHINES
     milp = prog.to_milp()
-    if lp_first and milp.n_cols:
+    o = budget.options(opts)
+    if lp_first and milp.n_cols and o is not None:
         t0 = time.perf_counter()
-        h = highs.build(milp.relaxed(), opts)
+        h = highs.build(milp.relaxed(), o)
         h.run()
         lp = highs.read(h, milp.relaxed(), 0.0)
-        hit = _from_lp(prog, milp, lp, opts) if lp.status == "optimal" else None
+        hit = _from_lp(prog, milp, lp, opts, budget=budget) if lp.status == "optimal" else None
         if hit is not None:
             res, choice = hit
             return replace(res, seconds=time.perf_counter() - t0), choice, prog
@@ -83,7 +96,11 @@ def solve_pf(
         else prog
     )
     x0 = full.start_vector(start) if start is not None else None
-    res = highs.solve(full.to_milp(), opts, start=x0)
+    o = budget.options(opts)
+    if o is None:
+        msg = "time limit reached before the MILP was started"
+        return RawResult("time_limit", None, None, None, 0.0, msg), None, prog
+    res = highs.solve(full.to_milp(), o, start=x0)
     choice = full.decode(res.x) if res.has_solution else None
     if full is not prog and choice is not None:  # the point in the returned program's layout
         res = replace(res, x=prog.start_vector(choice))
@@ -107,7 +124,9 @@ def _lp_cells(prog: CompactProgram, x: np.ndarray, skip: int | None = None) -> d
     return cells
 
 
-def _from_lp(prog: CompactProgram, milp, lp, opts: SolveOptions, skip: int | None = None):
+def _from_lp(
+    prog: CompactProgram, milp, lp, opts: SolveOptions, skip: int | None = None, budget=None
+):
     """(RawResult, choice) if the LP's integral cells can be placed at the LP bound, else None.
     ``skip``: an app whose gains were 0 in ``lp`` (leave-one-out on the full program); its cells are
     ignored (dropping them frees capacity and keeps the value)."""
@@ -123,7 +142,10 @@ def _from_lp(prog: CompactProgram, milp, lp, opts: SolveOptions, skip: int | Non
         if milp.is_feasible(x) and milp.value(x) >= lp.objective - tol:
             res = RawResult("optimal", x, milp.value(x), lp.objective, 0.0, "optimal (LP cells)")
             return res, choice
-    fixed = _fixed_cells(prog, milp, lp, opts, skip)
+    o = budget.options(opts) if budget is not None else opts
+    if o is None:  # the budget is spent: no placement MILP
+        return None
+    fixed = _fixed_cells(prog, milp, lp, o, skip)
     if fixed is None:
         return None
     return fixed, prog.decode(fixed.x)
@@ -160,9 +182,12 @@ def payments(
     opts: SolveOptions,
     parallel: bool = True,
     reduced: bool | None = None,
+    budget: Budget | None = None,
 ) -> tuple[dict[int, float], dict[int, str], int]:
-    """({i: c_i}, {i: status of PF_{-i}}, number of MILP solves actually run); ``reduced``: the
-    formulation of full leave-one-out MILPs (see :func:`solve_pf`)."""
+    """({i: c_i}, {i: status of PF_{-i}}, number of leave-one-out problems); ``reduced``: the
+    formulation of full leave-one-out MILPs (see :func:`solve_pf`); ``budget``: no LP / MILP starts
+    once it is spent (status :data:`NOT_RUN`, c_i = 1)."""
+    budget = budget_for(opts, budget)
     apps = prog.apps
     value_with = {i: _others(prog, choice, i) for i in choice}
     c, status = {}, {}
@@ -176,11 +201,24 @@ def payments(
                 c[i], status[i] = 1.0, "optimal"  # the others cannot do better without i
                 continue
         todo.append(i)
+    if todo and budget.options(opts) is None:  # spent before the first leave-one-out problem
+        c.update(dict.fromkeys(todo, 1.0))
+        status.update(dict.fromkeys(todo, NOT_RUN))
+        return c, status, len(todo)
 
     def one(i: int):
+        if budget.options(opts) is None:  # spent: do not even build the problem
+            return i, NOT_RUN, None
         start = {j: v for j, v in choice.items() if j != i}
         res, ch, p = solve_pf(
-            prog.cluster, prog.offer, apps, opts, prog.exclude | {i}, start, reduced=reduced
+            prog.cluster,
+            prog.offer,
+            apps,
+            opts,
+            prog.exclude | {i},
+            start,
+            reduced=reduced,
+            budget=budget,
         )
         if ch is None:
             return i, res.status, None
@@ -193,13 +231,22 @@ def payments(
     def lp_chain(chunk: list[int]):
         """Leave-one-out LPs on one model: i's gains set to 0, primal simplex from the PF basis."""
         lp_model = milp.relaxed()
-        h = highs.build(lp_model, opts)
+        o = budget.options(opts)
+        if o is None:
+            return [(i, NOT_RUN) for i in chunk]
+        h = highs.build(lp_model, o)
         h.run()
         basis = h.getBasis()
         h.setOptionValue("presolve", "off")  # keep the basis between re-solves
         h.setOptionValue("simplex_strategy", 4)  # primal: the PF basis stays primal feasible
         out = []
         for i in chunk:
+            o = budget.options(opts)
+            if o is None:
+                out.append((i, NOT_RUN))
+                continue
+            if o.time_limit is not None:  # HiGHS' run time is cumulative over re-solves
+                h.setOptionValue("time_limit", float(h.getRunTime() + o.time_limit))
             e = by[i]
             cols = np.arange(e["z"], e["z"] + len(e["cells"]), dtype=np.int32)
             h.setBasis(basis)  # every re-solve starts from the PF basis (order-independent)
@@ -212,7 +259,11 @@ def payments(
                 x[cols] = 0.0
                 v = lp_model.value(x)
                 lp = replace(lp, x=x, objective=v, bound=v)
-            hit = _from_lp(prog, milp, lp, opts, skip=i) if lp.status == "optimal" else None
+            hit = (
+                _from_lp(prog, milp, lp, opts, skip=i, budget=budget)
+                if lp.status == "optimal"
+                else None
+            )
             if cols.size:
                 h.changeColsCost(cols.size, cols, milp.c[cols])
             out.append((i, None if hit is None else _others(prog, hit[1], i)))
@@ -223,7 +274,9 @@ def payments(
         results = [r for part in ex.map(lp_chain, [ch for ch in chunks if ch]) for r in part]
     hard = []
     for i, val in results:
-        if val is None:
+        if val is NOT_RUN:
+            status[i], c[i] = NOT_RUN, 1.0
+        elif val is None:
             hard.append(i)
         else:
             status[i] = "optimal"
@@ -241,6 +294,10 @@ def payments(
         if pool is not None:
             pool.shutdown()
     return c, status, len(todo)
+
+
+#: marks a leave-one-out problem not started because the budget was spent
+NOT_RUN = "not_run"
 
 
 def _others(prog: CompactProgram, choice: Choice, i: int) -> PFValue:
@@ -271,11 +328,14 @@ def solve_compact_auction(
     apps: tuple[CompactApp, ...] | None = None,
     ids: list[str] | None = None,
     reduced: bool | None = None,
+    budget: Budget | None = None,
 ) -> Solution:
     """PF + PA over the agent-form apps of ``inst`` (or the given compact ``apps``) on ``offer``.
     ``reduced``: formulation of full-MILP fallbacks (None: by offer size, see :func:`solve_pf`;
-    True / False force the tightened / plain one; the optima are the same)."""
+    True / False force the tightened / plain one; the optima are the same). ``budget`` (default:
+    ``opts.time_limit`` from now) bounds the whole auction (module docstring)."""
     t0 = time.perf_counter()
+    budget = budget_for(opts, budget)
     if opts.mip_allow_restart is None:  # as in solvers/auction.py (see SolveOptions)
         opts = opts.with_(mip_allow_restart=False)
     cl = inst.cluster
@@ -287,34 +347,41 @@ def solve_compact_auction(
 
         offer = free_gpus(inst)
     ids = ids or [a.table.app_id for a in apps]
-    res, choice, prog = solve_pf(cl, offer, apps, opts, reduced=reduced)
+    res, choice, prog = solve_pf(cl, offer, apps, opts, reduced=reduced, budget=budget)
     if choice is None:
-        return Solution(
-            "auction", res.status, name, time.perf_counter() - t0, None, {}, message=res.message
+        sol = unsolved(
+            name, res, time.perf_counter() - t0, rounding, ids if payments_ else [], True
         )
+        return dc_replace(sol, extra={**sol.extra, "cells": {}})
     status = res.status
     c = {i: 1.0 for i in range(len(apps))}
-    n_solves = 1
+    n_solves, k = 1, 0
     inexact: list[str] = []
     if payments_:
-        ci, st, k = payments(prog, choice, opts, parallel=opts.parallel, reduced=reduced)
-        n_solves += k
+        ci, st, k = payments(
+            prog, choice, opts, parallel=opts.parallel, reduced=reduced, budget=budget
+        )
+        n_solves += k - sum(s == NOT_RUN for s in st.values())
         c.update(ci)
         inexact = [ids[i] for i, s in sorted(st.items()) if s != "optimal"]
+        if res.status != "optimal":  # every c_i is relative to a non-optimal PF
+            inexact = list(ids)
         for s in st.values():
             if s != "optimal":
-                status = "time_limit" if s in ("time_limit", "optimal") else s
+                status = "time_limit" if s in ("time_limit", NOT_RUN) else s
     final = round_compact(prog, choice, c, rounding, seed)
     used = {g for i in final for g in final[i]}
     pf_gpus = [g for i in sorted(choice) for g in choice[i][1]]
     val = prog.value(choice)
+    bound, served_max = pf_bound(prog, res, val)
     return Solution(
         kind="auction",
         status=status,
         solver=name,
         seconds=time.perf_counter() - t0,
         objective=val.log_sum,
-        bound=val.log_sum if status == "optimal" else None,
+        bound=bound,
+        gap=auction_gap(val.log_sum, bound),
         allocation={ids[i]: cl.ids(g) for i, g in final.items()},
         pf_allocation={ids[i]: cl.ids(choice[i][1]) for i in sorted(choice)},
         payments={ids[i]: c[i] for i in range(len(apps))} if payments_ else None,
@@ -326,7 +393,10 @@ def solve_compact_auction(
                 ids[i] for i, a in enumerate(apps) if a.w_empty is None and i not in choice
             ],
             "rho": {ids[i]: float(apps[i].table.rho[choice[i][0]]) for i in choice},
+            "pf_status": res.status,
+            "unbounded_served_bound": served_max,
             "cells": {ids[i]: list(choice[i][0]) for i in choice},
+            "loo_solves": k if payments_ else 0,
             "milp_solves": n_solves,
             # c_i of these apps rests on a PF_{-i} not solved to optimality (time limit: the best
             # incumbent; no point at all: c_i = 1)
@@ -342,7 +412,7 @@ def solve_compact(inst: AuctionInstance, opts: SolveOptions, **kw) -> Solution:
             "solver", "solver 'compact' needs every app in agent form (found apps with 'bids')"
         )
     kw.pop("name", None)
-    known = {k: kw[k] for k in ("rounding", "seed") if k in kw}
+    known = {k: kw[k] for k in ("rounding", "seed", "budget") if k in kw}
     if "payments" in kw:
         known["payments_"] = kw["payments"]
     return solve_compact_auction(inst, opts, name="compact", **known)

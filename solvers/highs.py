@@ -103,7 +103,14 @@ def solve(
     res = read(h, milp, time.perf_counter() - t0)
     if start is not None and res.message.startswith(INCONSISTENT):
         # HiGHS 1.16 can map a MIP start into presolve's reduced space, improve it there, report
-        # that optimum and hand back the unimproved start: solve again without the start
+        # that optimum and hand back the unimproved start: solve again without the start, in
+        # what is left of the time limit
+        if opts.time_limit is not None:
+            left = opts.time_limit - (time.perf_counter() - t0)
+            if left < 1e-3:
+                x0 = np.asarray(start, dtype=float)  # no time for a second solve: the start
+                return RawResult("time_limit", x0, milp.value(x0), None, res.seconds, res.message)
+            opts = opts.with_(time_limit=left)
         return solve(milp, opts, start=None)
     return res
 

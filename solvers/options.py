@@ -17,7 +17,7 @@ _TYPES = {
     "threads": numbers.Integral,
 }
 _TYPES |= {"random_seed": numbers.Integral, "presolve": bool, "verbose": bool, "parallel": bool}
-_TYPES |= {"mip_allow_restart": bool}
+_TYPES |= {"mip_allow_restart": bool, "mip_max_nodes": numbers.Integral}
 
 
 @dataclass(frozen=True)
@@ -39,11 +39,15 @@ class SolveOptions:
     #: HiGHS' MIP restarts (None = HiGHS' default). Off for auctions: on contended PF / leave-one-out
     #: solves, whose warm-start incumbent is often optimal, restarts repeat the root work (3x slower).
     mip_allow_restart: bool | None = None
+    #: HiGHS' branch-and-bound node limit per MIP solve (None = none). A work limit, unlike
+    #: ``time_limit`` independent of the machine's speed: a solve stopped by it reports status
+    #: ``time_limit`` (best incumbent + bound), deterministically (tests use it).
+    mip_max_nodes: int | None = None
 
     def __post_init__(self):
         for name, kind in _TYPES.items():
             v = getattr(self, name)
-            if v is None and name in ("time_limit", "mip_allow_restart"):
+            if v is None and name in ("time_limit", "mip_allow_restart", "mip_max_nodes"):
                 continue
             if isinstance(v, bool) != (kind is bool) or not isinstance(v, kind):
                 want = {bool: "true or false", numbers.Integral: "an integer"}.get(kind, "a number")
@@ -61,6 +65,8 @@ class SolveOptions:
         for name in ("mip_rel_gap", "mip_abs_gap"):
             if getattr(self, name) < 0:
                 raise OptionError(name, f"must be >= 0, got {getattr(self, name)!r}")
+        if self.mip_max_nodes is not None and self.mip_max_nodes < 0:
+            raise OptionError("mip_max_nodes", f"must be >= 0, got {self.mip_max_nodes!r}")
         if not 1 <= self.threads <= 1024:
             raise OptionError("threads", f"must be in [1, 1024], got {self.threads!r}")
 
@@ -75,6 +81,8 @@ class SolveOptions:
         }
         if self.mip_allow_restart is not None:
             out["mip_allow_restart"] = bool(self.mip_allow_restart)
+        if self.mip_max_nodes is not None:
+            out["mip_max_nodes"] = int(self.mip_max_nodes)
         return out
 
     def with_(self, **kw) -> SolveOptions:

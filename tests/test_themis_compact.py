@@ -143,17 +143,52 @@ def test_leave_one_out_lp_chain_equals_separate_solves():
         assert abs(sol.payments[inst.agents[i].id] - c) < 1e-6
 
 
-def test_time_limited_payments_are_marked_inexact():
-    # a contended 32-GPU instance whose leave-one-out MILPs are hard: with a short limit every c_i
-    # rests on an incumbent; the solution says so app by app, and c_i stays in [0, 1]
-    import fairplace
+def test_time_limited_payments_are_marked_inexact(monkeypatch):
+    # the whole auction has one budget; here it runs out right after the PF solve (a fake clock,
+    # so nothing depends on the machine's speed): the PF is exact, no leave-one-out problem is
+    # started, and every app that needed one is listed with c_i = 1 (the documented rule)
     from fairplace.instances.generators import random_agent_auction
+    from fairplace.solution import COMPACT_EXTRA
+    from fairplace.solvers import compact
+    from fairplace.solvers.budget import Budget
 
-    inst = random_agent_auction(apps=12, machines=8, machines_per_rack=4, seed=0)
-    sol = fairplace.solve(inst, time_limit=0.3)
-    assert sol.status == "time_limit"
-    assert sol.extra["payments_inexact"]
-    assert all(0.0 <= c <= 1.0 for c in sol.payments.values())
+    now = [0.0]
+    budget = Budget.begin(1000.0, clock=lambda: now[0])
+    payments = compact.payments
+
+    def spent_after_pf(*args, **kw):
+        now[0] = 1e9
+        return payments(*args, **kw)
+
+    monkeypatch.setattr(compact, "payments", spent_after_pf)
+    inst = random_agent_auction(apps=6, machines=4, machines_per_rack=2, seed=1)
+    sol = solve_compact_auction(inst, budget=budget)
+    full = solve_compact_auction(inst)
+    assert set(sol.extra) == COMPACT_EXTRA
+    assert sol.status == "time_limit" and sol.extra["pf_status"] == "optimal"
+    assert sol.pf_allocation == full.pf_allocation and sol.objective == full.objective
+    assert sol.bound == sol.objective and sol.gap == 0.0
+    needed = [a for a in full.payments if full.payments[a] < 1.0]
+    assert needed and set(needed) <= set(sol.extra["payments_inexact"])
+    assert len(sol.extra["payments_inexact"]) == sol.extra["loo_solves"]
+    assert sol.extra["milp_solves"] == 1 and full.extra["milp_solves"] == 1 + len(needed)
+    assert all(sol.payments[a] == 1.0 for a in sol.extra["payments_inexact"])
+    assert all(sol.payments[a] == full.payments[a] for a in sol.payments if a not in needed)
+
+
+def test_compact_budget_spent_before_the_pf_returns_no_solution():
+    from fairplace.instances.generators import random_agent_auction
+    from fairplace.solution import COMPACT_EXTRA
+    from fairplace.solvers.budget import Budget
+
+    now = [0.0]
+    budget = Budget.begin(10.0, clock=lambda: now[0])
+    now[0] = 11.0
+    inst = random_agent_auction(apps=6, machines=4, machines_per_rack=2, seed=1)
+    sol = solve_compact_auction(inst, budget=budget)
+    assert sol.status == "time_limit" and sol.objective is None and sol.allocation == {}
+    assert set(sol.extra) == COMPACT_EXTRA
+    assert sol.extra["payments_inexact"] == sorted(a.id for a in inst.agents)
 
 
 @pytest.mark.slow

@@ -8,8 +8,31 @@ from fairplace.commands import _args
 
 HELP = "solve one auction or placement instance"
 
+#: exit code of a time-limited solve that found no feasible solution (no objective, no allocation)
+EXIT_NO_SOLUTION = 3
+
+EPILOG = f"""\
+--time-limit S is the budget of the whole solve (auctions: the PF solve, every leave-one-out payment
+solve and the rounding; placements: PAL's warm start and the joint MILP), from the moment the solver
+starts (loading the file is not counted); each solve gets what is left, minus a margin of
+min(10% of S, 0.5 s) kept for the final steps. When it runs out the status is time_limit: the best
+incumbent, its bound and gap when the bound can be stated in the objective's units, and (auctions)
+the apps whose payments are inexact in extra.payments_inexact.
+
+exit status:
+  0  a result (status optimal, heuristic, bound, infeasible, or time_limit with an incumbent)
+  1  the solver failed (status error), or an internal error
+  2  bad input (one line on stderr naming the field)
+  {EXIT_NO_SOLUTION}  time limit reached with no feasible solution (status time_limit, objective null)
+"""
+
 
 def add_arguments(p) -> None:
+    import argparse
+
+    p.epilog = EPILOG
+    p.formatter_class = argparse.RawDescriptionHelpFormatter
+
     from fairplace.solvers.registry import solver_table
 
     names = list(solver_table())
@@ -26,7 +49,7 @@ def add_arguments(p) -> None:
         type=float,
         default=None,
         metavar="S",
-        help="seconds; returns the best incumbent",
+        help="seconds for the whole solve; returns the best incumbent (see below)",
     )
     p.add_argument(
         "--rounding", default=None, help="auctions: floor (default) | lottery | fractional"
@@ -55,4 +78,20 @@ def run(args) -> int:
         print(json.dumps(sol.to_dict(), indent=1, default=str))
     else:
         print(repr(sol))
-    return 0 if sol.status not in ("error",) else 1
+    return exit_code(sol)
+
+
+def exit_code(sol) -> int:
+    """0 = a solution, 1 = solver error, EXIT_NO_SOLUTION = time limit without any solution."""
+    import sys
+
+    if sol.status == "error":
+        return 1
+    if sol.status == "time_limit" and sol.objective is None:
+        print(
+            "fairplace solve: time limit reached with no feasible solution "
+            f"(exit {EXIT_NO_SOLUTION})",
+            file=sys.stderr,
+        )
+        return EXIT_NO_SOLUTION
+    return 0
