@@ -141,6 +141,37 @@ class FreePool:
         pick = tie[np.lexsort((tie, np.abs(c - n)))[:need]]
         return np.concatenate([below, pick])
 
+    def pm_first_singles(self, cls, k: int, count: str = "machine") -> np.ndarray:
+        """The picks of ``k`` successive single-GPU PM-First jobs of class ``cls`` (fewer if the pool
+        runs dry), taken from the pool: the same GPUs, in the same order, as ``k`` calls of
+        ``pm_first(cls, 1, count)`` and ``take``.
+
+        For ``n = 1`` the key |c - 1| is ``c - 1``, and taking a GPU lowers ``c`` on its machine, so
+        within the lowest free level the calls drain one machine after another, machines ordered by
+        (c, their lowest free GPU of the level), each machine's GPUs by index: one sort per level."""
+        if count not in ("machine", "level"):
+            raise ValueError(f"count must be 'machine' or 'level', got {count!r}")
+        out = []
+        got = 0
+        order = self._order(cls)
+        srt = self._sorted_scores(cls)
+        while got < k and self.n_free:
+            self.first_free(cls, 1)  # moves the pointer to the lowest free GPU
+            v = srt[self._ptr[cls]]
+            lo, hi = self._ptr[cls], np.searchsorted(srt, v, "right")
+            tie = order[lo:hi]
+            tie = tie[self.free[tie]]  # ascending GPU index (stable sort by score)
+            m = self.mi[tie]
+            first = np.empty(self.nfree_m.size, dtype=np.int64)
+            first[m[::-1]] = tie[::-1]  # each machine's lowest free GPU of the level
+            c = self.nfree_m[m] if count == "machine" else np.bincount(m, minlength=first.size)[m]
+            key = c * (self.G + 1) + first[m]  # (c, first), then GPU index (tie is ascending)
+            seq = tie[np.argsort(key, kind="stable")[: k - got]]
+            self.take(seq)
+            out.append(seq)
+            got += seq.size
+        return np.concatenate(out) if out else np.zeros(0, dtype=np.int64)
+
     def _sorted_scores(self, cls) -> np.ndarray:
         if cls not in self._sorted_vals:
             self._sorted_vals[cls] = self.score(cls)[self._order(cls)]
@@ -154,10 +185,15 @@ class FreePool:
         index), the last one replaced by the best fit (fewest eligible GPUs that still cover the
         remainder); on each machine the lowest-scoring eligible GPUs. Needs >= ``n`` eligible GPUs."""
         s = np.append(self.score(cls), np.inf)
-        ok = self.free & (s <= v_max)
+        order = self._order(cls)
+        hi = int(np.searchsorted(self._sorted_scores(cls), v_max, "right"))
+        elig = order[self._ptr[cls] : hi]  # GPUs before the pointer are taken
+        elig = elig[self.free[elig]]
+        ok = np.zeros(self.G + 1, dtype=bool)
+        ok[elig] = True
         sl = self.slots
-        cnt = ok[sl].sum(axis=1)
-        order = np.argsort(-cnt, kind="stable")
+        cnt = np.bincount(self.mi[elig], minlength=sl.shape[0])
+        order = np.argsort((cnt.max() - cnt).astype(np.uint16), kind="stable")  # radix sort
         cum = np.cumsum(cnt[order])
         k = int(np.searchsorted(cum, n))  # machines order[:k+1] cover n
         used, rest = order[:k], n - (int(cum[k - 1]) if k else 0)

@@ -106,7 +106,21 @@ class PlacementPolicy:
         self._prepare(pool, state)
         alloc: dict[str, tuple[int, ...]] = {}
         order = jobs if self.sticky else self._order(jobs, len(state.cluster))
-        for k, job in enumerate(order):
+        singles = self._singles_count() if not self.sticky and self.migrate == "always" else None
+        k = -1
+        while k + 1 < len(order):
+            k += 1
+            if not self.sticky and pool.n_free == 0:  # every later job fails: nothing to preempt
+                break
+            job = order[k]
+            if singles is not None and job.gpus == 1:  # a run of single-GPU jobs of one class
+                run = self._single_run(order, k)
+                got = pool.pm_first_singles(job.cls, len(run), singles).tolist()
+                alloc.update((j.id, (g,)) for j, g in zip(run, got, strict=False))
+                k += len(run) - 1
+                if len(got) < len(run) and not self.backfill:
+                    break
+                continue
             if job.id in held:
                 alloc[job.id] = tuple(int(x) for x in np.sort(held[job.id]))
                 continue
@@ -150,6 +164,19 @@ class PlacementPolicy:
         spread = np.unique(pool.mi[idx]).size > 1
         return (self.locality(job) if spread else 1.0) * float(pool.score(job.cls)[idx].max())
 
+    @staticmethod
+    def _single_run(order: list[Job], k: int) -> list[Job]:
+        """The single-GPU jobs of ``order[k]``'s class from ``k`` on, up to the first other job."""
+        cls, e = order[k].cls, k
+        while e < len(order) and order[e].gpus == 1 and order[e].cls == cls:
+            e += 1
+        return order[k:e]
+
+    def _singles_count(self) -> str | None:
+        """If a single-GPU job's pick is ``FreePool.pm_first(cls, 1, count)``, that ``count`` (runs of
+        such jobs are then placed in one step by ``FreePool.pm_first_singles``); else None."""
+        return None
+
     def _order(self, jobs: list[Job], cluster_size: int) -> list[Job]:
         return jobs
 
@@ -172,6 +199,9 @@ class PMFirstPolicy(PlacementPolicy):
         head = sorted(jobs[:cut], key=lambda j: (j.cls is None, j.cls or ""))
         return head + jobs[cut:]
 
+    def _singles_count(self):
+        return "machine"
+
     def _pick(self, pool, job):
         return pool.pm_first(job.cls, job.gpus, count="machine")
 
@@ -187,6 +217,9 @@ class PALPolicy(PMFirstPolicy):
 
     name: str = "pal"
     ties: str = "fewest-machines"
+
+    def _singles_count(self):
+        return "level" if self.ties == "artifact" else "machine"
 
     def _pick(self, pool, job):
         artifact = self.ties == "artifact"

@@ -8,6 +8,7 @@ summary without wall time, per-job JCTs and every recorded decision), plus a few
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 from pathlib import Path
@@ -30,7 +31,12 @@ POLICIES = [
     ("pal", {"migrate": "if-better", "backfill": True}),
 ]
 #: (machines, profile, load) placement instances
-INSTANCES = [(8, "frontera", 1.5), (64, "longhorn", 1.5), (64, "longhorn", 0.7), (256, "synthetic", 1.5)]
+INSTANCES = [
+    (8, "frontera", 1.5),
+    (64, "longhorn", 1.5),
+    (64, "longhorn", 0.7),
+    (256, "synthetic", 1.5),
+]
 #: (trace, gpus, scheduler, policy, options) simulations
 SIMULATIONS = [
     ("workload-1", 64, "fifo", "pal", {}),
@@ -65,19 +71,29 @@ def _running(state, queue, seed):
     return ClusterState(state.cluster, state.scores, {j: d.allocation[j] for j in keep}, round=3)
 
 
-def placement_case(machines, profile, load, policy, options, with_running):
+@functools.lru_cache(maxsize=4)
+def _instance(machines, profile, load):
     from fairplace.benchmarks.placement import _state, philly_queue
-    from fairplace.solvers.policies import make_policy
 
     state = _state(machines, profile, seed=1)
-    queue = philly_queue(len(state.cluster), seed=2, load=load)
+    return state, philly_queue(len(state.cluster), seed=2, load=load)
+
+
+def placement_case(machines, profile, load, policy, options, with_running):
+    from fairplace.solvers.policies import make_policy
+
+    state, queue = _instance(machines, profile, load)
     if with_running:
         state = _running(state, queue, 3)
         queue = queue[::-1][: len(queue) // 2] + queue[: len(queue) // 2]
     pol = make_policy(policy, seed=5, **options)
     d = pol.place(state, queue)
     alloc = {j: list(g) for j, g in d.allocation.items()}
-    return {"placed": len(alloc), "preempted": len(d.preempted), "digest": digest([alloc, d.preempted])}
+    return {
+        "placed": len(alloc),
+        "preempted": len(d.preempted),
+        "digest": digest([alloc, d.preempted]),
+    }
 
 
 def _trace(name):
