@@ -64,6 +64,9 @@ class Decision:
 
     allocation: dict[str, tuple[int, ...]]
     preempted: tuple[str, ...]
+    #: how the round went, for resuming the next one (:meth:`PlacementPolicy.place`): the job ids in
+    #: processing order, how many of them were decided, and whether a misfit stopped the round
+    trail: tuple[tuple[str, ...], int, bool] | None = field(default=None, compare=False, repr=False)
 
     def migrated(self, state: ClusterState) -> tuple[str, ...]:
         """Running jobs that keep running on a different GPU set (non-sticky re-placement)."""
@@ -94,7 +97,23 @@ class PlacementPolicy:
                     return v
         return self.locality_penalty
 
-    def place(self, state: ClusterState, queue: Sequence[Job]) -> Decision:
+    @property
+    def resumable(self) -> bool:
+        """True if a round depends only on the queue (not on running allocations or the round
+        number): non-sticky, ``migrate="always"``, no per-round randomness. Such a policy can resume
+        from a previous :class:`Decision` (``place(..., previous=...)``)."""
+        return not self.sticky and self.migrate == "always" and not self._round_seeded
+
+    _round_seeded = False
+
+    def place(
+        self, state: ClusterState, queue: Sequence[Job], previous: Decision | None = None
+    ) -> Decision:
+        """The next round's allocation for ``queue`` (highest priority first).
+
+        ``previous`` (a decision of this policy on the same cluster and scores, used only if
+        :attr:`resumable`): the jobs that head both processing orders get the same GPUs as then
+        (a job's pick depends only on the picks before it), so only the rest is placed again."""
         jobs = _validate(state, queue)
         running = {j: np.asarray(g, dtype=np.int64) for j, g in state.allocation.items()}
         in_queue = {j.id for j in jobs}
@@ -102,24 +121,29 @@ class PlacementPolicy:
         free = np.ones(len(state.cluster), dtype=bool)
         for g in held.values():
             free[g] = False
-        pool = FreePool(state.cluster, state.scores, free)
-        self._prepare(pool, state)
         alloc: dict[str, tuple[int, ...]] = {}
         order = jobs if self.sticky else self._order(jobs, len(state.cluster))
+        ids = tuple(j.id for j in order)
+        k, stopped = -1, False
+        if previous is not None and previous.trail is not None and self.resumable:
+            k, stopped = _replay(previous, ids, alloc, free)
+        pool = FreePool(state.cluster, state.scores, free)
+        self._prepare(pool, state)
         singles = self._singles_count() if not self.sticky and self.migrate == "always" else None
-        k = -1
-        while k + 1 < len(order):
+        while not stopped and k + 1 < len(order):
             k += 1
             if not self.sticky and pool.n_free == 0:  # every later job fails: nothing to preempt
+                k -= 1
                 break
             job = order[k]
             if singles is not None and job.gpus == 1:  # a run of single-GPU jobs of one class
                 run = self._single_run(order, k)
                 got = pool.pm_first_singles(job.cls, len(run), singles).tolist()
                 alloc.update((j.id, (g,)) for j, g in zip(run, got, strict=False))
-                k += len(run) - 1
                 if len(got) < len(run) and not self.backfill:
+                    k, stopped = k + len(got), True
                     break
+                k += len(run) - 1
                 continue
             if job.id in held:
                 alloc[job.id] = tuple(int(x) for x in np.sort(held[job.id]))
@@ -132,13 +156,14 @@ class PlacementPolicy:
             if gpus is None:
                 if self.backfill:
                     continue
+                stopped = True
                 break
             pool.take(gpus)
             alloc[job.id] = tuple(int(x) for x in np.sort(gpus))
         for j, g in held.items():  # running jobs not reached before a stop keep their GPUs
             alloc.setdefault(j, tuple(int(x) for x in np.sort(g)))
         preempted = tuple(j for j in running if j in in_queue and j not in alloc)
-        return Decision(alloc, preempted)
+        return Decision(alloc, preempted, (ids, k + 1, stopped))
 
     def _preempt_lower(self, pool, held, order, k, n) -> None:
         """Release running jobs of lower priority than ``order[k]``, lowest first, until ``n`` fit."""
@@ -257,6 +282,8 @@ class RandomPolicy(PlacementPolicy):
     name: str = "random-sticky"
     sticky: bool = True
 
+    _round_seeded = True
+
     def _prepare(self, pool, state):
         rng = np.random.default_rng([int(self.seed), int(state.round)])
         pool.set_order("__random__", rng.permutation(pool.G))
@@ -323,6 +350,24 @@ def make_policy(
         backfill=bool(options.get("backfill", False)),
         **extra,
     )
+
+
+def _replay(previous: Decision, ids: tuple[str, ...], alloc: dict, free: np.ndarray):
+    """Copy into ``alloc`` the picks of ``previous`` for the jobs heading both processing orders and
+    mark their GPUs busy in ``free``; returns (index of the last job decided, whether the round is
+    over: the previous round stopped at a misfit inside the common head)."""
+    old_ids, decided, stopped = previous.trail
+    p = 0
+    n = min(decided, len(ids))
+    while p < n and old_ids[p] == ids[p]:
+        p += 1
+    prev = previous.allocation
+    for j in ids[:p]:
+        g = prev.get(j)
+        if g is not None:
+            alloc[j] = g
+            free[list(g)] = False
+    return p - 1, stopped and p == decided
 
 
 def _validate(state: ClusterState, queue: Sequence[Job]) -> list[Job]:

@@ -46,7 +46,6 @@ SIMULATIONS = [
     ("workload-1", 64, "fifo", "random-non-sticky", {}),
     ("workload-1", 64, "las", "packed-sticky", {}),
     ("workload-2", 64, "fifo", "pal", {"ties": "artifact"}),
-    ("workload-2", 64, "gavel-ftf", "pal", {}),
     ("workload-3", 64, "fifo", "pal", {"migrate": "if-better"}),
     ("synergy-300", 64, "fifo", "pal", {}),
     ("synergy-300", 64, "fifo", "pal", {"backfill": True}),

@@ -9,8 +9,6 @@ import pytest
 import speedup_cases as sc
 
 REF = json.loads(sc.REFERENCE.read_text())
-#: simulations that take more than a few seconds run only in the slow set
-SLOW_SIMS = {"workload-2", "workload-3"}
 
 
 @pytest.mark.parametrize("args", sc.placement_params(), ids=lambda a: sc.placement_key(*a))
@@ -18,13 +16,6 @@ def test_policy_picks_match_reference(args):
     assert sc.placement_case(*args) == REF["placement"][sc.placement_key(*args)]
 
 
-@pytest.mark.parametrize(
-    "args",
-    [
-        pytest.param(a, marks=[pytest.mark.slow] if a[0] in SLOW_SIMS else [])
-        for a in sc.SIMULATIONS
-    ],
-    ids=lambda a: sc.simulation_key(*a),
-)
+@pytest.mark.parametrize("args", sc.SIMULATIONS, ids=lambda a: sc.simulation_key(*a))
 def test_simulation_matches_reference(args):
     assert sc.simulation_case(*args) == REF["simulation"][sc.simulation_key(*args)]
