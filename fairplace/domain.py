@@ -65,6 +65,18 @@ class Cluster:
         return np.array([pos[g.machine] for g in self.gpus], dtype=np.int64)
 
     @cached_property
+    def machine_slots(self) -> np.ndarray:
+        """GPU indices per machine, shape (M, max GPUs per machine), ascending, padded with G."""
+        mi, G = self.machine_index, len(self.gpus)
+        counts = np.bincount(mi, minlength=len(self.machines))
+        order = np.argsort(mi, kind="stable")
+        starts = np.concatenate([[0], np.cumsum(counts)[:-1]])
+        slots = np.full((len(self.machines), max(int(counts.max()) if G else 0, 1)), G, np.int64)
+        slots[mi[order], np.arange(G) - starts[mi[order]]] = order
+        slots.flags.writeable = False
+        return slots
+
+    @cached_property
     def rack_index(self) -> np.ndarray:
         """k(g) as integers, shape (G,)."""
         pos = {r: k for k, r in enumerate(self.racks)}

@@ -35,13 +35,8 @@ class FreePool:
         mi = cluster.machine_index
         self.mi = mi
         M = len(cluster.machines)
-        counts = np.bincount(mi, minlength=M)
-        self.P = int(counts.max()) if G else 0
-        order = np.argsort(mi, kind="stable")
-        starts = np.concatenate([[0], np.cumsum(counts)[:-1]])
-        slot = np.arange(G) - starts[mi[order]]
-        self.slots = np.full((M, max(self.P, 1)), G, dtype=np.int64)  # G = padding sentinel
-        self.slots[mi[order], slot] = order
+        self.slots = cluster.machine_slots  # (M, P); G = padding sentinel; read only
+        self.P = int(np.bincount(mi, minlength=M).max()) if G else 0
         self.free = np.append(np.asarray(free, dtype=bool), False)  # sentinel is never free
         self.nfree_m = np.bincount(mi[self.free[:G]], minlength=M)
         self.n_free = int(self.free[:G].sum())

@@ -23,6 +23,7 @@ running jobs absent from the queue are simply released. Policies are frozen and 
 
 from __future__ import annotations
 
+import itertools
 import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -115,7 +116,10 @@ class PlacementPolicy:
         :attr:`resumable`): the jobs that head both processing orders get the same GPUs as then
         (a job's pick depends only on the picks before it), so only the rest is placed again."""
         jobs = _validate(state, queue)
-        running = {j: np.asarray(g, dtype=np.int64) for j, g in state.allocation.items()}
+        if self.sticky or self.migrate != "always":
+            running = {j: np.asarray(g, dtype=np.int64) for j, g in state.allocation.items()}
+        else:  # only the keys are read
+            running = dict.fromkeys(state.allocation)
         in_queue = {j.id for j in jobs}
         held = {j: g for j, g in running.items() if j in in_queue and self.sticky}
         free = np.ones(len(state.cluster), dtype=bool)
@@ -376,16 +380,21 @@ def _validate(state: ClusterState, queue: Sequence[Job]) -> list[Job]:
         if np.shape(v) != (G,):
             raise DataError(f"scores[{c!r}]", f"expected shape ({G},), got {np.shape(v)}")
     jobs = list(queue)
+    if len({j.id for j in jobs}) == len(jobs) and all(
+        type(j.gpus) is int and j.gpus >= 1 for j in jobs
+    ):
+        bad = ()  # the common case, checked in one pass
+    else:
+        bad = jobs
     seen = set()
-    for k, j in enumerate(jobs):
+    for k, j in enumerate(bad):
         if j.id in seen:
             raise DataError(f"queue[{k}].id", f"duplicate job id {j.id!r}")
         seen.add(j.id)
         if isinstance(j.gpus, bool) or not isinstance(j.gpus, (int, np.integer)) or j.gpus < 1:
             raise DataError(f"queue[{k}].gpus", f"must be a positive integer, got {j.gpus!r}")
-    held = [np.asarray(g, dtype=np.int64) for g in state.allocation.values()]
-    if held:
-        flat = np.concatenate(held)
+    if state.allocation:
+        flat = np.fromiter(itertools.chain.from_iterable(state.allocation.values()), np.int64)
         if flat.size and (flat.min() < 0 or flat.max() >= G):
             raise DataError("allocation", f"GPU index out of range 0..{G - 1}")
         if flat.size != np.unique(flat).size:

@@ -1,0 +1,87 @@
+"""``fairplace bench --scaling``: how costs grow with size, as the log-log slope (growth exponent) of
+seconds over size — 1 is linear, 2 quadratic. No ``CASES``: a mode of its own.
+
+* PAL rounds: one round (median of a few) at 1,024 .. 16,384 GPUs (synthetic scores, Philly queue);
+* simulation: Synergy-style FIFO + PAL at the same load per GPU, jobs and GPUs growing together;
+* compact PA: the compact arbiter's full PA (``auction._timed_pa``) on growing clusters, apps fixed.
+"""
+
+from __future__ import annotations
+
+import time
+
+import numpy as np
+
+
+def exponent(sizes, seconds) -> float:
+    """Least-squares slope of log(seconds) over log(size)."""
+    x, y = np.log(np.asarray(sizes, float)), np.log(np.asarray(seconds, float))
+    return float(np.polyfit(x, y, 1)[0])
+
+
+def _pal(quick: bool) -> list[tuple[int, float]]:
+    from .placement import time_round
+
+    machines = (256, 1024, 4096) if quick else (256, 512, 1024, 2048, 4096)
+    return [(4 * m, time_round("pal", m, "synthetic", 3)["seconds"]) for m in machines]
+
+
+def _simulation(quick: bool) -> list[tuple[int, float]]:
+    from fairplace.sim import simulate
+
+    from .simulate import synergy_at
+
+    sizes = (
+        ((500, 128), (1000, 256), (2000, 512))
+        if quick
+        else ((1000, 256), (2500, 640), (5000, 1280), (10_000, 2560))
+    )
+    out = []
+    for jobs, gpus in sizes:
+        trace = synergy_at(jobs, gpus)
+        t0 = time.perf_counter()
+        simulate(trace=trace, scheduler="fifo", placement="pal", gpus=gpus, progress=False)
+        out.append((jobs, time.perf_counter() - t0))
+    return out
+
+
+def _compact_pa(quick: bool) -> list[tuple[int, float]]:
+    from fairplace.instances.generators import random_agent_auction
+
+    from .auction import _timed_pa
+
+    machines = (8, 16, 32) if quick else (16, 32, 64, 128)
+    return [
+        (4 * m, _timed_pa(random_agent_auction(apps=8, machines=m, seed=0))["seconds"])
+        for m in machines
+    ]
+
+
+SERIES = {
+    "pal_round (GPUs)": _pal,
+    "simulation (jobs, GPUs = jobs / 4)": _simulation,
+    "compact_pa (GPUs, 8 apps)": _compact_pa,
+}
+
+
+def run_scaling(quick: bool, only: str | None = None) -> list[dict]:
+    """One entry per series: sizes, seconds and the growth exponent (or the error that stopped it)."""
+    out = []
+    for name, fn in SERIES.items():
+        if only and only not in name:
+            continue
+        try:
+            pts = fn(quick)
+        except Exception as exc:  # noqa: BLE001 - a failing series is an entry, never an abort
+            out.append({"name": name, "error": f"{type(exc).__name__}: {exc}"})
+            continue
+        sizes, secs = zip(*pts, strict=True)
+        out.append(
+            {
+                "name": name,
+                "sizes": list(sizes),
+                "seconds": list(secs),
+                "exponent": exponent(sizes, secs),
+            }
+        )
+    return out
