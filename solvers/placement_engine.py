@@ -26,6 +26,18 @@ import numpy as np
 from fairplace.domain import Cluster
 
 
+def _smallest(idx: np.ndarray, key: np.ndarray, n: int) -> np.ndarray:
+    """The ``n`` entries of ``idx`` (ascending) with the smallest (key, idx), in that order; O(len)
+    plus a sort of the ``n`` chosen."""
+    if n >= idx.size:
+        return idx[np.argsort(key, kind="stable")]
+    kv = np.partition(key, n - 1)[n - 1]
+    low = np.flatnonzero(key < kv)
+    low = low[np.argsort(key[low], kind="stable")]
+    rest = np.flatnonzero(key == kv)[: n - low.size]  # ascending index among equal keys
+    return idx[np.concatenate([low, rest])]
+
+
 class FreePool:
     """Free GPUs of ``cluster`` with per-class scores; mutable, one placement round."""
 
@@ -46,6 +58,7 @@ class FreePool:
         self._ptr: dict[object, int] = {}
         self._sorted: dict[object, tuple[np.ndarray, ...]] = {}
         self._sorted_vals: dict[object, np.ndarray] = {}
+        self._ext: dict[object, np.ndarray] = {}
 
     # ---- state changes -------------------------------------------------------------------------
     def take(self, idx: np.ndarray) -> None:
@@ -160,12 +173,18 @@ class FreePool:
             first = np.empty(self.nfree_m.size, dtype=np.int64)
             first[m[::-1]] = tie[::-1]  # each machine's lowest free GPU of the level
             c = self.nfree_m[m] if count == "machine" else np.bincount(m, minlength=first.size)[m]
-            key = c * (self.G + 1) + first[m]  # (c, first), then GPU index (tie is ascending)
-            seq = tie[np.argsort(key, kind="stable")[: k - got]]
+            key = c * (self.G + 1) + first[m]  # (c, first) is one machine; then GPU index
+            seq = _smallest(tie, key, k - got)
             self.take(seq)
             out.append(seq)
             got += seq.size
         return np.concatenate(out) if out else np.zeros(0, dtype=np.int64)
+
+    def _score_ext(self, cls) -> np.ndarray:
+        """``cls``'s scores with an ``inf`` appended for the padding sentinel ``G``."""
+        if cls not in self._ext:
+            self._ext[cls] = np.append(self.score(cls), np.inf)
+        return self._ext[cls]
 
     def _sorted_scores(self, cls) -> np.ndarray:
         if cls not in self._sorted_vals:
@@ -179,13 +198,11 @@ class FreePool:
         free score; this one fragments least: machines by most eligible GPUs first (ties: lower
         index), the last one replaced by the best fit (fewest eligible GPUs that still cover the
         remainder); on each machine the lowest-scoring eligible GPUs. Needs >= ``n`` eligible GPUs."""
-        s = np.append(self.score(cls), np.inf)
+        s = self._score_ext(cls)
         order = self._order(cls)
         hi = int(np.searchsorted(self._sorted_scores(cls), v_max, "right"))
         elig = order[self._ptr[cls] : hi]  # GPUs before the pointer are taken
         elig = elig[self.free[elig]]
-        ok = np.zeros(self.G + 1, dtype=bool)
-        ok[elig] = True
         sl = self.slots
         cnt = np.bincount(self.mi[elig], minlength=sl.shape[0])
         order = np.argsort((cnt.max() - cnt).astype(np.uint16), kind="stable")  # radix sort
@@ -198,7 +215,7 @@ class FreePool:
         ms = np.append(used, last)
         take = np.append(cnt[used], rest)
         rows = sl[ms]  # (machines, slots); padding is the never-free sentinel G
-        v = np.where(ok[rows], s[rows], np.inf)
+        v = np.where(self.free[rows] & (s[rows] <= v_max), s[rows], np.inf)
         order = np.argsort(v, axis=1, kind="stable")  # lowest eligible scores first per machine
         first = np.arange(rows.shape[1])[None, :] < take[:, None]
         return np.take_along_axis(rows, order, axis=1)[first]
