@@ -41,7 +41,15 @@ def _smallest(idx: np.ndarray, key: np.ndarray, n: int) -> np.ndarray:
 class FreePool:
     """Free GPUs of ``cluster`` with per-class scores; mutable, one placement round."""
 
-    def __init__(self, cluster: Cluster, scores: Mapping[str, np.ndarray], free: np.ndarray):
+    def __init__(
+        self,
+        cluster: Cluster,
+        scores: Mapping[str, np.ndarray],
+        free: np.ndarray,
+        sorted_cache: dict | None = None,
+    ):
+        """``sorted_cache``: a dict kept by the caller across pools of the same cluster and scores,
+        holding each class's score order (so it is sorted once, not once per round)."""
         G = len(cluster)
         self.G = G
         mi = cluster.machine_index
@@ -58,6 +66,7 @@ class FreePool:
         self._ptr: dict[object, int] = {}
         self._sorted: dict[object, tuple[np.ndarray, ...]] = {}
         self._sorted_vals: dict[object, np.ndarray] = {}
+        self._cache = {} if sorted_cache is None else sorted_cache
         self._ext: dict[object, np.ndarray] = {}
 
     # ---- state changes -------------------------------------------------------------------------
@@ -92,7 +101,10 @@ class FreePool:
 
     def _order(self, key) -> np.ndarray:
         if key not in self._orders:  # a class: GPUs by score, ties by index (stable sort)
-            self.set_order(key, np.argsort(self.score(key), kind="stable"))
+            if key not in self._cache:
+                order = np.argsort(self.score(key), kind="stable")
+                self._cache[key] = (order, self.score(key)[order])
+            self.set_order(key, self._cache[key][0])
         return self._orders[key]
 
     def _rank(self, key) -> np.ndarray:
@@ -188,7 +200,8 @@ class FreePool:
 
     def _sorted_scores(self, cls) -> np.ndarray:
         if cls not in self._sorted_vals:
-            self._sorted_vals[cls] = self.score(cls)[self._order(cls)]
+            self._order(cls)
+            self._sorted_vals[cls] = self._cache[cls][1]
         return self._sorted_vals[cls]
 
     def fewest_machines(self, cls, n: int, v_max: float) -> np.ndarray:

@@ -66,8 +66,9 @@ class Decision:
     allocation: dict[str, tuple[int, ...]]
     preempted: tuple[str, ...]
     #: how the round went, for resuming the next one (:meth:`PlacementPolicy.place`): the job ids in
-    #: processing order, how many of them were decided, and whether a misfit stopped the round
-    trail: tuple[tuple[str, ...], int, bool] | None = field(default=None, compare=False, repr=False)
+    #: processing order, how many of them were decided, whether a misfit stopped the round, and
+    #: (cluster, scores, per-class score orders) so the next round need not sort them again
+    trail: tuple | None = field(default=None, compare=False, repr=False)
 
     def migrated(self, state: ClusterState) -> tuple[str, ...]:
         """Running jobs that keep running on a different GPU set (non-sticky re-placement)."""
@@ -128,10 +129,13 @@ class PlacementPolicy:
         alloc: dict[str, tuple[int, ...]] = {}
         order = jobs if self.sticky else self._order(jobs, len(state.cluster))
         ids = tuple(j.id for j in order)
-        k, stopped = -1, False
+        k, stopped, cache = -1, False, {}
         if previous is not None and previous.trail is not None and self.resumable:
-            k, stopped = _replay(previous, ids, alloc, free)
-        pool = FreePool(state.cluster, state.scores, free)
+            cl, sc, cached = previous.trail[3]
+            if cl is state.cluster and sc is state.scores:
+                k, stopped = _replay(previous, ids, alloc, free)
+                cache = cached
+        pool = FreePool(state.cluster, state.scores, free, sorted_cache=cache)
         self._prepare(pool, state)
         singles = self._singles_count() if not self.sticky and self.migrate == "always" else None
         while not stopped and k + 1 < len(order):
@@ -167,7 +171,9 @@ class PlacementPolicy:
         for j, g in held.items():  # running jobs not reached before a stop keep their GPUs
             alloc.setdefault(j, tuple(int(x) for x in np.sort(g)))
         preempted = tuple(j for j in running if j in in_queue and j not in alloc)
-        return Decision(alloc, preempted, (ids, k + 1, stopped))
+        return Decision(
+            alloc, preempted, (ids, k + 1, stopped, (state.cluster, state.scores, cache))
+        )
 
     def _preempt_lower(self, pool, held, order, k, n) -> None:
         """Release running jobs of lower priority than ``order[k]``, lowest first, until ``n`` fit."""
@@ -360,7 +366,7 @@ def _replay(previous: Decision, ids: tuple[str, ...], alloc: dict, free: np.ndar
     """Copy into ``alloc`` the picks of ``previous`` for the jobs heading both processing orders and
     mark their GPUs busy in ``free``; returns (index of the last job decided, whether the round is
     over: the previous round stopped at a misfit inside the common head)."""
-    old_ids, decided, stopped = previous.trail
+    old_ids, decided, stopped, _ = previous.trail
     p = 0
     n = min(decided, len(ids))
     while p < n and old_ids[p] == ids[p]:
