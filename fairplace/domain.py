@@ -105,9 +105,13 @@ class Cluster:
 
 def spread(machine_index: np.ndarray, rack_index: np.ndarray, gpu_idx: np.ndarray) -> int:
     """spread(G) = 0 if |m(G)| <= 1, 1 if |k(G)| == 1, else 2."""
-    if gpu_idx.size == 0 or np.unique(machine_index[gpu_idx]).size <= 1:
+    if gpu_idx.size == 0:
         return SPREAD_MACHINE
-    if np.unique(rack_index[gpu_idx]).size == 1:
+    m = machine_index[gpu_idx]
+    if (m == m[0]).all():  # one machine (no sort, unlike np.unique)
+        return SPREAD_MACHINE
+    k = rack_index[gpu_idx]
+    if (k == k[0]).all():
         return SPREAD_RACK
     return SPREAD_CLUSTER
 
