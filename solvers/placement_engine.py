@@ -239,7 +239,7 @@ class FreePool:
         if cls not in self._sorted:
             shape = self.slots.shape
             self._sorted[cls] = (
-                np.append(self.score(cls), np.inf),
+                self._score_ext(cls),
                 np.empty(shape),
                 np.empty(shape, dtype=np.int64),
                 np.ones(shape[0], dtype=bool),

@@ -376,7 +376,8 @@ def _replay(previous: Decision, ids: tuple[str, ...], alloc: dict, free: np.ndar
         g = prev.get(j)
         if g is not None:
             alloc[j] = g
-            free[list(g)] = False
+    if alloc:
+        free[np.fromiter(itertools.chain.from_iterable(alloc.values()), np.int64)] = False
     return p - 1, stopped and p == decided
 
 
