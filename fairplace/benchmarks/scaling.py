@@ -4,7 +4,8 @@ seconds over size — 1 is linear, 2 quadratic. No ``CASES``: a mode of its own.
 * PAL rounds: one round (median of a few) at 1,024 .. 16,384 GPUs (synthetic scores, Philly queue);
 * simulation: Synergy-style FIFO + PAL at the same load per GPU, jobs and GPUs growing together (the
   driver's seconds, ``summary['wall_seconds']``);
-* compact PA: the compact arbiter's full PA (``auction._timed_pa``) on growing clusters, apps fixed.
+* compact PA: the compact arbiter's full PA (``auction._timed_pa``) on growing clusters with one app
+  per 16 GPUs (same contention: PA's cost follows contention more than size).
 """
 
 from __future__ import annotations
@@ -53,9 +54,9 @@ def _compact_pa(quick: bool) -> list[tuple[int, float]]:
 
     from .auction import _timed_pa
 
-    machines = (8, 16, 32) if quick else (16, 32, 64, 128)
-    return [
-        (4 * m, _timed_pa(random_agent_auction(apps=8, machines=m, seed=0))["seconds"])
+    machines = (16, 32, 64) if quick else (32, 64, 128, 256)
+    return [  # one app per 16 GPUs: contention (which drives PA's cost) stays the same
+        (4 * m, _timed_pa(random_agent_auction(apps=m // 4, machines=m, seed=0))["seconds"])
         for m in machines
     ]
 
@@ -63,7 +64,7 @@ def _compact_pa(quick: bool) -> list[tuple[int, float]]:
 SERIES = {
     "pal_round (GPUs)": _pal,
     "simulation (jobs, GPUs = jobs / 4)": _simulation,
-    "compact_pa (GPUs, 8 apps)": _compact_pa,
+    "compact_pa (GPUs, one app per 16)": _compact_pa,
 }
 
 
