@@ -65,6 +65,18 @@ class Cluster:
         return np.array([pos[g.machine] for g in self.gpus], dtype=np.int64)
 
     @cached_property
+    def machine_slots(self) -> np.ndarray:
+        """GPU indices per machine, shape (M, max GPUs per machine), ascending, padded with G."""
+        mi, G = self.machine_index, len(self.gpus)
+        counts = np.bincount(mi, minlength=len(self.machines))
+        order = np.argsort(mi, kind="stable")
+        starts = np.concatenate([[0], np.cumsum(counts)[:-1]])
+        slots = np.full((len(self.machines), max(int(counts.max()) if G else 0, 1)), G, np.int64)
+        slots[mi[order], np.arange(G) - starts[mi[order]]] = order
+        slots.flags.writeable = False
+        return slots
+
+    @cached_property
     def rack_index(self) -> np.ndarray:
         """k(g) as integers, shape (G,)."""
         pos = {r: k for k, r in enumerate(self.racks)}
@@ -93,9 +105,13 @@ class Cluster:
 
 def spread(machine_index: np.ndarray, rack_index: np.ndarray, gpu_idx: np.ndarray) -> int:
     """spread(G) = 0 if |m(G)| <= 1, 1 if |k(G)| == 1, else 2."""
-    if gpu_idx.size == 0 or np.unique(machine_index[gpu_idx]).size <= 1:
+    if gpu_idx.size == 0:
         return SPREAD_MACHINE
-    if np.unique(rack_index[gpu_idx]).size == 1:
+    m = machine_index[gpu_idx]
+    if (m == m[0]).all():  # one machine (no sort, unlike np.unique)
+        return SPREAD_MACHINE
+    k = rack_index[gpu_idx]
+    if (k == k[0]).all():
         return SPREAD_RACK
     return SPREAD_CLUSTER
 

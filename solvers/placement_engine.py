@@ -27,22 +27,37 @@ import numpy as np
 from fairplace.domain import Cluster
 
 
+def _smallest(idx: np.ndarray, key: np.ndarray, n: int) -> np.ndarray:
+    """The ``n`` entries of ``idx`` (ascending) with the smallest (key, idx), in that order; O(len)
+    plus a sort of the ``n`` chosen."""
+    if n >= idx.size:
+        return idx[np.argsort(key, kind="stable")]
+    kv = np.partition(key, n - 1)[n - 1]
+    low = np.flatnonzero(key < kv)
+    low = low[np.argsort(key[low], kind="stable")]
+    rest = np.flatnonzero(key == kv)[: n - low.size]  # ascending index among equal keys
+    return idx[np.concatenate([low, rest])]
+
+
 class FreePool:
     """Free GPUs of ``cluster`` with per-class scores; mutable, one placement round."""
 
-    def __init__(self, cluster: Cluster, scores: Mapping[str, np.ndarray], free: np.ndarray):
+    def __init__(
+        self,
+        cluster: Cluster,
+        scores: Mapping[str, np.ndarray],
+        free: np.ndarray,
+        sorted_cache: dict | None = None,
+    ):
+        """``sorted_cache``: a dict kept by the caller across pools of the same cluster and scores,
+        holding each class's score order (so it is sorted once, not once per round)."""
         G = len(cluster)
         self.G = G
         mi = cluster.machine_index
         self.mi = mi
         M = len(cluster.machines)
-        counts = np.bincount(mi, minlength=M)
-        self.P = int(counts.max()) if G else 0
-        order = np.argsort(mi, kind="stable")
-        starts = np.concatenate([[0], np.cumsum(counts)[:-1]])
-        slot = np.arange(G) - starts[mi[order]]
-        self.slots = np.full((M, max(self.P, 1)), G, dtype=np.int64)  # G = padding sentinel
-        self.slots[mi[order], slot] = order
+        self.slots = cluster.machine_slots  # (M, P); G = padding sentinel; read only
+        self.P = int(np.bincount(mi, minlength=M).max()) if G else 0
         self.free = np.append(np.asarray(free, dtype=bool), False)  # sentinel is never free
         self.nfree_m = np.bincount(mi[self.free[:G]], minlength=M)
         self.n_free = int(self.free[:G].sum())
@@ -52,6 +67,8 @@ class FreePool:
         self._ptr: dict[object, int] = {}
         self._sorted: dict[object, tuple[np.ndarray, ...]] = {}
         self._sorted_vals: dict[object, np.ndarray] = {}
+        self._cache = {} if sorted_cache is None else sorted_cache
+        self._ext: dict[object, np.ndarray] = {}
 
     # ---- state changes -------------------------------------------------------------------------
     def take(self, idx: np.ndarray) -> None:
@@ -85,7 +102,10 @@ class FreePool:
 
     def _order(self, key) -> np.ndarray:
         if key not in self._orders:  # a class: GPUs by score, ties by index (stable sort)
-            self.set_order(key, np.argsort(self.score(key), kind="stable"))
+            if key not in self._cache:
+                order = np.argsort(self.score(key), kind="stable")
+                self._cache[key] = (order, self.score(key)[order])
+            self.set_order(key, self._cache[key][0])
         return self._orders[key]
 
     def _rank(self, key) -> np.ndarray:
@@ -142,9 +162,47 @@ class FreePool:
         pick = tie[np.lexsort((tie, np.abs(c - n)))[:need]]
         return np.concatenate([below, pick])
 
+    def pm_first_singles(self, cls, k: int, count: str = "machine") -> np.ndarray:
+        """The picks of ``k`` successive single-GPU PM-First jobs of class ``cls`` (fewer if the pool
+        runs dry), taken from the pool: the same GPUs, in the same order, as ``k`` calls of
+        ``pm_first(cls, 1, count)`` and ``take``.
+
+        For ``n = 1`` the key |c - 1| is ``c - 1``, and taking a GPU lowers ``c`` on its machine, so
+        within the lowest free level the calls drain one machine after another, machines ordered by
+        (c, their lowest free GPU of the level), each machine's GPUs by index: one sort per level."""
+        if count not in ("machine", "level"):
+            raise ValueError(f"count must be 'machine' or 'level', got {count!r}")
+        out = []
+        got = 0
+        order = self._order(cls)
+        srt = self._sorted_scores(cls)
+        while got < k and self.n_free:
+            self.first_free(cls, 1)  # moves the pointer to the lowest free GPU
+            v = srt[self._ptr[cls]]
+            lo, hi = self._ptr[cls], np.searchsorted(srt, v, "right")
+            tie = order[lo:hi]
+            tie = tie[self.free[tie]]  # ascending GPU index (stable sort by score)
+            m = self.mi[tie]
+            first = np.empty(self.nfree_m.size, dtype=np.int64)
+            first[m[::-1]] = tie[::-1]  # each machine's lowest free GPU of the level
+            c = self.nfree_m[m] if count == "machine" else np.bincount(m, minlength=first.size)[m]
+            key = c * (self.G + 1) + first[m]  # (c, first) is one machine; then GPU index
+            seq = _smallest(tie, key, k - got)
+            self.take(seq)
+            out.append(seq)
+            got += seq.size
+        return np.concatenate(out) if out else np.zeros(0, dtype=np.int64)
+
+    def _score_ext(self, cls) -> np.ndarray:
+        """``cls``'s scores with an ``inf`` appended for the padding sentinel ``G``."""
+        if cls not in self._ext:
+            self._ext[cls] = np.append(self.score(cls), np.inf)
+        return self._ext[cls]
+
     def _sorted_scores(self, cls) -> np.ndarray:
         if cls not in self._sorted_vals:
-            self._sorted_vals[cls] = self.score(cls)[self._order(cls)]
+            self._order(cls)
+            self._sorted_vals[cls] = self._cache[cls][1]
         return self._sorted_vals[cls]
 
     def fewest_machines(self, cls, n: int, v_max: float) -> np.ndarray:
@@ -154,11 +212,14 @@ class FreePool:
         free score; this one fragments least: machines by most eligible GPUs first (ties: lower
         index), the last one replaced by the best fit (fewest eligible GPUs that still cover the
         remainder); on each machine the lowest-scoring eligible GPUs. Needs >= ``n`` eligible GPUs."""
-        s = np.append(self.score(cls), np.inf)
-        ok = self.free & (s <= v_max)
+        s = self._score_ext(cls)
+        order = self._order(cls)
+        hi = int(np.searchsorted(self._sorted_scores(cls), v_max, "right"))
+        elig = order[self._ptr[cls] : hi]  # GPUs before the pointer are taken
+        elig = elig[self.free[elig]]
         sl = self.slots
-        cnt = ok[sl].sum(axis=1)
-        order = np.argsort(-cnt, kind="stable")
+        cnt = np.bincount(self.mi[elig], minlength=sl.shape[0])
+        order = np.argsort((cnt.max() - cnt).astype(np.uint16), kind="stable")  # radix sort
         cum = np.cumsum(cnt[order])
         k = int(np.searchsorted(cum, n))  # machines order[:k+1] cover n
         used, rest = order[:k], n - (int(cum[k - 1]) if k else 0)
@@ -168,7 +229,7 @@ class FreePool:
         ms = np.append(used, last)
         take = np.append(cnt[used], rest)
         rows = sl[ms]  # (machines, slots); padding is the never-free sentinel G
-        v = np.where(ok[rows], s[rows], np.inf)
+        v = np.where(self.free[rows] & (s[rows] <= v_max), s[rows], np.inf)
         order = np.argsort(v, axis=1, kind="stable")  # lowest eligible scores first per machine
         first = np.arange(rows.shape[1])[None, :] < take[:, None]
         return np.take_along_axis(rows, order, axis=1)[first]
@@ -179,7 +240,7 @@ class FreePool:
         if cls not in self._sorted:
             shape = self.slots.shape
             self._sorted[cls] = (
-                np.append(self.score(cls), np.inf),
+                self._score_ext(cls),
                 np.empty(shape),
                 np.empty(shape, dtype=np.int64),
                 np.ones(shape[0], dtype=bool),

@@ -2,7 +2,10 @@
 
 * ``simulate_sia_philly_160``: Sia-Philly workload-1 (160 jobs), 64 GPUs (16 x 4), Longhorn, FIFO + PAL;
 * ``simulate_synergy_1000``: Synergy-style 1,000 jobs at 8 jobs/hour, 256 GPUs, FIFO + PAL;
-* ``simulate_themis_w2_256``: THEMIS Workload 2 on 256 GPUs with the THEMIS scheduler.
+* ``simulate_themis_w2_256``: THEMIS Workload 2 on 256 GPUs with the THEMIS scheduler;
+* ``simulate_synergy_10000_1024`` / ``simulate_synergy_100000_4096``: Synergy-style traces at the same
+  load per GPU (8 jobs/hour per 256 GPUs), FIFO + PAL; the 100k case (and its peak memory,
+  ``max_rss_mb`` of the process: run it with ``--timeout`` for its own process) is skipped by ``--quick``.
 """
 
 from __future__ import annotations
@@ -38,6 +41,33 @@ def synergy(quick: bool) -> dict:
     return _timed(trace=trace, scheduler="fifo", placement="pal", gpus=256)
 
 
+def synergy_at(jobs: int, gpus: int, seed: int = 0):
+    """Synergy-style trace of ``jobs`` jobs at 8 jobs/hour per 256 GPUs (the 1,000-job case's load)."""
+    from fairplace.instances.models import MODELS
+    from fairplace.instances.traces import synergy_trace
+
+    t_iter = {n: m.iter_seconds for n, m in MODELS.items()}
+    return synergy_trace(jobs, 8.0 * gpus / 256, t_iter, max_gpus=gpus, seed=seed)
+
+
+def _max_rss_mb() -> float:
+    import resource
+
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+
+
+def synergy_10k(quick: bool) -> dict:
+    out = _timed(trace=synergy_at(10_000, 1024), scheduler="fifo", placement="pal", gpus=1024)
+    return out | {"size": 10_000, "gpus": 1024, "max_rss_mb": _max_rss_mb()}
+
+
+def synergy_100k(quick: bool) -> dict:
+    if quick:  # minutes: only in the full set
+        return {"seconds": None, "skipped": "not in --quick"}
+    out = _timed(trace=synergy_at(100_000, 4096), scheduler="fifo", placement="pal", gpus=4096)
+    return out | {"size": 100_000, "gpus": 4096, "max_rss_mb": _max_rss_mb()}
+
+
 def themis_w2(quick: bool) -> dict:
     from fairplace.instances.workloads import themis_workload
 
@@ -49,4 +79,6 @@ CASES = {
     "simulate_sia_philly_160": (sia_philly, 5.0),
     "simulate_synergy_1000": (synergy, 60.0),
     "simulate_themis_w2_256": (themis_w2, 600.0),
+    "simulate_synergy_10000_1024": (synergy_10k, 10.0),
+    "simulate_synergy_100000_4096": (synergy_100k, 180.0),
 }

@@ -1,4 +1,5 @@
-"""``fairplace bench [--quick] [--json]``: run every ``CASES`` entry of ``fairplace.benchmarks.*``."""
+"""``fairplace bench [--quick] [--json] [--scaling]``: run every ``CASES`` entry of
+``fairplace.benchmarks.*``, or (``--scaling``) the growth exponents of ``benchmarks/scaling.py``."""
 
 from __future__ import annotations
 
@@ -13,6 +14,11 @@ def add_arguments(p) -> None:
     p.add_argument("--json", action="store_true", help="print a JSON list of results")
     p.add_argument("--only", default=None, metavar="TEXT", help="cases whose name contains TEXT")
     p.add_argument("--list", action="store_true", help="list the cases and their targets")
+    p.add_argument(
+        "--scaling",
+        action="store_true",
+        help="print the growth exponent (log-log slope) of PAL rounds, simulation and compact PA",
+    )
     p.add_argument(
         "--timeout",
         type=float,
@@ -104,7 +110,25 @@ def _fmt(v, spec=".4g") -> str:
     return "-" if v is None else format(v, spec)
 
 
+def _scaling(args) -> int:
+    from fairplace.benchmarks.scaling import run_scaling
+
+    results = run_scaling(args.quick, args.only)
+    if args.json:
+        print(json.dumps(results, indent=1))
+        return 0
+    for r in results:
+        if "error" in r:
+            print(f"{r['name']:<38} error: {r['error']}")
+            continue
+        pts = ", ".join(f"{n}: {s:.3g} s" for n, s in zip(r["sizes"], r["seconds"], strict=True))
+        print(f"{r['name']:<38} exponent {r['exponent']:.2f}  ({pts})")
+    return 0
+
+
 def run(args) -> int:
+    if args.scaling:
+        return _scaling(args)
     cases = collect()
     if args.only:
         cases = [c for c in cases if args.only in c[1]]

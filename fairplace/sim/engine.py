@@ -186,6 +186,10 @@ class Driver:
             },
         )
         alloc: dict[int, np.ndarray] = {}
+        key: dict[int, tuple] = {}  # each running job's GPUs as a sorted tuple
+        resumable = bool(getattr(self.policy, "resumable", False))
+        last_dec = None  # the previous decision, from which a resumable policy continues
+        last_rec = (None, "{}")  # the previous recorded allocation and its JSON
         waiting_since = (
             release.copy()
         )  # when each job last stopped holding GPUs (else: its release)
@@ -204,7 +208,7 @@ class Driver:
                 t = nxt_release if self.allocates else self._grid(t0, nxt_release, t, R)
                 continue
             running = np.zeros(J, bool)
-            running[list(alloc)] = True
+            running[np.fromiter(alloc, np.int64, len(alloc))] = True
             view = SchedView(
                 t=t,
                 active=active,
@@ -231,16 +235,28 @@ class Driver:
                     {j: g.tolist() for j, g in alloc.items()},
                     lambda x: t0 + np.ceil((x - t0) / R - 1e-12) * R,
                 )
+                new_key = {j: tuple(sorted(g.tolist())) for j, g in new.items()}
+                record = {w.ids[j]: g.tolist() for j, g in new.items()}
             else:
                 order = self.scheduler.order(view)
                 state = self.state_factory(
                     self.cluster,
                     self.scores,
-                    {w.ids[j]: tuple(int(g) for g in v) for j, v in alloc.items()},
+                    {w.ids[j]: key[j] for j in alloc},
                     round=int(round((t - t0) / R)),
                 )
-                dec = self.policy.place(state, [jobs[j] for j in order])
-                new = {pos[i]: np.asarray(g, dtype=np.int64) for i, g in dec.allocation.items()}
+                queue = [jobs[j] for j in order.tolist()]
+                if resumable:
+                    dec = self.policy.place(state, queue, previous=last_dec)
+                    last_dec = dec
+                else:
+                    dec = self.policy.place(state, queue)
+                record = dec.allocation  # sorted tuples of ints: JSON arrays
+                new_key = {pos[i]: g for i, g in record.items()}
+                new = {
+                    j: alloc[j] if key.get(j) == g else np.asarray(g, dtype=np.int64)
+                    for j, g in new_key.items()
+                }
             self._check(new, active, w)
             n_start = n_pre = n_mig = 0
             for j in list(alloc):
@@ -251,7 +267,7 @@ class Driver:
                     rate[j] = 0.0
             for j, g in new.items():
                 prev = alloc.get(j)
-                if prev is not None and np.array_equal(np.sort(prev), np.sort(g)):
+                if prev is not None and key[j] == new_key[j]:
                     continue
                 cost = 0.0
                 if prev is not None:
@@ -269,8 +285,8 @@ class Driver:
                 s = self.slowdown(j, g)
                 rate[j] = g.size / w.demand[j] / (w.t_iter[j] * s)  # elastic (THEMIS) if k < N_j
                 inv_s[j] = 1.0 / s
-            alloc = new
-            busy = int(sum(v.size for v in alloc.values()))
+            alloc, key = new, new_key
+            busy = int(sum(map(len, key.values())))
             changed = bool(n_start or n_pre or n_mig)
             # horizon: the next grid point, or further when nothing can change before it
             t_next = t + R
@@ -298,9 +314,9 @@ class Driver:
             r["started"].append(n_start)
             r["preempted"].append(n_pre)
             r["migrated"].append(n_mig)
-            r["allocation"].append(
-                json.dumps({w.ids[j]: g.tolist() for j, g in alloc.items()}, separators=(",", ":"))
-            )
+            if record != last_rec[0] or list(record) != list(last_rec[0]):  # same keys, same order
+                last_rec = (record, json.dumps(record, separators=(",", ":")))
+            r["allocation"].append(last_rec[1])
             # advance to t_next with exact completions
             finished, j_run, prog = self._advance(
                 alloc, t, t_next, rem, rate, inv_s, ready, attained, tr, w
@@ -309,7 +325,7 @@ class Driver:
             for j in finished:
                 done[j] = True
                 n_done += 1
-                del alloc[j]
+                del alloc[j], key[j]
                 left[gid[j]] -= 1
                 if left[gid[j]] == 0 and gid[j] in nxt:
                     for k in nxt[gid[j]]:
@@ -390,9 +406,12 @@ class Driver:
 
     def _check(self, new: dict[int, np.ndarray], active: np.ndarray, w: Workload) -> None:
         """Decision sanity (always cheap checks; full invariants in debug mode)."""
-        for j, g in new.items():
-            if g.size != w.demand[j] and not (self.allocates and 1 <= g.size <= w.demand[j]):
-                raise InvariantError(f"job {w.ids[j]} got {g.size} GPUs, demand {w.demand[j]}")
+        js = np.fromiter(new, np.int64, len(new))
+        size = np.fromiter((g.size for g in new.values()), np.int64, len(new))
+        bad = (size != w.demand[js]) & ~(self.allocates & (size >= 1) & (size <= w.demand[js]))
+        if bad.any():
+            j, n = int(js[bad][0]), int(size[bad][0])
+            raise InvariantError(f"job {w.ids[j]} got {n} GPUs, demand {w.demand[j]}")
         if not self.cfg.debug:
             return
         allg = np.concatenate([g for g in new.values()]) if new else np.zeros(0, np.int64)

@@ -1,0 +1,164 @@
+"""Fixed, seeded placement rounds and simulations whose results must not change when the placement engine
+or the simulator is made faster (issue 13). ``python tests/speedup_cases.py`` rewrites the reference file
+``tests/data/speedup_reference.json`` from the current code; run it only on code known to be right.
+
+Each case's result is reduced to a digest of its exact output (picks as GPU indices; simulation
+summary without wall time, per-job JCTs and every recorded decision), plus a few readable numbers.
+"""
+
+from __future__ import annotations
+
+import functools
+import hashlib
+import json
+from pathlib import Path
+
+import numpy as np
+
+REFERENCE = Path(__file__).parent / "data" / "speedup_reference.json"
+
+#: (policy, options) pairs checked on every placement instance
+POLICIES = [
+    ("pal", {}),
+    ("pal", {"ties": "artifact"}),
+    ("pal", {"backfill": True}),
+    ("pm-first", {}),
+    ("pm-first", {"backfill": True}),
+    ("packed-sticky", {}),
+    ("packed-non-sticky", {"backfill": True}),
+    ("random-sticky", {}),
+    ("random-non-sticky", {"backfill": True}),
+    ("pal", {"migrate": "if-better", "backfill": True}),
+]
+#: (machines, profile, load) placement instances
+INSTANCES = [
+    (8, "frontera", 1.5),
+    (64, "longhorn", 1.5),
+    (64, "longhorn", 0.7),
+    (256, "synthetic", 1.5),
+]
+#: (trace, gpus, scheduler, policy, options) simulations
+SIMULATIONS = [
+    ("workload-1", 64, "fifo", "pal", {}),
+    ("workload-1", 64, "fifo", "pm-first", {}),
+    ("workload-1", 64, "las", "pal", {}),
+    ("workload-1", 64, "srtf", "packed-non-sticky", {}),
+    ("workload-1", 64, "fifo", "random-non-sticky", {}),
+    ("workload-1", 64, "las", "packed-sticky", {}),
+    ("workload-2", 64, "fifo", "pal", {"ties": "artifact"}),
+    ("workload-3", 64, "fifo", "pal", {"migrate": "if-better"}),
+    ("synergy-300", 64, "fifo", "pal", {}),
+    ("synergy-300", 64, "fifo", "pal", {"backfill": True}),
+    ("synergy-300", 64, "las", "pm-first", {"backfill": True}),
+    ("synergy-300", 64, "fifo", "random-sticky", {}),
+]
+
+
+def digest(obj) -> str:
+    return hashlib.sha256(json.dumps(obj, sort_keys=True).encode()).hexdigest()[:20]
+
+
+def _running(state, queue, seed):
+    """A seeded prior allocation: the first half of the queue placed by packed-sticky, then a random
+    third of it finished (so running jobs sit on a fragmented cluster)."""
+    from fairplace.solvers.policies import ClusterState, make_policy
+
+    half = queue[: len(queue) // 2]
+    d = make_policy("packed-sticky", backfill=True).place(state, half)
+    rng = np.random.default_rng(seed)
+    keep = [j for j in d.allocation if rng.random() > 1 / 3]
+    return ClusterState(state.cluster, state.scores, {j: d.allocation[j] for j in keep}, round=3)
+
+
+@functools.lru_cache(maxsize=4)
+def _instance(machines, profile, load):
+    from fairplace.benchmarks.placement import _state, philly_queue
+
+    state = _state(machines, profile, seed=1)
+    return state, philly_queue(len(state.cluster), seed=2, load=load)
+
+
+def placement_case(machines, profile, load, policy, options, with_running):
+    from fairplace.solvers.policies import make_policy
+
+    state, queue = _instance(machines, profile, load)
+    if with_running:
+        state = _running(state, queue, 3)
+        queue = queue[::-1][: len(queue) // 2] + queue[: len(queue) // 2]
+    pol = make_policy(policy, seed=5, **options)
+    d = pol.place(state, queue)
+    alloc = {j: list(g) for j, g in d.allocation.items()}
+    return {
+        "placed": len(alloc),
+        "preempted": len(d.preempted),
+        "digest": digest([alloc, d.preempted]),
+    }
+
+
+def _trace(name):
+    if name == "synergy-300":
+        from fairplace.instances.models import MODELS
+        from fairplace.instances.traces import synergy_trace
+
+        t_iter = {n: m.iter_seconds for n, m in MODELS.items()}
+        return synergy_trace(300, 30.0, t_iter, max_gpus=64, seed=4)
+    return name
+
+
+def simulation_case(trace, gpus, scheduler, policy, options):
+    from fairplace.sim import simulate
+
+    res = simulate(
+        trace=_trace(trace),
+        scheduler=scheduler,
+        placement=policy,
+        gpus=gpus,
+        seed=1,
+        progress=False,
+        placement_options=options,
+    )
+    summ = {k: v for k, v in res.summary.items() if k != "wall_seconds"}
+    jct = res.jobs["jct"].tolist()
+    rounds = res.rounds.drop(columns=[c for c in res.rounds.columns if c == "wall"]).to_dict("list")
+    return {
+        "avg_jct": summ["avg_jct"],
+        "decisions": summ["decisions"],
+        "summary": digest(summ),
+        "jct": digest(jct),
+        "rounds": digest(rounds),
+    }
+
+
+def placement_key(machines, profile, load, policy, options, with_running):
+    opts = ",".join(f"{k}={v}" for k, v in sorted(options.items()))
+    run = "+running" if with_running else ""
+    return f"{policy}[{opts}]@{machines}x4-{profile}-{load}{run}"
+
+
+def simulation_key(trace, gpus, scheduler, policy, options):
+    opts = ",".join(f"{k}={v}" for k, v in sorted(options.items()))
+    return f"{trace}@{gpus}:{scheduler}/{policy}[{opts}]"
+
+
+def placement_params():
+    return [
+        (m, p, load, pol, opts, run)
+        for m, p, load in INSTANCES
+        for pol, opts in POLICIES
+        for run in (False, True)
+    ]
+
+
+def main() -> None:
+    ref = {"placement": {}, "simulation": {}}
+    for args in placement_params():
+        ref["placement"][placement_key(*args)] = placement_case(*args)
+    for args in SIMULATIONS:
+        ref["simulation"][simulation_key(*args)] = simulation_case(*args)
+        print(simulation_key(*args), ref["simulation"][simulation_key(*args)]["avg_jct"])
+    REFERENCE.parent.mkdir(exist_ok=True)
+    REFERENCE.write_text(json.dumps(ref, indent=1, sort_keys=True) + "\n")
+
+
+if __name__ == "__main__":
+    main()

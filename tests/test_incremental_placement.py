@@ -1,0 +1,93 @@
+"""The speed-ups of issue 13 against their slow definitions: a run of single-GPU picks equals one
+``pm_first(cls, 1)`` + ``take`` per job, and a round resumed from the previous decision equals the
+round placed from scratch, for any change of the queue."""
+
+from __future__ import annotations
+
+import numpy as np
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from test_pal_engine import pools
+
+from fairplace.benchmarks.scaling import exponent
+from fairplace.domain import Job
+from fairplace.instances.generators import grid_cluster
+from fairplace.solvers.placement_engine import FreePool
+from fairplace.solvers.policies import ClusterState, make_policy
+
+
+@settings(max_examples=150, deadline=None)
+@given(pools(), st.integers(1, 25), st.sampled_from(["machine", "level"]))
+def test_pm_first_singles_is_one_pm_first_per_job(p, k, count):
+    cl, s, free = p
+    one = FreePool(cl, {"A": s}, free.copy())
+    expected = []
+    for _ in range(k):
+        g = one.pm_first("A", 1, count=count)
+        if g is None:
+            break
+        one.take(g)
+        expected.append(int(g[0]))
+    run = FreePool(cl, {"A": s}, free.copy())
+    assert run.pm_first_singles("A", k, count).tolist() == expected
+    assert np.array_equal(run.free, one.free) and np.array_equal(run.nfree_m, one.nfree_m)
+
+
+def _queue(draw, n, tag):
+    return [
+        Job(
+            f"{tag}{i}",
+            draw(st.sampled_from([1, 1, 1, 2, 3, 4, 8])),
+            draw(st.sampled_from(["A", "B"])),
+        )
+        for i in range(n)
+    ]
+
+
+@st.composite
+def queue_changes(draw):
+    """A cluster with two classes of tied scores, a queue, and the same queue after completions
+    (removals), arrivals (insertions) and a reordering of a tail."""
+    M, P = draw(st.integers(2, 6)), draw(st.sampled_from([2, 4]))
+    G = M * P
+    lv = st.sampled_from([0.9, 1.0, 1.2])
+    scores = {c: np.array(draw(st.lists(lv, min_size=G, max_size=G))) for c in "AB"}
+    first = _queue(draw, draw(st.integers(0, 14)), "j")
+    second = [j for j in first if draw(st.integers(0, 4))]  # some complete
+    for j in _queue(draw, draw(st.integers(0, 4)), "n"):
+        second.insert(draw(st.integers(0, len(second))), j)
+    if second and draw(st.booleans()):
+        cut = draw(st.integers(0, len(second) - 1))
+        second = second[:cut] + list(reversed(second[cut:]))
+    return grid_cluster(M, P, pm=scores), scores, first, second
+
+
+@settings(max_examples=150, deadline=None)
+@given(
+    queue_changes(),
+    st.sampled_from(
+        [("pal", {}), ("pal", {"ties": "artifact"}), ("pm-first", {}), ("packed-non-sticky", {})]
+    ),
+    st.booleans(),
+)
+def test_resumed_round_equals_round_from_scratch(c, policy, backfill):
+    cl, scores, first, second = c
+    pol = make_policy(policy[0], backfill=backfill, **policy[1])
+    assert pol.resumable
+    prev = pol.place(ClusterState(cl, scores, {}), first)
+    state = ClusterState(cl, scores, {j: g for j, g in prev.allocation.items()})
+    fresh = pol.place(state, second)
+    resumed = pol.place(state, second, previous=prev)
+    assert list(resumed.allocation.items()) == list(fresh.allocation.items())
+    assert resumed.preempted == fresh.preempted
+
+
+def test_round_seeded_sticky_and_if_better_policies_do_not_resume():
+    assert not make_policy("random-non-sticky").resumable
+    assert not make_policy("packed-sticky").resumable
+    assert not make_policy("pal", migrate="if-better").resumable
+
+
+def test_growth_exponent_is_the_log_log_slope():
+    assert abs(exponent([1, 2, 4, 8], [3, 12, 48, 192]) - 2.0) < 1e-9
+    assert abs(exponent([10, 100], [0.5, 5.0]) - 1.0) < 1e-9
