@@ -113,6 +113,7 @@ def simulation_case(trace, gpus, scheduler, policy, options):
         scheduler=scheduler,
         placement=policy,
         gpus=gpus,
+        profile="longhorn",  # per-GPU medians: the default when the references were recorded
         seed=1,
         progress=False,
         placement_options=options,
