@@ -31,9 +31,15 @@ def journal_path(out: str | Path) -> Path:
     return out if out.suffix == ".jsonl" else out.with_name(out.name + ".jsonl")
 
 
-def scan_journal(path: str | Path) -> tuple[list[dict], list[str]]:
-    """(rows, problems) of a journal. A row is a JSON object with string ``instance`` and ``solver``;
-    any other line (not UTF-8, not JSON, not an object, no ``instance``) is skipped and described in
+#: the string fields every row of a batch journal has (a sweep journal's rows have ``cell_id``)
+BATCH_KEYS = ("instance", "solver")
+
+
+def scan_journal(
+    path: str | Path, keys: tuple[str, ...] = BATCH_KEYS
+) -> tuple[list[dict], list[str]]:
+    """(rows, problems) of a journal. A row is a JSON object with a string value for each of ``keys``;
+    any other line (not UTF-8, not JSON, not an object, a key missing) is skipped and described in
     ``problems`` (``"line 3: not a JSON object"``). An unterminated last line (a crash mid-write) is
     dropped silently: it is the expected trace of a crash, not damage."""
     p = Path(path)
@@ -54,16 +60,16 @@ def scan_journal(path: str | Path) -> tuple[list[dict], list[str]]:
             continue
         if not isinstance(row, dict):
             problems.append(f"line {k}: not a JSON object")
-        elif not isinstance(row.get("instance"), str) or not isinstance(row.get("solver"), str):
-            problems.append(f"line {k}: no 'instance' and 'solver' names")
+        elif not all(isinstance(row.get(key), str) for key in keys):
+            problems.append(f"line {k}: no {' and '.join(repr(key) for key in keys)} names")
         else:
             rows.append(row)
     return rows, problems
 
 
-def read_journal(path: str | Path) -> list[dict]:
+def read_journal(path: str | Path, keys: tuple[str, ...] = BATCH_KEYS) -> list[dict]:
     """The rows of a journal (see :func:`scan_journal`; bad lines are skipped)."""
-    return scan_journal(path)[0]
+    return scan_journal(path, keys)[0]
 
 
 class JournalLock:

@@ -51,6 +51,8 @@ from fairplace.sweep_inputs import (
 
 SPEC_KEYS = ("name", "schedulers", "placements", "traces", "seeds", "params", "fixed", "frames")
 FRAMES = ("jobs", "apps", "rounds")
+#: the field every line of a sweep journal (results and frames) has
+SWEEP_KEYS = ("cell_id",)
 CELL_KEYS = ("scheduler", "placement", "trace", "seed")
 
 
@@ -276,11 +278,11 @@ def _finish(paths: dict[str, Path], frames: Iterable[str]) -> list[dict]:
     """Write the tables from the journals; returns the journaled rows (last one per cell wins).
     A frame keeps the rows of the last run of each journaled cell (a crash between a cell's frame
     and its row leaves an orphan frame line; a resumed run of that cell replaces it)."""
-    rows = {r["cell_id"]: r for r in read_journal(paths["jsonl"]) if "cell_id" in r}
+    rows = {r["cell_id"]: r for r in read_journal(paths["jsonl"], SWEEP_KEYS) if "cell_id" in r}
     if rows:
         _write_table(list(rows.values()), paths["csv"], paths["parquet"])
     for f in frames:
-        last = {e["cell_id"]: e["rows"] for e in read_journal(paths[f"{f}.jsonl"])}
+        last = {e["cell_id"]: e["rows"] for e in read_journal(paths[f"{f}.jsonl"], SWEEP_KEYS)}
         got = [r for cid in rows for r in last.get(cid, [])]
         if got:
             _write_table(got, paths[f"{f}.csv"], paths[f"{f}.parquet"])
@@ -326,7 +328,7 @@ def _run_locked(spec, paths, resume, workers, progress, simulate) -> pd.DataFram
         for j in journals:
             if j.exists():
                 repair_journal(j)
-        done = {r.get("cell_id") for r in read_journal(paths["jsonl"])}
+        done = {r.get("cell_id") for r in read_journal(paths["jsonl"], SWEEP_KEYS)}
     else:
         for p in paths.values():
             p.unlink(missing_ok=True)
