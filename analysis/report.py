@@ -1,5 +1,5 @@
 """Reports: ``report.md`` (PNG files linked from ``figures/``) and ``report.html`` (the same figures
-embedded as base64 PNG), each with a claims table *claim — paper — ours — holds?*."""
+embedded as base64 PNG), each with a claims table *claim — paper (range) — ours (spread over seeds) — outcome — reason*."""
 
 from __future__ import annotations
 
@@ -11,7 +11,11 @@ from pathlib import Path
 
 import pandas as pd
 
-CLAIM_COLUMNS = ("id", "claim", "figure", "paper", "ours", "rule", "holds", "note")
+CLAIM_COLUMNS = (
+    "id", "claim", "figure", "paper", "paper_range", "ours", "spread", "outcome", "reason",
+)  # fmt: skip
+#: row colour per claim outcome
+_OUTCOME_CLASS = {"reproduces": "yes", "direction only": "dir", "does not reproduce": "no"}
 
 
 @dataclass
@@ -60,8 +64,7 @@ def _html_table(df: pd.DataFrame, claims: bool = False) -> str:
     for _, r in df.iterrows():
         cls = ""
         if claims:
-            h = str(r.get("holds", ""))
-            cls = " class='yes'" if h == "yes" else " class='no'" if h == "no" else " class='nr'"
+            cls = f" class='{_OUTCOME_CLASS.get(str(r.get('outcome', '')), 'nr')}'"
         cells = "".join(f"<td>{html.escape(_fmt(r[c]))}</td>" for c in df.columns)
         body.append(f"<tr{cls}>{cells}</tr>")
     return f"<table><thead><tr>{head}</tr></thead><tbody>{''.join(body)}</tbody></table>"
@@ -71,7 +74,7 @@ _CSS = (
     "body{font-family:sans-serif;max-width:1100px;margin:2em auto;padding:0 1em}"
     "table{border-collapse:collapse;margin:1em 0;font-size:90%}"
     "td,th{border:1px solid #ccc;padding:3px 6px;vertical-align:top}"
-    "tr.yes td{background:#e8f6e8}tr.no td{background:#fbe9e9}tr.nr td{background:#f3f3f3}"
+    "tr.yes td{background:#e8f6e8}tr.dir td{background:#fdf6e0}tr.no td{background:#fbe9e9}tr.nr td{background:#f3f3f3}"
     "img{max-width:100%;border:1px solid #eee}"
 )
 

@@ -345,14 +345,17 @@ def reproduce(
                 rows.append(evaluate(c, o.frames))
     table = pd.DataFrame(rows)
     seconds = time.perf_counter() - t0
-    held = (table["holds"] == "yes").sum() if len(table) else 0
-    nr = table["holds"].astype(str).str.startswith("not run").sum() if len(table) else 0
+    counts = table["outcome"].value_counts() if len(table) else pd.Series(dtype=int)
     preamble = [
         f"Command: fairplace reproduce {which}{' --quick' if size == 'quick' else ''}"
         f"{' (size ' + size + ')' if size == 'tiny' else ''}; fairplace commit {_git_commit()}; "
         f"generated {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}; {seconds:.0f} s.",
-        f"{held} of {len(table)} claims hold, {len(table) - held - nr} do not, {nr} not run. "
-        "'holds?' applies the stated rule to our numbers; the paper's number is shown for context. "
+        f"Of {len(table)} claims: {counts.get('reproduces', 0)} reproduce, "
+        f"{counts.get('direction only', 0)} direction only, "
+        f"{counts.get('does not reproduce', 0)} do not reproduce, "
+        f"{counts.get('not run', 0)} not run. 'reproduces' = ours (mean over seeds) inside the "
+        "paper's range (or its stated tolerance); 'direction only' = outside it but on the paper's "
+        "side of no effect; the spread is min..max over seeds. "
         "Raw results are in data/.",
     ]
     paths = write_report(out, "fairplace reproduction report", table, sections, preamble)

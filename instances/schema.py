@@ -65,6 +65,7 @@ _AGENT_FIELDS = {
             "properties": {
                 "jobs": {"type": "integer", "minimum": 1},
                 "iters": {"type": "number", "minimum": 0},
+                "gpus": {"type": "integer", "minimum": 1},
             },
         },
     },
@@ -77,7 +78,7 @@ _AGENT_FIELDS = {
     "t_id": {
         "type": "object",
         "properties": {
-            "variant": {"enum": ["themis", "static", "gavel"]},
+            "variant": {"enum": ["themis", "literal", "static", "gavel"]},
             "n_avg": {"type": "number", "exclusiveMinimum": 0},
             "n_arrival": {"type": "integer", "minimum": 1},
             "n_active": {"type": "integer", "minimum": 1},
