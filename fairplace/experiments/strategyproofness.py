@@ -24,7 +24,7 @@ Set-up (the paper's, with the details it leaves open stated here):
   ``S * (1 - X)`` for single-machine bundles (``lie='under-dense'``), in its bids and in its current
   rho (its reported locality penalties, for the arbiter). Progress always uses the true slowdowns.
 
-``strategyproofness(quick=...)`` returns a DataFrame with one row per X (averaged over seeds):
+``strategyproofness(quick=...)`` returns a DataFrame with one row per X and seed:
 ``X, liar_completion, others_avg_completion`` (seconds) plus ``liar_mean_payment`` (mean c of the liar
 over the rounds it bid in) and ``liar_dense_share`` (fraction of its lease-rounds spent on the 8-GPU
 machine). :func:`tipping_point` reports the first X at which the liar's completion time jumps.
@@ -257,17 +257,14 @@ def strategyproofness(
         seeds = range(5)
     rows = []
     for X in xs:
-        runs = [simulate(setup, X / 100.0, seed=s) for s in seeds]
-        row = {"X": X}
-        for key in runs[0]:
-            row[key] = float(np.nanmean([r[key] for r in runs]))
-        rows.append(row)
+        for s in seeds:
+            rows.append({"X": X, "seed": int(s), **simulate(setup, X / 100.0, seed=s)})
     return pd.DataFrame(rows)
 
 
 def tipping_point(df: pd.DataFrame, jump: float = 0.05) -> float | None:
     """Smallest X whose liar completion exceeds the X = 0 value by more than ``jump`` (relative);
     None if there is none."""
-    base = float(df.loc[df["X"] == df["X"].min(), "liar_completion"].iloc[0])
-    worse = df[df["liar_completion"] > base * (1.0 + jump)]
-    return None if worse.empty else float(worse["X"].min())
+    m = df.groupby("X")["liar_completion"].mean()
+    worse = m[m > float(m.iloc[0]) * (1.0 + jump)]
+    return None if worse.empty else float(worse.index.min())
