@@ -38,6 +38,9 @@ def run(args) -> int:
     )
     t = res["table"]
     for _, r in t.iterrows():
-        print(f"{r['holds']:>8}  {r['id']}: ours {r['ours'] or '-'} | paper {r['paper']}")
+        print(
+            f"{r['outcome']:>18}  {r['id']}: ours {r['ours'] or '-'} {r['spread']}"
+            f" | paper {r['paper_range']}"
+        )
     print(f"report: {res['md']} and {res['html']} ({res['seconds']:.0f} s)")
     return 0
