@@ -127,7 +127,9 @@ def test_strategyproofness_liar_is_random_and_demand_above_share():
     from fairplace.experiments.strategyproofness import Setup, liar_of
 
     s = Setup()
-    assert s.d_max > (s.big + 2 * s.small_machines) // s.n_apps  # apps want more than 1/N
+    gpus = s.big + 2 * s.small_machines
+    assert s.d_max > gpus // s.n_apps  # apps want more than 1/N
+    assert math.ceil((1 - s.f) * s.n_apps) * s.d_max > gpus  # the bidders contend
     liars = {liar_of(s, seed) for seed in range(20)}
     assert len(liars) >= 4  # not always app 0
 

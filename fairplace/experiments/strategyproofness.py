@@ -3,8 +3,10 @@
 Set-up (the paper's, with the details it leaves open stated here):
 
 * 64 GPUs: one 8-GPU machine and 28 2-GPU machines, one rack. 8 identical single-job apps, all
-  arriving at t = 0, each with serial work W GPU-seconds and demand cap d_max = 16 — above the 1/N
-  share of 8 GPUs, so bidders compete for GPU counts, not only for the 8-GPU machine; slowdown S = 1
+  arriving at t = 0, each with serial work W GPU-seconds and demand cap d_max = 24 — three times the
+  1/N share of 8 GPUs — and filter f = 0.5 (4 bidders x 24 > 64 GPUs), so bidders compete for GPU
+  counts and pay hidden payments c < 1 (with f = 0.8 and d_max = 16 the 2 bidders never contend:
+  c = 1 in every round and no misreport can matter); slowdown S = 1
   on one machine and ``s_spread`` across machines (network-intensive apps, so the 8-GPU machine is the
   most preferred allocation). rho(G) = (t_now + R * S(G) / min(|G|, d_max)) / T_id with the headline
   T_id = W / min(R_C / N, d_max) (N = 8, R = remaining serial work).
@@ -53,11 +55,11 @@ class Setup:
     n_apps: int = 8
     big: int = 8
     small_machines: int = 28
-    d_max: int = 16
+    d_max: int = 24
     work: float = 8 * 2 * 3600.0  # GPU-seconds: 2 h on 8 GPUs
     s_spread: float = 1.5
     lease: float = 600.0
-    f: float = 0.8
+    f: float = 0.5
     lie: str = "over-spread"
     rounding: str = "floor"
     engine: str = "arbiter"  # "arbiter" (fairplace.rounds, compact PA) | "explicit" (bid tables)
