@@ -84,7 +84,7 @@ class Arbiter:
     f: float = 0.8
     lease: float = 600.0
     leftover: str = "random"
-    rounding: str = "floor"
+    rounding: str = "lottery"  # default from the sensitivity experiment (sim/themis.py)
     seed: int = 0
     options: SolveOptions = SolveOptions()
 

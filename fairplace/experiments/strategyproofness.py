@@ -14,7 +14,8 @@ Set-up (the paper's, with the details it leaves open stated here):
 * Leases are synchronous (a documented simplification): every ``lease`` seconds all GPUs are released
   and one auction round runs. The ceil((1 - f) N_active) apps with the worst current rho (rho of the
   allocation they held; unbounded if none) bid; the PA auction (exact PF + leave-one-out payments,
-  ``rounding`` default ``floor``) allocates; every GPU it leaves free (leftover and unbid GPUs) is
+  ``rounding`` ``floor`` here: deterministic, unlike the simulator's default ``lottery``)
+  allocates; every GPU it leaves free (leftover and unbid GPUs) is
   handed at random (seeded) to the non-participants, up to d_max each.
 * ``engine='arbiter'`` (default) drives :class:`fairplace.rounds.Arbiter`: agent-form apps, the compact
   PA (every count per machine is a possible bundle), rho tables cached between rounds.

@@ -11,6 +11,10 @@ app-level scheduler that splits each app's GPUs among its jobs (successive halvi
   ``successive-halving`` phases (n_jobs, iterations, GPUs per job), T_id under the same variant as
   the metric (``t_id``, default the headline ``themis``: per-phase work on a 1/N_avg share, N_avg
   measured so far), and ``rho`` as the app's current rho with the GPUs it held just before.
+* PA rounding (``rounding``, default ``lottery``): in the sensitivity experiment (W2, 16 GPUs,
+  f = 0.5 so that auctions have several bidders) ``floor`` gave the worst max rho (it drops a whole
+  GPU at c = 0.996), ``lottery`` and ``fractional`` were alike; ``lottery`` keeps the hidden payment
+  in expectation (PA's incentives), ``fractional`` drops it, so ``lottery`` is the default.
 * Pricing (``pricing``): ``locality`` (default; THEMIS as published is variability-unaware, its S(G) is
   the locality slowdown only) or ``pm-score`` (S = L(spread) x max binned PM-score, priced on a copy of
   the cluster carrying the binned scores). Runtime always uses the raw PM-scores.
@@ -62,7 +66,7 @@ class Themis:
         lease: float = 600.0,
         leftover: str = "random",
         pricing: str = "locality",
-        rounding: str = "floor",
+        rounding: str = "lottery",
         t_id: str = "themis",
         seed: int = 0,
     ):
