@@ -112,6 +112,9 @@ def best_param(res: Frames, param: str, metric: str = "max_rho", where=None):
     df = _where(ok_rows(res["summary"]), where)
     m = df.groupby(param)[metric].mean()
     det = ", ".join(f"{param}={k}: {v:.3g}" for k, v in m.items())
+    ties = m.index[np.isclose(m, m.min(), rtol=1e-9)].tolist()
+    if len(ties) > 1:
+        det += f" (tie between {ties}: the first is reported)"
     return float(m.idxmin()), det
 
 
