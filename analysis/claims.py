@@ -1,9 +1,21 @@
-"""Claims: a paper's number next to ours, and whether it holds under a stated rule.
+"""Claims: a paper's number next to ours, judged by one of three outcomes.
 
 A claim (one ``[[claim]]`` of ``papers/<paper>/claims.toml``) names an experiment, a *measure* (a
-function below that reads that experiment's result frames and returns ``(value, detail)``) and a
-*rule* (``gt``/``ge``/``lt``/``le`` against ``threshold``, or ``between`` ``[lo, hi]``). Measures only
-read what the simulator / solvers recorded; they aggregate (mean over seeds, geomean over workloads).
+function below that reads that experiment's result frames and returns ``(value, detail)``) and the
+paper's own range ``paper_range = [lo, hi]`` (a single number is ``[v, v]``) in the claim's ``unit``,
+optionally widened by an absolute ``tolerance``, and the direction of the effect
+(``direction = "higher"`` or ``"lower"`` than ``null_value``, e.g. a gain above 0 or a ratio above 1).
+The outcome (:func:`outcome`):
+
+* ``reproduces`` — ours (the mean over seeds) is inside [lo - tolerance, hi + tolerance];
+* ``direction only`` — outside it, but on the paper's side of ``null_value``;
+* ``does not reproduce`` — otherwise (or no direction is stated);
+* ``not run`` — the experiment or a frame is missing.
+
+Each row carries a one-line ``reason`` (the claim's ``caveat`` when it does not reproduce). When the
+frames have a ``seed`` column with several seeds the measure is also taken per seed and ``spread``
+reports min..max and the standard deviation over seeds. Measures only read what the simulator /
+solvers recorded; they aggregate (mean over seeds, geomean over workloads).
 """
 
 from __future__ import annotations
@@ -100,6 +112,9 @@ def best_param(res: Frames, param: str, metric: str = "max_rho", where=None):
     df = _where(ok_rows(res["summary"]), where)
     m = df.groupby(param)[metric].mean()
     det = ", ".join(f"{param}={k}: {v:.3g}" for k, v in m.items())
+    ties = m.index[np.isclose(m, m.min(), rtol=1e-9)].tolist()
+    if len(ties) > 1:
+        det += f" (tie between {ties}: the first is reported)"
     return float(m.idxmin()), det
 
 
@@ -169,43 +184,131 @@ MEASURES: dict[str, Callable] = {
     "order_fraction": order_fraction,
 }
 
-RULES = {
-    "gt": (lambda v, t: v > t, "> {t}"),
-    "ge": (lambda v, t: v >= t, ">= {t}"),
-    "lt": (lambda v, t: v < t, "< {t}"),
-    "le": (lambda v, t: v <= t, "<= {t}"),
-    "between": (lambda v, t: t[0] <= v <= t[1], "in [{t[0]}, {t[1]}]"),
-}
+OUTCOMES = ("reproduces", "direction only", "does not reproduce", "not run")
+DIRECTIONS = ("higher", "lower")
+#: keys a claim may have (anything else is a typo and raises DataError naming it)
+CLAIM_KEYS = {
+    "id", "text", "figure", "paper", "paper_range", "tolerance", "direction", "null_value",
+    "experiment", "measure", "args", "unit", "caveat",
+}  # fmt: skip
 
 
-def rule_text(rule: str, threshold) -> str:
-    if rule not in RULES:
-        raise DataError("rule", f"unknown rule {rule!r}; known: {', '.join(RULES)}")
-    return "ours " + RULES[rule][1].format(t=threshold)
+def check_claim(claim: dict) -> tuple[float, float, float]:
+    """Validate a claim's schema; returns (lo, hi, tolerance)."""
+    cid = claim.get("id", "<claim>")
+    unknown = set(claim) - CLAIM_KEYS
+    if unknown:
+        raise DataError(f"{cid}.{sorted(unknown)[0]}", "unknown claim key")
+    for k in ("id", "text", "experiment", "measure", "paper_range"):
+        if k not in claim:
+            raise DataError(f"{cid}.{k}", "missing")
+    r = claim["paper_range"]
+    if isinstance(r, (int, float)):
+        r = [r, r]
+    if (
+        not isinstance(r, list)
+        or len(r) != 2
+        or not all(isinstance(v, (int, float)) for v in r)
+        or r[0] > r[1]
+    ):
+        raise DataError(f"{cid}.paper_range", f"expected [lo, hi] with lo <= hi, got {r!r}")
+    tol = claim.get("tolerance", 0.0)
+    if not isinstance(tol, (int, float)) or tol < 0:
+        raise DataError(f"{cid}.tolerance", f"expected a number >= 0, got {tol!r}")
+    d = claim.get("direction")
+    if d is not None and d not in DIRECTIONS:
+        raise DataError(f"{cid}.direction", f"expected one of {DIRECTIONS}, got {d!r}")
+    if d is not None and not isinstance(claim.get("null_value"), (int, float)):
+        raise DataError(f"{cid}.null_value", "a direction needs the null value it is measured from")
+    return float(r[0]), float(r[1]), float(tol)
+
+
+def outcome(value: float, claim: dict) -> str:
+    """``reproduces`` / ``direction only`` / ``does not reproduce`` for ``value`` (module doc)."""
+    lo, hi, tol = check_claim(claim)
+    if math.isfinite(value) and lo - tol <= value <= hi + tol:
+        return "reproduces"
+    d, null = claim.get("direction"), claim.get("null_value")
+    if d == "higher" and value > null or d == "lower" and value < null:
+        return "direction only"
+    return "does not reproduce"
+
+
+def range_text(claim: dict) -> str:
+    lo, hi, tol = check_claim(claim)
+    unit = claim.get("unit", "")
+    r = f"{lo:g}{unit}" if lo == hi else f"[{lo:g}, {hi:g}]{unit}"
+    return r + (f" ± {tol:g}" if tol else "")
+
+
+def _seed_frames(frames: Frames) -> dict:
+    """{seed: frames restricted to that seed} when some frame has several seeds, else {}."""
+    seeds = set()
+    for df in frames.values():
+        if isinstance(df, pd.DataFrame) and "seed" in df.columns:
+            seeds |= set(df["seed"].dropna().unique().tolist())
+    if len(seeds) < 2:
+        return {}
+    return {
+        s: {
+            k: df[df["seed"] == s] if isinstance(df, pd.DataFrame) and "seed" in df else df
+            for k, df in frames.items()
+        }
+        for s in sorted(seeds)
+    }
+
+
+def spread(fn: Callable, frames: Frames, args: dict) -> str:
+    """min..max (sd) of the measure over seeds, '' with one seed or when a seed cannot be measured."""
+    vals = []
+    for f in _seed_frames(frames).values():
+        try:
+            v = fn(f, **args)[0]
+        except (DataError, KeyError, ValueError, TypeError, ZeroDivisionError):
+            return ""
+        if v is None or not math.isfinite(v):
+            return ""
+        vals.append(float(v))
+    if len(vals) < 2:
+        return ""
+    a = np.asarray(vals)
+    return f"{a.min():.3g}..{a.max():.3g} (sd {a.std(ddof=1):.2g}, {a.size} seeds)"
 
 
 def evaluate(claim: dict, frames: Frames | None, not_run: str | None = None) -> dict:
-    """One claims-table row: id, claim, figure, paper, ours, rule, holds (yes | no | not run), note."""
+    """One claims-table row: id, claim, figure, paper, paper_range, ours, spread, outcome, reason."""
+    check_claim(claim)
     row = {
         "id": claim["id"],
         "claim": claim["text"],
         "figure": claim.get("figure", ""),
         "paper": claim.get("paper", ""),
-        "rule": rule_text(claim["rule"], claim["threshold"]),
+        "paper_range": range_text(claim),
+        "ours": "",
+        "spread": "",
     }
     unit = claim.get("unit", "")
     if not_run is not None or frames is None:
-        return row | {"ours": "", "holds": "not run", "note": not_run or "not run"}
+        return row | {"outcome": "not run", "reason": not_run or "not run"}
+    args = claim.get("args", {})
     try:
         fn = MEASURES[claim["measure"]]
-        value, detail = fn(frames, **claim.get("args", {}))
+        value, detail = fn(frames, **args)
     except KeyError as exc:
-        return row | {"ours": "", "holds": "not run", "note": f"not run: missing {exc}"}
+        return row | {"outcome": "not run", "reason": f"not run: missing {exc}"}
     except (DataError, ValueError, TypeError, ZeroDivisionError) as exc:
-        return row | {"ours": "", "holds": "not run", "note": f"not run: {exc}"}
-    if value is None or (isinstance(value, float) and not math.isfinite(value)):
-        why = claim.get("caveat", "not analysed")
-        return row | {"ours": "none", "holds": "no", "note": f"{detail}. Likely cause: {why}"}
-    ok = RULES[claim["rule"]][0](value, claim["threshold"])
-    note = detail if ok else f"{detail}. Likely cause: {claim.get('caveat', 'not analysed')}"
-    return row | {"ours": f"{fixed(value, 3)}{unit}", "holds": "yes" if ok else "no", "note": note}
+        return row | {"outcome": "not run", "reason": f"not run: {exc}"}
+    value = math.nan if value is None else float(value)
+    out = outcome(value, claim)
+    ours = f"{fixed(value, 3)}{unit}" if math.isfinite(value) else "none"
+    if out == "reproduces":
+        why = f"inside the paper's range; {detail}"
+    else:
+        side = "right direction" if out == "direction only" else "not even the direction"
+        why = f"{side}: {claim.get('caveat', 'not analysed')} ({detail})"
+    return row | {
+        "ours": ours,
+        "spread": spread(fn, frames, args),
+        "outcome": out,
+        "reason": why,
+    }

@@ -1,6 +1,7 @@
 """Reports: ``report.md`` (PNG files linked from ``figures/``) and ``report.html`` (the same figures
-embedded as base64 PNG), each with a claims table *claim — paper — ours — outcome*. Tables are
-rendered by pandas (``to_markdown`` / ``to_html``), numbers in fixed notation, units in the headers."""
+embedded as base64 PNG), each with a claims table *claim — paper (range) — ours (spread over seeds) —
+outcome — reason*. Tables are rendered by pandas (``to_markdown`` / ``to_html``), numbers in fixed
+notation, units in the headers."""
 
 from __future__ import annotations
 
@@ -72,7 +73,9 @@ def _inline_html(text: str) -> str:
 #: claim outcomes (analysis.claims): the first counts as reproduced in the headline
 REPRODUCES = "reproduces"
 _HOLDS_TO_OUTCOME = {"yes": REPRODUCES, "no": "does not reproduce"}
-_CLAIM_ORDER = ("id", "claim", "figure", "paper", "ours", "rule", "outcome", "reason", "note")
+_CLAIM_ORDER = (
+    "id", "claim", "figure", "paper", "paper_range", "ours", "spread", "outcome", "reason", "note",
+)  # fmt: skip
 
 
 def claim_outcomes(claims: pd.DataFrame) -> pd.Series:

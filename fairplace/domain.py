@@ -181,7 +181,7 @@ class AgentApp:
     cls: str | None = None
     model: str | None = None
     stopping: str = "none"
-    phases: tuple[tuple[int, float], ...] = ()
+    phases: tuple[tuple, ...] = ()  # (n_jobs, iterations[, GPUs per job]) per phase
     current_phase: int = 0
     phase_model: str = "actual"
     future: str = "median"

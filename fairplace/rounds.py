@@ -3,7 +3,9 @@
 On a resource-available event (lease expiry, arrival, completion) the driver calls
 :meth:`Arbiter.auction_round` with the apps' state and the free GPUs; the arbiter
 
-1. ranks apps by their current rho (worst first; an app with no GPU has rho = inf),
+1. ranks apps by their current rho (worst first; an app with no GPU has rho = inf), ties broken by
+   the rho the app would have from now on with a 1/N share (worst first; it grows while the app
+   waits), then by a seeded random draw — never by app id,
 2. lets the ceil((1 - f) N) worst (at least one) bid on the free GPUs (the AGENT's rho tables),
 3. runs the partial-allocation auction (exact compact PF + PA, ``fairplace.solvers.compact``),
 4. hands every offered GPU the auction did not keep (hidden payments and GPUs no participant wanted)
@@ -82,7 +84,7 @@ class Arbiter:
     f: float = 0.8
     lease: float = 600.0
     leftover: str = "random"
-    rounding: str = "floor"
+    rounding: str = "lottery"  # default from the sensitivity experiment (sim/themis.py)
     seed: int = 0
     options: SolveOptions = SolveOptions()
 
@@ -118,16 +120,18 @@ class Arbiter:
         states = [
             replace(s, app=replace(s.app, t_now=float(t_now), held=tuple(s.held))) for s in apps
         ]
-        ranking = sorted(
-            ((s.app.id, self._rho_now(cluster, s)) for s in states), key=lambda p: (-p[1], p[0])
-        )
+        seed = int(np.random.SeedSequence([self.seed, round_index]).generate_state(1)[0])
+        now = [self._rho_now(cluster, s) for s in states]
+        share = [self._rho_share(cluster, s, len(states)) for s in states]
+        draw = np.random.default_rng([seed, 1]).random(len(states))
+        order = sorted(range(len(states)), key=lambda i: (-now[i], -share[i], draw[i]))
+        ranking = [(states[i].app.id, now[i]) for i in order]
         k = self.n_participants(len(states))
         chosen = {a for a, _ in ranking[:k]}
         part = [s for s in states if s.app.id in chosen]
         rest = [s for s in states if s.app.id not in chosen]
         free = [g for g in cluster.ids(range(len(cluster))) if g in set(free_gpus)]
         offer = cluster.indices(free)
-        seed = int(np.random.SeedSequence([self.seed, round_index]).generate_state(1)[0])
         auction, pf, pay, tables, status = {}, {}, {}, {}, "optimal"
         if part and offer.size:
             capps = tuple(compact_app(s.app, cluster, offer) for s in part)
@@ -163,12 +167,19 @@ class Arbiter:
     # --- helpers ----------------------------------------------------------------------------------
     @staticmethod
     def _rho_of(cluster: Cluster, app: AgentApp, gpus: Sequence[str]) -> float:
-        model = ftf_model(app)
+        model = ftf_model(app, cluster)
         if not gpus:
             return math.inf if app.rho_empty is None else float(app.rho_empty)
         idx = cluster.indices(gpus)
         s = spread(cluster.machine_index, cluster.rack_index, idx)
         return model.rho(len(idx), len(cluster), s, float(cluster.pm_vector(app.cls)[idx].max()))
+
+    @staticmethod
+    def _rho_share(cluster: Cluster, s: AppState, n_apps: int) -> float:
+        """rho from now on with a 1/N share (floor(R_C / N) GPUs on one machine): the tie-break among
+        equal current rho (it grows while the app waits)."""
+        n = max(1, len(cluster) // max(n_apps, 1))
+        return float(ftf_model(s.app, cluster).rho(n, len(cluster), 0, 1.0))
 
     def _rho_now(self, cluster: Cluster, s: AppState) -> float:
         return float(s.rho) if s.rho is not None else self._rho_of(cluster, s.app, s.held)

@@ -37,8 +37,15 @@ def with_model_locality(app: AgentApp, table) -> AgentApp:
     return replace(app, locality=model_locality(app.model, table))
 
 
-def ftf_model(app: AgentApp) -> FTFModel:
-    """The finish-time fairness model of an agent-form app."""
+def machine_gpus(cluster: Cluster | None) -> int | None:
+    """GPUs of the smallest machine: a job of at most this many GPUs fits in any machine."""
+    if cluster is None or len(cluster) == 0:
+        return None
+    return int(np.bincount(cluster.machine_index).min())
+
+
+def ftf_model(app: AgentApp, cluster: Cluster | None = None) -> FTFModel:
+    """The finish-time fairness model of an agent-form app (``cluster``: for per-job spreads)."""
     jobs = tuple(JobInfo(j.iters_left, j.t_iter, j.locality_sensitivity) for j in app.jobs)
     if app.stopping == "successive-halving":
         opt = SuccessiveHalving(
@@ -57,6 +64,7 @@ def ftf_model(app: AgentApp) -> FTFModel:
         work_total=app.work_total,
         demand_max=app.demand_max,
         split=app.split,
+        machine_gpus=machine_gpus(cluster),
     )
 
 
@@ -100,7 +108,7 @@ def rho_table(
     app: AgentApp, cluster: Cluster, offer: Sequence[int], r_c: int | None = None
 ) -> RhoTable:
     """The AGENT's valuation of every (count, spread, worst level) an offer can produce."""
-    model = ftf_model(app)
+    model = ftf_model(app, cluster)
     offer = np.asarray(offer, dtype=np.int64)
     held = cluster.indices(app.held) if app.held else np.zeros(0, np.int64)
     levels = levels_of(cluster, np.concatenate([offer, held]), app.cls)

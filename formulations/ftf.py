@@ -3,11 +3,18 @@
 Single job (Eq. 1)::
 
     T_sh(G)   = (t_now - t_start) + iter_left * t_iter_serial * S(G) / min(|G|, d_max)
-    T_cluster = iter_total * t_iter_serial / min(R_C, d_max)
-    T_id      = T_cluster * N_avg                                   (variant ``themis``)
+    T_id      = W / min(R_C / N_avg, d_max)      (variant ``themis``: time with a 1/N share, §3.2)
+    T_id      = W / min(R_C, d_max) * N_avg      (variant ``literal``: Eq. 1 / Eq. 2 taken literally)
+
+The headline ``themis`` T_id is the paper's stated definition (the app alone on 1/N of the cluster);
+with per-phase ``(work, demand)`` given it is ``sum_p W_p / min(R_C / N_avg, d_p)``. The literal form
+is up to N times longer for apps with d_max < R_C (rho < 1 everywhere), so it is only a variant.
 
 Successive halving (Eq. 2): phases p = current..P-1, each ``max_j T(G_j)`` over the phase's jobs
-(the app scheduler's split of |G| GPUs among them), summed; ``T_cluster = B / min(R_C, app_demand_max)``.
+(the app scheduler's split of |G| GPUs among them), summed. Each phase has its own per-job demand
+(``phases`` entries ``(n_jobs, iterations, d_job)``; the workload doubles it per phase) and each job
+is charged the spread of *its own* GPUs: a job whose share fits in one machine
+(``machine_gpus``) is assumed placed within one machine by the app scheduler.
 Performance-curve stopping: one "phase" holding the running jobs, each with the most optimistic curve
 that gives the latest forecast (``max`` of the forecasts). ``S(G) = L(spread) * max V``
 (``fairplace.domain.slowdown``); a job with locality sensitivity s uses ``1 + s (L(spread) - 1)``.
@@ -36,7 +43,7 @@ from fairplace.errors import OptionError
 
 #: THEMIS' bootstrap locality constants: one machine, across machines (one rack), across racks.
 LOCALITY_BOOTSTRAP = (1.0, 1.1, 1.3)
-T_ID_VARIANTS = ("themis", "static", "gavel")
+T_ID_VARIANTS = ("themis", "literal", "static", "gavel")
 PHASE_MODELS = ("actual", "median")
 FUTURE_JOBS = ("median", "slowest")
 SPLITS = ("even", "balanced")
@@ -69,14 +76,15 @@ class HyperOptimizer(Protocol):
 
 @dataclass(frozen=True)
 class SuccessiveHalving:
-    """Successive halving: ``phases`` = ((n_jobs, iterations per job), ...) for every phase, the running
+    """Successive halving: ``phases`` = ((n_jobs, iterations per job[, GPUs per job]), ...) for every
+    phase (without the third entry a phase uses the app's ``d_max``), the running
     ``jobs`` of ``current_phase``. Future survivors are unknown, so later phases use the median job of
     the current phase (``future='slowest'`` uses the slowest one instead). ``mode='actual'`` uses the
     current phase's real jobs; ``mode='median'`` models every phase, the current one included, by the
     median job (the paper's quoted 0.5 / 0.34)."""
 
     jobs: tuple[JobInfo, ...]
-    phases: tuple[tuple[int, float], ...]
+    phases: tuple[tuple, ...]
     current_phase: int = 0
     mode: str = "actual"
     future: str = "median"
@@ -115,18 +123,35 @@ class SuccessiveHalving:
                 return list(self.jobs)
             tm = self._median_time
             return [JobInfo(j.iters_remaining, tm, j.locality_sensitivity) for j in self.jobs]
-        n, iters = self.phases[phase]
+        n, iters = self.phases[phase][:2]
         return [self._model_job(iters)] * int(n)
+
+    def phase_demand(self, phase: int, default: int) -> int:
+        """GPUs per job in ``phase`` (the current phase: the running jobs' ``default``)."""
+        p = self.phases[phase]
+        if phase == self.current_phase or len(p) < 3:
+            return int(default)
+        return int(p[2])
 
     def jobs_remaining(self, gpu_alloc: Sequence = ()) -> list[JobInfo]:
         return self.jobs_in_phase(self.current_phase, gpu_alloc)
 
     def budget(self) -> float:
         """B in GPU-seconds: done + remaining phases at the model's job times."""
-        return float(sum(n * it * self._median_time for n, it in self.phases))
+        return float(sum(p[0] * p[1] * self._median_time for p in self.phases))
 
     def demand_jobs(self) -> int:
-        return int(max(n for n, _ in self.phases[self.current_phase :]))
+        return int(max(p[0] for p in self.phases[self.current_phase :]))
+
+    def demand_gpus(self, d_max: int) -> int:
+        """Largest total demand of a remaining phase: max_p n_p * d_p."""
+        return int(
+            max(
+                p[0] * self.phase_demand(k, d_max)
+                for k, p in enumerate(self.phases)
+                if k >= self.current_phase
+            )
+        )
 
 
 @dataclass(frozen=True)
@@ -199,8 +224,12 @@ def phase_time(
     vmax: float = 1.0,
     locality: Sequence[float] = LOCALITY_BOOTSTRAP,
     split: str = "even",
+    machine_gpus: int | None = None,
 ) -> float:
-    """max_j T(G_j) of one phase under the app scheduler's split of ``n_gpus`` (module docstring)."""
+    """max_j T(G_j) of one phase under the app scheduler's split of ``n_gpus`` (module docstring).
+    A job whose share n_j fits in one machine (n_j <= ``machine_gpus``) and is not the whole bundle
+    runs within one machine (spread 0: optimistic, the count bundle does not say how the GPUs sit
+    on machines); otherwise it has the bundle's spread (``None``: every job the bundle's spread)."""
     if not jobs:
         return 0.0
     if n_gpus <= 0:
@@ -222,7 +251,9 @@ def phase_time(
         raise OptionError("split", f"expected one of {SPLITS}, got {split!r}")
 
     def t(k: int) -> float:  # T(G_j) = work * S_j / n_j; one GPU alone is machine-local
-        L = job_locality(locality, spread_level, jobs[k].locality_sensitivity) if n[k] > 1 else 1.0
+        fits = machine_gpus is not None and n[k] <= machine_gpus and n[k] < n_gpus
+        own = 0 if fits else spread_level  # a job holding the whole bundle has its spread
+        L = job_locality(locality, own, jobs[k].locality_sensitivity) if n[k] > 1 else 1.0
         return jobs[k].work * vmax * L / n[k]
 
     if split == "balanced":
@@ -257,13 +288,16 @@ def t_shared(
     vmax: float = 1.0,
     locality: Sequence[float] = LOCALITY_BOOTSTRAP,
     split: str = "even",
+    machine_gpus: int | None = None,
 ) -> float:
-    """Eq. 2: T_sh = elapsed + sum_phases max_j T(G_j) (one phase for performance-curve stopping)."""
+    """Eq. 2: T_sh = elapsed + sum_phases max_j T(G_j) (one phase for performance-curve stopping),
+    each phase with its own per-job demand (``SuccessiveHalving.phase_demand``)."""
     alloc = range(n_gpus)
-    phases = [opt.jobs_in_phase(p, alloc) for p in range(opt.num_phases())]
     total = float(elapsed)
-    for jobs in phases:
-        total += phase_time(jobs, n_gpus, d_max, spread_level, vmax, locality, split)
+    for p in range(opt.num_phases()):
+        jobs = opt.jobs_in_phase(p, alloc)
+        d = opt.phase_demand(p, d_max) if isinstance(opt, SuccessiveHalving) else d_max
+        total += phase_time(jobs, n_gpus, d, spread_level, vmax, locality, split, machine_gpus)
     return total
 
 
@@ -271,7 +305,10 @@ def t_shared(
 class IdealTime:
     """T_id variant (a named option; DESIGN.md):
 
-    * ``themis``: T_cluster * N_avg, N_avg the time-weighted mean number of active apps so far;
+    * ``themis`` (headline): W / min(R_C / N_avg, demand_max), the app alone on a 1/N_avg share,
+      N_avg the time-weighted mean number of active apps; with ``phases`` = ((W_p, d_p), ...)
+      sum_p W_p / min(R_C / N_avg, d_p) (each phase limited by its own demand);
+    * ``literal``: T_cluster * N_avg = W / min(R_C, demand_max) * N_avg (Eq. 1 / Eq. 2 as printed);
     * ``static``: work_total / min(R_C / N_arrival, demand_max), the 1/N share fixed at arrival;
     * ``gavel``:  t_isolated + work_left / min(R_C / m, demand_max), m apps now and t_isolated the
       cumulative isolated-equivalent time of the work done so far (Gavel's FTF denominator).
@@ -283,6 +320,7 @@ class IdealTime:
     n_active: int = 1
     t_isolated: float = 0.0
     cluster_gpus: int | None = None  # R_C override (default: the instance's cluster size)
+    phases: tuple = ()  # ((W_p, d_p), ...) per phase for the headline variant
 
     def __post_init__(self):
         if self.variant not in T_ID_VARIANTS:
@@ -293,6 +331,11 @@ class IdealTime:
     def value(self, work_total: float, work_left: float, demand_max: int, r_c: int) -> float:
         r_c = self.cluster_gpus or r_c
         if self.variant == "themis":
+            share = r_c / max(self.n_avg, 1.0)
+            if self.phases:
+                return float(sum(float(w) / min(share, int(d)) for w, d in self.phases))
+            return work_total / min(share, demand_max)
+        if self.variant == "literal":
             return work_total / min(r_c, demand_max) * self.n_avg
         if self.variant == "static":
             return work_total / min(r_c / max(self.n_arrival, 1), demand_max)
@@ -347,11 +390,14 @@ class FTFModel:
     work_total: float | None = None
     demand_max: int | None = None
     split: str = "even"
+    machine_gpus: int | None = None  # GPUs per machine (per-job spread); None: the bundle's spread
 
     @property
     def app_demand_max(self) -> int:
         if self.demand_max is not None:
             return int(self.demand_max)
+        if isinstance(self.optimizer, SuccessiveHalving):
+            return self.optimizer.demand_gpus(self.d_max)
         return int(self.d_max) * max(int(self.optimizer.demand_jobs()), 1)
 
     def ideal(self, r_c: int) -> float:
@@ -374,6 +420,7 @@ class FTFModel:
             vmax,
             self.locality,
             self.split,
+            self.machine_gpus,
         )
 
     def rho(self, n_gpus: int, r_c: int, spread_level: int = 0, vmax: float = 1.0) -> float:

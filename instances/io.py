@@ -231,7 +231,11 @@ def _agent(a: Mapping, base: str, cluster: Cluster) -> AgentApp:
             f"must be non-decreasing (machine <= rack <= cluster), got {list(loc)}",
         )
     stopping = a.get("stopping", "none")
-    phases = tuple((int(p["jobs"]), float(p["iters"])) for p in a.get("phases", []))
+    phases = tuple(
+        (int(p["jobs"]), float(p["iters"]))
+        + ((int(p["gpus"]),) if p.get("gpus") is not None else ())
+        for p in a.get("phases", [])
+    )
     if stopping == "successive-halving":
         if not phases:
             raise InstanceError(f"{base}.phases", "successive halving needs at least one phase")
@@ -279,7 +283,9 @@ def _agent_dict(a: AgentApp) -> dict:
     d.update(t_start=a.t_start, t_now=a.t_now, d_max=a.d_max, locality=list(a.locality))
     d.update({"class": a.cls, "stopping": a.stopping, "rho_empty": a.rho_empty})
     if a.phases:
-        d["phases"] = [{"jobs": n, "iters": it} for n, it in a.phases]
+        d["phases"] = [
+            {"jobs": p[0], "iters": p[1]} | ({"gpus": p[2]} if len(p) > 2 else {}) for p in a.phases
+        ]
         d.update(current_phase=a.current_phase, phase_model=a.phase_model, future=a.future)
     for k in ("model", "work_total", "demand_max"):
         if getattr(a, k) is not None:

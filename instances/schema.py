@@ -76,6 +76,7 @@ _AGENT_FIELDS = {
             "properties": {
                 "jobs": _COUNT,
                 "iters": _TIME,
+                "gpus": _GPU_COUNT,
             },
         },
     },
@@ -88,7 +89,7 @@ _AGENT_FIELDS = {
     "t_id": {
         "type": "object",
         "properties": {
-            "variant": {"enum": ["themis", "static", "gavel"]},
+            "variant": {"enum": ["themis", "literal", "static", "gavel"]},
             "n_avg": {"type": "number", "exclusiveMinimum": 0, "maximum": MAX_COUNT},
             "n_arrival": _COUNT,
             "n_active": _COUNT,

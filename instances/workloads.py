@@ -6,10 +6,16 @@ CV 10% / NLP 60% / speech 30% with Gandiva-like models per category (:data:`THEM
 
 * Workload 1: every job of an app runs independently (phase 0) on 1 or 2 GPUs; the app finishes when
   its last job does.
-* Workload 2: the same app arrivals, jobs follow successive halving (Hyperband, THEMIS Eq. 2): phase p
-  keeps n / 2^p jobs; each runs ``I * 2^p`` iterations on ``tasks * 2^p`` GPUs (capped at
-  ``max_gpus_per_job``) with linear speedup (t_iter / 2^p), so every phase has the same GPU budget and
-  lasts about ``I * t_iter``; more tasks per job than Workload 1 (2 or 4).
+* Workload 2 (THEMIS Fig. 8, jobs per app like Fig. 2): the same app arrivals; ~10% single-job apps,
+  the rest explore ``jobs_range`` hyper-parameters (default 20..100, uniform: "tens to about a
+  hundred", median ~60), following successive halving (Hyperband, THEMIS Eq. 2): phase p keeps
+  n / 2^p jobs, each on d_p = ``tasks * 2^p`` GPUs (capped at ``max_gpus_per_job``; tasks 1 or 2)
+  for ``I * 2^p`` iterations at the job's serial time ``t0 * tasks`` per iteration, so every phase
+  has the same GPU budget n * I * t0 * tasks and, uncapped, lasts ``I * t0``.
+
+``load`` (optional) rescales every job's iterations so that the offered load at x1 (GPU-hours
+arriving / (``base_gpus`` x arrival span), ``fairplace.sim.metrics.offered_load``) equals it; x2 / x4
+contention then doubles / quadruples it. Without it the per-job phase time is ``phase_hours``.
 
 ``network_fraction`` (the knob of THEMIS Fig. 15/16) makes that fraction of apps network-intensive
 (locality (1, 1.5, 2.0)) and the rest compute-intensive ((1, 1.1, 1.3), THEMIS' bootstrap constants);
@@ -59,6 +65,8 @@ def themis_workload(
     contention: int = 1,
     base_gpus: int = 256,
     max_gpus_per_job: int = 16,
+    jobs_range: tuple[int, int] = (20, 100),
+    load: float | None = None,
     seed: int = 0,
 ) -> pd.DataFrame:
     """One THEMIS workload as a trace frame (see the module doc). ``phase_hours`` sets the median
@@ -80,7 +88,13 @@ def themis_workload(
     by_cat = {c: [m for m, v in THEMIS_MODELS.items() if v[0] == c] for c in cats}
     model = [by_cat[c][int(rng.integers(len(by_cat[c])))] for c in cat]
     single = rng.random(n_apps) < single_job_fraction
-    n_jobs = np.where(single, 1, rng.choice(np.asarray(jobs_per_app), size=n_apps))
+    lo, hi = (int(v) for v in jobs_range)
+    if not 1 <= lo <= hi:
+        raise OptionError("jobs_range", f"need 1 <= lo <= hi, got {jobs_range!r}")
+    many = rng.choice(np.asarray(jobs_per_app), size=n_apps)
+    if workload == 2:
+        many = rng.integers(lo, hi + 1, size=n_apps)
+    n_jobs = np.where(single, 1, many)
     net = (
         np.array([THEMIS_MODELS[m][3] for m in model])
         if network_fraction is None
@@ -91,7 +105,7 @@ def themis_workload(
     for a in range(n_apps):
         _, t0, cls, _ = THEMIS_MODELS[model[a]]
         loc = LOCALITY_SENSITIVE if net[a] else LOCALITY_INSENSITIVE
-        tasks = int(job_rng.choice([1, 2] if workload == 1 else [2, 4]))
+        tasks = int(job_rng.choice([1, 2]))
         hours = phase_hours * job_rng.lognormal(0.0, 0.5)
         iters = max(1.0, round(hours * 3600.0 / t0))
         n = int(n_jobs[a])
@@ -100,6 +114,8 @@ def themis_workload(
             phases = [(p, max(n >> p, 1)) for p in range(int(np.log2(n)) + 1)]
         for p, k in phases:
             d = min(tasks * 2**p, max_gpus_per_job, base_gpus // contention)
+            if workload == 1:
+                d = min(tasks, base_gpus // contention)
             for j in range(k):
                 rows.append(
                     {
@@ -110,7 +126,8 @@ def themis_workload(
                         "model": model[a],
                         "app_id": f"a{a}",
                         "phase": p,
-                        "t_iter": t0 / (2**p if workload == 2 else 1),
+                        # seconds per iteration on d GPUs (linear speedup of t0 x tasks serial)
+                        "t_iter": t0 * tasks / d if workload == 2 else t0,
                         "cls": cls,
                         "locality": loc[1],
                         "locality_rack": loc[2],
@@ -118,6 +135,13 @@ def themis_workload(
                     }
                 )
     frame = pd.DataFrame(rows)
+    if load is not None:
+        if not load > 0:
+            raise OptionError("load", f"must be > 0, got {load!r}")
+        work = float((frame["duration"] * frame["t_iter"] * frame["num_gpus"]).sum())
+        span = float(arrival.max() - arrival.min())
+        scale = load * base_gpus * span / work if span > 0 else 1.0
+        frame["duration"] = np.maximum(1.0, np.round(frame["duration"] * scale))
     frame.attrs["name"] = f"themis-w{workload}-{n_apps}apps-x{contention}-s{seed}"
     frame.attrs["gpus"] = base_gpus // contention
     return frame

@@ -171,14 +171,19 @@ def test_claim_measures_and_rules():
     claim = dict(
         id="c",
         text="t",
+        experiment="contention",
         measure="max_rho_ratio",
-        rule="between",
-        threshold=[2.2, 3.25],
+        paper_range=[2.2, 3.25],
+        direction="higher",
+        null_value=1.0,
         args={"scheduler": "themis", "baselines": ["las"]},
     )
-    assert evaluate(claim, {"summary": _themis()})["holds"] == "yes"
-    assert evaluate(claim | {"threshold": [3.0, 4.0]}, {"summary": _themis()})["holds"] == "no"
-    assert evaluate(claim, None, "not run: x")["holds"] == "not run"
+    assert evaluate(claim, {"summary": _themis()})["outcome"] == "reproduces"
+    far = claim | {"paper_range": [3.0, 4.0]}
+    assert evaluate(far, {"summary": _themis()})["outcome"] == "direction only"
+    wrong = far | {"null_value": 2.6}
+    assert evaluate(wrong, {"summary": _themis()})["outcome"] == "does not reproduce"
+    assert evaluate(claim, None, "not run: x")["outcome"] == "not run"
 
 
 def test_detect_table_kinds():
@@ -210,13 +215,13 @@ def test_failed_reference_solves_are_not_counted_as_violations():
     claim = dict(
         id="c",
         text="t",
+        experiment="solver_gap",
         measure="order_fraction",
-        rule="ge",
-        threshold=100.0,
+        paper_range=[100.0, 100.0],
         args={"better": "exact", "worse": "greedy-rho"},
     )
     row = evaluate(claim, {"batch": b})
-    assert row["holds"] == "not run" and "no instance solved by both" in row["note"]
+    assert row["outcome"] == "not run" and "no instance solved by both" in row["reason"]
 
 
 @given(st.floats(min_value=1e-4, max_value=1e12) | st.floats(min_value=-1e12, max_value=-1e-4))

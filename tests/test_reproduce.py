@@ -9,6 +9,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from fairplace.analysis.claims import OUTCOMES, check_claim
 from fairplace.cli import main
 from fairplace.reproduce import load_claims, load_experiments, reproduce
 
@@ -37,7 +38,8 @@ def test_specs_and_claims_are_consistent():
         keys = {e.key for e in load_experiments(paper, "full")}
         for c in load_claims(paper):
             assert c["experiment"] in keys, c["id"]
-            assert {"id", "text", "paper", "measure", "rule", "threshold"} <= set(c)
+            assert {"id", "text", "paper", "measure", "paper_range"} <= set(c)
+            check_claim(c)  # the schema: paper_range = [lo, hi], tolerance, direction
 
 
 @pytest.mark.slow
@@ -46,29 +48,29 @@ def test_tiny_reproduce_writes_report_with_claims_and_figures(tmp_path):
     md = (tmp_path / "report.md").read_text()
     html = (tmp_path / "report.html").read_text()
     header = re.search(r"^\| id .*\|$", md, re.M).group(0)
-    assert [c.strip() for c in header.strip("|").split("|")][:7] == [
-        *("id", "claim", "figure", "paper", "ours", "rule", "outcome"),
+    assert [c.strip() for c in header.strip("|").split("|")][:9] == [
+        *("id", "claim", "figure", "paper", "paper_range", "ours", "spread", "outcome", "reason"),
     ]
     assert "`" not in html  # inline code is <code>, never a raw backtick
-    n = int((t_holds := res["table"]["holds"]).eq("yes").sum())
-    assert res["headline"].startswith(f"{n} of {len(t_holds)} claims reproduce")
+    n = int((t_out := res["table"]["outcome"]).eq("reproduces").sum())
+    assert res["headline"].startswith(f"{n} of {len(t_out)} claims reproduce")
     assert res["headline"] in md
     assert len(re.findall(r"data:image/png;base64,[A-Za-z0-9+/]{100}", html)) >= 3
     for link in re.findall(r"\]\((figures/[^)]+\.png)\)", md):
         assert (tmp_path / link).stat().st_size > 1000
     t = res["table"].set_index("id")
     # the fake simulator makes PAL 40% better than Packed-Sticky and THEMIS 2.5x fairer than LAS
-    assert t.loc["pal-sia-geomean", "holds"] == "yes"
+    assert t.loc["pal-sia-geomean", "outcome"] == "reproduces"  # 40% in 43 +- 10
     assert t.loc["pal-sia-geomean", "ours"].startswith("40")
-    assert t.loc["themis-max-rho-better", "holds"] == "not run" or t.loc[
-        "themis-max-rho-better", "note"
+    assert t.loc["themis-max-rho-better", "outcome"] == "not run" or t.loc[
+        "themis-max-rho-better", "reason"
     ].startswith("not run")  # gavel-ftf is not in the tiny grid: reported, not hidden
     # experiments outside the tiny size are reported as not run, with a reason
-    assert t.loc["synergy-pal-vs-tiresias", "holds"] == "not run"
-    assert "not part of this size" in t.loc["synergy-pal-vs-tiresias", "note"]
+    assert t.loc["synergy-pal-vs-tiresias", "outcome"] == "not run"
+    assert "not part of this size" in t.loc["synergy-pal-vs-tiresias", "reason"]
     # the real solvers ran: exact is never below greedy-rho, the relaxation never below exact
-    assert t.loc["exact-ge-greedy-rho", "holds"] in ("yes", "not run")
-    assert set(t["holds"]) <= {"yes", "no", "not run"}
+    assert t.loc["exact-ge-greedy-rho", "outcome"] in ("reproduces", "not run")
+    assert set(t["outcome"]) <= set(OUTCOMES)
 
 
 def test_failing_simulator_is_reported_not_faked(tmp_path):
@@ -77,8 +79,8 @@ def test_failing_simulator_is_reported_not_faked(tmp_path):
 
     res = reproduce("pal", size="tiny", out=tmp_path, simulate=broken, progress=False)
     t = res["table"].set_index("id")
-    assert t.loc["pal-sia-geomean", "holds"] == "not run"
-    assert "simulator exploded" in t.loc["pal-sia-geomean", "note"]
+    assert t.loc["pal-sia-geomean", "outcome"] == "not run"
+    assert "simulator exploded" in t.loc["pal-sia-geomean", "reason"]
     assert "not run: all" in (tmp_path / "report.md").read_text()
 
 
@@ -97,8 +99,8 @@ def test_cli_tiny_pal_with_the_real_simulator(tmp_path, capsys):
     assert re.search(r"^\d+ of \d+ claims reproduce", out, re.M)  # the headline line
     claims = pd.read_csv(tmp_path / "claims.csv").set_index("id")
     # the Sia-Philly experiment ran: its claims have a number and a verdict, not "not run"
-    assert claims.loc["pal-sia-geomean", "holds"] in ("yes", "no")
-    assert claims.loc["exact-placement-le-pal", "holds"] == "yes"
+    assert claims.loc["pal-sia-geomean", "outcome"] in OUTCOMES[:3]
+    assert claims.loc["exact-placement-le-pal", "outcome"] == "reproduces"
     html = (tmp_path / "report.html").read_text()
     assert "data:image/png;base64," in html and "<table" in html and "`" not in html
     assert any((tmp_path / "figures").glob("*.png"))

@@ -139,7 +139,7 @@ def test_quiet_rounds_are_skipped_without_changing_results():
     assert sum(out[0].rounds["span"]) >= len(out[1].rounds["t"]) - 1
 
 
-SCHEDULERS = ("fifo", "las", "srtf", "drf", "gandiva", "optimus", "slaq")
+SCHEDULERS = ("fifo", "las", "srtf", "drf", "gandiva", "srpt-oracle", "optimus", "slaq")
 POLICIES = (
     "pal",
     "pm-first",

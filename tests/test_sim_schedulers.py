@@ -61,7 +61,7 @@ def test_gandiva_moves_fitting_jobs_ahead():
 
 def test_optimus_least_remaining_gpu_time_first():
     v = view(demand=[4, 1, 2, 1], remaining=[10.0, 30.0, 10.0, 5.0])
-    assert make_scheduler("optimus").order(v).tolist() == [3, 2, 1, 0]
+    assert make_scheduler("srpt-oracle").order(v).tolist() == [3, 2, 1, 0]
 
 
 def test_slaq_prefers_jobs_early_on_their_loss_curve():

@@ -23,7 +23,8 @@ def test_subset_bids_are_all_useful_subsets():
     bids, table = subset_bids(APP, CL, range(6))
     assert len(bids) == sum(math.comb(6, k) for k in range(1, 5))  # n_max = d_max = 4
     b = next(b for b in bids if b.gpus == ("m0/0", "m1/0"))
-    assert b.rho == pytest.approx((20 + 100 * 1.1 / 2) / (100 / 4 * 2))
+    # headline T_id: W / min(R_C / N, d_max) with R_C = |CL|, N = 2
+    assert b.rho == pytest.approx((20 + 100 * 1.1 / 2) / (100 / min(len(CL) / 2, 4)))
 
 
 def test_count_bundles_match_subsets():

@@ -150,7 +150,7 @@ def test_strategyproofness_experiment_table_and_determinism():
 
     small = Setup(small_machines=12, work=8 * 3600.0)
     df = strategyproofness(xs=[0, 50], seeds=[0], setup=small)
-    assert list(df.columns[:3]) == ["X", "liar_completion", "others_avg_completion"]
+    assert list(df.columns[:4]) == ["X", "seed", "liar_completion", "others_avg_completion"]
     assert df["X"].tolist() == [0, 50]
     assert (df["liar_completion"] > 0).all() and (df["others_avg_completion"] > 0).all()
     # with X = 0 the "liar" is an ordinary app: its completion is within a lease-scale of the others'

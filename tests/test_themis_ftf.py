@@ -64,7 +64,7 @@ def test_revised_bid_correct_arithmetic():
 def test_single_job_eq1_and_slowdown():
     # rho = (elapsed + iter_left * t * S / min(|G|, d_max)) / (iter_total * t / min(R_C, d_max) * N)
     app = PerfCurve((JobInfo(100, 2.0),))
-    m = FTFModel(app, d_max=4, elapsed=50, work_total=400.0, t_id=IdealTime(n_avg=2))
+    m = FTFModel(app, d_max=4, elapsed=50, work_total=400.0, t_id=IdealTime("literal", n_avg=2))
     t_id = 400.0 / 4 * 2
     assert m.rho(2, 16, spread_level=1, vmax=1.2) == pytest.approx(
         (50 + 200 * 1.1 * 1.2 / 2) / t_id
@@ -79,7 +79,13 @@ def test_t_id_variants():
     assert IdealTime("gavel", n_active=8, t_isolated=30).value(1000, 500, 8, 16) == pytest.approx(
         30 + 500 / 2
     )
-    assert IdealTime("themis", n_avg=3).value(1000, 500, 8, 16) == pytest.approx(1000 / 8 * 3)
+    assert IdealTime("literal", n_avg=3).value(1000, 500, 8, 16) == pytest.approx(1000 / 8 * 3)
+    # headline: the app alone on a 1/N share, min(R_C / N, d_max)
+    assert IdealTime("themis", n_avg=4).value(1000, 500, 8, 16) == pytest.approx(1000 / 4)
+    assert IdealTime("themis", n_avg=1).value(1000, 500, 8, 16) == pytest.approx(1000 / 8)
+    # per phase: each phase limited by its own demand
+    ph = IdealTime("themis", n_avg=2, phases=((400.0, 2), (600.0, 16)))
+    assert ph.value(1000, 500, 16, 16) == pytest.approx(400 / 2 + 600 / 8)
     with pytest.raises(OptionError):
         IdealTime("nope")
 

@@ -70,7 +70,9 @@ def run(args) -> int:
         return 0
     outcomes = claim_outcomes(t)
     for (_, r), outcome in zip(t.iterrows(), outcomes, strict=True):
-        print(f"{outcome:>18}  {r['id']}: ours {r['ours'] or '-'} | paper {r['paper']}")
+        spread = f" {r['spread']}" if r.get("spread") else ""
+        paper = r.get("paper_range") or r.get("paper", "")
+        print(f"{outcome:>18}  {r['id']}: ours {r['ours'] or '-'}{spread} | paper {paper}")
     print(res["headline"])
     print(f"report: {res['md']} and {res['html']} ({res['seconds']:.0f} s)")
     return 0

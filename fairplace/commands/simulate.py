@@ -100,8 +100,9 @@ def add_arguments(p) -> None:
     p.add_argument(
         "--rho-variant",
         default="themis",
-        help="T_id of the summary's rho: themis (N_avg), static, gavel, or isolated (re-runs every "
-        "app alone: one extra simulation per app)",
+        help="T_id of the summary's rho: themis (headline: alone on a 1/N_avg share), literal "
+        "(Eq. 1/2 as printed), static, gavel, or isolated (re-runs every app alone: one extra "
+        "simulation per app)",
     )
     p.add_argument(
         "--seed",

@@ -3,14 +3,19 @@
 Set-up (the paper's, with the details it leaves open stated here):
 
 * 64 GPUs: one 8-GPU machine and 28 2-GPU machines, one rack. 8 identical single-job apps, all
-  arriving at t = 0, each with serial work W GPU-seconds and demand cap d_max = 8; slowdown S = 1 on
-  one machine and ``s_spread`` across machines (network-intensive apps, so the 8-GPU machine is the
-  most preferred allocation). rho(G) = (t_now + R * S(G) / min(|G|, 8)) / T_id with T_id = W / 8 * N
-  (Eq. 1, N_avg = N = 8, R = remaining serial work).
+  arriving at t = 0, each with serial work W GPU-seconds and demand cap d_max = 24 — three times the
+  1/N share of 8 GPUs — and filter f = 0.5 (4 bidders x 24 > 64 GPUs), so bidders compete for GPU
+  counts and pay hidden payments c < 1 (with f = 0.8 and d_max = 16 the 2 bidders never contend:
+  c = 1 in every round and no misreport can matter); slowdown S = 1
+  on one machine and ``s_spread`` across machines (network-intensive apps, so the 8-GPU machine is the
+  most preferred allocation). rho(G) = (t_now + R * S(G) / min(|G|, d_max)) / T_id with the headline
+  T_id = W / min(R_C / N, d_max) (N = 8, R = remaining serial work).
+* The liar is drawn at random per seed (``liar_of(seed)``), so it wins no tie by its position or id.
 * Leases are synchronous (a documented simplification): every ``lease`` seconds all GPUs are released
   and one auction round runs. The ceil((1 - f) N_active) apps with the worst current rho (rho of the
   allocation they held; unbounded if none) bid; the PA auction (exact PF + leave-one-out payments,
-  ``rounding`` default ``floor``) allocates; every GPU it leaves free (leftover and unbid GPUs) is
+  ``rounding`` ``floor`` here: deterministic, unlike the simulator's default ``lottery``)
+  allocates; every GPU it leaves free (leftover and unbid GPUs) is
   handed at random (seeded) to the non-participants, up to d_max each.
 * ``engine='arbiter'`` (default) drives :class:`fairplace.rounds.Arbiter`: agent-form apps, the compact
   PA (every count per machine is a possible bundle), rho tables cached between rounds.
@@ -18,11 +23,11 @@ Set-up (the paper's, with the details it leaves open stated here):
   explicit bids: dense bundles of 1..8 GPUs on the 8-GPU machine (two placements per size) and
   bundles of 2, 4, 6, 8 GPUs made of whole 2-GPU machines (disjoint groups); app order is shuffled
   every round so that tie-breaking favours nobody.
-* The liar (app 0) reports ``S * (1 + X)`` for every multi-machine bundle (``lie='over-spread'``) or
+* The liar reports ``S * (1 + X)`` for every multi-machine bundle (``lie='over-spread'``) or
   ``S * (1 - X)`` for single-machine bundles (``lie='under-dense'``), in its bids and in its current
   rho (its reported locality penalties, for the arbiter). Progress always uses the true slowdowns.
 
-``strategyproofness(quick=...)`` returns a DataFrame with one row per X (averaged over seeds):
+``strategyproofness(quick=...)`` returns a DataFrame with one row per X and seed:
 ``X, liar_completion, others_avg_completion`` (seconds) plus ``liar_mean_payment`` (mean c of the liar
 over the rounds it bid in) and ``liar_dense_share`` (fraction of its lease-rounds spent on the 8-GPU
 machine). :func:`tipping_point` reports the first X at which the liar's completion time jumps.
@@ -51,11 +56,11 @@ class Setup:
     n_apps: int = 8
     big: int = 8
     small_machines: int = 28
-    d_max: int = 8
+    d_max: int = 24
     work: float = 8 * 2 * 3600.0  # GPU-seconds: 2 h on 8 GPUs
     s_spread: float = 1.5
     lease: float = 600.0
-    f: float = 0.8
+    f: float = 0.5
     lie: str = "over-spread"
     rounding: str = "floor"
     engine: str = "arbiter"  # "arbiter" (fairplace.rounds, compact PA) | "explicit" (bid tables)
@@ -87,11 +92,17 @@ def _slowdown(setup: Setup, machines: int, liar: bool, x: float) -> float:
     return s
 
 
+def liar_of(setup: Setup, seed: int) -> int:
+    """The lying app of a run: a seeded uniform draw over the apps."""
+    return int(np.random.default_rng([int(seed), 99]).integers(setup.n_apps))
+
+
 def _rho(setup, now, remaining, gpus, machine_of, liar=False, x=0.0) -> float:
     if not gpus:
         return math.inf
     S = _slowdown(setup, len({machine_of[g] for g in gpus}), liar, x)
-    t_id = setup.work / setup.d_max * setup.n_apps
+    r_c = setup.big + 2 * setup.small_machines
+    t_id = setup.work / min(r_c / setup.n_apps, setup.d_max)
     return (now + remaining * S / min(len(gpus), setup.d_max)) / t_id
 
 
@@ -110,8 +121,8 @@ def _progress(setup, now, remaining, done, i, gs, machine_of) -> None:
         remaining[i] -= rate * setup.lease
 
 
-def _apply(setup, now, remaining, done, held, active, alloc, machine_of) -> tuple[int, int]:
-    """Hand out one round's bundles {app: GPUs} and advance progress; returns (1 if the liar (app 0)
+def _apply(setup, now, remaining, done, held, active, alloc, machine_of, liar) -> tuple[int, int]:
+    """Hand out one round's bundles {app: GPUs} and advance progress; returns (1 if the liar
     holds GPUs, 1 if they are dense: all on the big machine)."""
     liar_held = liar_dense = 0
     for i in active:
@@ -119,7 +130,7 @@ def _apply(setup, now, remaining, done, held, active, alloc, machine_of) -> tupl
         held[i] = gs
         if not gs:
             continue
-        if i == 0:
+        if i == liar:
             liar_held = 1
             liar_dense = int(all(machine_of[g] == "big" for g in gs) and len(gs) > 1)
         _progress(setup, now, remaining, done, i, gs, machine_of)
@@ -134,6 +145,7 @@ def _simulate_arbiter(setup: Setup, x: float, seed: int, max_rounds: int) -> dic
     from fairplace.formulations.ftf import bundle_rho
     from fairplace.rounds import AppState, Arbiter
 
+    liar = liar_of(setup, seed)
     arb = Arbiter(
         f=setup.f, lease=setup.lease, leftover="random", rounding=setup.rounding, seed=seed
     )
@@ -157,7 +169,7 @@ def _simulate_arbiter(setup: Setup, x: float, seed: int, max_rounds: int) -> dic
                 jobs=(AgentJob(float(remaining[i]), 1.0),),
                 t_now=now,
                 d_max=setup.d_max,
-                locality=_locality(setup, i == 0, x),
+                locality=_locality(setup, i == liar, x),
                 work_total=float(setup.work),
                 t_id={"variant": "themis", "n_avg": float(N)},
             )
@@ -165,18 +177,18 @@ def _simulate_arbiter(setup: Setup, x: float, seed: int, max_rounds: int) -> dic
             states.append(AppState(app, held=(), rho=cur))
         out = arb.auction_round(cl, states, [g.id for g in cl.gpus], now, k, cache=cache)
         cache = {**cache, **out.tables}
-        if "a0" in out.participants:
-            payments.append(out.payments.get("a0", 1.0))
+        if f"a{liar}" in out.participants:
+            payments.append(out.payments.get(f"a{liar}", 1.0))
         alloc = {i: tuple(out.allocation.get(f"a{i}", ())) for i in active}
-        h, d = _apply(setup, now, remaining, done, held, active, alloc, machine_of)
+        h, d = _apply(setup, now, remaining, done, held, active, alloc, machine_of, liar)
         rounds_held, dense_rounds = rounds_held + h, dense_rounds + d
-    return _summary(done, payments, dense_rounds, rounds_held)
+    return _summary(done, payments, dense_rounds, rounds_held, liar)
 
 
-def _summary(done, payments, dense_rounds, rounds_held) -> dict:
+def _summary(done, payments, dense_rounds, rounds_held, liar) -> dict:
     return {
-        "liar_completion": float(done[0]),
-        "others_avg_completion": float(np.nanmean(done[1:])),
+        "liar_completion": float(done[liar]),
+        "others_avg_completion": float(np.nanmean(np.delete(done, liar))),
         "liar_mean_payment": float(np.mean(payments)) if payments else float("nan"),
         "liar_dense_share": dense_rounds / rounds_held if rounds_held else 0.0,
     }
@@ -191,6 +203,7 @@ def simulate(setup: Setup, x: float, seed: int = 0, max_rounds: int = 500) -> di
     if setup.engine != "explicit":
         raise OptionError("engine", f"expected 'arbiter' or 'explicit', got {setup.engine!r}")
     rng = np.random.default_rng(seed)
+    liar = liar_of(setup, seed)
     cl = setup.cluster()
     machine_of = {g.id: g.machine for g in cl.gpus}
     bundles = _bundles(setup)
@@ -205,7 +218,7 @@ def simulate(setup: Setup, x: float, seed: int = 0, max_rounds: int = 500) -> di
         active = [i for i in range(N) if remaining[i] > 0]
         if not active:
             break
-        cur = {i: _rho(setup, now, remaining[i], held[i], machine_of, i == 0, x) for i in active}
+        cur = {i: _rho(setup, now, remaining[i], held[i], machine_of, i == liar, x) for i in active}
         n_bid = max(1, math.ceil((1.0 - setup.f) * len(active)))
         tie = rng.permutation(N)
         bidders = sorted(active, key=lambda i: (-cur[i], tie[i]))[:n_bid]
@@ -213,7 +226,7 @@ def simulate(setup: Setup, x: float, seed: int = 0, max_rounds: int = 500) -> di
         apps = []
         for i in order:
             bids = tuple(
-                Bid(b, _rho(setup, now, remaining[i], b, machine_of, i == 0, x)) for b in bundles
+                Bid(b, _rho(setup, now, remaining[i], b, machine_of, i == liar, x)) for b in bundles
             )
             apps.append(App(f"a{i}", bids, None))
         sol = solve_auction(
@@ -223,8 +236,8 @@ def simulate(setup: Setup, x: float, seed: int = 0, max_rounds: int = 500) -> di
             seed=seed * 100_003 + k,
         )
         alloc = {int(a[1:]): tuple(g) for a, g in sol.allocation.items()}
-        if 0 in bidders:
-            payments.append(sol.payments["a0"])
+        if liar in bidders:
+            payments.append(sol.payments[f"a{liar}"])
         used = {g for gs in alloc.values() for g in gs}
         free = [g.id for g in cl.gpus if g.id not in used]
         for i in rng.permutation(N):
@@ -232,9 +245,9 @@ def simulate(setup: Setup, x: float, seed: int = 0, max_rounds: int = 500) -> di
                 take = rng.choice(len(free), size=min(setup.d_max, len(free)), replace=False)
                 alloc[int(i)] = tuple(free[t] for t in sorted(take))
                 free = [g for t, g in enumerate(free) if t not in set(take.tolist())]
-        h, d = _apply(setup, now, remaining, done, held, active, alloc, machine_of)
+        h, d = _apply(setup, now, remaining, done, held, active, alloc, machine_of, liar)
         rounds_held, dense_rounds = rounds_held + h, dense_rounds + d
-    return _summary(done, payments, dense_rounds, rounds_held)
+    return _summary(done, payments, dense_rounds, rounds_held, liar)
 
 
 def strategyproofness(
@@ -244,20 +257,17 @@ def strategyproofness(
     if xs is None:
         xs = range(0, 101, 20) if quick else range(0, 101, 5)
     if seeds is None:
-        seeds = range(2) if quick else range(5)
+        seeds = range(5)
     rows = []
     for X in xs:
-        runs = [simulate(setup, X / 100.0, seed=s) for s in seeds]
-        row = {"X": X}
-        for key in runs[0]:
-            row[key] = float(np.nanmean([r[key] for r in runs]))
-        rows.append(row)
+        for s in seeds:
+            rows.append({"X": X, "seed": int(s), **simulate(setup, X / 100.0, seed=s)})
     return pd.DataFrame(rows)
 
 
 def tipping_point(df: pd.DataFrame, jump: float = 0.05) -> float | None:
     """Smallest X whose liar completion exceeds the X = 0 value by more than ``jump`` (relative);
     None if there is none."""
-    base = float(df.loc[df["X"] == df["X"].min(), "liar_completion"].iloc[0])
-    worse = df[df["liar_completion"] > base * (1.0 + jump)]
-    return None if worse.empty else float(worse["X"].min())
+    m = df.groupby("X")["liar_completion"].mean()
+    worse = m[m > float(m.iloc[0]) * (1.0 + jump)]
+    return None if worse.empty else float(worse.index.min())

@@ -19,7 +19,7 @@ from .result import SimulationResult
 from .schedulers import QUEUE_SCHEDULERS, make_scheduler
 from .workload import Workload, workload_from_trace
 
-SCHEDULERS = (*QUEUE_SCHEDULERS, "themis")
+SCHEDULERS = (*QUEUE_SCHEDULERS, "optimus", "themis")
 
 
 def models_table(names, classes: str = "paper", source: str = "<trace>") -> dict[str, dict]:
@@ -254,7 +254,7 @@ def simulate(
         "trace": w.name,
         "scheduler": sched_name,
         "placement": placement,
-        "placed_by": "arbiter" if sched_name == "themis" else "policy",
+        "placed_by": {"themis": "arbiter", "optimus": "optimus"}.get(sched_name, "policy"),
         "gpus": gpus,
         "gpus_per_machine": gpus_per_machine,
         "profile": profile,

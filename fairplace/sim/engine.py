@@ -14,7 +14,9 @@ Time model (issue 5):
   seconds holding its new GPUs without progress (first starts are free);
 * when a decision changes nothing (a fixed point) and no event can happen before the scheduler's
   ``next_change``, the driver jumps to the first grid point at or after the next event (an arrival, a
-  completion or a priority change): the skipped decisions would have been identical.
+  completion or a priority change): the skipped decisions would have been identical;
+* a scheduler that ``allocates`` itself decides at arrivals, completions and its own ``next_event(t)``
+  (THEMIS: the next per-allocation lease expiry), or on the grid when it has no ``next_event``.
 """
 
 from __future__ import annotations
@@ -291,8 +293,9 @@ class Driver:
             # horizon: the next grid point, or further when nothing can change before it
             t_next = t + R
             if self.allocates:  # resource-available events: completions, arrivals, the grid
+                nxt_ev = getattr(self.scheduler, "next_event", None)  # per-allocation leases
                 t_next = min(
-                    t0 + (np.floor((t - t0) / R + 1e-9) + 1) * R,
+                    float(nxt_ev(t)) if nxt_ev else t0 + (np.floor((t - t0) / R + 1e-9) + 1) * R,
                     float(np.min(release[release > t], initial=np.inf)),
                     self._next_completion(alloc, t, rem, rate, ready),
                 )

@@ -4,7 +4,10 @@ Finish-time fairness of an app (or of a job taken as its own app), realised:
     rho = T_sh / T_id,  T_sh = finish - arrival,
 and T_id under each variant of :class:`fairplace.formulations.ftf.IdealTime` with
 W = sum_j iters_j x t_iter_j x N_j (serial GPU-seconds), d_max = largest per-phase demand:
-    themis:   W / min(R_C, d_max) x N_avg   (N_avg = time-averaged number of active apps over the life)
+    themis:   sum_p W_p / min(R_C / N_avg, d_p)  (headline: the app alone on a 1/N_avg share, each
+              successive-halving phase p with its work W_p and total demand d_p; N_avg = the
+              time-averaged number of active apps over the life)
+    literal:  W / min(R_C, d_max) x N_avg   (THEMIS Eq. 1 / Eq. 2 as printed)
     static:   W / min(R_C / N_arrival, d_max)
     gavel:    t_isolated (the isolated-equivalent time of the work, accumulated by the driver)
 """
@@ -19,7 +22,7 @@ from fairplace.formulations.ftf import IdealTime, n_avg
 from .engine import Trace
 from .workload import Workload
 
-RHO_VARIANTS = ("themis", "static", "gavel")
+RHO_VARIANTS = ("themis", "literal", "static", "gavel")
 #: also reported when the simulation re-runs every app alone (``simulate(isolated=True)``)
 ISOLATED = "isolated"
 
@@ -35,7 +38,7 @@ def active_step(arrival: np.ndarray, finish: np.ndarray) -> tuple[np.ndarray, np
     return t[last], counts[last].astype(np.int64)
 
 
-def _rho(arrival, finish, work, dmax, t_iso, steps, G) -> dict[str, np.ndarray]:
+def _rho(arrival, finish, work, dmax, t_iso, steps, G, phases=None) -> dict[str, np.ndarray]:
     times, counts = steps
     t_sh = finish - arrival
     out = {v: np.empty(arrival.size) for v in RHO_VARIANTS}
@@ -50,9 +53,28 @@ def _rho(arrival, finish, work, dmax, t_iso, steps, G) -> dict[str, np.ndarray]:
                 n_arrival=max(n_arr, 1),
                 n_active=1,
                 t_isolated=float(t_iso[k]),
+                phases=phases[k] if phases is not None else (),
             ).value(float(work[k]), 0.0, int(dmax[k]), G)
             out[v][k] = t_sh[k] / tid if tid > 0 else np.inf
     return out
+
+
+def app_phases(w: Workload) -> list[tuple[tuple[float, int], ...]]:
+    """Per app: ((W_p, d_p), ...) over its phases (serial GPU-seconds, total GPUs of the phase)."""
+    df = pd.DataFrame({"app": w.app, "phase": w.phase, "work": w.work * w.demand, "d": w.demand})
+    g = df.groupby(["app", "phase"], sort=True)[["work", "d"]].sum()
+    out: list = [()] * len(w.app_ids)
+    for a, sub in g.groupby(level=0):
+        out[int(a)] = tuple((float(r.work), int(r.d)) for r in sub.itertuples())
+    return out
+
+
+def offered_load(jobs: pd.DataFrame, G: int) -> float:
+    """GPU-hours arriving / (capacity x span): sum_j N_j x iters_j x t_iter_j over G x (last submit -
+    first submit); the span is at least the longest job's isolated time (all arriving together)."""
+    work = float((jobs["ideal_time"] * jobs["gpus"]).sum())
+    span = max(float(jobs["submit"].max() - jobs["submit"].min()), float(jobs["ideal_time"].max()))
+    return work / (G * span) if G > 0 and span > 0 else float("inf")
 
 
 def job_frame(w: Workload, tr: Trace, G: int) -> pd.DataFrame:
@@ -99,7 +121,9 @@ def app_frame(w: Workload, tr: Trace, jobs: pd.DataFrame, G: int) -> pd.DataFram
     finish = g["finish"].max().to_numpy()
     work = pd.Series(w.iters * w.t_iter * w.demand).groupby(w.app).sum().to_numpy()
     dmax = w.app_demand_max()
-    rho = _rho(arrival, finish, work, dmax, tr.t_isolated, active_step(arrival, finish), G)
+    rho = _rho(
+        arrival, finish, work, dmax, tr.t_isolated, active_step(arrival, finish), G, app_phases(w)
+    )
     run = g["run_time"].sum().to_numpy()
     st = pd.Series(tr.score_time).groupby(w.app).sum().to_numpy()
     prog = pd.Series(tr.run).groupby(w.app).sum().to_numpy()
@@ -154,6 +178,7 @@ def summary(
         "makespan": makespan,
         "utilization": float(tr.busy_gpu_seconds / (G * makespan)) if makespan > 0 else 0.0,
         "gpu_time": float(jobs["gpu_time"].sum()),
+        "offered_load": offered_load(jobs, G),
         "placement_score": float(
             np.nansum(jobs["placement_score"] * jobs["run_time"]) / jobs["run_time"].sum()
         ),

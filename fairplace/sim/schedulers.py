@@ -160,12 +160,11 @@ class GandivaPacking:
         return np.inf
 
 
-class Optimus:
-    """Optimus-style marginal throughput: for gang-scheduled jobs with a fixed demand the marginal gain
-    of running job j is the fraction of it completed per GPU-second, 1 / (remaining x t_iter x N_j);
-    highest gain first (= least remaining GPU-time first)."""
+class SRPTOracle:
+    """Oracle shortest-remaining-GPU-time first (formerly mislabelled "optimus"): it knows every job's
+    remaining work; gain 1 / (remaining x t_iter x N_j), highest first."""
 
-    name = "optimus"
+    name = "srpt-oracle"
 
     def order(self, view: SchedView) -> np.ndarray:
         idx = view.active
@@ -259,19 +258,24 @@ QUEUE_SCHEDULERS = {
     "srtf": SRTF,
     "drf": DRF,
     "gandiva": GandivaPacking,
-    "optimus": Optimus,
+    "srpt-oracle": SRPTOracle,
     "slaq": SLAQ,
     "gavel-ftf": GavelFTF,
 }
 
 
 def make_scheduler(name: str, *, seed: int = 0, **options):
-    """Scheduler by name (``fifo, las, srtf, drf, gandiva, optimus, slaq, gavel-ftf, themis``)."""
+    """Scheduler by name (``fifo, las, srtf, drf, gandiva, srpt-oracle, slaq, gavel-ftf, optimus,
+    themis``)."""
     key = str(name).lower()
     if key == "themis":
         from .themis import Themis
 
         cls = Themis
+    elif key == "optimus":
+        from .optimus import Optimus
+
+        cls = Optimus
     elif key in QUEUE_SCHEDULERS:
         cls = QUEUE_SCHEDULERS[key]
     else:

@@ -1,20 +1,28 @@
 """THEMIS in the driver: leases, the ARBITER's round-by-round PA auction (``fairplace.rounds``) and an
 app-level scheduler that splits each app's GPUs among its jobs (successive halving inside the app).
 
-* Every grant is a lease of ``lease`` seconds, aligned to the decision grid (a grant at t expires at the
-  first grid point >= t + lease). Decisions happen on the grid *and* on resource-available events
-  (a completion, an arrival or a released successive-halving phase) at their exact times; only free
-  GPUs (idle or with an expired lease) are offered, held leases stay.
+* Every grant is a lease of ``lease`` seconds from the moment it is granted (per allocation, as in
+  the paper's arbiter: a grant at t expires at t + lease). Decisions happen on resource-available
+  events only: a lease expiry, a completion, an arrival or a released successive-halving phase.
+  Only free GPUs (idle or with an expired lease) are offered; held leases stay. An app that wins
+  back GPUs it held keeps them on the same jobs (no checkpoint-restart).
 * Apps are described to the ARBITER in agent form (:class:`~fairplace.domain.AgentApp`): the running
   jobs of the current phase (serial seconds per iteration = t_iter x N_j), later phases as
-  ``successive-halving`` phases, T_id under the ``themis`` variant with N_avg measured so far, and
-  ``rho`` as the app's current rho with the GPUs it held just before the decision.
+  ``successive-halving`` phases (n_jobs, iterations, GPUs per job), T_id under the same variant as
+  the metric (``t_id``, default the headline ``themis``: per-phase work on a 1/N_avg share, N_avg
+  measured so far), and ``rho`` as the app's current rho with the GPUs it held just before.
+* PA rounding (``rounding``, default ``lottery``): in the sensitivity experiment (W2, 16 GPUs,
+  f = 0.5 so that auctions have several bidders) ``floor`` gave the worst max rho (it drops a whole
+  GPU at c = 0.996), ``lottery`` and ``fractional`` were alike; ``lottery`` keeps the hidden payment
+  in expectation (PA's incentives), ``fractional`` drops it, so ``lottery`` is the default.
 * Pricing (``pricing``): ``locality`` (default; THEMIS as published is variability-unaware, its S(G) is
   the locality slowdown only) or ``pm-score`` (S = L(spread) x max binned PM-score, priced on a copy of
   the cluster carrying the binned scores). Runtime always uses the raw PM-scores.
 * App scheduler (THEMIS' even split, §4.3.3): n GPUs over J jobs -> n < J: the n jobs with most work
   left get one GPU; else n // J each (remainder to the jobs with most work), at most N_j per job;
-  each job keeps the GPUs it had where it can, then takes the app's free GPUs in (machine, index) order.
+  each job keeps the GPUs it had where it can, then takes the app's free GPUs best-fit by machine
+  (the machine with the fewest of the app's free GPUs that still holds the job's need; else the
+  fullest machines first), so that a job that fits in a machine runs within one.
 * GPU identities the ARBITER leaves open are resolved towards continuity (fewer checkpoint-restarts):
   auction winners swap GPUs within groups of interchangeable GPUs to get back ones they held, and
   leftover recipients keep their leftover count but take back GPUs they held first.
@@ -58,14 +66,20 @@ class Themis:
         lease: float = 600.0,
         leftover: str = "random",
         pricing: str = "locality",
+        rounding: str = "lottery",
+        t_id: str = "themis",
         seed: int = 0,
     ):
+        from fairplace.formulations.ftf import T_ID_VARIANTS
         from fairplace.rounds import Arbiter
 
         if pricing not in PRICING:
             raise OptionError("scheduler_options.pricing", f"expected one of {PRICING}")
+        if t_id not in ("themis", "literal"):
+            raise OptionError("scheduler_options.t_id", f"expected one of {T_ID_VARIANTS[:2]}")
         self.pricing = pricing
-        self.arbiter = Arbiter(f=f, lease=lease, leftover=leftover, seed=seed)
+        self.t_id = t_id
+        self.arbiter = Arbiter(f=f, lease=lease, leftover=leftover, rounding=rounding, seed=seed)
         self.lease = float(lease)
         self.cache: dict = {}
         self.expiry: np.ndarray | None = None  # per GPU: lease end (-inf = free)
@@ -76,6 +90,13 @@ class Themis:
 
     def next_change(self, view: SchedView) -> float:
         return view.t
+
+    def next_event(self, t: float) -> float:
+        """The next lease expiry after ``t`` (inf when no GPU is leased)."""
+        if self.expiry is None:
+            return np.inf
+        e = self.expiry[(self.owner >= 0) & (self.expiry > t + 1e-9)]
+        return float(e.min()) if e.size else np.inf
 
     # ------------------------------------------------------------------------------------------
     def allocate(self, view: SchedView, w, cluster: Cluster, scores, alloc, grid) -> dict:
@@ -107,7 +128,7 @@ class Themis:
                 cache=self.cache,
             )
             self.cache = {**self.cache, **out.tables}
-            end = grid(t + self.lease - 1e-9)
+            end = t + self.lease
             pos = {w.app_ids[a]: a for a in apps}
             won = {pos[a]: cluster.indices(g) for a, g in out.auction.items() if g}
             grant = self._keep_previous(won, before)
@@ -169,7 +190,7 @@ class Themis:
         if had.size:
             from fairplace.formulations.agents import ftf_model
 
-            rho = bundle_rho(ftf_model(app), self.decide_cluster, had, app.cls)
+            rho = bundle_rho(ftf_model(app, self.decide_cluster), self.decide_cluster, had, app.cls)
         else:
             rho = None
         return AppState(app, held=tuple(self.decide_cluster.ids(held)), rho=rho)
@@ -179,13 +200,18 @@ class Themis:
         run = view.active[w.app[view.active] == a]
         cur = int(w.phase[run].min())
         run = run[w.phase[run] == cur]
-        phases = [
-            (int(np.sum(w.phase[mine] == p)), float(w.iters[mine][w.phase[mine] == p][0]))
-            for p in np.unique(w.phase[mine])
-        ]
+        ph = w.phase[mine]
+        phases, per_phase = [], []
+        for p in np.unique(ph):
+            jp = mine[ph == p]
+            phases.append((int(jp.size), float(w.iters[jp[0]]), int(w.demand[jp[0]])))
+            per_phase.append(
+                (float(np.sum(w.iters[jp] * w.t_iter[jp] * w.demand[jp])), int(w.demand[jp].sum()))
+            )
         serial = w.t_iter[mine] * w.demand[mine]
         t_start = float(view.arrival[mine].min())
         j0 = int(mine[0])
+        many = len(phases) > 1
         return AgentApp(
             id=w.app_ids[a],
             jobs=tuple(
@@ -197,14 +223,15 @@ class Themis:
             locality=(1.0, float(w.l_machine[j0]), float(w.l_rack[j0])),
             cls=w.cls[j0],
             model=w.model[j0],
-            stopping="successive-halving" if len(phases) > 1 else "none",
-            phases=tuple(phases) if len(phases) > 1 else (),
-            current_phase=cur if len(phases) > 1 else 0,
+            stopping="successive-halving" if many else "none",
+            phases=tuple(phases) if many else (),
+            current_phase=int(np.searchsorted(np.unique(ph), cur)) if many else 0,
             work_total=float(np.sum(w.iters[mine] * serial)),
             demand_max=int(self._dmax(w)[a]),
             t_id={
-                "variant": "themis",
+                "variant": self.t_id,
                 "n_avg": max(1.0, n_avg(self.steps_t, self.steps_n, t_start, view.t)),
+                "phases": tuple(per_phase) if self.t_id == "themis" else (),
             },
         )
 
@@ -230,12 +257,29 @@ class Themis:
                 keep = [g for g in alloc.get(int(j), ()) if g in pool][: target[k]]
                 out[int(j)] = keep
                 pool -= set(keep)
-            rest = sorted(pool, key=lambda g: (int(self._mi[g]), g))
-            for k, j in enumerate(run):
-                need = int(target[k]) - len(out[int(j)])
-                out[int(j)] = out[int(j)] + rest[:need]
-                rest = rest[need:]
+            for k in np.argsort(-(target - [len(out[int(j)]) for j in run]), kind="stable"):
+                j = int(run[k])
+                need = int(target[k]) - len(out[j])
+                if need > 0:
+                    take = self._best_fit(pool, need)
+                    out[j] = out[j] + take
+                    pool -= set(take)
         return {j: np.asarray(sorted(g), np.int64) for j, g in out.items() if len(g)}
+
+    def _best_fit(self, pool: set, need: int) -> list:
+        """``need`` GPUs of ``pool``: all on the machine with the fewest pool GPUs that still has
+        ``need`` of them; otherwise from the machines with most pool GPUs first."""
+        by: dict = {}
+        for g in sorted(pool):
+            by.setdefault(int(self._mi[g]), []).append(g)
+        fits = [m for m, gs in by.items() if len(gs) >= need]
+        if fits:
+            m = min(fits, key=lambda m: (len(by[m]), m))
+            return by[m][:need]
+        out = []
+        for m in sorted(by, key=lambda m: (-len(by[m]), m)):
+            out += by[m][: need - len(out)]
+        return out
 
     def _dmax(self, w) -> np.ndarray:
         if not hasattr(self, "_dmax_"):
