@@ -241,7 +241,9 @@ def run_batch(
         for r in read_journal(jpath)
         if not str(r.get("message", "")).startswith(RETRY_ON_RESUME)
     }
-    todo = largest_first([(n, s, p) for n, p in items for s in solvers if (n, s) not in done])
+    todo = [(n, s, p) for n, p in items for s in solvers if (n, s) not in done]
+    pos = {id(t): k for k, t in enumerate(todo)}  # task keys keep the suite's order
+    todo = largest_first(todo)
     if in_process is None:
         in_process = not scheduler_address and (workers == 1 or len(todo) <= IN_PROCESS_MAX_TASKS)
     if in_process and todo:
@@ -252,7 +254,8 @@ def run_batch(
         client, cluster = _client(workers, scheduler_address)
         try:
             _drive(
-                client, todo, jpath, time_limit, progress, max_in_flight, as_completed,
+                client, [(pos[id(t)], t) for t in todo], jpath, time_limit, progress,
+                max_in_flight, as_completed,
                 no_workers_timeout,
             )  # fmt: skip
         finally:
@@ -303,7 +306,7 @@ def _drive(
     n_workers = max(1, len(client.scheduler_info().get("workers", {})))
     limit = max_in_flight or max(8, 4 * n_workers)
     run_id = uuid.uuid4().hex[:8]
-    queue: Iterator = iter(enumerate(todo))
+    queue: Iterator = iter(todo)  # (key index, task), submitted in this order
     meta: dict = {}
 
     def submit(ac) -> None:
