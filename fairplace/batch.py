@@ -64,6 +64,10 @@ from fairplace.progress import ProgressBar, progress_bar
 OUT_SUFFIXES = (".parquet", ".csv", ".jsonl")
 log = logging.getLogger(__name__)
 
+#: suites of at most this many (instance, solver) tasks are solved in this process when no scheduler
+#: address is given: a local cluster's start-up (seconds) would exceed their solve time.
+IN_PROCESS_MAX_TASKS = 4
+
 #: error rows that say nothing about the instance (the infrastructure failed): ``resume`` runs them again.
 RETRY_ON_RESUME = ("KilledWorker", "CancelledError", "CommClosedError", "FutureCancelledError")
 
@@ -176,8 +180,15 @@ def run_batch(
     progress: bool | ProgressBar = True,
     max_in_flight: int | None = None,
     no_workers_timeout: float | None = 120.0,
+    in_process: bool | None = None,
 ) -> pd.DataFrame:
     """Solve every (instance, solver) pair of ``suite`` on Dask; return the results table.
+
+    Tasks are submitted largest instance first (:func:`largest_first`), so that a long instance
+    does not start last and leave the other workers idle. ``in_process``: solve the tasks one by
+    one in this process instead (same rows, no cluster start-up); None: when no
+    ``scheduler_address`` is given and ``workers == 1`` or the suite has at most
+    :data:`IN_PROCESS_MAX_TASKS` tasks.
 
     ``suite``: a registered suite name, a folder of instance JSON files or a list of (name, payload).
     ``out``: the table (``.parquet`` / ``.csv`` / ``.jsonl``); its journal is ``<out>.jsonl``
@@ -251,12 +262,20 @@ def _run_locked(
         if not str(r.get("message", "")).startswith(RETRY_ON_RESUME)
     }
     todo = [(n, s, p) for n, p in items for s in solvers if (n, s) not in done]
-
-    if todo:
+    pos = {id(t): k for k, t in enumerate(todo)}  # task keys keep the suite's order
+    todo = largest_first(todo)
+    if in_process is None:
+        in_process = not scheduler_address and (workers == 1 or len(todo) <= IN_PROCESS_MAX_TASKS)
+    if in_process and todo:
+        if workers < 1:
+            raise OptionError("--workers", f"must be >= 1, got {workers}")
+        _solve_here(todo, jpath, time_limit, progress)
+    elif todo:
         client, cluster = _client(workers, scheduler_address)
         try:
             _drive(
-                client, todo, jpath, time_limit, progress, max_in_flight, as_completed,
+                client, [(pos[id(t)], t) for t in todo], jpath, time_limit, progress,
+                max_in_flight, as_completed,
                 no_workers_timeout,
             )  # fmt: skip
         finally:
@@ -267,6 +286,37 @@ def _run_locked(
     return df
 
 
+def _size_hint(payload) -> int:
+    """A cheap proxy for an instance's solve effort: its JSON size (bid tables, GPUs, jobs)."""
+    if isinstance(payload, dict):
+        import json
+
+        return len(json.dumps(payload, separators=(",", ":")))
+    try:
+        return Path(payload).stat().st_size
+    except (OSError, TypeError):
+        return 0
+
+
+def largest_first(todo: list[tuple]) -> list[tuple]:
+    """(name, solver, payload) tasks by decreasing :func:`_size_hint` (stable among equals):
+    longest-processing-time-first keeps the makespan on several workers close to total / workers."""
+    sizes: dict[int, int] = {}
+    for _, _, p in todo:
+        if id(p) not in sizes:
+            sizes[id(p)] = _size_hint(p)
+    return sorted(todo, key=lambda t: -sizes[id(t[2])])
+
+
+def _solve_here(todo, jpath: Path, time_limit, progress: bool) -> None:
+    """Solve the tasks in this process, one journaled row each (as a worker would)."""
+    with _progress(progress) as bar, open(jpath, "a") as f:
+        task = bar.add_task("solving", total=len(todo))
+        for name, solver, payload in todo:
+            _append(f, solve_task(name, solver, payload, time_limit))
+            bar.advance(task)
+
+
 def _drive(
     client, todo, jpath: Path, time_limit, progress, max_in_flight, as_completed,
     no_workers_timeout: float | None = 120.0,
@@ -274,7 +324,7 @@ def _drive(
     n_workers = max(1, len(client.scheduler_info().get("workers", {})))
     limit = max_in_flight or max(8, 4 * n_workers)
     run_id = uuid.uuid4().hex[:8]
-    queue: Iterator = iter(enumerate(todo))
+    queue: Iterator = iter(todo)  # (key index, task), submitted in this order
     meta: dict = {}
 
     def submit(ac) -> None:

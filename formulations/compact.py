@@ -103,6 +103,19 @@ class CompactProgram:
     exclude: frozenset[int] = frozenset()
     fixed: tuple[tuple[int, tuple[int, int, int]], ...] | None = None  # (app, cell): placement only
     reduced: bool = True  # per-(place, cell) selectors + symmetry rows (``compact_sym``)
+    #: per-(rack, cell) selectors for spread-1 cells even when not ``reduced`` (few racks, and the
+    #: LP then knows which racks can hold a cell; ``compact_sym`` item 1 with P = racks)
+    rack_cells: bool = False
+
+    def per_cell(self, s: int) -> bool:
+        """Whether spread-``s`` places have one selector per (place, cell) (else one per place)."""
+        return self.reduced or (s == 1 and self.rack_cells)
+
+    def fits(self, i: int, s: int, place: int, cell: tuple[int, int, int]) -> bool:
+        """Whether ``cell`` of app i fits alone on machine (s = 0) / rack (s = 1) ``place``."""
+        per, ids = self._level_counts(i)[s]
+        row = int(np.searchsorted(ids, place))
+        return bool(row < ids.size and ids[row] == place and per[row, cell[2]] >= cell[0])
 
     @cached_property
     def active(self) -> tuple[int, ...]:
@@ -146,18 +159,62 @@ class CompactProgram:
         return cm, cr
 
     def feasible_cells(self, i: int) -> tuple[tuple[int, int, int], ...]:
-        """Cells of app i that fit the offer alone (spread 0 within a machine, 1 within a rack)."""
+        """Cells (n, s, v) of app i that fit the offer alone: n offered GPUs of app i's level <= v
+        on one machine (s = 0; its held machine if any), in one rack (s = 1; its held rack if any)
+        or anywhere (s = 2). A cell that does not fit alone is in no feasible integer point, so
+        dropping it keeps every optimum (of PF and of any PF_{-i}) and tightens the LP."""
         if self.fixed is not None:
             return tuple(c for j, c in self.fixed if j == i)
         a = self.apps[i]
-        cm, cr = self.capacity
-        m0 = cm.get(a.held_machine, 0) if a.held_machine >= 0 else max(cm.values(), default=0)
-        r0 = cr.get(a.held_rack, 0) if a.held_rack >= 0 else max(cr.values(), default=0)
-        return tuple(
-            (n, s, v)
-            for n, s, v in a.cells
-            if (s != 0 or n <= m0) and (s != 1 or n <= r0) and n <= len(self.offer)
-        )
+        fit = self._fit(i)
+        return tuple((n, s, v) for n, s, v in a.cells if n <= fit[s, v])
+
+    def _fit(self, i: int) -> np.ndarray:
+        """fit[s, v]: most offered GPUs of app i's level <= v on one machine (s = 0), in one rack
+        (s = 1) and in the offer (s = 2), on the held machine / rack when app i holds one."""
+        a = self.apps[i]
+        (pm, machines), (pk, racks) = self._level_counts(i)
+        if a.held_machine >= 0:
+            pm = pm[machines == a.held_machine]
+        if a.held_rack >= 0:
+            pk = pk[racks == a.held_rack]
+        out = np.zeros((3, a.table.levels.size), dtype=np.int64)
+        out[0] = pm.max(0, initial=0)
+        out[1] = pk.max(0, initial=0)
+        out[2] = self._level_counts(i)[1][0].sum(0)
+        return out
+
+    def _level_counts(self, i: int) -> tuple[tuple[np.ndarray, np.ndarray], ...]:
+        """((per-machine, machine ids), (per-rack, rack ids)): offered GPUs of app i's level <= v
+        (column v) per machine and per rack; cached per app."""
+        cache = self._level_cache
+        if i not in cache:
+            a = self.apps[i]
+            classes = tuple(dict.fromkeys(x.cls for x in self.apps))
+            ci = classes.index(a.cls)
+            lev = np.array([a.table.level(t[ci]) for t in self.types], dtype=np.int64)
+            per_m, per_k, machines, racks = self._type_counts
+            ok = (lev[:, None] <= np.arange(a.table.levels.size)[None, :]).astype(np.int64)
+            cache[i] = ((per_m @ ok, machines), (per_k @ ok, racks))
+        return cache[i]
+
+    @cached_property
+    def _level_cache(self) -> dict:
+        return {}
+
+    @cached_property
+    def _type_counts(self) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+        """Offered GPUs per (machine, type) and (rack, type), with the machine and rack ids."""
+        machines = np.array(sorted({g.machine for g in self.groups}), dtype=np.int64)
+        racks = np.array(sorted({g.rack for g in self.groups}), dtype=np.int64)
+        tpos = {t: k for k, t in enumerate(self.types)}
+        per_m = np.zeros((machines.size, len(self.types)), dtype=np.int64)
+        per_k = np.zeros((racks.size, len(self.types)), dtype=np.int64)
+        for g in self.groups:
+            t = tpos[g.scores]
+            per_m[np.searchsorted(machines, g.machine), t] += len(g.gpus)
+            per_k[np.searchsorted(racks, g.rack), t] += len(g.gpus)
+        return per_m, per_k, machines, racks
 
     @cached_property
     def types(self) -> tuple[tuple[float, ...], ...]:
@@ -208,10 +265,16 @@ class CompactProgram:
                 if held >= 0:
                     continue
                 # selectors: one per (place, cell of spread s) if reduced, else one per place (-1)
-                ks = [k for k, c in enumerate(cells) if c[1] == s] if self.reduced else [-1]
-                for p in places:
-                    for k in ks:
-                        e[sel][p, k], col = col, col + 1
+                # (only where the cell fits alone: no integer point uses the others)
+                if self.per_cell(s):
+                    ks = [k for k, c in enumerate(cells) if c[1] == s]
+                    for p in places:
+                        for k in ks:
+                            if self.fits(i, s, p, cells[k]):
+                                e[sel][p, k], col = col, col + 1
+                else:
+                    for p in places:
+                        e[sel][p, -1], col = col, col + 1
             if 2 in spreads:
                 for t in T:
                     e["g"][(t,)], col = col, col + 1
@@ -363,7 +426,7 @@ class CompactProgram:
             cell, gpus = choice[e["i"]]
             kc = e["cells"].index(cell)
             x[e["z"] + kc] = 1.0
-            kc = kc if self.reduced else -1
+            kc = kc if self.per_cell(cell[1]) else -1
             for g in gpus:
                 m, k, t = where[g]
                 if cell[1] == 0:

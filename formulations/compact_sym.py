@@ -45,7 +45,7 @@ def place_rows(prog: CompactProgram, e: dict, sel: str, block: str, s: int, ub, 
     by_place: dict[int, list[tuple[int, int]]] = {}  # place -> [(col, type)]
     for key, col in e[block].items():
         by_place.setdefault(key[0], []).append((col, key[-1]))
-    if not prog.reduced:  # one selector per place, big-M usage bound
+    if not prog.per_cell(s):  # one selector per place, big-M usage bound
         add([(col, 1.0) for col in e[sel].values()] + [(z, -1.0) for z in zc.values()], 0.0, 0.0)
         nmax = prog.apps[e["i"]].table.n_max
         for place, cs in by_place.items():
@@ -56,7 +56,9 @@ def place_rows(prog: CompactProgram, e: dict, sel: str, block: str, s: int, ub, 
         add([(col, 1.0) for (_, kk), col in e[sel].items() if kk == k] + [(z, -1.0)], 0.0, 0.0)
     n_lev = int(prog.apps[e["i"]].table.levels.size)
     for place, cs in by_place.items():
-        ys = [(e[sel][place, k], float(cells[k][0]), cells[k][2]) for k in zc]
+        ys = [
+            (e[sel][place, k], float(cells[k][0]), cells[k][2]) for k in zc if (place, k) in e[sel]
+        ]
         add([(col, 1.0) for col, _ in cs] + [(y, -n) for y, n, _ in ys], 0.0, 0.0)
         for v in range(1, n_lev):
             hi = [(col, 1.0) for col, t in cs if e["lev"][t] >= v]

@@ -99,6 +99,8 @@ def solve_auction(
     label = name or ("exact" if backend == "highs" else backend)
     if opts.mip_allow_restart is None:  # see SolveOptions.mip_allow_restart
         opts = opts.with_(mip_allow_restart=False)
+    if opts.mip_pool_soft_limit is None:  # see SolveOptions.mip_pool_soft_limit
+        opts = opts.with_(mip_pool_soft_limit=50)
     prog = PFProgram(inst)
     o = budget.options(opts)
     res = backends.run(prog, backend, o) if o is not None else _not_started()

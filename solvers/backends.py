@@ -19,6 +19,15 @@ from .options import SolveOptions
 BACKENDS = ("highs", "pyomo", "cvxpy")
 
 
+def preload(backend: str) -> None:
+    """Import ``backend``'s modelling layer now, so that one-time imports (Pyomo, CVXPY: seconds)
+    are not counted in a solve's ``seconds``."""
+    if backend == "pyomo":
+        import pyomo.contrib.solver.common.factory  # noqa: F401
+    elif backend == "cvxpy":
+        import cvxpy  # noqa: F401
+
+
 def run(
     program, backend: str = "highs", opts: SolveOptions = SolveOptions(), start=None
 ) -> RawResult:

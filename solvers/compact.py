@@ -63,48 +63,73 @@ def solve_pf(
 
     ``lp_first``: solve the LP relaxation of the plain program; when its cell selectors are integral
     (the usual case) place those cells (greedy ``pack``, else a placement-only MILP). A placement
-    reaching the LP bound is optimal; otherwise the full MILP runs (warm-started with ``start``), on
+    reaching the LP bound is optimal. Failing that, the same with per-(rack, cell) selectors
+    (``rack_cells``: the LP then knows which racks hold enough GPUs of a level for a cell, so
+    large spread-1 cells that the plain LP over-packs into one rack become placeable; its LP is
+    larger, so it is the second try). Otherwise the full MILP runs (warm-started with ``start``), on
     the tightened, symmetry-broken formulation if ``reduced`` (``formulations/compact_sym.py``: same
     optimum, a far smaller search tree on contended instances, but a larger LP, so it is not used
     for the LP step). ``reduced=None`` picks it when the offer spans at most
     :data:`REDUCED_MAX_MACHINES` machines: measured, it cuts a contended 8-machine instance from
     268 s to 19 s, but its per-(place, cell) columns make 64-machine fallbacks ~20x slower.
-    The program returned is the plain one (its layout serves the LP chains). ``budget`` (default:
-    ``opts.time_limit`` from now) bounds the LP and MILP solves together."""
+    The program returned is the one whose LP gave the answer, else the ``rack_cells`` one (its
+    layout serves the payments' LP chains). ``budget`` (default: ``opts.time_limit`` from now)
+    bounds the LP and MILP solves together."""
     budget = budget_for(opts, budget)
     if budget.options(opts) is None:  # spent: do not even build the program
         msg = "time limit reached before the PF was started"
         return RawResult("time_limit", None, None, None, 0.0, msg), None, None
     offer = tuple(int(g) for g in offer)
-    prog = CompactProgram(cluster, offer, tuple(apps), frozenset(exclude), reduced=False)
+    plain = CompactProgram(cluster, offer, tuple(apps), frozenset(exclude), reduced=False)
+    racks = replace(plain, rack_cells=True)
     if reduced is None:
         reduced = np.unique(cluster.machine_index[list(offer)]).size <= REDUCED_MAX_MACHINES
-    milp = prog.to_milp()
-    o = budget.options(opts)
-    if lp_first and milp.n_cols and o is not None:
+    if lp_first:
         t0 = time.perf_counter()
-        h = highs.build(milp.relaxed(), o)
-        h.run()
-        lp = highs.read(h, milp.relaxed(), 0.0)
-        hit = _from_lp(prog, milp, lp, opts, budget=budget) if lp.status == "optimal" else None
-        if hit is not None:
-            res, choice = hit
-            return replace(res, seconds=time.perf_counter() - t0), choice, prog
-    full = (
-        CompactProgram(cluster, offer, tuple(apps), frozenset(exclude), reduced=True)
-        if reduced
-        else prog
-    )
+        tried = []  # (program, MILP, LP) whose integral LP cells the greedy could not place
+        for prog in (plain, racks) if _has_rack_selectors(racks) else (plain,):
+            o = budget.options(opts)
+            if o is None:
+                break
+            milp = prog.to_milp()
+            if not milp.n_cols:
+                break
+            h = highs.build(milp.relaxed(), o)
+            h.run()
+            lp = highs.read(h, milp.relaxed(), 0.0)
+            if lp.status != "optimal" or _lp_cells(prog, lp.x) is None:
+                continue
+            hit = _from_lp(prog, milp, lp, opts, placement_milp=False, budget=budget)
+            if hit is not None:
+                res, choice = hit
+                return replace(res, seconds=time.perf_counter() - t0), choice, prog
+            tried.append((prog, milp, lp))
+        for prog, milp, lp in reversed(tried):  # placement MILPs, tightest LP first
+            o = budget.options(opts)
+            if o is None:
+                break
+            fixed = _fixed_cells(prog, milp, lp, o)
+            if fixed is not None:
+                return replace(fixed, seconds=time.perf_counter() - t0), prog.decode(fixed.x), prog
+    full = replace(racks, reduced=True) if reduced else racks
     x0 = full.start_vector(start) if start is not None else None
     o = budget.options(opts)
     if o is None:
         msg = "time limit reached before the MILP was started"
-        return RawResult("time_limit", None, None, None, 0.0, msg), None, prog
+        return RawResult("time_limit", None, None, None, 0.0, msg), None, racks
     res = highs.solve(full.to_milp(), o, start=x0)
     choice = full.decode(res.x) if res.has_solution else None
-    if full is not prog and choice is not None:  # the point in the returned program's layout
-        res = replace(res, x=prog.start_vector(choice))
-    return res, choice, prog
+    if full is not racks and choice is not None:  # the point in the returned program's layout
+        res = replace(res, x=racks.start_vector(choice))
+    return res, choice, racks
+
+
+def _has_rack_selectors(prog: CompactProgram) -> bool:
+    """Whether some active app has spread-1 cells and no held rack (``rack_cells`` changes it)."""
+    return any(
+        prog.apps[i].held_rack < 0 and any(c[1] == 1 for c in prog.feasible_cells(i))
+        for i in prog.active
+    )
 
 
 def _lp_cells(prog: CompactProgram, x: np.ndarray, skip: int | None = None) -> dict | None:
@@ -125,11 +150,18 @@ def _lp_cells(prog: CompactProgram, x: np.ndarray, skip: int | None = None) -> d
 
 
 def _from_lp(
-    prog: CompactProgram, milp, lp, opts: SolveOptions, skip: int | None = None, budget=None
+    prog: CompactProgram,
+    milp,
+    lp,
+    opts: SolveOptions,
+    skip: int | None = None,
+    placement_milp: bool = True,
+    budget=None,
 ):
     """(RawResult, choice) if the LP's integral cells can be placed at the LP bound, else None.
     ``skip``: an app whose gains were 0 in ``lp`` (leave-one-out on the full program); its cells are
-    ignored (dropping them frees capacity and keeps the value)."""
+    ignored (dropping them frees capacity and keeps the value). ``placement_milp``: when the greedy
+    fails, place the cells exactly (:func:`_fixed_cells`)."""
     cells = _lp_cells(prog, lp.x, skip)
     if cells is None:
         return None
@@ -142,6 +174,8 @@ def _from_lp(
         if milp.is_feasible(x) and milp.value(x) >= lp.objective - tol:
             res = RawResult("optimal", x, milp.value(x), lp.objective, 0.0, "optimal (LP cells)")
             return res, choice
+    if not placement_milp:
+        return None
     o = budget.options(opts) if budget is not None else opts
     if o is None:  # the budget is spent: no placement MILP
         return None
@@ -167,10 +201,13 @@ def _fixed_cells(prog: CompactProgram, milp, lp, opts: SolveOptions, skip: int |
     return RawResult("optimal", x, milp.value(x), lp.objective, res.seconds, "optimal (LP cells)")
 
 
-def _best(app: CompactApp) -> float:
-    """max_c w_c (the app alone with the whole offer): an upper bound on its PF value."""
+def _best(prog: CompactProgram, j: int) -> float:
+    """best_j = max(w_j0, max_{c fits alone} w_jc): app j's value alone with the whole offer, an
+    upper bound on its value in any allocation of the offer (only cells that fit the offer alone,
+    ``CompactProgram.feasible_cells``, can be part of one)."""
+    app = prog.apps[j]
     t = app.table
-    w = [-math.log(t.rho[c]) for c in app.cells]
+    w = [-math.log(t.rho[c]) for c in prog.feasible_cells(j)]
     if app.w_empty is not None:
         w.append(app.w_empty)
     return max(w) if w else -math.inf
@@ -192,7 +229,11 @@ def payments(
     value_with = {i: _others(prog, choice, i) for i in choice}
     c, status = {}, {}
     todo = []
-    best = {j: _best(apps[j]) for j in prog.active}
+    # c_i = 1 without a solve when app i's GPUs help nobody: every other app j already gets
+    # best_j (its value alone with the whole offer) in PF. Then PF_{-i} <= sum_{j != i} best_j =
+    # value of PF minus i <= PF_{-i} (PF minus i is feasible for PF_{-i}), so PF_{-i} is PF minus
+    # i and c_i = 1 exactly.
+    best = {j: _best(prog, j) for j in prog.active}
     for i in choice:
         others = [j for j in prog.active if j != i]
         if all(a.w_empty is not None for a in (apps[j] for j in others)):

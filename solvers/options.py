@@ -18,6 +18,10 @@ _TYPES = {
 }
 _TYPES |= {"random_seed": numbers.Integral, "presolve": bool, "verbose": bool, "parallel": bool}
 _TYPES |= {"mip_allow_restart": bool, "mip_max_nodes": numbers.Integral}
+_TYPES |= {"mip_pool_soft_limit": numbers.Integral}
+
+#: options whose None means "HiGHS' default"
+_OPTIONAL = ("time_limit", "mip_allow_restart", "mip_max_nodes", "mip_pool_soft_limit")
 
 
 @dataclass(frozen=True)
@@ -43,11 +47,15 @@ class SolveOptions:
     #: ``time_limit`` independent of the machine's speed: a solve stopped by it reports status
     #: ``time_limit`` (best incumbent + bound), deterministically (tests use it).
     mip_max_nodes: int | None = None
+    #: HiGHS' cut pool size (None = HiGHS' default, 10,000). Explicit-bid auctions use 50: their
+    #: set-packing roots spend most of a leave-one-out solve separating thousands of cuts that are
+    #: never used (16 apps x 64 GPUs, seeds 0-4: CPU time -46% on the worst seed, same optima).
+    mip_pool_soft_limit: int | None = None
 
     def __post_init__(self):
         for name, kind in _TYPES.items():
             v = getattr(self, name)
-            if v is None and name in ("time_limit", "mip_allow_restart", "mip_max_nodes"):
+            if v is None and name in _OPTIONAL:
                 continue
             if isinstance(v, bool) != (kind is bool) or not isinstance(v, kind):
                 want = {bool: "true or false", numbers.Integral: "an integer"}.get(kind, "a number")
@@ -83,6 +91,8 @@ class SolveOptions:
             out["mip_allow_restart"] = bool(self.mip_allow_restart)
         if self.mip_max_nodes is not None:
             out["mip_max_nodes"] = int(self.mip_max_nodes)
+        if self.mip_pool_soft_limit is not None:
+            out["mip_pool_soft_limit"] = int(self.mip_pool_soft_limit)
         return out
 
     def with_(self, **kw) -> SolveOptions:

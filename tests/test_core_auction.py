@@ -185,3 +185,33 @@ def test_a_mip_start_never_hides_the_optimum():
     assert [sol.payments[a.id] for a in inst.apps] == pytest.approx(
         [expected[i] for i in range(4)], abs=1e-9
     )
+
+
+# Explicit PA on the contended 16 apps x 64 GPUs benchmark instances (``auction_pa_16x64``),
+# recorded before the cut-pool limit (commit 8a678af): the speed-up must not change a payment.
+_PA_16X64_REFERENCE = {
+    1: (
+        27.0903992298,
+        [0.4471792208, 0.5040151962, 1.0, 0.2623027171, 0.5264506463, 0.4687234889, 0.4403367473]
+        + [0.3835980182, 1.0, 0.2583235421, 0.5022530242, 1.0, 0.4471792208, 0.2559727955]
+        + [0.4471792208, 0.3835980182],
+    ),
+    4: (
+        25.289194411,
+        [0.22086306, 0.370368287, 0.5413996134, 0.451696311, 1.0, 0.2107655318, 0.4889636125]
+        + [0.4513261826, 0.451696311, 0.168727017, 1.0, 0.370368287, 0.451696311, 1.0]
+        + [0.291450638, 1.0],
+    ),
+}
+
+
+@pytest.mark.parametrize("seed", sorted(_PA_16X64_REFERENCE))
+def test_explicit_pa_16x64_equals_the_recorded_reference(seed):
+    from fairplace.benchmarks.auction_explicit import _instance
+    from fairplace.solvers.auction import solve_auction
+
+    sol = solve_auction(_instance(16, 16, seed))
+    objective, pays = _PA_16X64_REFERENCE[seed]
+    assert sol.status == "optimal"
+    assert abs(sol.objective - objective) < 1e-8
+    assert [round(sol.payments[f"A{k}"], 8) for k in range(16)] == [round(p, 8) for p in pays]

@@ -1,8 +1,11 @@
 """Benchmarks of the THEMIS agents and the compact arbiter (``fairplace bench``).
 
 * ``auction_pf_compact_1024``: compact PF, 1,024 GPUs (256 machines x 4, racks of 16) x 64 apps, target 10 s;
-* ``auction_pa_compact_1024``: full PA on the same instance (PF + leave-one-out), target 60 s;
-* ``auction_pa_compact_1024x128``: the same with 128 apps (contended: every app pays), target 60 s;
+* ``auction_pa_compact_1024``: full PA on the same instance (PF + leave-one-out), target 30 s;
+* ``auction_pa_compact_1024x128``: the same with 128 apps (contended: every app pays), target 30 s;
+* ``auction_pa_compact_1024x{16,32,256}``: full PA, 1,024 GPUs x 16 / 32 / 256 apps (light to heavy
+  contention), target 30 s each (issue 13; 64 and 128 apps are the two cases above);
+* ``auction_pa_compact_4096x64``: full PA, 4,096 GPUs (1,024 machines x 4) x 64 apps, target 60 s;
 * ``auction_pa_compact_contended_32``: full PA, 12 apps on 32 GPUs (8 machines x 4, racks of 4): the
   LP shortcut fails and PF and every PF_{-i} are MILPs (``formulations/compact_sym.py``), target 30 s;
 * ``bid_generation``: subset enumeration vs symmetry-reduced count bundles vs the rho table, per
@@ -47,8 +50,16 @@ def _pa(quick: bool, apps: int = 64) -> dict:
     )
 
 
-def _pa128(quick: bool) -> dict:
-    return _pa(quick, apps=128)
+def _pa_apps(apps: int):
+    def run(quick: bool) -> dict:
+        return _pa(quick, apps=apps) | {"gpus": 64 * 4 if quick else 1024, "apps": apps}
+
+    return run
+
+
+def _pa4096(quick: bool) -> dict:
+    size = {"apps": 16, "machines": 256} if quick else {"apps": 64, "machines": 1024}
+    return _timed_pa(random_agent_auction(**size)) | {"gpus": 4 * size["machines"]}
 
 
 def _pa_contended(quick: bool) -> dict:
@@ -87,8 +98,12 @@ def _bids(quick: bool) -> dict:
 
 CASES = {
     "auction_pf_compact_1024": (_pf, 10.0),
-    "auction_pa_compact_1024": (_pa, 60.0),
-    "auction_pa_compact_1024x128": (_pa128, 60.0),
+    "auction_pa_compact_1024": (_pa_apps(64), 30.0),
+    "auction_pa_compact_1024x16": (_pa_apps(16), 30.0),
+    "auction_pa_compact_1024x32": (_pa_apps(32), 30.0),
+    "auction_pa_compact_1024x128": (_pa_apps(128), 30.0),
+    "auction_pa_compact_1024x256": (_pa_apps(256), 30.0),
+    "auction_pa_compact_4096x64": (_pa4096, 60.0),
     "auction_pa_compact_contended_32": (_pa_contended, 30.0),
     "bid_generation": (_bids, 30.0),
 }

@@ -1,4 +1,5 @@
-"""Exact PF and full PA over explicit bid tables (issue: core). Target: PA 16 apps x 64 GPUs <= 5 s."""
+"""Exact PF and full PA over explicit bid tables (issue: core). Target: PA 16 apps x 64 GPUs <= 5 s
+on each of seeds 0-4 (``seconds`` is the worst seed; full mode runs seeds 0-4, quick mode seed 0)."""
 
 from __future__ import annotations
 
@@ -42,6 +43,7 @@ def measure(
         statuses.append(sol.status)
     return {
         "seconds": max(times),
+        "per_seed_seconds": times,
         "mean_seconds": sum(times) / len(times),
         "statuses": statuses,
         "seeds": list(seeds),
@@ -55,7 +57,7 @@ def _case(size: str, payments: bool, contention: float | None = CONTENTION):
     def run(quick: bool) -> dict:
         if quick and payments and apps >= 64:
             return {"seconds": None, "skipped": "64 leave-one-out solves: full mode only"}
-        seeds = (0,) if quick else (0, 1, 2)
+        seeds = (0,) if quick else (0, 1, 2, 3, 4)
         return measure(apps, machines, seeds=seeds, payments=payments, contention=contention)
 
     return run
