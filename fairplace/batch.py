@@ -224,7 +224,7 @@ def run_batch(
         with JournalLock(journal_path(out)):
             return _run_locked(
                 items, solvers, workers, scheduler_address, time_limit, out, tmp, resume,
-                overwrite, progress, max_in_flight, no_workers_timeout,
+                overwrite, progress, max_in_flight, no_workers_timeout, in_process,
             )  # fmt: skip
     finally:
         if tmp:  # the temporary journal folder goes with the batch
@@ -235,7 +235,7 @@ def run_batch(
 
 def _run_locked(
     items, solvers, workers, scheduler_address, time_limit, out, tmp, resume, overwrite,
-    progress, max_in_flight, no_workers_timeout,
+    progress, max_in_flight, no_workers_timeout, in_process,
 ) -> pd.DataFrame:  # fmt: skip
     """The batch proper, while this process holds the journal's lock."""
     from dask.distributed import as_completed
@@ -308,13 +308,12 @@ def largest_first(todo: list[tuple]) -> list[tuple]:
     return sorted(todo, key=lambda t: -sizes[id(t[2])])
 
 
-def _solve_here(todo, jpath: Path, time_limit, progress: bool) -> None:
+def _solve_here(todo, jpath: Path, time_limit, progress: bool | ProgressBar) -> None:
     """Solve the tasks in this process, one journaled row each (as a worker would)."""
-    with _progress(progress) as bar, open(jpath, "a") as f:
-        task = bar.add_task("solving", total=len(todo))
+    with progress_bar(len(todo), "solving", progress) as bar, open(jpath, "a") as f:
         for name, solver, payload in todo:
             _append(f, solve_task(name, solver, payload, time_limit))
-            bar.advance(task)
+            bar.advance()
 
 
 def _drive(

@@ -1,5 +1,7 @@
 """Compact arbiter = explicit-bid PF/PA wherever both apply (random small instances)."""
 
+from dataclasses import replace
+
 import numpy as np
 import pytest
 from hypothesis import given, settings
@@ -250,7 +252,9 @@ def test_payments_equal_the_recorded_reference(seed):
     inst = random_agent_auction(
         apps=8, machines=32, machines_per_rack=8, demands=(4, 8, 16, 32), seed=seed
     )
-    sol = solve_compact_auction(inst)
+    # recorded when the "themis" T_id was THEMIS Eq. 2 as printed, now the "literal" variant
+    agents = tuple(replace(a, t_id={**a.t_id, "variant": "literal"}) for a in inst.agents)
+    sol = solve_compact_auction(replace(inst, agents=agents))
     objective, pays = _REFERENCE[seed]
     assert sol.status == "optimal"
     assert abs(sol.objective - objective) < 1e-8
