@@ -132,11 +132,17 @@ def test_rows_worse_on_the_lexicographic_first_part_get_no_gap():
     assert df.loc[("p", "exact"), "gap"] == 0.0
 
 
-def test_time_limit_becomes_a_row_with_its_status():
+def test_time_limit_becomes_a_row_with_its_status(monkeypatch):
+    import fairplace
     from fairplace.instances import suites
+    from fairplace.solvers.budget import Budget
 
+    # a budget already spent when the solve starts, whatever the machine's speed
+    spent = Budget(1.0, start=0.0, clock=lambda: 1e9)
+    real_solve = fairplace.solve
+    monkeypatch.setattr(fairplace, "solve", lambda *a, **k: real_solve(*a, **k, budget=spent))
     payload = dict(suites.suite_items("large"))["placement-64j-s0"]
-    row = solve_task("p", "exact", payload, time_limit=0.05)
+    row = solve_task("p", "exact", payload, time_limit=1.0)
     assert row["status"] == "time_limit" and row["message"]
     assert row["jobs"] == 64 and row["gpus"] == 256
 
