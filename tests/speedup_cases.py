@@ -105,6 +105,10 @@ def _trace(name):
     return name
 
 
+def _metric_only(key: str) -> bool:
+    return "rho" in key or key == "offered_load"
+
+
 def simulation_case(trace, gpus, scheduler, policy, options):
     from fairplace.sim import simulate
 
@@ -118,7 +122,9 @@ def simulation_case(trace, gpus, scheduler, policy, options):
         progress=False,
         placement_options=options,
     )
-    summ = {k: v for k, v in res.summary.items() if k != "wall_seconds"}
+    # placement / scheduling results only: not the wall clock, and not the fairness metrics whose
+    # definitions (T_id variants, offered load) are the metrics' business, not the simulator's
+    summ = {k: v for k, v in res.summary.items() if k != "wall_seconds" and not _metric_only(k)}
     jct = res.jobs["jct"].tolist()
     rounds = res.rounds.drop(columns=[c for c in res.rounds.columns if c == "wall"]).to_dict("list")
     return {
