@@ -12,7 +12,7 @@ Valuations come only from the reported tables, with free disposal: app i's rho o
 * envy-freeness: no app i has rho_i(G_j) < rho_i(G_i) — :func:`envy_check`. With indivisible GPUs and PA
   rounding envy can appear; it is reported, never hidden.
 
-Functions take an instance and either a :class:`~fairplace.solution.Solution` (``which='final'`` its
+Functions take an instance and either a :class:`~fairplace.core.solution.Solution` (``which='final'`` its
 ``allocation``, ``'pf'`` its ``pf_allocation``) or an allocation dict {app id: [gpu ids]}.
 """
 
@@ -23,8 +23,8 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from fairplace.domain import App, AuctionInstance
-from fairplace.solution import Solution
+from fairplace.core.domain import App, AuctionInstance
+from fairplace.core.solution import Solution
 
 TOL = 1e-9
 

@@ -6,7 +6,7 @@ from collections.abc import Callable
 
 import pandas as pd
 
-from fairplace.errors import DataError
+from fairplace.core.errors import DataError
 
 from . import plots
 from .report import closing_failed_figures

@@ -26,7 +26,7 @@ from collections.abc import Callable
 import numpy as np
 import pandas as pd
 
-from fairplace.errors import DataError
+from fairplace.core.errors import DataError
 
 from .tables import fixed, geomean_improvement, improvement, ok_rows, relative_gap
 

@@ -13,7 +13,7 @@ from collections.abc import Iterable
 import numpy as np
 import pandas as pd
 
-from fairplace.solution import Solution
+from fairplace.core.solution import Solution
 
 COLUMNS = [
     "instance",

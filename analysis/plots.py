@@ -6,7 +6,7 @@ aggregate (mean over seeds) and normalise what the driver recorded. Importing th
 matplotlib backend alone (inline plots in Jupyter keep working); the CLI selects a non-interactive
 backend when it draws, and closes the figures it makes.
 Column names follow the simulator's frames; where a name may vary, ``col(df, *candidates)`` picks the
-first present one and raises :class:`~fairplace.errors.DataError` naming the candidates otherwise.
+first present one and raises :class:`~fairplace.core.errors.DataError` naming the candidates otherwise.
 """
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ import numpy as np
 import pandas as pd
 import seaborn as sns
 
-from fairplace.errors import DataError
+from fairplace.core.errors import DataError
 
 from .tables import PACKED_BASELINES, col, normalise_to, paired_ratios, relative_gap
 

@@ -8,7 +8,7 @@ import math
 import numpy as np
 import pandas as pd
 
-from fairplace.errors import DataError
+from fairplace.core.errors import DataError
 
 #: table kind -> columns that identify it (checked in this order)
 SIGNATURES = (

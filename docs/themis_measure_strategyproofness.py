@@ -1,4 +1,4 @@
-from fairplace.experiments.strategyproofness import strategyproofness, tipping_point
+from fairplace.runs.strategyproofness import strategyproofness, tipping_point
 
 df = strategyproofness(xs=[0, 20, 35, 50, 80], seeds=range(5))
 df.to_csv("/tmp/i10/sp.csv", index=False)

@@ -1,7 +1,7 @@
 """fairplace — fair (THEMIS) and variability-aware (PAL) GPU cluster scheduling, solved exactly."""
 
 from fairplace.api import load, solve
-from fairplace.domain import (
+from fairplace.core.domain import (
     GPU,
     App,
     AuctionInstance,
@@ -10,7 +10,7 @@ from fairplace.domain import (
     Job,
     PlacementInstance,
 )
-from fairplace.errors import (
+from fairplace.core.errors import (
     DataError,
     FairplaceError,
     InstanceError,
@@ -19,7 +19,7 @@ from fairplace.errors import (
     SolverFailed,
     UnknownSolver,
 )
-from fairplace.solution import Solution
+from fairplace.core.solution import Solution
 
 __version__ = "0.1.0"
 

@@ -4,16 +4,16 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from fairplace.domain import Instance
-from fairplace.errors import OptionError
+from fairplace.core.domain import Instance
+from fairplace.core.errors import OptionError
+from fairplace.core.solution import Solution
 from fairplace.instances import io
-from fairplace.solution import Solution
 from fairplace.solvers import registry
 from fairplace.solvers.options import SolveOptions
 
 
 def load(path: str | Path) -> Instance:
-    """Load and validate an instance JSON file (raises :class:`~fairplace.errors.InstanceError`)."""
+    """Load and validate an instance JSON file (raises :class:`~fairplace.core.errors.InstanceError`)."""
     return io.load(path)
 
 

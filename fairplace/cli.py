@@ -1,7 +1,7 @@
 """``fairplace`` command line: a thin dispatcher over ``fairplace.commands.<name>`` modules.
 
 Each command module defines ``HELP``, ``add_arguments(parser)`` and ``run(args) -> int``. Bad input
-(any :class:`~fairplace.errors.FairplaceError`, a bad option, a path that cannot be read or written,
+(any :class:`~fairplace.core.errors.FairplaceError`, a bad option, a path that cannot be read or written,
 running out of memory) prints one line on stderr and exits 2; Ctrl-C exits 130 and a closed stdout
 (``| head``) exits 141 quietly;
 set ``FAIRPLACE_DEBUG=1`` to see tracebacks of unexpected errors.
@@ -14,7 +14,7 @@ import os
 import sys
 from importlib import import_module
 
-from fairplace.errors import FairplaceError
+from fairplace.core.errors import FairplaceError
 
 COMMANDS = (
     "solve",

@@ -20,8 +20,8 @@ from dataclasses import dataclass, replace
 
 import numpy as np
 
-from fairplace.domain import AgentApp, App, AuctionInstance, Bid, Cluster, spread
-from fairplace.errors import OptionError
+from fairplace.core.domain import AgentApp, App, AuctionInstance, Bid, Cluster, spread
+from fairplace.core.errors import OptionError
 
 from .ftf import FTFModel, IdealTime, JobInfo, PerfCurve, SuccessiveHalving, model_locality
 

@@ -16,7 +16,7 @@ from sklearn.base import BaseEstimator, ClassifierMixin
 from sklearn.cluster import KMeans
 from threadpoolctl import threadpool_limits
 
-from fairplace.errors import DataError
+from fairplace.core.errors import DataError
 
 
 class AppClassifier(ClassifierMixin, BaseEstimator):

@@ -28,7 +28,7 @@ from functools import cached_property
 
 import numpy as np
 
-from fairplace.domain import AgentApp, AuctionInstance, Cluster
+from fairplace.core.domain import AgentApp, AuctionInstance, Cluster
 
 from .agents import Group, RhoTable, free_gpus, groups, rho_table
 from .compact_sym import place_rows, relabel, symmetry_rows, total_rows

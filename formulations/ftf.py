@@ -17,7 +17,7 @@ is charged the spread of *its own* GPUs: a job whose share fits in one machine
 (``machine_gpus``) is assumed placed within one machine by the app scheduler.
 Performance-curve stopping: one "phase" holding the running jobs, each with the most optimistic curve
 that gives the latest forecast (``max`` of the forecasts). ``S(G) = L(spread) * max V``
-(``fairplace.domain.slowdown``); a job with locality sensitivity s uses ``1 + s (L(spread) - 1)``.
+(``fairplace.core.domain.slowdown``); a job with locality sensitivity s uses ``1 + s (L(spread) - 1)``.
 
 Split of n GPUs among J jobs (our reading of §4.3.3):
 * n < J: jobs run one per GPU, serialised (longest-processing-time first; the paper's 2-GPU example
@@ -38,8 +38,8 @@ from typing import Protocol, runtime_checkable
 
 import numpy as np
 
-from fairplace.domain import slowdown, spread
-from fairplace.errors import OptionError
+from fairplace.core.domain import slowdown, spread
+from fairplace.core.errors import OptionError
 
 #: THEMIS' bootstrap locality constants: one machine, across machines (one rack), across racks.
 LOCALITY_BOOTSTRAP = (1.0, 1.1, 1.3)
@@ -431,7 +431,7 @@ class FTFModel:
 def bundle_rho(
     model: FTFModel, cluster, gpu_idx: np.ndarray, cls: str | None, r_c: int | None = None
 ) -> float:
-    """rho of a concrete GPU bundle: S = L(spread) * max V via ``fairplace.domain``."""
+    """rho of a concrete GPU bundle: S = L(spread) * max V via ``fairplace.core.domain``."""
     idx = np.asarray(gpu_idx, dtype=np.int64)
     s = spread(cluster.machine_index, cluster.rack_index, idx)
     vmax = slowdown((1.0, 1.0, 1.0), s, cluster.pm_vector(cls)[idx]) if idx.size else 1.0

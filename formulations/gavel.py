@@ -27,7 +27,7 @@ from dataclasses import dataclass
 import numpy as np
 import scipy.sparse as sp
 
-from fairplace.errors import DataError
+from fairplace.core.errors import DataError
 
 from .program import MILP
 

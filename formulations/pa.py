@@ -24,8 +24,8 @@ from collections.abc import Callable, Mapping
 
 import numpy as np
 
-from fairplace.domain import AuctionInstance
-from fairplace.errors import OptionError
+from fairplace.core.domain import AuctionInstance
+from fairplace.core.errors import OptionError
 
 from .pf import PFValue, pf_value
 

@@ -33,7 +33,7 @@ from functools import cached_property
 
 import numpy as np
 
-from fairplace.domain import SPREAD_MACHINE, PlacementInstance
+from fairplace.core.domain import SPREAD_MACHINE, PlacementInstance
 
 from .program import MILP, Rows
 

@@ -27,7 +27,7 @@ from sklearn.cluster import KMeans
 from sklearn.utils.validation import check_is_fitted, validate_data
 from threadpoolctl import threadpool_limits
 
-from fairplace.errors import DataError
+from fairplace.core.errors import DataError
 
 
 class PMScoreBinner(TransformerMixin, BaseEstimator):

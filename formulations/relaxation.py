@@ -32,7 +32,7 @@ from functools import cached_property
 import numpy as np
 import scipy.sparse as sp
 
-from fairplace.domain import AuctionInstance
+from fairplace.core.domain import AuctionInstance
 
 from .pf import PFProgram
 from .program import MILP

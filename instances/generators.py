@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from fairplace.domain import (
+from fairplace.core.domain import (
     GPU,
     AgentApp,
     AgentJob,

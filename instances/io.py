@@ -1,6 +1,6 @@
 """Load, validate and save instance JSON documents (the contract in DESIGN.md).
 
-Every problem raises :class:`~fairplace.errors.InstanceError` whose ``path`` is a JSON path such as
+Every problem raises :class:`~fairplace.core.errors.InstanceError` whose ``path`` is a JSON path such as
 ``$.apps[1].bids[0].gpus[2]`` and whose ``problem`` says what is wrong.
 """
 
@@ -14,7 +14,7 @@ from typing import Any
 
 import jsonschema
 
-from fairplace.domain import (
+from fairplace.core.domain import (
     GPU,
     AgentApp,
     AgentJob,
@@ -26,8 +26,8 @@ from fairplace.domain import (
     Job,
     PlacementInstance,
 )
-from fairplace.errors import InstanceError
-from fairplace.limits import MAX_SAFE_INT
+from fairplace.core.errors import InstanceError
+from fairplace.core.limits import MAX_SAFE_INT
 
 from .schema import SCHEMAS
 

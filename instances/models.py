@@ -2,7 +2,7 @@
 
 One frozen table, :data:`MODELS`, shared by the placement policies, the simulator and the THEMIS
 workloads; :func:`model` looks a row up (case-, ``-`` and ``_``-insensitive) and raises
-:class:`~fairplace.errors.DataError` for an unknown name.
+:class:`~fairplace.core.errors.DataError` for an unknown name.
 
 * ``paper_class``: Table II (three classes, A most compute-bound / variability-sensitive).
 * ``artifact_class``: the public artifact's four classes (DESIGN.md): A ResNet-50, B and C BERT, D PageRank
@@ -19,7 +19,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from types import MappingProxyType
 
-from fairplace.errors import DataError
+from fairplace.core.errors import DataError
 
 #: PAL's constant inter-node locality penalty (§IV-D, Synergy simulations and the artifact).
 DEFAULT_LOCALITY = 1.7

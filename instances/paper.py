@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import itertools
 
-from fairplace.domain import GPU, App, AuctionInstance, Bid, Cluster
+from fairplace.core.domain import GPU, App, AuctionInstance, Bid, Cluster
 
 VGG16_SPREAD = 1.6
 INCEPTION_SPREAD = 1.0

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import copy
 
-from fairplace.limits import MAX_COUNT, MAX_GPUS, MAX_RATIO, MAX_RHO, MAX_TIME
+from fairplace.core.limits import MAX_COUNT, MAX_GPUS, MAX_RATIO, MAX_RHO, MAX_TIME
 
 #: every numeric field has both bounds (tests/test_fuzz_contract.py checks it): finite and in range.
 _RATIO = {"type": "number", "exclusiveMinimum": 0, "maximum": MAX_RATIO}
@@ -164,7 +164,7 @@ SCHEMAS = {"auction": AUCTION_SCHEMA, "placement": PLACEMENT_SCHEMA}
 def schema(kind: str) -> dict:
     """The published JSON Schema of an instance kind (a copy; callers may extend it)."""
     if kind not in SCHEMAS:
-        from fairplace.errors import OptionError
+        from fairplace.core.errors import OptionError
 
         raise OptionError(
             "kind", f"unknown instance kind {kind!r}; expected one of {sorted(SCHEMAS)}"

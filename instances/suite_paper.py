@@ -17,7 +17,7 @@
 
 from __future__ import annotations
 
-from fairplace.domain import GPU, App, AuctionInstance, Bid, Cluster, Job, PlacementInstance
+from fairplace.core.domain import GPU, App, AuctionInstance, Bid, Cluster, Job, PlacementInstance
 
 from .generators import grid_cluster
 

@@ -2,7 +2,7 @@
 
 * ``small`` — brute-forceable instances stored as JSON in ``instances/suites/small/`` with their stored
   optimum in ``meta.optimum`` (computed by the brute-force oracles below AND the exact HiGHS solver;
-  ``make_small`` rebuilds them and refuses to store an instance on which the two disagree).
+  ``fairplace.runs.small_suite.make_small`` rebuilds them and refuses to store an instance on which the two disagree).
 * ``medium``, ``large`` — built on demand by the deterministic generators of
   :mod:`fairplace.instances.generators` (every parameter, the seed included, lands in ``meta``).
 * ``paper`` — the worked examples of the two papers, from the builders of other modules when present
@@ -21,8 +21,8 @@ from pathlib import Path
 
 import numpy as np
 
-from fairplace.domain import AuctionInstance, Instance, PlacementInstance
-from fairplace.errors import OptionError
+from fairplace.core.domain import AuctionInstance, Instance, PlacementInstance
+from fairplace.core.errors import OptionError
 
 from . import generators, io
 
@@ -119,32 +119,6 @@ def brute_force(inst: Instance) -> dict:
         return {"objective": obj, "n_unbounded_served": served}
     placed, obj = brute_force_placement(inst)
     return {"objective": obj, "placed": placed}
-
-
-def make_small(out: Path = SUITE_DIR / "small", tol: float = 1e-6) -> list[Path]:
-    """Regenerate the stored small suite: brute force and the exact solver must agree within ``tol``."""
-    import fairplace
-
-    out.mkdir(parents=True, exist_ok=True)
-    paths = []
-    for k, (kind, kw) in enumerate(SMALL_SPECS):
-        gen = generators.random_auction if kind == "auction" else generators.random_placement
-        inst = gen(seed=k, **kw)
-        oracle = brute_force(inst)
-        exact = fairplace.solve(inst, "exact", presolve=False)
-        if exact.status != "optimal" or abs(exact.objective - oracle["objective"]) > tol:
-            raise AssertionError(f"{inst.name}: brute force {oracle} != exact {exact.objective}")
-        doc = io.to_dict(inst)
-        doc["name"] = f"small-{k:02d}-{kind}"
-        doc["meta"]["optimum"] = {
-            **oracle,
-            "exact": exact.objective,
-            "oracle": "brute force + HiGHS (presolve off)",
-        }
-        p = out / f"{doc['name']}.json"
-        p.write_text(json.dumps(doc, indent=1) + "\n")
-        paths.append(p)
-    return paths
 
 
 # --- registry -------------------------------------------------------------------------------------

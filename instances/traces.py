@@ -19,11 +19,11 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from fairplace.errors import TraceError
-from fairplace.limits import MAX_GPUS, MAX_RATIO, MAX_TIME
+from fairplace.core.errors import TraceError
+from fairplace.core.limits import MAX_GPUS, MAX_RATIO, MAX_TIME
 
 COLUMNS = ("job_id", "num_gpus", "submit_time", "duration", "model")
-#: upper bounds of the numeric columns (``fairplace.limits``): a typo is an error, not an overflow.
+#: upper bounds of the numeric columns (``fairplace.core.limits``): a typo is an error, not an overflow.
 _UPPER = {"num_gpus": MAX_GPUS, "submit_time": MAX_TIME, "duration": MAX_TIME, "t_iter": MAX_TIME}
 _UPPER |= {"locality": MAX_RATIO, "locality_rack": MAX_RATIO}
 #: Bundled Sia-Philly traces (160 jobs each, 64-GPU cluster = 16 x 4).

@@ -12,7 +12,7 @@
   :func:`synthetic_pm_scores` draws clusters of any size (100,000 GPUs in milliseconds).
 
 Data are read from the package (``fairplace.instances``, folder ``data``) through importlib.resources.
-Bad data raise :class:`~fairplace.errors.DataError` naming the file or column.
+Bad data raise :class:`~fairplace.core.errors.DataError` naming the file or column.
 """
 
 from __future__ import annotations
@@ -26,8 +26,8 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from fairplace.domain import GPU, Cluster
-from fairplace.errors import DataError
+from fairplace.core.domain import GPU, Cluster
+from fairplace.core.errors import DataError
 
 from .generators import grid_cluster
 from .models import ARTIFACT_CLASS_PROFILES, PAPER_CLASS_PROFILES

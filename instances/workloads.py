@@ -32,7 +32,7 @@ from types import MappingProxyType
 import numpy as np
 import pandas as pd
 
-from fairplace.errors import OptionError
+from fairplace.core.errors import OptionError
 
 from .generators import LOCALITY_INSENSITIVE, LOCALITY_SENSITIVE
 

@@ -22,11 +22,11 @@ from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
 
-from fairplace.domain import AuctionInstance
+from fairplace.core.domain import AuctionInstance
+from fairplace.core.solution import Solution
 from fairplace.formulations import pa
 from fairplace.formulations.pf import PFProgram, PFValue
 from fairplace.formulations.program import RawResult, lexicographic_bound
-from fairplace.solution import Solution
 
 from . import backends, highs
 from .budget import Budget, budget_for

@@ -10,7 +10,7 @@ import time
 
 import numpy as np
 
-from fairplace.errors import UnknownSolver
+from fairplace.core.errors import UnknownSolver
 from fairplace.formulations.program import RawResult
 
 from . import highs

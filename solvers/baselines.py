@@ -15,8 +15,8 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from fairplace.domain import AuctionInstance
-from fairplace.errors import OptionError
+from fairplace.core.domain import AuctionInstance
+from fairplace.core.errors import OptionError
 
 
 def _fill(demands: Sequence[int], capacity: int, key) -> tuple[list[int], list[int]]:

@@ -27,14 +27,14 @@ from dataclasses import replace as dc_replace
 
 import numpy as np
 
-from fairplace.domain import AuctionInstance, Cluster
-from fairplace.errors import OptionError
+from fairplace.core.domain import AuctionInstance, Cluster
+from fairplace.core.errors import OptionError
+from fairplace.core.solution import Solution
 from fairplace.formulations import pa
 from fairplace.formulations.compact import CompactApp, CompactProgram, compact_apps
-from fairplace.formulations.compact_pack import PACK_RULES, best_subbundle, pack
 from fairplace.formulations.pf import PFValue
 from fairplace.formulations.program import RawResult
-from fairplace.solution import Solution
+from fairplace.solvers.compact_pack import PACK_RULES, best_subbundle, pack
 
 from . import highs
 from .auction import auction_gap, pf_bound, unsolved

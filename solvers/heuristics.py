@@ -24,9 +24,9 @@ import time
 
 import numpy as np
 
-from fairplace.domain import AuctionInstance
+from fairplace.core.domain import AuctionInstance
+from fairplace.core.solution import Solution
 from fairplace.formulations.pf import PFProgram, PFValue, pf_value
-from fairplace.solution import Solution
 
 from . import highs
 from .options import SolveOptions

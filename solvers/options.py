@@ -6,7 +6,7 @@ import math
 import numbers
 from dataclasses import dataclass, replace
 
-from fairplace.errors import OptionError
+from fairplace.core.errors import OptionError
 
 _REAL = numbers.Real
 #: the type each option must have (bool is not accepted as a number, nor a number as a bool).

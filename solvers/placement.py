@@ -21,10 +21,10 @@ from collections.abc import Mapping
 
 import numpy as np
 
-from fairplace.domain import PlacementInstance
+from fairplace.core.domain import PlacementInstance
+from fairplace.core.solution import Solution
 from fairplace.formulations.placement import PlacementProgram, slowdowns
 from fairplace.formulations.program import RawResult, lexicographic_bound
-from fairplace.solution import Solution
 
 from . import backends, highs
 from .budget import Budget, budget_for

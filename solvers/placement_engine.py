@@ -24,7 +24,7 @@ from collections.abc import Mapping
 
 import numpy as np
 
-from fairplace.domain import Cluster
+from fairplace.core.domain import Cluster
 
 
 def _smallest(idx: np.ndarray, key: np.ndarray, n: int) -> np.ndarray:

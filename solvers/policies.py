@@ -32,8 +32,8 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from fairplace.domain import Cluster, Job
-from fairplace.errors import DataError, OptionError, UnknownSolver
+from fairplace.core.domain import Cluster, Job
+from fairplace.core.errors import DataError, OptionError, UnknownSolver
 from fairplace.formulations.lv import choose_cell
 
 from .placement_engine import FreePool
@@ -433,8 +433,8 @@ def instance_scores(inst, bin: bool = False, seed: int = 0) -> dict[str, np.ndar
 
 def _solver(policy_name: str):
     def run(inst, opts=None, name=None, seed=0, bin=False, backfill=False, **_ignored):
+        from fairplace.core.solution import Solution
         from fairplace.formulations.placement import slowdowns
-        from fairplace.solution import Solution
 
         if bin:  # one-time import (scikit-learn, seconds) outside the timed region
             import fairplace.formulations.pm_score  # noqa: F401

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from fairplace.errors import UnknownSolver
+from fairplace.core.errors import UnknownSolver
 
 from .options import SolveOptions
 

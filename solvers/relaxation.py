@@ -21,12 +21,12 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from fairplace.domain import AuctionInstance
-from fairplace.errors import OptionError, ProgramInfeasible, SolverFailed
+from fairplace.core.domain import AuctionInstance
+from fairplace.core.errors import OptionError, ProgramInfeasible, SolverFailed
+from fairplace.core.solution import Solution
 from fairplace.formulations.gavel import GavelFTF
 from fairplace.formulations.pf import PFProgram
 from fairplace.formulations.relaxation import PFRelaxation
-from fairplace.solution import Solution
 
 from . import highs
 from .options import SolveOptions

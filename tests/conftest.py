@@ -8,7 +8,7 @@ import math
 import numpy as np
 import pytest
 
-from fairplace.domain import SPREAD_MACHINE, App, AuctionInstance, Bid, Job, PlacementInstance
+from fairplace.core.domain import SPREAD_MACHINE, App, AuctionInstance, Bid, Job, PlacementInstance
 from fairplace.instances.generators import grid_cluster
 
 

@@ -19,7 +19,7 @@ from fairplace.analysis.auto import figures_for
 from fairplace.analysis.claims import evaluate, geomean_gain, max_rho_ratio, tipping_point
 from fairplace.analysis.tables import detect, fixed, geomean_improvement, normalise_to, with_units
 from fairplace.cli import main
-from fairplace.errors import DataError
+from fairplace.core.errors import DataError
 
 RNG = np.random.default_rng(0)
 

@@ -8,8 +8,8 @@ import pandas as pd
 import pytest
 
 from fairplace.cli import main
-from fairplace.errors import OptionError
-from fairplace.sweep import load_spec, results_paths, run_sweep
+from fairplace.core.errors import OptionError
+from fairplace.runs.sweep import load_spec, results_paths, run_sweep
 
 SPEC = {
     "name": "t",

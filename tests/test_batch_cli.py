@@ -14,7 +14,7 @@ import pandas as pd
 import pytest
 
 from fairplace import cli
-from fairplace.batch import journal_path, read_journal
+from fairplace.runs.batch import journal_path, read_journal
 
 SOLVERS = "exact,pyomo"  # pyomo is slow enough (~0.2 s a solve) to interrupt a run part-way
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from fairplace.batch import _append, _repair, journal_path, read_journal
+from fairplace.runs.batch import _append, _repair, journal_path, read_journal
 
 rows_st = st.lists(
     st.fixed_dictionaries(

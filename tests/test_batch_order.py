@@ -6,8 +6,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import fairplace
-from fairplace.batch import _size_hint, largest_first, run_batch
 from fairplace.instances import suites
+from fairplace.runs.batch import _size_hint, largest_first, run_batch
 
 
 @settings(max_examples=30, deadline=None)

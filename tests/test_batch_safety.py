@@ -19,11 +19,11 @@ from pathlib import Path
 
 import pytest
 
-from fairplace.batch import journal_path, read_journal, resolve_suite, run_batch
-from fairplace.batch_results import JournalLock, scan_journal
 from fairplace.cli import main
-from fairplace.errors import OptionError
-from fairplace.sweep import results_paths, run_sweep
+from fairplace.core.errors import OptionError
+from fairplace.runs.batch import journal_path, read_journal, resolve_suite, run_batch
+from fairplace.runs.batch_results import JournalLock, scan_journal
+from fairplace.runs.sweep import results_paths, run_sweep
 
 SOLVER = "greedy-rho"
 NAMES = [n for n, _ in resolve_suite("small")]
@@ -69,10 +69,10 @@ def test_resume_skips_bad_lines_and_reports_them_once(tmp_path, caplog):
     rows = _done_journal(j)
     with open(j, "ab") as f:
         f.write(b"\n".join(BAD_LINES) + b"\n")
-    with caplog.at_level(logging.WARNING, logger="fairplace.batch"):
+    with caplog.at_level(logging.WARNING, logger="fairplace.runs.batch"):
         df = run_batch("small", solvers=[SOLVER], out=out, resume=True, progress=False)
     assert sorted(df["instance"]) == sorted(r["instance"] for r in rows)  # no bogus rows
-    warnings = [r for r in caplog.records if r.name == "fairplace.batch"]
+    warnings = [r for r in caplog.records if r.name == "fairplace.runs.batch"]
     assert len(warnings) == 1 and f"skipped {len(BAD_LINES)} unreadable line" in warnings[0].message
     assert out.exists() and not (tmp_path / "r.csv.jsonl.lock").exists()
 
@@ -151,7 +151,7 @@ def test_temporary_journal_folder_is_removed(monkeypatch, tmp_path):
 def test_local_cluster_serves_no_http_and_workers_ignore_ctrl_c():
     from dask.distributed import Client
 
-    from fairplace.dask_cluster import close_quietly, local_cluster
+    from fairplace.runs.dask_cluster import close_quietly, local_cluster
 
     cluster = local_cluster(1)
     client = Client(cluster)

@@ -10,8 +10,8 @@ import pytest
 from dask.distributed import LocalCluster
 
 from fairplace import cli
-from fairplace.batch import local_cluster, read_journal, run_batch, solve_task, to_frame
 from fairplace.instances.suites import SUITE_DIR
+from fairplace.runs.batch import local_cluster, read_journal, run_batch, solve_task, to_frame
 
 
 @pytest.fixture(scope="module")

@@ -20,7 +20,7 @@ import pandas as pd
 import pytest
 from dask.distributed import Client
 
-from fairplace.batch import journal_path, local_cluster, read_journal, resolve_suite, run_batch
+from fairplace.runs.batch import journal_path, local_cluster, read_journal, resolve_suite, run_batch
 
 SOLVERS = ("exact", "pyomo")  # pyomo (~0.1 s a solve) leaves time to kill a worker part-way
 PAIRS = [(name, s) for name, _ in resolve_suite("small") for s in SOLVERS]  # the batch's task order

@@ -10,7 +10,7 @@ import sys
 import pytest
 
 import fairplace
-from fairplace.errors import DataError, InstanceError, OptionError, TraceError, UnknownSolver
+from fairplace.core.errors import DataError, InstanceError, OptionError, TraceError, UnknownSolver
 from fairplace.instances import io
 from fairplace.instances.generators import random_auction, random_placement
 from fairplace.instances.schema import schema
@@ -273,7 +273,7 @@ def test_solution_views():
 
 
 def test_unknown_solver_option_is_an_option_error():
-    from fairplace.errors import OptionError
+    from fairplace.core.errors import OptionError
 
     with pytest.raises(OptionError) as exc:
         fairplace.solve(AUCTION, bogus=1)

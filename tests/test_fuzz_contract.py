@@ -20,7 +20,7 @@ from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
 
 from fairplace.cli import main
-from fairplace.sweep import SPEC_KEYS
+from fairplace.runs.sweep import SPEC_KEYS
 
 FUZZ = settings(
     max_examples=60,
@@ -310,7 +310,7 @@ def test_mutated_sweep_spec_validates_fully(tmp_path, spec):
     code, out, err = run_cli(["sweep", str(f), "--validate-only"])
     assert_contract(code, "{}", err, _spec_field)
     if code == 0:  # accepted: the grid is well-formed
-        from fairplace.sweep import load_spec
+        from fairplace.runs.sweep import load_spec
 
         s = load_spec(str(f))
         assert re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9._-]*", s.name)

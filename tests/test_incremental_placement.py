@@ -10,7 +10,7 @@ from hypothesis import strategies as st
 from test_pal_engine import pools
 
 from fairplace.benchmarks.scaling import exponent
-from fairplace.domain import Job
+from fairplace.core.domain import Job
 from fairplace.instances.generators import grid_cluster
 from fairplace.solvers.placement_engine import FreePool
 from fairplace.solvers.policies import ClusterState, make_policy

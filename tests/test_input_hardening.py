@@ -16,7 +16,7 @@ import pytest
 
 import fairplace
 from fairplace.cli import EXIT_BROKEN_PIPE, main
-from fairplace.errors import DataError, InstanceError, OptionError
+from fairplace.core.errors import DataError, InstanceError, OptionError
 from fairplace.instances.generators import random_auction
 from fairplace.instances.schema import SCHEMAS
 

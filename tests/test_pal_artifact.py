@@ -13,8 +13,8 @@ import pandas as pd
 import pytest
 
 import fairplace
-from fairplace.domain import Job
-from fairplace.errors import OptionError
+from fairplace.core.domain import Job
+from fairplace.core.errors import OptionError
 from fairplace.instances.generators import grid_cluster
 from fairplace.instances.variability import data_file, make_cluster
 from fairplace.sim import Driver, SimConfig, workload_from_trace

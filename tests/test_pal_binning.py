@@ -11,7 +11,7 @@ from sklearn.exceptions import NotFittedError
 from sklearn.metrics import silhouette_score
 from sklearn.utils.estimator_checks import parametrize_with_checks
 
-from fairplace.errors import DataError
+from fairplace.core.errors import DataError
 from fairplace.formulations.classifier import AppClassifier
 from fairplace.formulations.pm_score import PMScoreBinner, bin_scores, silhouette_1d
 from fairplace.instances.variability import frontera_cluster

@@ -8,7 +8,7 @@ import io
 import numpy as np
 import pytest
 
-from fairplace.errors import DataError
+from fairplace.core.errors import DataError
 from fairplace.instances import models, variability
 
 

@@ -9,7 +9,7 @@ import numpy as np
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from fairplace.domain import Job
+from fairplace.core.domain import Job
 from fairplace.instances.generators import grid_cluster
 from fairplace.solvers.placement_engine import FreePool
 from fairplace.solvers.policies import ClusterState, make_policy

@@ -13,7 +13,7 @@ from hypothesis import strategies as st
 
 import fairplace
 from fairplace.analysis.placement_gap import placement_gap, summarize_gap
-from fairplace.domain import Job, PlacementInstance
+from fairplace.core.domain import Job, PlacementInstance
 from fairplace.instances import io
 from fairplace.instances.generators import grid_cluster, random_placement
 from fairplace.solvers.policies import POLICY_NAMES

@@ -7,8 +7,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from fairplace.domain import Job
-from fairplace.errors import DataError, OptionError, UnknownSolver
+from fairplace.core.domain import Job
+from fairplace.core.errors import DataError, OptionError, UnknownSolver
 from fairplace.formulations.pm_score import bin_scores
 from fairplace.instances.generators import grid_cluster
 from fairplace.instances.variability import frontera_cluster

@@ -5,7 +5,7 @@ from __future__ import annotations
 import io
 import sys
 
-from fairplace.progress import progress_bar
+from fairplace.core.progress import progress_bar
 
 
 class _Terminal(io.StringIO):

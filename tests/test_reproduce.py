@@ -11,7 +11,7 @@ import pytest
 
 from fairplace.analysis.claims import OUTCOMES, check_claim
 from fairplace.cli import main
-from fairplace.reproduce import load_claims, load_experiments, reproduce
+from fairplace.runs.reproduce import load_claims, load_experiments, reproduce
 
 GAIN = {"pal": 0.6, "pm-first": 0.7, "packed-sticky": 1.0, "packed-non-sticky": 1.1}
 RHO = {"themis": 1.2, "las": 3.0, "gavel-ftf": 2.8}

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from fairplace.errors import DataError
+from fairplace.core.errors import DataError
 from fairplace.instances.variability import PROFILE_NAMES, make_cluster
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from fairplace.errors import UnknownSolver
+from fairplace.core.errors import UnknownSolver
 from fairplace.sim.schedulers import QUEUE_SCHEDULERS, SchedView, make_scheduler
 
 
@@ -116,7 +116,7 @@ def test_las_starvation_promotion():
      ("themis", {"nope": 1}, "nope"), ("fifo", {"threshold": 1}, "threshold")],
 )  # fmt: skip
 def test_scheduler_options_are_checked(name, opts, field):
-    from fairplace.errors import OptionError
+    from fairplace.core.errors import OptionError
 
     with pytest.raises(OptionError, match=field):
         make_scheduler(name, **opts)

@@ -6,7 +6,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from fairplace.errors import OptionError
+from fairplace.core.errors import OptionError
 from fairplace.instances.workloads import themis_workload
 from fairplace.sim import simulate
 

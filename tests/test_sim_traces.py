@@ -6,7 +6,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from fairplace.errors import OptionError, TraceError
+from fairplace.core.errors import OptionError, TraceError
 from fairplace.instances.traces import SIA_PHILLY, load_trace, synergy_trace, validate_trace
 from fairplace.instances.workloads import CATEGORY_MIX, themis_workload
 from fairplace.sim import simulate, workload_from_trace

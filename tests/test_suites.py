@@ -10,7 +10,7 @@ from hypothesis import strategies as st
 
 import fairplace
 from fairplace import cli
-from fairplace.errors import OptionError
+from fairplace.core.errors import OptionError
 from fairplace.instances import generators, io, suites
 
 

@@ -9,8 +9,8 @@ import numpy as np
 import pytest
 
 import fairplace
-from fairplace.domain import AgentApp, AgentJob, AuctionInstance
-from fairplace.errors import InstanceError, OptionError
+from fairplace.core.domain import AgentApp, AgentJob, AuctionInstance
+from fairplace.core.errors import InstanceError, OptionError
 from fairplace.formulations.agents import count_bundles, rho_table, subset_bids, to_explicit
 from fairplace.instances import io
 from fairplace.instances.generators import grid_cluster

@@ -20,7 +20,7 @@ from fairplace.analysis.audits import (
     rho_of,
     sharing_incentive,
 )
-from fairplace.errors import OptionError
+from fairplace.core.errors import OptionError
 from fairplace.instances import io
 from fairplace.instances.generators import random_auction
 from fairplace.instances.paper import PAPER_INSTANCES, fig5_instance1, fig5_instance2
@@ -141,7 +141,7 @@ def test_envy_is_reported_when_indivisible_rounding_creates_it():
 
 
 def test_strategyproofness_experiment_table_and_determinism():
-    from fairplace.experiments.strategyproofness import (
+    from fairplace.runs.strategyproofness import (
         Setup,
         simulate,
         strategyproofness,

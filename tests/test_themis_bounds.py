@@ -9,7 +9,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import fairplace
-from fairplace.errors import DataError, OptionError
+from fairplace.core.errors import DataError, OptionError
 from fairplace.formulations.gavel import GavelFTF
 from fairplace.formulations.pf import PFProgram
 from fairplace.formulations.relaxation import PFRelaxation

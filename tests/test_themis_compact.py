@@ -7,13 +7,13 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from fairplace.domain import AgentApp, AgentJob, AuctionInstance
+from fairplace.core.domain import AgentApp, AgentJob, AuctionInstance
 from fairplace.formulations.agents import to_explicit
 from fairplace.formulations.compact import CompactProgram, compact_apps
-from fairplace.formulations.compact_pack import PACK_RULES, pack
 from fairplace.instances.generators import grid_cluster
 from fairplace.solvers.auction import solve_auction
 from fairplace.solvers.compact import solve_compact_auction, solve_pf
+from fairplace.solvers.compact_pack import PACK_RULES, pack
 
 
 def _instance(seed: int, n_apps: int = 3, held: bool = True) -> AuctionInstance:
@@ -149,8 +149,8 @@ def test_time_limited_payments_are_marked_inexact(monkeypatch):
     # the whole auction has one budget; here it runs out right after the PF solve (a fake clock,
     # so nothing depends on the machine's speed): the PF is exact, no leave-one-out problem is
     # started, and every app that needed one is listed with c_i = 1 (the documented rule)
+    from fairplace.core.solution import COMPACT_EXTRA
     from fairplace.instances.generators import random_agent_auction
-    from fairplace.solution import COMPACT_EXTRA
     from fairplace.solvers import compact
     from fairplace.solvers.budget import Budget
 
@@ -179,8 +179,8 @@ def test_time_limited_payments_are_marked_inexact(monkeypatch):
 
 
 def test_compact_budget_spent_before_the_pf_returns_no_solution():
+    from fairplace.core.solution import COMPACT_EXTRA
     from fairplace.instances.generators import random_agent_auction
-    from fairplace.solution import COMPACT_EXTRA
     from fairplace.solvers.budget import Budget
 
     now = [0.0]

@@ -9,7 +9,7 @@ import pytest
 
 import fairplace
 from fairplace.analysis.claims import check_claim, evaluate, outcome
-from fairplace.errors import DataError
+from fairplace.core.errors import DataError
 from fairplace.formulations.ftf import (
     FTFModel,
     IdealTime,
@@ -124,7 +124,7 @@ def test_optimus_scales_widths_srpt_oracle_runs_shortest_gang():
 
 
 def test_strategyproofness_liar_is_random_and_demand_above_share():
-    from fairplace.experiments.strategyproofness import Setup, liar_of
+    from fairplace.runs.strategyproofness import Setup, liar_of
 
     s = Setup()
     gpus = s.big + 2 * s.small_machines

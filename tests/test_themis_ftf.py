@@ -4,7 +4,7 @@ import math
 
 import pytest
 
-from fairplace.errors import OptionError
+from fairplace.core.errors import OptionError
 from fairplace.formulations.ftf import (
     FTFModel,
     HyperOptimizer,

@@ -6,10 +6,10 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from fairplace.domain import AgentApp, AgentJob
-from fairplace.errors import OptionError
+from fairplace.core.domain import AgentApp, AgentJob
+from fairplace.core.errors import OptionError
 from fairplace.instances.generators import grid_cluster
-from fairplace.rounds import AppState, Arbiter
+from fairplace.sim.rounds import AppState, Arbiter
 
 CL = grid_cluster(4, 4, 2)
 

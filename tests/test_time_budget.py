@@ -11,10 +11,10 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import fairplace
+from fairplace.core.solution import AUCTION_EXTRA, PLACEMENT_EXTRA
 from fairplace.formulations.placement import PlacementProgram, slowdowns
 from fairplace.formulations.program import lexicographic_bound
 from fairplace.instances.generators import random_auction, random_placement
-from fairplace.solution import AUCTION_EXTRA, PLACEMENT_EXTRA
 from fairplace.solvers import auction
 from fairplace.solvers.budget import MIN_SOLVE, Budget
 from fairplace.solvers.options import SolveOptions

@@ -21,7 +21,7 @@ def _items(quick: bool):
 
 
 def _warm() -> bool:
-    import fairplace.batch  # noqa: F401 - import the solver stack once per worker
+    import fairplace.runs.batch  # noqa: F401 - import the solver stack once per worker
     import fairplace.solvers.auction  # noqa: F401
     import fairplace.solvers.placement  # noqa: F401
 
@@ -31,7 +31,7 @@ def _warm() -> bool:
 def measure(workers: int, quick: bool) -> dict:
     from dask.distributed import Client
 
-    from fairplace.batch import local_cluster, run_batch
+    from fairplace.runs.batch import local_cluster, run_batch
 
     items = _items(quick)
     with local_cluster(workers) as cluster:
@@ -62,7 +62,7 @@ def measure(workers: int, quick: bool) -> dict:
 def _end_to_end(workers: int, items) -> float:
     """Seconds of one ``run_batch`` call as a user makes it: cluster start-up included (1 worker:
     solved in-process, no cluster)."""
-    from fairplace.batch import run_batch
+    from fairplace.runs.batch import run_batch
 
     with tempfile.TemporaryDirectory() as tmp:
         t0 = time.perf_counter()

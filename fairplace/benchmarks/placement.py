@@ -14,7 +14,7 @@ import time
 import numpy as np
 import pandas as pd
 
-from fairplace.domain import Job, PlacementInstance
+from fairplace.core.domain import Job, PlacementInstance
 from fairplace.formulations.pm_score import bin_scores
 from fairplace.instances.generators import grid_cluster
 from fairplace.instances.models import MODELS

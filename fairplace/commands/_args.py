@@ -1,13 +1,13 @@
 """Checked argument types and output-path checks shared by the commands: a bad value is an argparse
-error (one line naming the flag, exit 2) before anything runs; ranges come from ``fairplace.limits``."""
+error (one line naming the flag, exit 2) before anything runs; ranges come from ``fairplace.core.limits``."""
 
 from __future__ import annotations
 
 import argparse
 from pathlib import Path
 
-from fairplace.errors import OptionError
-from fairplace.limits import MAX_GPUS, MAX_SEED
+from fairplace.core.errors import OptionError
+from fairplace.core.limits import MAX_GPUS, MAX_SEED
 
 
 def _integer(text: str, lo: int, hi: int) -> int:

@@ -55,8 +55,8 @@ def add_arguments(p) -> None:
 def run(args) -> int:
     from pathlib import Path
 
-    from fairplace.batch import journal_path, run_batch, summarize
-    from fairplace.errors import OptionError
+    from fairplace.core.errors import OptionError
+    from fairplace.runs.batch import journal_path, run_batch, summarize
 
     solvers = [s.strip() for s in args.solvers.split(",") if s.strip()]
     if not solvers:

@@ -85,7 +85,7 @@ def _list(as_json: bool) -> int:
 def _show(name: str, as_json: bool) -> int:
     import pandas as pd
 
-    from fairplace.errors import OptionError
+    from fairplace.core.errors import OptionError
     from fairplace.instances import io, suites
 
     suite, _, inst_name = name.partition("/")
@@ -110,7 +110,7 @@ def _show(name: str, as_json: bool) -> int:
 
 
 def _positive(flag: str, value: int) -> None:
-    from fairplace.errors import OptionError
+    from fairplace.core.errors import OptionError
 
     if value < 1:
         raise OptionError(flag, f"must be >= 1, got {value}")
@@ -141,7 +141,7 @@ def _generate_one(args) -> str:
 
 
 def run(args) -> int:
-    from fairplace.errors import OptionError
+    from fairplace.core.errors import OptionError
 
     if args.action == "list":
         return _list(args.json)

@@ -30,7 +30,7 @@ def add_arguments(p) -> None:
 def read_table(path: str | Path):
     import pandas as pd
 
-    from fairplace.errors import DataError
+    from fairplace.core.errors import DataError
 
     p = Path(path)
     if not p.exists():
@@ -47,7 +47,7 @@ def run(args) -> int:
     file_backend()
     from fairplace.analysis.auto import FIGURES, figures_for
     from fairplace.analysis.report import png
-    from fairplace.errors import OptionError
+    from fairplace.core.errors import OptionError
 
     if args.kind is not None and args.kind not in FIGURES:
         raise OptionError("--kind", f"unknown table kind; known: {', '.join(FIGURES)}")

@@ -41,7 +41,7 @@ def add_arguments(p) -> None:
 def run(args) -> int:
     from fairplace.analysis.report import claim_outcomes
     from fairplace.commands import file_backend
-    from fairplace.reproduce import reproduce
+    from fairplace.runs.reproduce import reproduce
 
     file_backend()
     _args.out_dir(args.out)

@@ -125,7 +125,7 @@ def _clean(x):
 def key_values(items, flag: str) -> dict:
     """``["backfill=true", "threshold=3200"]`` -> options: booleans and numbers parsed, the rest kept
     as strings (the policy / scheduler validates names and values)."""
-    from fairplace.errors import OptionError
+    from fairplace.core.errors import OptionError
 
     out = {}
     for item in items:
@@ -150,7 +150,7 @@ def run(args) -> int:
         _args.out_dir(args.out)
     kw = {}
     if args.restart_cost is not None:
-        from fairplace.errors import OptionError
+        from fairplace.core.errors import OptionError
 
         if not 0 <= args.restart_cost < math.inf:
             raise OptionError("--restart-cost", f"must be finite and >= 0, got {args.restart_cost}")

@@ -67,7 +67,7 @@ def run(args) -> int:
     kw = {}
     if args.rounding is not None:
         if inst.kind != "auction":
-            from fairplace.errors import OptionError
+            from fairplace.core.errors import OptionError
 
             raise OptionError("--rounding", "only applies to auction instances")
         kw["rounding"] = args.rounding

@@ -10,7 +10,7 @@ HELP = "run a grid of schedulers x placements x traces x parameters x seeds thro
 
 
 def add_arguments(p) -> None:
-    p.add_argument("spec", help="sweep spec (TOML; see fairplace.sweep)")
+    p.add_argument("spec", help="sweep spec (TOML; see fairplace.runs.sweep)")
     p.add_argument(
         "--out",
         default=None,
@@ -39,7 +39,7 @@ def add_arguments(p) -> None:
 
 
 def run(args) -> int:
-    from fairplace.sweep import load_spec, results_paths, run_sweep
+    from fairplace.runs.sweep import load_spec, results_paths, run_sweep
 
     spec = load_spec(args.spec)
     if args.validate_only:

@@ -9,8 +9,8 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from fairplace.errors import DataError, OptionError, TraceError
-from fairplace.progress import ProgressBar, progress_bar
+from fairplace.core.errors import DataError, OptionError, TraceError
+from fairplace.core.progress import ProgressBar, progress_bar
 
 from . import metrics
 from .engine import Driver, SimConfig
@@ -95,7 +95,7 @@ def simulate(
 ) -> SimulationResult:
     """Simulate ``trace`` (bundled name, CSV path or frame) on a ``gpus``-GPU cluster
     (``gpus_per_machine`` per machine, PM-scores from ``profile``) with a job-ordering ``scheduler``
-    composed with a ``placement`` policy (``cluster=`` a :class:`~fairplace.domain.Cluster` with
+    composed with a ``placement`` policy (``cluster=`` a :class:`~fairplace.core.domain.Cluster` with
     PM-scores overrides ``gpus``, ``gpus_per_machine`` and ``profile``). Round length defaults to 300 s (THEMIS: its lease).
 
     ``gpus`` defaults to the trace's ``attrs["gpus"]`` (THEMIS workloads) or 64.
@@ -112,8 +112,8 @@ def simulate(
         res = simulate(**apply_setup(setup, args, simulate))
         res.config["setup"] = setup
         return res
+    from fairplace.core.limits import MAX_GPUS, MAX_RATIO, MAX_SEED
     from fairplace.instances.variability import make_cluster
-    from fairplace.limits import MAX_GPUS, MAX_RATIO, MAX_SEED
     from fairplace.solvers.policies import ClusterState, make_policy
 
     if (

@@ -28,8 +28,8 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from fairplace.domain import Cluster, spread
-from fairplace.errors import FairplaceError, OptionError
+from fairplace.core.domain import Cluster, spread
+from fairplace.core.errors import FairplaceError, OptionError
 
 from .schedulers import SchedView
 from .workload import Workload

@@ -20,7 +20,7 @@ import heapq
 
 import numpy as np
 
-from fairplace.domain import Cluster
+from fairplace.core.domain import Cluster
 
 from .schedulers import SchedView
 

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from fairplace.errors import OptionError, UnknownSolver
+from fairplace.core.errors import OptionError, UnknownSolver
 
 
 @dataclass(frozen=True)

@@ -17,7 +17,7 @@ import inspect
 from collections.abc import Mapping
 from types import MappingProxyType
 
-from fairplace.errors import OptionError
+from fairplace.core.errors import OptionError
 
 SETUPS: Mapping[str, Mapping[str, object]] = MappingProxyType(
     {

@@ -1,4 +1,4 @@
-"""THEMIS in the driver: leases, the ARBITER's round-by-round PA auction (``fairplace.rounds``) and an
+"""THEMIS in the driver: leases, the ARBITER's round-by-round PA auction (``fairplace.sim.rounds``) and an
 app-level scheduler that splits each app's GPUs among its jobs (successive halving inside the app).
 
 * Every grant is a lease of ``lease`` seconds from the moment it is granted (per allocation, as in
@@ -6,7 +6,7 @@ app-level scheduler that splits each app's GPUs among its jobs (successive halvi
   events only: a lease expiry, a completion, an arrival or a released successive-halving phase.
   Only free GPUs (idle or with an expired lease) are offered; held leases stay. An app that wins
   back GPUs it held keeps them on the same jobs (no checkpoint-restart).
-* Apps are described to the ARBITER in agent form (:class:`~fairplace.domain.AgentApp`): the running
+* Apps are described to the ARBITER in agent form (:class:`~fairplace.core.domain.AgentApp`): the running
   jobs of the current phase (serial seconds per iteration = t_iter x N_j), later phases as
   ``successive-halving`` phases (n_jobs, iterations, GPUs per job), T_id under the same variant as
   the metric (``t_id``, default the headline ``themis``: per-phase work on a 1/N_avg share, N_avg
@@ -33,8 +33,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from fairplace.domain import GPU, AgentApp, AgentJob, Cluster
-from fairplace.errors import OptionError
+from fairplace.core.domain import GPU, AgentApp, AgentJob, Cluster
+from fairplace.core.errors import OptionError
 from fairplace.formulations.ftf import bundle_rho, n_avg
 
 from .schedulers import SchedView
@@ -71,7 +71,7 @@ class Themis:
         seed: int = 0,
     ):
         from fairplace.formulations.ftf import T_ID_VARIANTS
-        from fairplace.rounds import Arbiter
+        from fairplace.sim.rounds import Arbiter
 
         if pricing not in PRICING:
             raise OptionError("scheduler_options.pricing", f"expected one of {PRICING}")
@@ -182,7 +182,7 @@ class Themis:
         return out
 
     def _state(self, a: int, view: SchedView, w, before: np.ndarray):
-        from fairplace.rounds import AppState
+        from fairplace.sim.rounds import AppState
 
         app = self._agent(a, view, w)
         held = np.flatnonzero(self.owner == a)

@@ -8,8 +8,8 @@ from dataclasses import dataclass, field
 import numpy as np
 import pandas as pd
 
-from fairplace.domain import Job
-from fairplace.errors import TraceError
+from fairplace.core.domain import Job
+from fairplace.core.errors import TraceError
 
 
 @dataclass(frozen=True)
@@ -35,7 +35,7 @@ class Workload:
         return len(self.ids)
 
     def jobs(self) -> list[Job]:
-        """:class:`~fairplace.domain.Job` objects handed to placement policies."""
+        """:class:`~fairplace.core.domain.Job` objects handed to placement policies."""
         return [
             Job(id=i, gpus=int(d), cls=c, model=m, weight=1.0)
             for i, d, c, m in zip(self.ids, self.demand, self.cls, self.model, strict=True)

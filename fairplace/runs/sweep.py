@@ -36,11 +36,10 @@ from typing import Any
 import pandas as pd
 
 from fairplace import sim
-from fairplace.batch_results import append_row, read_journal, repair_journal
-from fairplace.errors import OptionError
-from fairplace.progress import ProgressBar, progress_bar
-from fairplace.solvers.policies import POLICY_NAMES
-from fairplace.sweep_inputs import (
+from fairplace.core.errors import OptionError
+from fairplace.core.progress import ProgressBar, progress_bar
+from fairplace.runs.batch_results import append_row, read_journal, repair_journal
+from fairplace.runs.sweep_inputs import (
     SWEEP_OPTIONS,
     TRACE_GENERATORS,
     generator_function,
@@ -48,6 +47,7 @@ from fairplace.sweep_inputs import (
     make_trace,
     per_run_cluster,
 )
+from fairplace.solvers.policies import POLICY_NAMES
 
 SPEC_KEYS = ("name", "schedulers", "placements", "traces", "seeds", "params", "fixed", "frames")
 FRAMES = ("jobs", "apps", "rounds")
@@ -109,7 +109,7 @@ def _names(spec: dict, key: str, known: tuple[str, ...] | None) -> tuple[str, ..
 
 def validate_spec(spec: dict, *, check_names: bool = True) -> SweepSpec:
     """Check a spec dict and return a :class:`SweepSpec`; raises :class:`OptionError` naming the key."""
-    from fairplace import sweep_schema
+    from fairplace.runs import sweep_schema
 
     if not isinstance(spec, dict):
         raise OptionError("spec", "must be a TOML table")
@@ -162,7 +162,7 @@ def validate_spec(spec: dict, *, check_names: bool = True) -> SweepSpec:
 def _check_inputs(traces, params: dict, fixed: dict) -> None:
     """What the schema cannot see: every trace exists and is valid, every cluster size splits into
     whole machines."""
-    from fairplace.errors import DataError
+    from fairplace.core.errors import DataError
     from fairplace.instances.traces import SIA_PHILLY, load_trace
 
     for k, tr in enumerate(traces):
@@ -300,19 +300,19 @@ def run_sweep(
 ) -> pd.DataFrame:
     """Run every cell of ``spec``; journal each finished cell, then write the tables.
 
-    Journal (the batch format, :mod:`fairplace.batch_results`): one fsync'd JSON line per finished
+    Journal (the batch format, :mod:`fairplace.runs.batch_results`): one fsync'd JSON line per finished
     cell in ``<out>.jsonl`` (per-cell frames in ``<out>.<frame>.jsonl``, written before the cell's
     row); at the end ``<out>.csv`` and ``<out>.parquet`` (and ``<out>.<frame>.csv|parquet``).
     ``resume`` skips cells whose ``cell_id`` is already journaled (a torn last line from a crash is
     dropped); without it earlier results are deleted. ``simulate`` replaces ``fairplace.simulate``
-    (tests). ``progress``: see :func:`fairplace.progress.progress_bar`. Returns the whole results
+    (tests). ``progress``: see :func:`fairplace.core.progress.progress_bar`. Returns the whole results
     table.
     """
-    from fairplace.batch_results import JournalLock
+    from fairplace.runs.batch_results import JournalLock
 
     if not isinstance(spec, SweepSpec):
         spec = load_spec(spec)
-    from fairplace.limits import MAX_WORKERS
+    from fairplace.core.limits import MAX_WORKERS
 
     if isinstance(workers, bool) or not isinstance(workers, int) or not 1 <= workers <= MAX_WORKERS:
         raise OptionError("--workers", f"must be an integer in [1, {MAX_WORKERS}], got {workers!r}")
@@ -358,7 +358,7 @@ def _run_locked(spec, paths, resume, workers, progress, simulate) -> pd.DataFram
 def _run_dask(todo, spec, workers, simulate, record, bar) -> None:
     from dask.distributed import Client, as_completed
 
-    from fairplace.dask_cluster import close_quietly, local_cluster
+    from fairplace.runs.dask_cluster import close_quietly, local_cluster
 
     cluster = local_cluster(workers)
     client = None

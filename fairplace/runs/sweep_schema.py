@@ -1,4 +1,4 @@
-"""The JSON Schema of a sweep spec (``fairplace.sweep``), built for one spec: its ``[params]`` and
+"""The JSON Schema of a sweep spec (``fairplace.runs.sweep``), built for one spec: its ``[params]`` and
 ``[fixed]`` values are checked against the type and range of the ``simulate()`` argument (or trace
 generator argument) they feed, so a spec that passes ``fairplace sweep --validate-only`` does not fail
 at run time on a bad value (``seeds = [-1]``, ``gpus = "lots"``, a missing trace file).
@@ -16,8 +16,8 @@ from typing import Any
 
 import jsonschema
 
-from fairplace.errors import OptionError
-from fairplace.limits import MAX_COUNT, MAX_GPUS, MAX_RATIO, MAX_SAFE_INT, MAX_SEED, MAX_TIME
+from fairplace.core.errors import OptionError
+from fairplace.core.limits import MAX_COUNT, MAX_GPUS, MAX_RATIO, MAX_SAFE_INT, MAX_SEED, MAX_TIME
 
 #: a sweep name becomes a file name (``<name>-results.parquet``): letters, digits, ``._-``.
 NAME_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9._-]{0,99}$"
@@ -61,7 +61,7 @@ def known() -> dict[str, Any]:
         "placement_options": {"type": "object", "additionalProperties": _SCALAR},
         "cluster": {"not": {}},  # a Cluster object cannot be written in TOML: use per_run / profile
         "per_run": {"type": "boolean"},
-        # trace generators (fairplace.sweep_inputs)
+        # trace generators (fairplace.runs.sweep_inputs)
         "n_apps": _COUNT,
         "n_jobs": _COUNT,
         "apps_per_hour": _POS_NUM,
@@ -118,8 +118,8 @@ def value_schema(key: str, signatures: Iterable[Callable]) -> dict:
 def spec_schema(spec: Mapping, signatures: Iterable[Callable], check_names: bool = True) -> dict:
     """The JSON Schema of ``spec`` (its own keys decide which value schemas apply)."""
     from fairplace import sim
+    from fairplace.runs.sweep import FRAMES, SPEC_KEYS
     from fairplace.solvers.policies import POLICY_NAMES
-    from fairplace.sweep import FRAMES, SPEC_KEYS
 
     signatures = list(signatures)
 

@@ -1,6 +1,6 @@
 """The journal (one JSON line per finished result, fsync'd; used by batch and sweep) and the batch
 results table built from it: reference optima, gaps, and a per-solver summary. Pure I/O and pandas;
-the Dask driver is :mod:`fairplace.batch`, the sweep driver :mod:`fairplace.sweep`."""
+the Dask driver is :mod:`fairplace.runs.batch`, the sweep driver :mod:`fairplace.runs.sweep`."""
 
 from __future__ import annotations
 
@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from fairplace.errors import OptionError
+from fairplace.core.errors import OptionError
 
 #: leading columns of the results table (instance features follow ``kind``).
 COLUMNS = tuple(

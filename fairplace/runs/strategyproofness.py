@@ -17,7 +17,7 @@ Set-up (the paper's, with the details it leaves open stated here):
   ``rounding`` ``floor`` here: deterministic, unlike the simulator's default ``lottery``)
   allocates; every GPU it leaves free (leftover and unbid GPUs) is
   handed at random (seeded) to the non-participants, up to d_max each.
-* ``engine='arbiter'`` (default) drives :class:`fairplace.rounds.Arbiter`: agent-form apps, the compact
+* ``engine='arbiter'`` (default) drives :class:`fairplace.sim.rounds.Arbiter`: agent-form apps, the compact
   PA (every count per machine is a possible bundle), rho tables cached between rounds.
   ``engine='explicit'`` is a minimal loop on :func:`~fairplace.solvers.auction.solve_auction` with
   explicit bids: dense bundles of 1..8 GPUs on the 8-GPU machine (two placements per size) and
@@ -41,8 +41,8 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-from fairplace.domain import GPU, App, AuctionInstance, Bid, Cluster
-from fairplace.errors import OptionError
+from fairplace.core.domain import GPU, App, AuctionInstance, Bid, Cluster
+from fairplace.core.errors import OptionError
 from fairplace.solvers.auction import solve_auction
 from fairplace.solvers.options import SolveOptions
 
@@ -63,7 +63,9 @@ class Setup:
     f: float = 0.5
     lie: str = "over-spread"
     rounding: str = "floor"
-    engine: str = "arbiter"  # "arbiter" (fairplace.rounds, compact PA) | "explicit" (bid tables)
+    engine: str = (
+        "arbiter"  # "arbiter" (fairplace.sim.rounds, compact PA) | "explicit" (bid tables)
+    )
 
     def cluster(self) -> Cluster:
         gpus = [GPU(f"big/{g}", "big") for g in range(self.big)]
@@ -138,12 +140,12 @@ def _apply(setup, now, remaining, done, held, active, alloc, machine_of, liar) -
 
 
 def _simulate_arbiter(setup: Setup, x: float, seed: int, max_rounds: int) -> dict:
-    """The round loop on :class:`fairplace.rounds.Arbiter` (agent-form apps, compact PA). The liar is
+    """The round loop on :class:`fairplace.sim.rounds.Arbiter` (agent-form apps, compact PA). The liar is
     an agent whose *reported* locality penalties are scaled by the lie."""
-    from fairplace.domain import AgentApp, AgentJob
+    from fairplace.core.domain import AgentApp, AgentJob
     from fairplace.formulations.agents import ftf_model
     from fairplace.formulations.ftf import bundle_rho
-    from fairplace.rounds import AppState, Arbiter
+    from fairplace.sim.rounds import AppState, Arbiter
 
     liar = liar_of(setup, seed)
     arb = Arbiter(

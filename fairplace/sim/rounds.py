@@ -40,8 +40,8 @@ from dataclasses import dataclass, field, replace
 
 import numpy as np
 
-from fairplace.domain import AgentApp, AuctionInstance, Cluster, spread
-from fairplace.errors import OptionError
+from fairplace.core.domain import AgentApp, AuctionInstance, Cluster, spread
+from fairplace.core.errors import OptionError
 from fairplace.formulations.agents import RhoTable, ftf_model
 from fairplace.formulations.compact import compact_app
 from fairplace.solvers.options import SolveOptions

@@ -11,12 +11,12 @@ the last row of a pair); without ``resume`` an existing journal is an error unle
 ``overwrite=True``.
 
 One batch at a time per journal: ``<journal>.lock`` (pid, host, an ``flock``) makes a second batch on
-the same ``out`` fail with :class:`~fairplace.errors.OptionError` naming the running one; the lock of a
+the same ``out`` fail with :class:`~fairplace.core.errors.OptionError` naming the running one; the lock of a
 dead process is taken over. Journal lines that are not UTF-8, not JSON objects or lack the
 ``instance`` / ``solver`` names are skipped and reported (one warning line on the
-``fairplace.batch`` logger). ``out`` must end in ``.parquet``, ``.csv`` or ``.jsonl``; without
+``fairplace.runs.batch`` logger). ``out`` must end in ``.parquet``, ``.csv`` or ``.jsonl``; without
 ``out`` the journal lives in a temporary folder removed when the batch ends. Ctrl-C closes the
-cluster quietly (workers ignore SIGINT, see :mod:`fairplace.dask_cluster`).
+cluster quietly (workers ignore SIGINT, see :mod:`fairplace.runs.dask_cluster`).
 
 A task never raises: a solver exception becomes a row with status ``error`` and the message, a solver
 that does not handle the instance's kind a row with status ``skipped``, and a task whose worker died
@@ -44,7 +44,10 @@ from pathlib import Path
 
 import pandas as pd
 
-from fairplace.batch_results import (
+from fairplace.core.errors import ClusterUnavailable, OptionError, UnknownSolver
+from fairplace.core.limits import MAX_WORKERS
+from fairplace.core.progress import ProgressBar, progress_bar
+from fairplace.runs.batch_results import (
     JournalLock,
     journal_path,
     read_journal,
@@ -53,12 +56,9 @@ from fairplace.batch_results import (
     to_frame,
     write_table,
 )
-from fairplace.batch_results import append_row as _append
-from fairplace.batch_results import repair_journal as _repair
-from fairplace.dask_cluster import close_quietly, local_cluster
-from fairplace.errors import ClusterUnavailable, OptionError, UnknownSolver
-from fairplace.limits import MAX_WORKERS
-from fairplace.progress import ProgressBar, progress_bar
+from fairplace.runs.batch_results import append_row as _append
+from fairplace.runs.batch_results import repair_journal as _repair
+from fairplace.runs.dask_cluster import close_quietly, local_cluster
 
 #: results table formats by extension (``.jsonl``: the journal is the table).
 OUT_SUFFIXES = (".parquet", ".csv", ".jsonl")
@@ -194,7 +194,7 @@ def run_batch(
     ``out``: the table (``.parquet`` / ``.csv`` / ``.jsonl``); its journal is ``<out>.jsonl``
     (see the module docstring). Without ``out`` the journal goes to a temporary file.
     ``no_workers_timeout``: seconds without any Dask worker after which the batch stops with
-    :class:`~fairplace.errors.ClusterUnavailable` (finished rows stay in the journal; None: wait).
+    :class:`~fairplace.core.errors.ClusterUnavailable` (finished rows stay in the journal; None: wait).
     """
     from fairplace.solvers.registry import solver_table
 

@@ -12,8 +12,8 @@ An experiment spec::
     [spec]                    # the kind's spec (a sweep spec for sweeps)
     [size.quick]              # overrides of [spec] for that size (tables merge one level deep)
 
-Each experiment calls one public API (``fairplace.sweep.run_sweep`` -> ``fairplace.simulate``,
-``fairplace.experiments.strategyproofness``, ``fairplace.batch.solve_task`` -> ``fairplace.solve``).
+Each experiment calls one public API (``fairplace.runs.sweep.run_sweep`` -> ``fairplace.simulate``,
+``fairplace.runs.strategyproofness``, ``fairplace.runs.batch.solve_task`` -> ``fairplace.solve``).
 One whose dependency is missing or fails is reported as ``not run: <reason>``; its claims likewise.
 """
 
@@ -30,8 +30,8 @@ from typing import Any
 
 import pandas as pd
 
-from fairplace.errors import OptionError
-from fairplace.progress import ProgressBar, progress_bar
+from fairplace.core.errors import OptionError
+from fairplace.core.progress import ProgressBar, progress_bar
 
 PAPERS = ("themis", "pal")
 SIZES = ("tiny", "quick", "full")
@@ -111,7 +111,7 @@ def load_claims(paper: str) -> list[dict]:
 def run_sweep_experiment(
     exp: Experiment, data_dir: Path, simulate=None, progress=True, workers: int = 1
 ) -> Outcome:
-    from fairplace.sweep import load_spec, results_paths, run_sweep
+    from fairplace.runs.sweep import load_spec, results_paths, run_sweep
 
     spec = load_spec(exp.spec, check_names=simulate is None)
     out = data_dir / f"{exp.paper}-{exp.key}"
@@ -132,8 +132,8 @@ def run_sweep_experiment(
 
 
 def run_strategyproofness(exp: Experiment, data_dir: Path, **_) -> Outcome:
-    """THEMIS §6.3 via ``fairplace.experiments.strategyproofness``: one row per misreport X."""
-    from fairplace.experiments import strategyproofness as sp
+    """THEMIS §6.3 via ``fairplace.runs.strategyproofness``: one row per misreport X."""
+    from fairplace.runs import strategyproofness as sp
 
     df = sp.strategyproofness(**exp.spec)
     df = df if isinstance(df, pd.DataFrame) else pd.DataFrame(df)
@@ -142,12 +142,12 @@ def run_strategyproofness(exp: Experiment, data_dir: Path, **_) -> Outcome:
 
 
 def run_solver_gap(exp: Experiment, data_dir: Path, **_) -> Outcome:
-    """Generated instances solved by each solver through ``fairplace.batch.solve_task`` (sequential,
+    """Generated instances solved by each solver through ``fairplace.runs.batch.solve_task`` (sequential,
     in process); the batch results table with gaps to the exact optimum."""
     import itertools
 
-    from fairplace import batch
     from fairplace.instances import generators, io
+    from fairplace.runs import batch
 
     s = exp.spec
     gen = getattr(generators, s["generator"])

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from fairplace.domain import Cluster
+from fairplace.core.domain import Cluster
 
 from .compact import CompactApp, CompactProgram
 

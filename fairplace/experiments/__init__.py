@@ -1,1 +1,0 @@
-"""Experiments that drive repeated auctions and return tidy pandas tables (THEMIS §6.3 truth-telling)."""
