@@ -128,7 +128,7 @@ def rho_table(
     return RhoTable(app.id, levels, rho, int(held.size), h_spread, h_level)
 
 
-def bundle_rho(table: RhoTable, app: AgentApp, cluster: Cluster, idx: Sequence[int]) -> float:
+def table_rho(table: RhoTable, app: AgentApp, cluster: Cluster, idx: Sequence[int]) -> float:
     """rho of a concrete offered bundle (union with the held GPUs) read from the table."""
     idx = np.asarray(idx, dtype=np.int64)
     held = cluster.indices(app.held) if app.held else np.zeros(0, np.int64)
@@ -164,7 +164,7 @@ def subset_bids(
     bids = []
     for k in range(1, table.n_max + 1):
         for sub in itertools.combinations(offer, k):
-            r = bundle_rho(table, app, cluster, sub)
+            r = table_rho(table, app, cluster, sub)
             if empty is None or r < empty:
                 bids.append(Bid(tuple(cluster.gpus[g].id for g in sub), r))
     return tuple(bids), table

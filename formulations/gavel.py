@@ -12,11 +12,11 @@ Jobs i = 1..n, configurations k = 1..K (a bundle, a GPU type x count, ...), reso
                X >= 0
 
 For fixed t, ``rho_i <= t  <=>  rate_i >= work_i / (t * t_id_i - elapsed_i)`` (with t * t_id_i > elapsed_i),
-a linear constraint: :meth:`GavelFTF.feasibility_lp` is the LP whose optimum lambda* >= 1 iff t is
+a linear constraint: :meth:`GavelFTFProgram.feasibility_lp` is the LP whose optimum lambda* >= 1 iff t is
 achievable, which the solver bisects on. Jointly in (X, t) it is the hyperbolic constraint
 ``rate_i * (t * t_id_i - elapsed_i) >= work_i``, i.e. the second-order cone
 ``|| (2 sqrt(work_i), rate_i - s_i) ||_2 <= rate_i + s_i`` with ``s_i = t t_id_i - elapsed_i``
-(:meth:`GavelFTF.to_cvxpy`). Jobs with ``work_i = 0`` are finished: rho_i = elapsed_i / t_id_i is a
+(:meth:`GavelFTFProgram.to_cvxpy`). Jobs with ``work_i = 0`` are finished: rho_i = elapsed_i / t_id_i is a
 lower bound on t and they need no rate.
 """
 
@@ -42,7 +42,7 @@ def _arr(name: str, v, ndim: int) -> np.ndarray:
 
 
 @dataclass(frozen=True, eq=False)
-class GavelFTF:
+class GavelFTFProgram:
     """The min-max-rho program on numpy inputs (shapes: n jobs, K configs, R resources)."""
 
     throughput: np.ndarray  # (n, K)

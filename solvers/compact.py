@@ -48,7 +48,7 @@ Choice = dict[int, tuple[tuple[int, int, int], tuple[int, ...]]]
 REDUCED_MAX_MACHINES = 16
 
 
-def solve_pf(
+def solve_compact_pf(
     cluster: Cluster,
     offer,
     apps: tuple[CompactApp, ...],
@@ -222,7 +222,7 @@ def payments(
     budget: Budget | None = None,
 ) -> tuple[dict[int, float], dict[int, str], int]:
     """({i: c_i}, {i: status of PF_{-i}}, number of leave-one-out problems); ``reduced``: the
-    formulation of full leave-one-out MILPs (see :func:`solve_pf`); ``budget``: no LP / MILP starts
+    formulation of full leave-one-out MILPs (see :func:`solve_compact_pf`); ``budget``: no LP / MILP starts
     once it is spent (status :data:`NOT_RUN`, c_i = 1)."""
     budget = budget_for(opts, budget)
     apps = prog.apps
@@ -251,7 +251,7 @@ def payments(
         if budget.options(opts) is None:  # spent: do not even build the problem
             return i, NOT_RUN, None
         start = {j: v for j, v in choice.items() if j != i}
-        res, ch, p = solve_pf(
+        res, ch, p = solve_compact_pf(
             prog.cluster,
             prog.offer,
             apps,
@@ -372,7 +372,7 @@ def solve_compact_auction(
     budget: Budget | None = None,
 ) -> Solution:
     """PF + PA over the agent-form apps of ``inst`` (or the given compact ``apps``) on ``offer``.
-    ``reduced``: formulation of full-MILP fallbacks (None: by offer size, see :func:`solve_pf`;
+    ``reduced``: formulation of full-MILP fallbacks (None: by offer size, see :func:`solve_compact_pf`;
     True / False force the tightened / plain one; the optima are the same). ``budget`` (default:
     ``opts.time_limit`` from now) bounds the whole auction (module docstring)."""
     t0 = time.perf_counter()
@@ -388,7 +388,7 @@ def solve_compact_auction(
 
         offer = free_gpus(inst)
     ids = ids or [a.table.app_id for a in apps]
-    res, choice, prog = solve_pf(cl, offer, apps, opts, reduced=reduced, budget=budget)
+    res, choice, prog = solve_compact_pf(cl, offer, apps, opts, reduced=reduced, budget=budget)
     if choice is None:
         sol = unsolved(
             name, res, time.perf_counter() - t0, rounding, ids if payments_ else [], True

@@ -9,7 +9,7 @@ the LP one as ``objective`` (EG >= LP by concavity, so the LP bound is the tight
 ``greedy-log`` (a lower bound on the exact n*), or the exact n* when the exact optimum is computed.
 ``extra['integrality_gap'] = bound - exact`` when ``exact_objective=`` is passed or ``compute_exact=True``.
 
-``gavel-ftf``: :class:`~fairplace.formulations.gavel.GavelFTF` solved exactly, by rho-bisection over
+``gavel-ftf``: :class:`~fairplace.formulations.gavel.GavelFTFProgram` solved exactly, by rho-bisection over
 HiGHS LPs (``method='bisection'``, default) or as one CVXPY SOCP (``method='socp'``).
 """
 
@@ -24,7 +24,7 @@ import numpy as np
 from fairplace.core.domain import AuctionInstance
 from fairplace.core.errors import OptionError, ProgramInfeasible, SolverFailed
 from fairplace.core.solution import Solution
-from fairplace.formulations.gavel import GavelFTF
+from fairplace.formulations.gavel import GavelFTFProgram
 from fairplace.formulations.pf import PFProgram
 from fairplace.formulations.relaxation import PFRelaxation
 
@@ -141,7 +141,7 @@ class GavelResult:
     status: str = "optimal"  # or Clarabel's "optimal_inaccurate"
 
 
-def _lp_at(prob: GavelFTF, t: float, opts: SolveOptions) -> tuple[float, np.ndarray]:
+def _lp_at(prob: GavelFTFProgram, t: float, opts: SolveOptions) -> tuple[float, np.ndarray]:
     res = highs.solve(prob.feasibility_lp(t), opts.with_(time_limit=None))
     if res.status != "optimal":
         raise SolverFailed(f"gavel-ftf LP at t={t:g}: {res.status} ({res.message})")
@@ -149,7 +149,7 @@ def _lp_at(prob: GavelFTF, t: float, opts: SolveOptions) -> tuple[float, np.ndar
 
 
 def solve_gavel(
-    prob: GavelFTF, method: str = "bisection", tol: float = 1e-10, opts=SolveOptions()
+    prob: GavelFTFProgram, method: str = "bisection", tol: float = 1e-10, opts=SolveOptions()
 ) -> GavelResult:
     """min max rho exactly. Bisection keeps lo (infeasible t, or the lower bound) and hi = max rho(X)
     of the best LP point found (always achievable); it stops when hi - lo <= tol (1 + hi)."""
@@ -198,8 +198,10 @@ def solve_gavel(
     return GavelResult(best_X, prob.rho(best_X), hi, method, solves, time.perf_counter() - t0)
 
 
-def auction_to_gavel(inst: AuctionInstance) -> tuple[GavelFTF, list[tuple[int, int | None]], list]:
-    """Map an auction instance to :class:`GavelFTF`.
+def auction_to_gavel(
+    inst: AuctionInstance,
+) -> tuple[GavelFTFProgram, list[tuple[int, int | None]], list]:
+    """Map an auction instance to :class:`GavelFTFProgram`.
 
     Every kept PF column (app i, bid b) is a configuration of app i with throughput 1/rho_ib using the
     GPUs of B_ib (each GPU a resource of capacity 1); a finite ``rho_empty`` adds a free configuration of
@@ -226,7 +228,7 @@ def auction_to_gavel(inst: AuctionInstance) -> tuple[GavelFTF, list[tuple[int, i
         if b is not None:
             use[k, cl.indices(app.bids[b].gpus)] = 1.0
     n = len(apps)
-    g = GavelFTF(thr, use, np.ones(len(cl)), np.ones(n), np.zeros(n), np.ones(n))
+    g = GavelFTFProgram(thr, use, np.ones(len(cl)), np.ones(n), np.zeros(n), np.ones(n))
     return g, configs, apps
 
 

@@ -10,7 +10,7 @@ from hypothesis import strategies as st
 
 import fairplace
 from fairplace.core.errors import DataError, OptionError
-from fairplace.formulations.gavel import GavelFTF
+from fairplace.formulations.gavel import GavelFTFProgram
 from fairplace.formulations.pf import PFProgram
 from fairplace.formulations.relaxation import PFRelaxation
 from fairplace.instances.generators import random_auction
@@ -54,7 +54,7 @@ def test_relaxation_reports_integrality_gap_on_contended_instance():
         fairplace.solve(inst, solver="relaxation", method="nope")
 
 
-def _random_gavel(seed: int, n: int = 4, K: int = 5, R: int = 3) -> GavelFTF:
+def _random_gavel(seed: int, n: int = 4, K: int = 5, R: int = 3) -> GavelFTFProgram:
     rng = np.random.default_rng(seed)
     thr = rng.uniform(0.2, 3.0, (n, K)) * (rng.random((n, K)) < 0.7)
     thr[np.arange(n), rng.integers(0, K, n)] = rng.uniform(0.5, 2.0, n)  # every job has a config
@@ -64,7 +64,7 @@ def _random_gavel(seed: int, n: int = 4, K: int = 5, R: int = 3) -> GavelFTF:
     work = rng.uniform(1.0, 10.0, n)
     elapsed = rng.uniform(0.0, 5.0, n)
     t_id = rng.uniform(2.0, 8.0, n)
-    return GavelFTF(thr, usage, cap, work, elapsed, t_id)
+    return GavelFTFProgram(thr, usage, cap, work, elapsed, t_id)
 
 
 @pytest.mark.slow
@@ -85,16 +85,16 @@ def test_gavel_bisection_and_socp_agree(seed):
 
 def test_gavel_single_job_closed_form():
     # one job, one config of rate 2 on 1 of 1 GPU: rho = (e + W/2)/T
-    prob = GavelFTF([[2.0]], [[1.0]], [1.0], [10.0], [3.0], [4.0])
+    prob = GavelFTFProgram([[2.0]], [[1.0]], [1.0], [10.0], [3.0], [4.0])
     for m in ("bisection", "socp"):
         assert solve_gavel(prob, m).max_rho == pytest.approx((3 + 5) / 4, rel=1e-7)
 
 
 def test_gavel_bad_input_names_the_field():
     with pytest.raises(DataError, match="throughput"):
-        GavelFTF([[0.0]], [[1.0]], [1.0], [1.0], [0.0], [1.0])
+        GavelFTFProgram([[0.0]], [[1.0]], [1.0], [1.0], [0.0], [1.0])
     with pytest.raises(DataError, match="t_id"):
-        GavelFTF([[1.0]], [[1.0]], [1.0], [1.0], [0.0], [0.0])
+        GavelFTFProgram([[1.0]], [[1.0]], [1.0], [1.0], [0.0], [0.0])
 
 
 @pytest.mark.parametrize("null", ["finite", "null"])

@@ -12,7 +12,7 @@ from fairplace.formulations.agents import to_explicit
 from fairplace.formulations.compact import CompactProgram, compact_apps
 from fairplace.instances.generators import grid_cluster
 from fairplace.solvers.auction import solve_auction
-from fairplace.solvers.compact import solve_compact_auction, solve_pf
+from fairplace.solvers.compact import solve_compact_auction, solve_compact_pf
 from fairplace.solvers.compact_pack import PACK_RULES, pack
 
 
@@ -71,7 +71,7 @@ def test_allocation_is_feasible_and_consistent(seed):
 def test_warm_start_is_feasible_for_leave_one_out():
     inst = _instance(7, n_apps=4, held=False)
     apps = compact_apps(inst)
-    res, choice, prog = solve_pf(inst.cluster, range(8), apps)
+    res, choice, prog = solve_compact_pf(inst.cluster, range(8), apps)
     for i in choice:
         sub = CompactProgram(inst.cluster, prog.offer, apps, frozenset({i}))
         x = sub.start_vector({j: v for j, v in choice.items() if j != i})
@@ -88,8 +88,8 @@ def test_lp_first_equals_full_milp(seed):
         for k, g in enumerate(inst.cluster.gpus)
         if g.id not in {h for a in inst.agents for h in a.held}
     ]
-    r1, c1, p1 = solve_pf(inst.cluster, offer, apps, lp_first=True)
-    r2, c2, p2 = solve_pf(inst.cluster, offer, apps, lp_first=False)
+    r1, c1, p1 = solve_compact_pf(inst.cluster, offer, apps, lp_first=True)
+    r2, c2, p2 = solve_compact_pf(inst.cluster, offer, apps, lp_first=False)
     assert r1.status == r2.status == "optimal"
     assert abs(r1.objective - r2.objective) < 1e-7
     assert p1.to_milp().is_feasible(r1.x)
@@ -100,7 +100,7 @@ def test_lp_first_equals_full_milp(seed):
 def test_greedy_pack_is_a_valid_placement(seed, rule):
     inst = _instance(seed, n_apps=4, held=False)
     apps = compact_apps(inst)
-    _, choice, prog = solve_pf(inst.cluster, range(8), apps, lp_first=False)
+    _, choice, prog = solve_compact_pf(inst.cluster, range(8), apps, lp_first=False)
     placed = pack(prog, {i: cell for i, (cell, _) in choice.items()}, rule)
     if placed is None:  # a greedy may fail; it must never return an infeasible placement
         return
@@ -115,9 +115,9 @@ def test_placement_milp_fallback_when_greedy_fails(monkeypatch):
 
     inst = _instance(3, n_apps=4, held=False)
     apps = compact_apps(inst)
-    ref, _, _ = solve_pf(inst.cluster, range(8), apps, lp_first=False)
+    ref, _, _ = solve_compact_pf(inst.cluster, range(8), apps, lp_first=False)
     monkeypatch.setattr(solver, "pack", lambda *a, **k: None)
-    res, choice, prog = solve_pf(inst.cluster, range(8), apps, lp_first=True)
+    res, choice, prog = solve_compact_pf(inst.cluster, range(8), apps, lp_first=True)
     assert res.status == "optimal" and abs(res.objective - ref.objective) < 1e-7
     assert all(len(gs) == cell[0] for cell, gs in choice.values())  # decodes to real GPUs
 
@@ -136,10 +136,10 @@ def test_leave_one_out_lp_chain_equals_separate_solves():
     sol = solve_compact_auction(inst)
     assert sol.status == "optimal"
     apps, offer = compact_apps(inst), free_gpus(inst)
-    _, choice, prog = solve_pf(inst.cluster, offer, apps, lp_first=False)
+    _, choice, prog = solve_compact_pf(inst.cluster, offer, apps, lp_first=False)
     assert len(choice) > 1
     for i in choice:
-        res, ch, p = solve_pf(inst.cluster, offer, apps, exclude=frozenset({i}))
+        res, ch, p = solve_compact_pf(inst.cluster, offer, apps, exclude=frozenset({i}))
         assert res.status == "optimal"
         c = pa.payment(_others(prog, choice, i), p.value(ch))
         assert abs(sol.payments[inst.agents[i].id] - c) < 1e-6
@@ -206,11 +206,13 @@ def test_reduced_formulation_keeps_pf_and_payments():
     apps, offer = compact_apps(inst), free_gpus(inst)
     opt = {}
     for reduced in (True, False):
-        res, choice, prog = solve_pf(inst.cluster, offer, apps, lp_first=False, reduced=reduced)
+        res, choice, prog = solve_compact_pf(
+            inst.cluster, offer, apps, lp_first=False, reduced=reduced
+        )
         assert res.status == "optimal"
         opt[reduced] = [res.objective]
         for i in sorted(choice):
-            r, _, _ = solve_pf(
+            r, _, _ = solve_compact_pf(
                 inst.cluster, offer, apps, exclude={i}, lp_first=False, reduced=reduced
             )
             assert r.status == "optimal"

@@ -7,7 +7,7 @@ import time
 
 import numpy as np
 
-from fairplace.formulations.gavel import GavelFTF
+from fairplace.formulations.gavel import GavelFTFProgram
 from fairplace.instances.generators import random_auction
 from fairplace.solvers.auction import solve_pf
 from fairplace.solvers.heuristics import solve_heuristic
@@ -57,14 +57,14 @@ def heuristics(quick: bool, contention: float | None = None) -> dict:
     return out
 
 
-def _gavel_problem(n: int, seed: int = 0) -> GavelFTF:
+def _gavel_problem(n: int, seed: int = 0) -> GavelFTFProgram:
     rng = np.random.default_rng(seed)
     K, R = 3 * n, 4
     thr = rng.uniform(0.2, 3.0, (n, K)) * (rng.random((n, K)) < 0.1)
     thr[np.arange(n), rng.integers(0, K, n)] = rng.uniform(0.5, 2.0, n)
     usage = rng.integers(0, 3, (K, R)).astype(float)
     usage[usage.sum(1) == 0, 0] = 1.0
-    return GavelFTF(
+    return GavelFTFProgram(
         thr,
         usage,
         np.full(R, n / 2.0),

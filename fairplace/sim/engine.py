@@ -70,7 +70,7 @@ class SimConfig:
 
 
 @dataclass
-class Trace:
+class Timeline:
     """What the driver records (arrays over jobs, lists over decisions)."""
 
     release: np.ndarray
@@ -145,7 +145,7 @@ class Driver:
         return gid, left, nxt, blocked
 
     # -- main loop -----------------------------------------------------------------------------
-    def run(self) -> Trace:
+    def run(self) -> Timeline:
         w, cfg, G, R = self.w, self.cfg, self.G, self.cfg.round_length
         J = len(w)
         gid, left, nxt, blocked = self._groups()
@@ -158,7 +158,7 @@ class Driver:
         started = np.zeros(J, bool)
         attained = np.zeros(J)
         app_dmax = w.app_demand_max().astype(float)
-        tr = Trace(
+        tr = Timeline(
             release=release,
             start=np.full(J, np.nan),
             finish=np.full(J, np.nan),

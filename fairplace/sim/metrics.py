@@ -19,7 +19,7 @@ import pandas as pd
 
 from fairplace.formulations.ftf import IdealTime, n_avg
 
-from .engine import Trace
+from .engine import Timeline
 from .workload import Workload
 
 RHO_VARIANTS = ("themis", "literal", "static", "gavel")
@@ -77,7 +77,7 @@ def offered_load(jobs: pd.DataFrame, G: int) -> float:
     return work / (G * span) if G > 0 and span > 0 else float("inf")
 
 
-def job_frame(w: Workload, tr: Trace, G: int) -> pd.DataFrame:
+def job_frame(w: Workload, tr: Timeline, G: int) -> pd.DataFrame:
     jct = tr.finish - tr.release
     app_arr = pd.Series(tr.release).groupby(w.app).min().to_numpy()
     app_fin = pd.Series(tr.finish).groupby(w.app).max().to_numpy()
@@ -115,7 +115,7 @@ def job_frame(w: Workload, tr: Trace, G: int) -> pd.DataFrame:
     return df
 
 
-def app_frame(w: Workload, tr: Trace, jobs: pd.DataFrame, G: int) -> pd.DataFrame:
+def app_frame(w: Workload, tr: Timeline, jobs: pd.DataFrame, G: int) -> pd.DataFrame:
     g = jobs.groupby(w.app, sort=True)
     arrival = g["arrival"].min().to_numpy()
     finish = g["finish"].max().to_numpy()
@@ -148,7 +148,7 @@ def app_frame(w: Workload, tr: Trace, jobs: pd.DataFrame, G: int) -> pd.DataFram
     return df
 
 
-def round_frame(tr: Trace) -> pd.DataFrame:
+def round_frame(tr: Timeline) -> pd.DataFrame:
     return pd.DataFrame(tr.rounds)
 
 
@@ -160,7 +160,7 @@ def jain(x: np.ndarray) -> float:
 
 
 def summary(
-    jobs: pd.DataFrame, apps: pd.DataFrame, tr: Trace, G: int, rho_variant: str = "themis"
+    jobs: pd.DataFrame, apps: pd.DataFrame, tr: Timeline, G: int, rho_variant: str = "themis"
 ) -> dict:
     jct = jobs["jct"].to_numpy()
     makespan = float(jobs["finish"].max() - jobs["submit"].min())

@@ -202,7 +202,7 @@ class SLAQ:
 
 class GavelFTF:
     """Gavel-style finish-time fairness: each decision solves min max rho over time fractions
-    (:class:`fairplace.formulations.gavel.GavelFTF`, one gang configuration per active job using N_j
+    (:class:`fairplace.formulations.gavel.GavelFTFProgram`, one gang configuration per active job using N_j
     GPUs of ``gpus``) exactly by bisection, with rho_i = (elapsed_i + remaining_i / rate_i) / T_id,i and
     T_id under the ``gavel`` variant of :class:`~fairplace.formulations.ftf.IdealTime`; then, as
     Gavel's round mechanism does, jobs are ordered by X_i / (share of their life they held GPUs)."""
@@ -214,7 +214,7 @@ class GavelFTF:
 
     def order(self, view: SchedView) -> np.ndarray:
         from fairplace.formulations.ftf import IdealTime
-        from fairplace.formulations.gavel import GavelFTF as Program
+        from fairplace.formulations.gavel import GavelFTFProgram as Program
         from fairplace.solvers.relaxation import solve_gavel
 
         idx = view.active
