@@ -303,7 +303,7 @@ def t_shared(
 
 @dataclass(frozen=True)
 class IdealTime:
-    """T_id variant (a named option; DESIGN.md):
+    """T_id variant (a named option; ARCHITECTURE.md):
 
     * ``themis`` (headline): W / min(R_C / N_avg, demand_max), the app alone on a 1/N_avg share,
       N_avg the time-weighted mean number of active apps; with ``phases`` = ((W_p, d_p), ...)

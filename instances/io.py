@@ -1,4 +1,4 @@
-"""Load, validate and save instance JSON documents (the contract in DESIGN.md).
+"""Load, validate and save instance JSON documents (the contract in docs/instances.md).
 
 Every problem raises :class:`~fairplace.core.errors.InstanceError` whose ``path`` is a JSON path such as
 ``$.apps[1].bids[0].gpus[2]`` and whose ``problem`` says what is wrong.

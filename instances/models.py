@@ -5,10 +5,10 @@ workloads; :func:`model` looks a row up (case-, ``-`` and ``_``-insensitive) and
 :class:`~fairplace.core.errors.DataError` for an unknown name.
 
 * ``paper_class``: Table II (three classes, A most compute-bound / variability-sensitive).
-* ``artifact_class``: the public artifact's four classes (DESIGN.md): A ResNet-50, B and C BERT, D PageRank
+* ``artifact_class``: the public artifact's four classes (ARCHITECTURE.md): A ResNet-50, B and C BERT, D PageRank
   profiles, with vgg19 -> C, DCGAN -> B, PointNet -> D. GPT2 is not in that list; it is mapped to B (a
   language model profiled like BERT) — an assumption, see :data:`ASSUMPTIONS`.
-* ``iter_seconds``: serial per-iteration seconds of the Sia-Philly traces (DESIGN.md).
+* ``iter_seconds``: serial per-iteration seconds of the Sia-Philly traces (ARCHITECTURE.md).
 * ``locality_penalty``: per-model L_across. The paper estimates these on Frontera but does not print them;
   the values here are the artifact's per-class design-time table (``lf_model``: A 1.16, B 1.0, C 1.0,
   D 1.10) read through ``artifact_class``. The paper's constant (1.7) is :data:`DEFAULT_LOCALITY`.

@@ -1,4 +1,4 @@
-"""JSON Schemas of the instance contract (DESIGN.md, "Contracts").
+"""JSON Schemas of the instance contract (docs/instances.md).
 
 Structural checks (types, required fields) use these schemas through ``jsonschema``; the semantic
 checks (unknown GPU ids, duplicates, demand > cluster, missing PM-scores) live in :mod:`.io`.

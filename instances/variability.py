@@ -34,7 +34,7 @@ from .models import ARTIFACT_CLASS_PROFILES, PAPER_CLASS_PROFILES
 
 APPS = ("resnet50", "bert", "pagerank")
 #: ``longhorn-runs`` samples per-run rows (scores up to ~3.6x, like the paper's sampling of "this
-#: profiling data"; the default); ``longhorn`` takes each GPU's median over its runs (DESIGN.md; up to
+#: profiling data"; the default); ``longhorn`` takes each GPU's median over its runs (ARCHITECTURE.md; up to
 #: ~1.12x); ``longhorn-artifact`` replays the PAL artifact's seeded draw (:func:`artifact_pm_scores`).
 PROFILE_NAMES = ("longhorn-runs", "longhorn", "longhorn-artifact", "frontera", "synthetic")
 #: The artifact's draw: Python's ``random`` seeded with 42, one ``random.choice`` per GPU per class in

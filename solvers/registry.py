@@ -1,4 +1,4 @@
-"""Solver names (DESIGN.md contract) -> callables ``f(instance, opts, **options) -> Solution``.
+"""Solver names (the CLI contract, README / docs/solutions.md) -> callables ``f(instance, opts, **options) -> Solution``.
 
 ``solver_table()`` builds the mapping on demand (no module-level state). Later layers add heuristics
 and placement policies here by name.

@@ -1,5 +1,5 @@
 """Fixed, seeded placement rounds and simulations whose results must not change when the placement engine
-or the simulator is made faster (issue 13). ``python tests/speedup_cases.py`` rewrites the reference file
+or the simulator is made faster. ``python tests/speedup_cases.py`` rewrites the reference file
 ``tests/data/speedup_reference.json`` from the current code; run it only on code known to be right.
 
 Each case's result is reduced to a digest of its exact output (picks as GPU indices; simulation

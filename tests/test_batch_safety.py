@@ -1,4 +1,4 @@
-"""Batch and sweep durability and safety (issue 12): one run per output file (lock), damaged journal
+"""Batch and sweep durability and safety: one run per output file (lock), damaged journal
 lines skipped and reported, unknown table extensions refused, temporary journals removed, no Dask
 HTTP endpoint, and Ctrl-C as one line with exit 130."""
 

@@ -1,4 +1,4 @@
-"""The speed-ups of issue 13 against their slow definitions: a run of single-GPU picks equals one
+"""The speed-ups against their slow definitions: a run of single-GPU picks equals one
 ``pm_first(cls, 1)`` + ``take`` per job, and a round resumed from the previous decision equals the
 round placed from scratch, for any change of the queue."""
 

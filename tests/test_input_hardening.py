@@ -1,4 +1,4 @@
-"""Each bad input of issue 12 ("Bad input that gets through or crashes") exits 2 with one line naming
+"""Each bad input ("Bad input that gets through or crashes") exits 2 with one line naming
 the field (CLI) or raises a DataError subclass naming it (library); contradictions are rejected; a
 closed stdout exits quietly."""
 

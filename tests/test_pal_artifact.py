@@ -1,4 +1,4 @@
-"""PAL artifact replay (issue 11): the seeded cluster draw, grid origin, completion stamping, PM-First's
+"""PAL artifact replay: the seeded cluster draw, grid origin, completion stamping, PM-First's
 per-level ties, the ``pal-artifact`` set-up and artifact-format traces from any path."""
 
 from __future__ import annotations

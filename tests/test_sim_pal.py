@@ -13,7 +13,7 @@ one sampled cluster; the statements below are about the mean average JCT over fi
   wherever they are, so these jobs run spread (mean slowdown ~1.6 with L = 1.7, vs ~1.1-1.2 packed);
   the longer runs lengthen everyone's queue. That is the locality blindness PAL's L x V walk exists to
   fix (§III-C), and the issue's "PM-First beats Packed-Sticky on each workload" does not hold here.
-* ``longhorn`` (DESIGN.md's original choice; the default is now ``longhorn-runs``, the paper's) takes
+* ``longhorn`` (the original default; the default is now ``longhorn-runs``, the paper's) takes
   each GPU's median over its runs: ResNet-50 scores span only
   0.97-1.12, so there is little variability to exploit. PAL still wins on workloads 1-3 (+8 / +6 / +3.5%)
   but not on 4 (-3%).

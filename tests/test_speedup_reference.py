@@ -1,4 +1,4 @@
-"""Speed-ups change no result (issue 13): every policy's picks and every simulation digest equal the
+"""Speed-ups change no result: every policy's picks and every simulation digest equal the
 references recorded before the incremental engine (``tests/speedup_cases.py``)."""
 
 from __future__ import annotations

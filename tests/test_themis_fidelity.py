@@ -1,4 +1,4 @@
-"""Issue 10: THEMIS fidelity — the headline T_id, the agent's successive-halving model, real Optimus
+"""THEMIS fidelity — the headline T_id, the agent's successive-halving model, real Optimus
 vs the SRPT oracle, the strategy-proofness set-up and claim outcomes."""
 
 import math

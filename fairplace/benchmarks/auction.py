@@ -4,7 +4,7 @@
 * ``auction_pa_compact_1024``: full PA on the same instance (PF + leave-one-out), target 30 s;
 * ``auction_pa_compact_1024x128``: the same with 128 apps (contended: every app pays), target 30 s;
 * ``auction_pa_compact_1024x{16,32,256}``: full PA, 1,024 GPUs x 16 / 32 / 256 apps (light to heavy
-  contention), target 30 s each (issue 13; 64 and 128 apps are the two cases above);
+  contention), target 30 s each (64 and 128 apps are the two cases above);
 * ``auction_pa_compact_4096x64``: full PA, 4,096 GPUs (1,024 machines x 4) x 64 apps, target 60 s;
 * ``auction_pa_compact_contended_32``: full PA, 12 apps on 32 GPUs (8 machines x 4, racks of 4): the
   LP shortcut fails and PF and every PF_{-i} are MILPs (``formulations/compact_sym.py``), target 30 s;

@@ -1,4 +1,4 @@
-"""Exact PF and full PA over explicit bid tables (issue: core). Target: PA 16 apps x 64 GPUs <= 5 s
+"""Exact PF and full PA over explicit bid tables. Target: PA 16 apps x 64 GPUs <= 5 s
 on each of seeds 0-4 (``seconds`` is the worst seed; full mode runs seeds 0-4, quick mode seed 0)."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Round-driver benchmarks (issue 5): whole simulations, wall-clock seconds on this machine.
+"""Round-driver benchmarks: whole simulations, wall-clock seconds on this machine.
 
 * ``simulate_sia_philly_160``: Sia-Philly workload-1 (160 jobs), 64 GPUs (16 x 4), Longhorn, FIFO + PAL;
 * ``simulate_synergy_1000``: Synergy-style 1,000 jobs at 8 jobs/hour, 256 GPUs, FIFO + PAL;

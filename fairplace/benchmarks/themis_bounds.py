@@ -1,4 +1,4 @@
-"""Bounds, heuristics and the Gavel-style FTF policy (issue 3, items 4 and 6). No speed targets: the
+"""Bounds, heuristics and the Gavel-style FTF policy. No speed targets: the
 numbers are the seconds and the quality (integrality gap, heuristic gap) on contended instances."""
 
 from __future__ import annotations

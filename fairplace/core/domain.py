@@ -12,7 +12,7 @@ from functools import cached_property
 
 import numpy as np
 
-#: Spread levels of a GPU set (DESIGN.md): one machine, several machines in one rack, several racks.
+#: Spread levels of a GPU set (ARCHITECTURE.md): one machine, several machines in one rack, several racks.
 SPREAD_MACHINE, SPREAD_RACK, SPREAD_CLUSTER = 0, 1, 2
 SPREAD_NAMES = ("machine", "rack", "cluster")
 
@@ -97,7 +97,7 @@ class Cluster:
         return [self.gpus[int(k)].id for k in idx]
 
     def spread(self, gpu_idx: Iterable[int]) -> int:
-        """Spread of a GPU set: 0 one machine, 1 one rack, 2 several racks (DESIGN.md)."""
+        """Spread of a GPU set: 0 one machine, 1 one rack, 2 several racks (ARCHITECTURE.md)."""
         return spread(
             self.machine_index, self.rack_index, np.asarray(list(gpu_idx), dtype=np.int64)
         )
@@ -119,7 +119,7 @@ def spread(machine_index: np.ndarray, rack_index: np.ndarray, gpu_idx: np.ndarra
 def slowdown(
     locality: tuple[float, float, float], spread_level: int, pm_scores: np.ndarray
 ) -> float:
-    """S_j(G) = L_j(spread(G)) * max_{g in G} V_class(j)(g)  (DESIGN.md; PAL Eq. 1; THEMIS S(G))."""
+    """S_j(G) = L_j(spread(G)) * max_{g in G} V_class(j)(g)  (ARCHITECTURE.md; PAL Eq. 1; THEMIS S(G))."""
     vmax = float(np.max(pm_scores)) if np.size(pm_scores) else 1.0
     return float(locality[spread_level]) * vmax
 

@@ -79,7 +79,7 @@ class Solution:
         )
 
     def to_dict(self) -> dict[str, Any]:
-        """The ``fairplace solve --json`` object (DESIGN.md contract keys, plus extras)."""
+        """The ``fairplace solve --json`` object (the contract keys of docs/solutions.md, plus extras)."""
         d = asdict(self)
         for k in ("objective", "bound", "gap"):
             v = d[k]

@@ -1,7 +1,7 @@
 """The thin round driver: advance time, ask the scheduler who comes first and the placement policy where,
 apply the decision, account progress with exact event times, record what happened.
 
-Time model (issue 5):
+Time model:
 
 * decisions happen on a grid ``t0 + k * round_length`` (``t0`` = first release, or 0 with
   ``grid_origin="zero"`` as the PAL artifact); arrivals and completions are stamped at their exact times

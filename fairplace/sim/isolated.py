@@ -1,7 +1,7 @@
 """The "isolated re-run" T_id variant: each app re-simulated alone on the same cluster.
 
 rho_isolated(app) = (finish - arrival) in the shared run / (finish - arrival) when the app runs alone with
-the same scheduler, placement policy, PM-scores and round grid (DESIGN.md lists it next to THEMIS' N_avg,
+the same scheduler, placement policy, PM-scores and round grid (ARCHITECTURE.md lists it next to THEMIS' N_avg,
 Gavel's 1/m share and the static N/G share). A job's value uses the job's own times in both runs. This
 costs one extra simulation per app, so it is opt-in (``simulate(..., isolated=True)``).
 """
