@@ -213,6 +213,7 @@ SWEEP_BASE = 'schedulers = ["fifo"]\nplacements = ["pal"]\ntraces = ["workload-1
         (SWEEP_BASE.replace("workload-1", "missing.csv"), "traces[0]"),
         ('name = "../../x"\n' + SWEEP_BASE, "name"),
         ('name = "a b"\n' + SWEEP_BASE, "name"),
+        (SWEEP_BASE.replace('["workload-1"]', "[[]]"), "traces"),  # found by the fuzz test
     ],
 )
 def test_sweep_spec_fails_at_validate_only(tmp_path, text, field):

@@ -117,7 +117,8 @@ def validate_spec(spec: dict, *, check_names: bool = True) -> SweepSpec:
         if k not in SPEC_KEYS:
             raise OptionError(k, f"unknown key; allowed: {', '.join(SPEC_KEYS)}")
     traces = spec.get("traces")
-    gens = [generator_function(t) for t in (traces if isinstance(traces, list) else [traces])]
+    named = traces if isinstance(traces, list) else [traces]
+    gens = [generator_function(t) for t in named if isinstance(t, str)]  # the schema checks the rest
     sweep_schema.check(spec, [sim.simulate, *(g for g in gens if g)], check_names)
     name = spec.get("name", "sweep")
     if not isinstance(name, str):
