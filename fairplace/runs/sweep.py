@@ -118,7 +118,9 @@ def validate_spec(spec: dict, *, check_names: bool = True) -> SweepSpec:
             raise OptionError(k, f"unknown key; allowed: {', '.join(SPEC_KEYS)}")
     traces = spec.get("traces")
     named = traces if isinstance(traces, list) else [traces]
-    gens = [generator_function(t) for t in named if isinstance(t, str)]  # the schema checks the rest
+    gens = [
+        generator_function(t) for t in named if isinstance(t, str)
+    ]  # the schema checks the rest
     sweep_schema.check(spec, [sim.simulate, *(g for g in gens if g)], check_names)
     name = spec.get("name", "sweep")
     if not isinstance(name, str):
