@@ -23,6 +23,7 @@ import numpy as np
 from fairplace.core.domain import Cluster
 
 from .schedulers import SchedView
+from .themis import best_fit
 
 
 class Optimus:
@@ -84,20 +85,7 @@ class Optimus:
         for j in sorted(want, key=lambda j: (-(want[j] - len(out[j])), j)):
             need = want[j] - len(out[j])
             if need > 0:
-                take = self._best_fit(pool, need)
+                take = best_fit(pool, need, self._mi)
                 out[j] += take
                 pool -= set(take)
         return {j: np.asarray(sorted(g), np.int64) for j, g in out.items() if g}
-
-    def _best_fit(self, pool: set, need: int) -> list[int]:
-        by: dict[int, list[int]] = {}
-        for g in sorted(pool):
-            by.setdefault(int(self._mi[g]), []).append(g)
-        fits = [m for m, gs in by.items() if len(gs) >= need]
-        if fits:
-            m = min(fits, key=lambda m: (len(by[m]), m))
-            return by[m][:need]
-        out: list[int] = []
-        for m in sorted(by, key=lambda m: (-len(by[m]), m)):
-            out += by[m][: need - len(out)]
-        return out

@@ -54,6 +54,23 @@ def binned_cluster(cluster: Cluster, scores) -> Cluster:
     )
 
 
+def best_fit(pool: set, need: int, machine_of: np.ndarray) -> list:
+    """``need`` GPUs of ``pool``: all on the machine with the fewest pool GPUs that still has ``need``
+    of them; otherwise from the machines with most pool GPUs first (``machine_of[g]``: g's machine).
+    The app-level job placement of THEMIS' agents and of Optimus."""
+    by: dict = {}
+    for g in sorted(pool):
+        by.setdefault(int(machine_of[g]), []).append(g)
+    fits = [m for m, gs in by.items() if len(gs) >= need]
+    if fits:
+        m = min(fits, key=lambda m: (len(by[m]), m))
+        return by[m][:need]
+    out = []
+    for m in sorted(by, key=lambda m: (-len(by[m]), m)):
+        out += by[m][: need - len(out)]
+    return out
+
+
 class Themis:
     """The THEMIS scheduler: ``allocates`` GPUs itself (no placement policy)."""
 
@@ -261,25 +278,10 @@ class Themis:
                 j = int(run[k])
                 need = int(target[k]) - len(out[j])
                 if need > 0:
-                    take = self._best_fit(pool, need)
+                    take = best_fit(pool, need, self._mi)
                     out[j] = out[j] + take
                     pool -= set(take)
         return {j: np.asarray(sorted(g), np.int64) for j, g in out.items() if len(g)}
-
-    def _best_fit(self, pool: set, need: int) -> list:
-        """``need`` GPUs of ``pool``: all on the machine with the fewest pool GPUs that still has
-        ``need`` of them; otherwise from the machines with most pool GPUs first."""
-        by: dict = {}
-        for g in sorted(pool):
-            by.setdefault(int(self._mi[g]), []).append(g)
-        fits = [m for m, gs in by.items() if len(gs) >= need]
-        if fits:
-            m = min(fits, key=lambda m: (len(by[m]), m))
-            return by[m][:need]
-        out = []
-        for m in sorted(by, key=lambda m: (-len(by[m]), m)):
-            out += by[m][: need - len(out)]
-        return out
 
     def _dmax(self, w) -> np.ndarray:
         if not hasattr(self, "_dmax_"):
