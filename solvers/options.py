@@ -15,10 +15,14 @@ _TYPES = {
     "mip_rel_gap": _REAL,
     "mip_abs_gap": _REAL,
     "threads": numbers.Integral,
+    "random_seed": numbers.Integral,
+    "presolve": bool,
+    "verbose": bool,
+    "parallel": bool,
+    "mip_allow_restart": bool,
+    "mip_max_nodes": numbers.Integral,
+    "mip_pool_soft_limit": numbers.Integral,
 }
-_TYPES |= {"random_seed": numbers.Integral, "presolve": bool, "verbose": bool, "parallel": bool}
-_TYPES |= {"mip_allow_restart": bool, "mip_max_nodes": numbers.Integral}
-_TYPES |= {"mip_pool_soft_limit": numbers.Integral}
 
 #: options whose None means "HiGHS' default"
 _OPTIONAL = ("time_limit", "mip_allow_restart", "mip_max_nodes", "mip_pool_soft_limit")
