@@ -1,8 +1,9 @@
 """Instance suites: named collections of auction and placement instances.
 
 * ``small`` — brute-forceable instances stored as JSON in ``instances/suites/small/`` with their stored
-  optimum in ``meta.optimum`` (computed by the brute-force oracles below AND the exact HiGHS solver;
-  ``fairplace.runs.small_suite.make_small`` rebuilds them and refuses to store an instance on which the two disagree).
+  optimum in ``meta.optimum`` (computed by the brute-force oracles of ``fairplace.solvers.brute_force``
+  AND the exact HiGHS solver; ``fairplace.runs.small_suite.make_small`` rebuilds them and refuses to
+  store an instance on which the two disagree).
 * ``medium``, ``large`` — built on demand by the deterministic generators of
   :mod:`fairplace.instances.generators` (every parameter, the seed included, lands in ``meta``).
 * ``paper`` — the worked examples of the two papers, from the builders of other modules when present
@@ -14,14 +15,13 @@ An item is ``(name, payload)`` where the payload is the path of a stored JSON fi
 
 from __future__ import annotations
 
-import itertools
 import json
 from collections.abc import Callable
 from pathlib import Path
 
 import numpy as np
 
-from fairplace.core.domain import AuctionInstance, Instance, PlacementInstance
+from fairplace.core.domain import Instance
 from fairplace.core.errors import OptionError
 
 from . import generators, io
@@ -54,71 +54,6 @@ SMALL_SPECS = (
     *(("placement", dict(jobs=3, machines=3, gpus_per_machine=2, max_demand=3)),) * 4,
     *(("placement", dict(jobs=4, machines=2, gpus_per_machine=3, max_demand=3, levels=3)),) * 4,
 )
-
-
-# --- brute-force oracles ----------------------------------------------------------------------------
-def brute_force_auction(inst: AuctionInstance) -> tuple[int, float]:
-    """max over choices (each app: nothing or one bid, no GPU twice) of the PF value
-    (#apps with unbounded rho_empty served, sum_i -log rho_i), lexicographically."""
-    from fairplace.formulations.pf import pf_value
-
-    best = None
-    options = [[None, *range(len(a.bids))] for a in inst.apps]
-    for pick in itertools.product(*options):
-        used: set[str] = set()
-        ok = True
-        for i, b in enumerate(pick):
-            if b is None:
-                continue
-            g = set(inst.apps[i].bids[b].gpus)
-            if used & g:
-                ok = False
-                break
-            used |= g
-        if not ok:
-            continue
-        choice = {i: b for i, b in enumerate(pick) if b is not None}
-        v = pf_value(inst, choice, range(len(inst.apps)))
-        key = (v.n_unbounded_served, v.log_sum)
-        if best is None or key > best:
-            best = key
-    return best
-
-
-def brute_force_placement(inst: PlacementInstance) -> tuple[int, float]:
-    """max #jobs placed, then min sum_j w_j L_j(spread) max V over every assignment of GPU sets."""
-    from fairplace.formulations.placement import slowdowns
-
-    G = len(inst.cluster)
-    best = None
-
-    def rec(j: int, free: frozenset, alloc: dict):
-        nonlocal best
-        if j == len(inst.jobs):
-            S = slowdowns(inst, alloc)
-            cost = sum(job.weight * S[job.id] for job in inst.jobs if job.id in S)
-            key = (len(alloc), -cost)
-            if best is None or key > best:
-                best = key
-            return
-        job = inst.jobs[j]
-        rec(j + 1, free, alloc)
-        for combo in itertools.combinations(sorted(free), job.gpus):
-            alloc[job.id] = inst.cluster.ids(combo)
-            rec(j + 1, free - set(combo), alloc)
-            del alloc[job.id]
-
-    rec(0, frozenset(range(G)), {})
-    return best[0], -best[1]
-
-
-def brute_force(inst: Instance) -> dict:
-    """The stored-optimum record of a tiny instance: objective in the ``fairplace solve`` sense."""
-    if inst.kind == "auction":
-        served, obj = brute_force_auction(inst)
-        return {"objective": obj, "n_unbounded_served": served}
-    placed, obj = brute_force_placement(inst)
-    return {"objective": obj, "placed": placed}
 
 
 # --- registry -------------------------------------------------------------------------------------

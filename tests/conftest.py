@@ -1,15 +1,26 @@
-"""Shared test helpers: tiny random instances and brute-force oracles (the "exact first" ground truth)."""
+"""Shared test helpers: tiny random instances, and the brute-force oracles (the "exact first" ground
+truth, kept in ``fairplace.solvers.brute_force`` and re-exported here for the tests)."""
 
 from __future__ import annotations
-
-import itertools
-import math
 
 import numpy as np
 import pytest
 
-from fairplace.core.domain import SPREAD_MACHINE, App, AuctionInstance, Bid, Job, PlacementInstance
+from fairplace.core.domain import App, AuctionInstance, Bid, Job, PlacementInstance
 from fairplace.instances.generators import grid_cluster
+from fairplace.solvers.brute_force import (
+    brute_force_payments,
+    brute_force_pf,
+    brute_force_placement,
+)
+
+__all__ = [
+    "brute_force_payments",
+    "brute_force_pf",
+    "brute_force_placement",
+    "tiny_auction",
+    "tiny_placement",
+]
 
 
 def tiny_auction(
@@ -38,59 +49,6 @@ def tiny_auction(
     return AuctionInstance(cl, tuple(out))
 
 
-def brute_force_pf(inst: AuctionInstance, apps=None):
-    """max over all conflict-free choices of (#unbounded apps served, sum -log rho); returns (value, choices)."""
-    apps = list(range(len(inst.apps))) if apps is None else list(apps)
-    options = [[None, *range(len(inst.apps[i].bids))] for i in apps]
-    best, best_choices = None, []
-    for combo in itertools.product(*options):
-        used = set()
-        ok = True
-        for i, b in zip(apps, combo, strict=True):
-            if b is None:
-                continue
-            gs = set(inst.apps[i].bids[b].gpus)
-            if used & gs:
-                ok = False
-                break
-            used |= gs
-        if not ok:
-            continue
-        served, log_sum = 0, 0.0
-        for i, b in zip(apps, combo, strict=True):
-            app = inst.apps[i]
-            if b is not None:
-                log_sum -= math.log(app.bids[b].rho)
-                served += app.rho_empty is None
-            elif app.rho_empty is not None:
-                log_sum -= math.log(app.rho_empty)
-        val = (served, log_sum)
-        if best is None or val[0] > best[0] or (val[0] == best[0] and val[1] > best[1] + 1e-12):
-            best, best_choices = val, [dict(zip(apps, combo, strict=True))]
-        elif val[0] == best[0] and abs(val[1] - best[1]) <= 1e-12:
-            best_choices.append(dict(zip(apps, combo, strict=True)))
-    return best, best_choices
-
-
-def brute_force_payments(inst: AuctionInstance, choice: dict) -> dict[int, float]:
-    """c_i by enumeration: others' value in PF over others' optimum without i (lexicographic)."""
-    n = len(inst.apps)
-    out = {}
-    for i in range(n):
-        others = [j for j in range(n) if j != i]
-        served, log_sum = 0, 0.0
-        for j in others:
-            app = inst.apps[j]
-            if choice.get(j) is not None:
-                log_sum -= math.log(app.bids[choice[j]].rho)
-                served += app.rho_empty is None
-            elif app.rho_empty is not None:
-                log_sum -= math.log(app.rho_empty)
-        (s2, l2), _ = brute_force_pf(inst, others)
-        out[i] = 0.0 if served < s2 else min(1.0, math.exp(log_sum - l2))
-    return out
-
-
 def tiny_placement(
     seed: int, jobs: int = 3, machines: int = 2, gpm: int = 2, penalty: float = 1.5
 ) -> PlacementInstance:
@@ -111,32 +69,6 @@ def tiny_placement(
         for j in range(jobs)
     )
     return PlacementInstance(cl, js, locality_penalty=penalty)
-
-
-def brute_force_placement(inst: PlacementInstance):
-    """max (#placed, -sum w*S) over every assignment of disjoint GPU sets; returns (placed, weighted S)."""
-    cl = inst.cluster
-    G = len(cl)
-    best = None
-
-    def rec(j, used, placed, cost):
-        nonlocal best
-        if j == len(inst.jobs):
-            key = (placed, -cost)
-            if best is None or key[0] > best[0] or (key[0] == best[0] and key[1] > best[1] + 1e-12):
-                best = key
-            return
-        job = inst.jobs[j]
-        rec(j + 1, used, placed, cost)
-        free = [g for g in range(G) if g not in used]
-        for sub in itertools.combinations(free, job.gpus):
-            idx = np.array(sub)
-            L = 1.0 if cl.spread(idx) == SPREAD_MACHINE else inst.locality(job)
-            S = L * cl.pm_vector(job.cls)[idx].max()
-            rec(j + 1, used | set(sub), placed + 1, cost + job.weight * S)
-
-    rec(0, frozenset(), 0, 0.0)
-    return best[0], -best[1]
 
 
 @pytest.fixture

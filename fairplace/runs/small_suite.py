@@ -9,7 +9,8 @@ from pathlib import Path
 
 from fairplace.api import solve
 from fairplace.instances import generators, io
-from fairplace.instances.suites import SMALL_SPECS, SUITE_DIR, brute_force
+from fairplace.instances.suites import SMALL_SPECS, SUITE_DIR
+from fairplace.solvers.brute_force import brute_force
 
 
 def make_small(out: Path = SUITE_DIR / "small", tol: float = 1e-6) -> list[Path]:
