@@ -33,7 +33,7 @@ from functools import cached_property
 
 import numpy as np
 
-from fairplace.core.domain import SPREAD_MACHINE, PlacementInstance
+from fairplace.core.domain import SPREAD_MACHINE, PlacementInstance, slowdown
 
 from .program import MILP, Rows
 
@@ -297,6 +297,6 @@ def slowdowns(
         V = (
             np.asarray(scores[job.cls]) if scores and job.cls in scores else cl.pm_vector(job.cls)
         )[idx]
-        L = 1.0 if cl.spread(idx) == SPREAD_MACHINE else instance.locality(job)
-        out[job.id] = float(L * V.max())
+        L = instance.locality(job)
+        out[job.id] = slowdown((1.0, L, L), cl.spread(idx), V)
     return out

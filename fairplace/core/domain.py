@@ -116,12 +116,21 @@ def spread(machine_index: np.ndarray, rack_index: np.ndarray, gpu_idx: np.ndarra
     return SPREAD_CLUSTER
 
 
-def slowdown(
-    locality: tuple[float, float, float], spread_level: int, pm_scores: np.ndarray
-) -> float:
-    """S_j(G) = L_j(spread(G)) * max_{g in G} V_class(j)(g)  (ARCHITECTURE.md; PAL Eq. 1; THEMIS S(G))."""
-    vmax = float(np.max(pm_scores)) if np.size(pm_scores) else 1.0
-    return float(locality[spread_level]) * vmax
+def slowdown(locality, spread_level, pm_scores):
+    """S_j(G) = L_j(spread(G)) * max_{g in G} V_class(j)(g)  (ARCHITECTURE.md; PAL Eq. 1; THEMIS S(G)).
+
+    ``locality`` = (L at spread 0, 1, 2) (one machine = 1 in both papers), ``pm_scores`` the scores
+    of the bundle's GPUs (an empty bundle has max V = 1). The one home of this product: a float for
+    one bundle; vectorised over n bundles with ``locality`` (n, 3) or (3,), ``spread_level`` (n,) and
+    ``pm_scores`` (n, k) (equal-size bundles), an (n,) array."""
+    if np.ndim(spread_level) == 0:
+        vmax = float(np.max(pm_scores)) if np.size(pm_scores) else 1.0
+        return float(locality[int(spread_level)]) * vmax
+    level = np.asarray(spread_level, dtype=np.int64)
+    L = np.broadcast_to(np.asarray(locality, dtype=float), (level.size, 3))
+    V = np.asarray(pm_scores, dtype=float).reshape(level.size, -1)
+    vmax = V.max(axis=1) if V.shape[1] else np.ones(level.size)
+    return L[np.arange(level.size), level] * vmax
 
 
 @dataclass(frozen=True)

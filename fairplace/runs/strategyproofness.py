@@ -41,8 +41,22 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-from fairplace.core.domain import GPU, App, AuctionInstance, Bid, Cluster
+from fairplace.core.domain import (
+    GPU,
+    SPREAD_MACHINE,
+    SPREAD_RACK,
+    AgentApp,
+    AgentJob,
+    App,
+    AuctionInstance,
+    Bid,
+    Cluster,
+    slowdown,
+)
 from fairplace.core.errors import OptionError
+from fairplace.formulations.agents import ftf_model
+from fairplace.formulations.ftf import bundle_rho
+from fairplace.sim.rounds import AppState, Arbiter
 from fairplace.solvers.auction import solve_auction
 from fairplace.solvers.options import SolveOptions
 
@@ -86,7 +100,11 @@ def _bundles(setup: Setup) -> list[tuple[str, ...]]:
 
 
 def _slowdown(setup: Setup, machines: int, liar: bool, x: float) -> float:
-    s = 1.0 if machines <= 1 else setup.s_spread
+    """S on ``machines`` machines of the one rack (max V = 1: identical GPUs), with the liar's
+    misreport applied to the reported value."""
+    s = slowdown(
+        (1.0, setup.s_spread, setup.s_spread), SPREAD_RACK if machines > 1 else SPREAD_MACHINE, ()
+    )
     if liar and setup.lie == "over-spread" and machines > 1:
         s *= 1.0 + x
     if liar and setup.lie == "under-dense" and machines <= 1:
@@ -142,11 +160,6 @@ def _apply(setup, now, remaining, done, held, active, alloc, machine_of, liar) -
 def _simulate_arbiter(setup: Setup, x: float, seed: int, max_rounds: int) -> dict:
     """The round loop on :class:`fairplace.sim.rounds.Arbiter` (agent-form apps, compact PA). The liar is
     an agent whose *reported* locality penalties are scaled by the lie."""
-    from fairplace.core.domain import AgentApp, AgentJob
-    from fairplace.formulations.agents import ftf_model
-    from fairplace.formulations.ftf import bundle_rho
-    from fairplace.sim.rounds import AppState, Arbiter
-
     liar = liar_of(setup, seed)
     arb = Arbiter(
         f=setup.f, lease=setup.lease, leftover="random", rounding=setup.rounding, seed=seed

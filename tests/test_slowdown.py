@@ -1,0 +1,53 @@
+"""One slowdown S = L(spread) * max V (fairplace.core.domain.slowdown): the vectorised form equals the
+scalar form, and the joint-placement formulation's per-job S uses it."""
+
+from __future__ import annotations
+
+import numpy as np
+from conftest import tiny_placement
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from fairplace.core.domain import slowdown
+from fairplace.formulations.placement import slowdowns
+
+
+@settings(max_examples=50, deadline=None)
+@given(
+    st.integers(0, 4).flatmap(
+        lambda k: st.lists(
+            st.tuples(
+                st.floats(1.0, 3.0),
+                st.floats(1.0, 3.0),
+                st.integers(0, 2),
+                st.lists(st.floats(0.5, 2.0), min_size=k, max_size=k),
+            ),
+            min_size=1,
+            max_size=8,
+        )
+    )
+)
+def test_slowdown_vectorised_equals_one_bundle_at_a_time(rows):
+    """(n,)-array form == scalar form row by row, per-row and shared locality; empty bundle max V = 1."""
+    loc = np.array([(1.0, a, b) for a, b, _, _ in rows])
+    lev = np.array([s for _, _, s, _ in rows])
+    V = np.array([v for *_, v in rows], dtype=float).reshape(len(rows), -1)
+    one = [slowdown(tuple(loc[k]), int(lev[k]), V[k]) for k in range(len(rows))]
+    np.testing.assert_array_equal(slowdown(loc, lev, V), one)
+    shared = [slowdown(tuple(loc[0]), int(lev[k]), V[k]) for k in range(len(rows))]
+    np.testing.assert_array_equal(slowdown(loc[0], lev, V), shared)
+    expected = [loc[k][lev[k]] * (max(V[k]) if V.shape[1] else 1.0) for k in range(len(rows))]
+    np.testing.assert_array_equal(one, expected)
+
+
+def test_placement_slowdowns_are_L_of_spread_times_max_V():
+    inst = tiny_placement(3, jobs=3, machines=2, gpm=2, penalty=1.7)
+    cl = inst.cluster
+    alloc = {"j0": (cl.gpus[0].id,), "j1": (cl.gpus[1].id, cl.gpus[2].id)}  # j1 spans two machines
+    S = slowdowns(inst, alloc)
+    assert set(S) == {"j0", "j1"}
+    for jid, ids in alloc.items():
+        job = next(j for j in inst.jobs if j.id == jid)
+        V = cl.pm_vector(job.cls)[cl.indices(ids)]
+        L = 1.0 if len({cl.gpus[cl.index[g]].machine for g in ids}) == 1 else 1.7
+        assert S[jid] == L * V.max()
