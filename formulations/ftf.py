@@ -43,7 +43,12 @@ from fairplace.core.errors import OptionError
 
 #: THEMIS' bootstrap locality constants: one machine, across machines (one rack), across racks.
 LOCALITY_BOOTSTRAP = (1.0, 1.1, 1.3)
+#: T_id variants (:class:`IdealTime`): the one list; the instance schema, the simulator's rho columns
+#: and the CLI choices derive from it.
 T_ID_VARIANTS = ("themis", "literal", "static", "gavel")
+#: the variants an agent can price its own bids with (they need only the app and N_avg; ``static`` and
+#: ``gavel`` need arrival counts / isolated-time bookkeeping only the simulator's metrics keep).
+AGENT_T_ID_VARIANTS = T_ID_VARIANTS[:2]
 PHASE_MODELS = ("actual", "median")
 FUTURE_JOBS = ("median", "slowest")
 SPLITS = ("even", "balanced")
