@@ -1,4 +1,4 @@
-"""Max rho per scheduler on THEMIS W1/W2 at x1/x2/x4, 5 seeds (issue 10 measurement)."""
+"""Max rho per scheduler on THEMIS W1/W2 at x1/x2/x4, 5 seeds (THEMIS §6.2.2; results in docs/themis-results.md)."""
 
 import json
 import sys
