@@ -28,7 +28,7 @@ import pandas as pd
 
 from fairplace.core.errors import DataError
 
-from .tables import fixed, geomean_improvement, improvement, ok_rows, relative_gap
+from .tables import col, fixed, geomean_improvement, improvement, ok_rows, relative_gap
 
 Frames = dict[str, pd.DataFrame]
 
@@ -120,8 +120,6 @@ def best_param(res: Frames, param: str, metric: str = "max_rho", where=None):
 
 def _sp(res: Frames) -> pd.DataFrame:
     df = res["strategyproofness"].rename(columns={"x": "X"})
-    from .tables import col
-
     liar = col(df, "liar_jct", "lying_jct", "liar_completion")
     return df.sort_values("X").assign(_liar=lambda d: d[liar])
 

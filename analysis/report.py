@@ -31,8 +31,8 @@ class Section:
 
 def png(fig, dpi: int = 110) -> bytes:
     """Render a matplotlib Figure (or the figure of an Axes) to PNG bytes and close it."""
-    import matplotlib.pyplot as plt
-    from matplotlib.figure import Figure
+    import matplotlib.pyplot as plt  # heavy: imported on use
+    from matplotlib.figure import Figure  # heavy: imported on use
 
     if isinstance(fig, (list, tuple, np.ndarray)):  # several panels of one figure
         fig = np.ravel(fig)[0]
@@ -47,7 +47,7 @@ def png(fig, dpi: int = 110) -> bytes:
 @contextmanager
 def closing_failed_figures():
     """Close the figures opened inside the block if it raises (a plot that failed half-way)."""
-    import matplotlib.pyplot as plt
+    import matplotlib.pyplot as plt  # heavy: imported on use
 
     before = set(plt.get_fignums())
     try:

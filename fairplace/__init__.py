@@ -47,7 +47,7 @@ __all__ = [
 
 def __getattr__(name):  # late imports keep `import fairplace` light
     if name == "simulate":
-        from fairplace.sim import simulate
+        from fairplace.sim import simulate  # heavy (pandas): imported on use
 
         return simulate
     raise AttributeError(name)

@@ -14,6 +14,7 @@ import os
 import sys
 from importlib import import_module
 
+from fairplace import __version__
 from fairplace.core.errors import FairplaceError
 
 COMMANDS = (
@@ -51,8 +52,6 @@ def build_parser(only: str | None = None) -> argparse.ArgumentParser:
     """The whole parser; ``only``: add the options of that command alone (the others are listed
     with their one-line help): option choices come from the registries, whose modules are heavy."""
     parser = _Parser(prog="fairplace", description=DESCRIPTION, epilog=EPILOG)
-    from fairplace import __version__
-
     parser.add_argument("--version", action="version", version=f"fairplace {__version__}")
     sub = parser.add_subparsers(
         dest="command", required=True, parser_class=_Parser, title="commands", metavar="COMMAND"

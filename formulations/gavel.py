@@ -145,7 +145,7 @@ class GavelFTFProgram:
     def to_cvxpy(self):
         """(problem, x, t): minimise t under the SOC form of rate_i (t t_id_i - e_i) >= work_i;
         ``x`` holds X on :attr:`support` (use :meth:`scatter`)."""
-        import cvxpy as cp
+        import cvxpy as cp  # heavy: imported on use
 
         n, K = self.throughput.shape
         sup = self.support

@@ -173,7 +173,7 @@ class PFProgram:
     # --- algebraic models for users who want to add a constraint ------------------------------------
     def to_pyomo(self):
         """The same program as a named Pyomo ConcreteModel (x[app, bid], one_bid[app], gpu_once[gpu])."""
-        import pyomo.environ as pyo
+        import pyomo.environ as pyo  # heavy: imported on use
 
         inst, cl = self.instance, self.instance.cluster
         m = pyo.ConcreteModel(name="pf_auction")
@@ -202,7 +202,7 @@ class PFProgram:
 
     def to_cvxpy(self):
         """(problem, x) as a CVXPY mixed-boolean LP."""
-        import cvxpy as cp
+        import cvxpy as cp  # heavy: imported on use
 
         x = cp.Variable(len(self.columns), boolean=True)
         A = self.incidence()

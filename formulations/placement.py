@@ -34,6 +34,7 @@ from functools import cached_property
 import numpy as np
 
 from fairplace.core.domain import SPREAD_MACHINE, PlacementInstance, slowdown
+from fairplace.formulations.pyomo_matrix import milp_to_cvxpy, milp_to_pyomo
 
 from .program import MILP, Rows
 
@@ -268,16 +269,12 @@ class PlacementProgram:
 
     def to_pyomo(self):
         """The same program as a Pyomo model (columns x[k], rows con[r]) built from the matrix form."""
-        from fairplace.formulations.pyomo_matrix import milp_to_pyomo
-
         return milp_to_pyomo(self.to_milp())
 
     def from_pyomo(self, model) -> np.ndarray:
         return np.array([model.x[k].value or 0.0 for k in model.x], dtype=float)
 
     def to_cvxpy(self):
-        from fairplace.formulations.pyomo_matrix import milp_to_cvxpy
-
         return milp_to_cvxpy(self.to_milp())
 
 

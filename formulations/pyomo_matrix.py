@@ -9,7 +9,7 @@ from .program import MILP
 
 
 def milp_to_pyomo(milp: MILP):
-    import pyomo.environ as pyo
+    import pyomo.environ as pyo  # heavy: imported on use
 
     m = pyo.ConcreteModel()
     m.K = pyo.RangeSet(0, milp.n_cols - 1)
@@ -46,7 +46,7 @@ def milp_to_pyomo(milp: MILP):
 
 
 def milp_to_cvxpy(milp: MILP):
-    import cvxpy as cp
+    import cvxpy as cp  # heavy: imported on use
 
     x = cp.Variable(milp.n_cols, integer=bool(milp.integrality.any()))
     cons = []

@@ -94,7 +94,7 @@ class PFRelaxation:
 
     def to_cvxpy(self):
         """(problem, x) of the Eisenberg-Gale relaxation as a CVXPY exponential-cone program."""
-        import cvxpy as cp
+        import cvxpy as cp  # heavy: imported on use
 
         apps = self.instance.apps
         n = len(self.columns)

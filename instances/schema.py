@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import copy
 
+from fairplace.core.errors import OptionError
 from fairplace.core.limits import MAX_COUNT, MAX_GPUS, MAX_RATIO, MAX_RHO, MAX_TIME
 from fairplace.formulations.agents import STOPPING
 from fairplace.formulations.ftf import FUTURE_JOBS, PHASE_MODELS, SPLITS, T_ID_VARIANTS
@@ -166,8 +167,6 @@ SCHEMAS = {"auction": AUCTION_SCHEMA, "placement": PLACEMENT_SCHEMA}
 def schema(kind: str) -> dict:
     """The published JSON Schema of an instance kind (a copy; callers may extend it)."""
     if kind not in SCHEMAS:
-        from fairplace.core.errors import OptionError
-
         raise OptionError(
             "kind", f"unknown instance kind {kind!r}; expected one of {sorted(SCHEMAS)}"
         )

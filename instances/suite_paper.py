@@ -18,6 +18,7 @@
 from __future__ import annotations
 
 from fairplace.core.domain import GPU, App, AuctionInstance, Bid, Cluster, Job, PlacementInstance
+from fairplace.formulations.ftf import FTFModel, IdealTime, JobInfo, SuccessiveHalving
 
 from .generators import grid_cluster
 
@@ -27,8 +28,6 @@ LXV_LOCALITY = 1.5
 
 def themis_4_3_3() -> AuctionInstance:
     """THEMIS §4.3.3 / Table 3 as a one-app auction on 16 GPUs (see the module docstring)."""
-    from fairplace.formulations.ftf import FTFModel, IdealTime, JobInfo, SuccessiveHalving
-
     jobs = tuple(JobInfo(8, t) for t in (80.0, 100.0, 100.0, 120.0))
     phases = ((4, 8.0), (2, 16.0), (1, 36.0))
     model = FTFModel(
@@ -73,7 +72,7 @@ def pal_lxv_example() -> PlacementInstance:
 
 def pal_frontera_32gpu() -> PlacementInstance:
     """The Frontera 32-GPU cluster (real PM-scores) with a fixed job mix."""
-    from .variability import frontera_cluster
+    from .variability import frontera_cluster  # heavy (pandas): imported on use
 
     demands = (8, 4, 4, 2, 2, 1, 1, 1)
     jobs = tuple(Job(f"j{k}", d, "ABC"[k % 3]) for k, d in enumerate(demands))

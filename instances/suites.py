@@ -17,14 +17,16 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable
+from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
 
 from fairplace.core.domain import Instance
 from fairplace.core.errors import OptionError
+from fairplace.formulations.agents import to_explicit
 
-from . import generators, io
+from . import generators, io, paper, suite_paper
 
 SUITE_DIR = Path(__file__).with_name("suites")
 
@@ -65,12 +67,7 @@ def agent_auction(**kw) -> Instance:
     """An agent-form auction (THEMIS AGENTs: single-job apps priced by Eq. 1, from
     ``fairplace.benchmarks.auction.random_agent_auction``) turned into explicit subset bid tables by
     the AGENT (``formulations.agents.to_explicit``), so every solver and the JSON contract apply."""
-    from dataclasses import replace
-
-    from fairplace.formulations.agents import to_explicit
-    from fairplace.instances.generators import random_agent_auction
-
-    inst = to_explicit(random_agent_auction(**kw))
+    inst = to_explicit(generators.random_agent_auction(**kw))
     return replace(inst, meta={**inst.meta, **kw, "form": "agent -> explicit subset bids"})
 
 
@@ -126,8 +123,6 @@ def paper_items() -> list[tuple[str, dict]]:
     """Paper examples: every ``PAPER_INSTANCES = {name: builder() -> Instance}`` of
     ``fairplace.instances.paper`` (THEMIS Fig. 5) and ``.suite_paper`` (THEMIS §4.3.3, PAL L x V,
     Frontera)."""
-    from . import paper, suite_paper
-
     out = []
     for m in (paper, suite_paper):
         for name, build in m.PAPER_INSTANCES.items():

@@ -18,6 +18,7 @@ Bad data raise :class:`~fairplace.core.errors.DataError` naming the file or colu
 from __future__ import annotations
 
 import io
+import random
 from collections.abc import Mapping
 from dataclasses import dataclass
 from importlib import resources
@@ -123,8 +124,6 @@ def artifact_pm_scores(n: int, *, classes: str = "artifact") -> dict[str, np.nda
     D PageRank): per-run scores with replacement. ``classes='paper'`` keeps A, B and the D column as C
     (the paper's PageRank class). The draw does not depend on any simulation seed.
     """
-    import random
-
     n = _check_n(n)
     runs = {app: longhorn_runs(app).tolist() for app in set(ARTIFACT_CLASS_PROFILES.values())}
     rng = random.Random(ARTIFACT_SEED)

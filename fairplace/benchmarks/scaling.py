@@ -12,6 +12,13 @@ from __future__ import annotations
 
 import numpy as np
 
+from fairplace.instances.generators import random_agent_auction
+from fairplace.sim import simulate
+
+from .auction import _timed_pa
+from .placement import time_round
+from .simulate import synergy_at
+
 
 def exponent(sizes, seconds) -> float:
     """Least-squares slope of log(seconds) over log(size)."""
@@ -20,17 +27,11 @@ def exponent(sizes, seconds) -> float:
 
 
 def _pal(quick: bool) -> list[tuple[int, float]]:
-    from .placement import time_round
-
     machines = (256, 1024, 4096) if quick else (256, 512, 1024, 2048, 4096)
     return [(4 * m, time_round("pal", m, "synthetic", 3)["seconds"]) for m in machines]
 
 
 def _simulation(quick: bool) -> list[tuple[int, float]]:
-    from fairplace.sim import simulate
-
-    from .simulate import synergy_at
-
     sizes = (
         ((500, 128), (1000, 256), (2000, 512))
         if quick
@@ -50,10 +51,6 @@ def _simulation(quick: bool) -> list[tuple[int, float]]:
 
 
 def _compact_pa(quick: bool) -> list[tuple[int, float]]:
-    from fairplace.instances.generators import random_agent_auction
-
-    from .auction import _timed_pa
-
     machines = (16, 32, 64) if quick else (32, 64, 128, 256)
     return [  # one app per 16 GPUs: contention (which drives PA's cost) stays the same
         (4 * m, _timed_pa(random_agent_auction(apps=m // 4, machines=m, seed=0))["seconds"])

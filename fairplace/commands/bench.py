@@ -4,7 +4,12 @@
 from __future__ import annotations
 
 import json
+import multiprocessing as mp
+import pkgutil
 import sys
+from importlib import import_module
+
+import fairplace.benchmarks as pkg
 
 HELP = "run the benchmarks, each next to its target"
 
@@ -31,11 +36,6 @@ def add_arguments(p) -> None:
 def collect() -> list[tuple[str, str, object, float | None]]:
     """(module, case name, run, target_seconds) of every benchmark module; a module that fails to
     import yields one case whose run raises the import error."""
-    import pkgutil
-    from importlib import import_module
-
-    import fairplace.benchmarks as pkg
-
     out = []
     for info in sorted(pkgutil.iter_modules(pkg.__path__), key=lambda m: m.name):
         try:
@@ -73,8 +73,6 @@ def run_case(module: str, name: str, run, target, quick: bool) -> dict:
 
 def _child(module: str, name: str, quick: bool, conn) -> None:
     """Run one case in a fresh process (``--timeout``) and send back (result, error)."""
-    from importlib import import_module
-
     try:
         run, _ = import_module(f"fairplace.benchmarks.{module}").CASES[name]
         conn.send((dict(run(quick)), None))
@@ -86,8 +84,6 @@ def _child(module: str, name: str, quick: bool, conn) -> None:
 
 def run_case_isolated(module: str, name: str, target, quick: bool, timeout: float) -> dict:
     """Like :func:`run_case`, in a spawned process that is killed after ``timeout`` seconds."""
-    import multiprocessing as mp
-
     ctx = mp.get_context("spawn")
     recv, send = ctx.Pipe(duplex=False)
     proc = ctx.Process(target=_child, args=(module, name, quick, send))
@@ -111,7 +107,7 @@ def _fmt(v, spec=".4g") -> str:
 
 
 def _scaling(args) -> int:
-    from fairplace.benchmarks.scaling import run_scaling
+    from fairplace.benchmarks.scaling import run_scaling  # heavy (pandas): imported on use
 
     results = run_scaling(args.quick, args.only)
     if args.json:

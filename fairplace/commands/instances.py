@@ -7,7 +7,11 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import fairplace
 from fairplace.commands import _args
+from fairplace.commands._args import out_dir, out_file
+from fairplace.core.errors import OptionError
+from fairplace.instances import generators, io, suites
 
 HELP = "list, show and generate instance suites, or generate one custom instance"
 
@@ -67,8 +71,6 @@ def add_arguments(p) -> None:
 
 
 def _list(as_json: bool) -> int:
-    from fairplace.instances import suites
-
     if as_json:
         rows = [
             {"suite": n, "instances": len(suites.suite_items(n)), "description": suites.describe(n)}
@@ -83,10 +85,7 @@ def _list(as_json: bool) -> int:
 
 
 def _show(name: str, as_json: bool) -> int:
-    import pandas as pd
-
-    from fairplace.core.errors import OptionError
-    from fairplace.instances import io, suites
+    import pandas as pd  # heavy: imported on use
 
     suite, _, inst_name = name.partition("/")
     items = dict(suites.suite_items(suite))
@@ -110,17 +109,12 @@ def _show(name: str, as_json: bool) -> int:
 
 
 def _positive(flag: str, value: int) -> None:
-    from fairplace.core.errors import OptionError
-
     if value < 1:
         raise OptionError(flag, f"must be >= 1, got {value}")
 
 
 def _generate_one(args) -> str:
     """Write one random instance of ``args.kind`` to ``args.out``; load it back through the schema."""
-    import fairplace
-    from fairplace.instances import generators, io
-
     for flag, v in (("--apps", args.apps), ("--machines", args.machines)):
         _positive(flag, v)
     _positive("--gpus-per-machine", args.gpus_per_machine)
@@ -131,8 +125,6 @@ def _generate_one(args) -> str:
         gpus_per_machine=args.gpus_per_machine,
         seed=args.seed,
     )
-    from fairplace.commands._args import out_file
-
     out_file(args.out, (".json",), "-o")
     Path(args.out).parent.mkdir(parents=True, exist_ok=True)
     path = io.save(inst, args.out)
@@ -141,8 +133,6 @@ def _generate_one(args) -> str:
 
 
 def run(args) -> int:
-    from fairplace.core.errors import OptionError
-
     if args.action == "list":
         return _list(args.json)
     if args.action == "show":
@@ -157,9 +147,6 @@ def run(args) -> int:
             json.dumps({"kind": args.kind, "path": path}) if args.json else f"{args.kind} -> {path}"
         )
         return 0
-    from fairplace.commands._args import out_dir
-    from fairplace.instances import suites
-
     out_dir(args.out)
     paths = suites.generate(args.suite, args.out)
     if args.json:

@@ -5,11 +5,16 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+from fairplace.commands import file_backend
+from fairplace.commands._args import out_dir
+from fairplace.core.errors import DataError, OptionError
+
 HELP = "plot a results table (sweep, per-app/per-round frames, batch, strategy-proofness)"
 
 
 def add_arguments(p) -> None:
-    from fairplace.analysis.tables import SIGNATURES  # the kinds of analysis.auto.FIGURES
+    # heavy (pandas): imported on use; the kinds of analysis.auto.FIGURES
+    from fairplace.analysis.tables import SIGNATURES
 
     kinds = list(dict.fromkeys(kind for kind, _ in SIGNATURES))
     p.add_argument("results", help="results table (.parquet or .csv)")
@@ -28,9 +33,7 @@ def add_arguments(p) -> None:
 
 
 def read_table(path: str | Path):
-    import pandas as pd
-
-    from fairplace.core.errors import DataError
+    import pandas as pd  # heavy: imported on use
 
     p = Path(path)
     if not p.exists():
@@ -42,17 +45,13 @@ def read_table(path: str | Path):
 
 
 def run(args) -> int:
-    from fairplace.commands import file_backend
-
     file_backend()
+    # heavy (pandas, matplotlib, seaborn): imported on use, after the backend is chosen
     from fairplace.analysis.auto import FIGURES, figures_for
     from fairplace.analysis.report import png
-    from fairplace.core.errors import OptionError
 
     if args.kind is not None and args.kind not in FIGURES:
         raise OptionError("--kind", f"unknown table kind; known: {', '.join(FIGURES)}")
-    from fairplace.commands._args import out_dir
-
     out_dir(args.out)
     df = read_table(args.results)
     kind, made, skipped = figures_for(df, args.kind)

@@ -5,7 +5,8 @@ from __future__ import annotations
 import json
 import sys
 
-from fairplace.commands import _args
+from fairplace.commands import _args, file_backend
+from fairplace.papers import PAPERS
 
 HELP = "reproduce the THEMIS and PAL papers' headline experiments into report.md + report.html"
 
@@ -15,7 +16,7 @@ def add_arguments(p) -> None:
         "paper",
         nargs="?",
         default="all",
-        choices=("themis", "pal", "all"),
+        choices=(*PAPERS, "all"),
         help="which paper's experiments to run (default all)",
     )
     p.add_argument(
@@ -39,8 +40,8 @@ def add_arguments(p) -> None:
 
 
 def run(args) -> int:
+    # heavy (pandas, matplotlib): imported on use
     from fairplace.analysis.report import claim_outcomes
-    from fairplace.commands import file_backend
     from fairplace.runs.reproduce import reproduce
 
     file_backend()

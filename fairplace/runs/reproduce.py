@@ -19,6 +19,7 @@ One whose dependency is missing or fails is reported as ``not run: <reason>``; i
 
 from __future__ import annotations
 
+import itertools
 import subprocess
 import time
 import tomllib
@@ -30,10 +31,25 @@ from typing import Any
 
 import pandas as pd
 
+import fairplace
+from fairplace.analysis.claims import _where, evaluate
+from fairplace.analysis.report import (
+    Section,
+    closing_failed_figures,
+    headline,
+    png,
+    write_report,
+)
+from fairplace.analysis.tables import PACKED_BASELINES, draw_gains, ok_rows
 from fairplace.core.errors import OptionError
 from fairplace.core.progress import ProgressBar, progress_bar
+from fairplace.instances import generators, io
+from fairplace.instances.generators import random_placement
+from fairplace.papers import PAPERS
+from fairplace.runs import batch
+from fairplace.runs import strategyproofness as sp
+from fairplace.runs.sweep import load_spec, results_paths, run_sweep
 
-PAPERS = ("themis", "pal")
 SIZES = ("tiny", "quick", "full")
 
 
@@ -111,8 +127,6 @@ def load_claims(paper: str) -> list[dict]:
 def run_sweep_experiment(
     exp: Experiment, data_dir: Path, simulate=None, progress=True, workers: int = 1
 ) -> Outcome:
-    from fairplace.runs.sweep import load_spec, results_paths, run_sweep
-
     spec = load_spec(exp.spec, check_names=simulate is None)
     out = data_dir / f"{exp.paper}-{exp.key}"
     df = run_sweep(spec, out, progress=progress, simulate=simulate, workers=workers)
@@ -133,8 +147,6 @@ def run_sweep_experiment(
 
 def run_strategyproofness(exp: Experiment, data_dir: Path, **_) -> Outcome:
     """THEMIS §6.3 via ``fairplace.runs.strategyproofness``: one row per misreport X."""
-    from fairplace.runs import strategyproofness as sp
-
     df = sp.strategyproofness(**exp.spec)
     df = df if isinstance(df, pd.DataFrame) else pd.DataFrame(df)
     df.to_csv(data_dir / f"{exp.paper}-{exp.key}.csv", index=False)
@@ -144,11 +156,6 @@ def run_strategyproofness(exp: Experiment, data_dir: Path, **_) -> Outcome:
 def run_solver_gap(exp: Experiment, data_dir: Path, **_) -> Outcome:
     """Generated instances solved by each solver through ``fairplace.runs.batch.solve_task`` (sequential,
     in process); the batch results table with gaps to the exact optimum."""
-    import itertools
-
-    from fairplace.instances import generators, io
-    from fairplace.runs import batch
-
     s = exp.spec
     gen = getattr(generators, s["generator"])
     grid = s.get("grid", {})
@@ -173,9 +180,6 @@ def run_solver_gap(exp: Experiment, data_dir: Path, **_) -> Outcome:
 
 def run_placement_time(exp: Experiment, data_dir: Path, **_) -> Outcome:
     """Seconds of one ``fairplace.solve`` placement round per policy and cluster size (PAL Fig. 18)."""
-    import fairplace
-    from fairplace.instances.generators import random_placement
-
     s = exp.spec
     rows = []
     for gpus in s["gpus"]:
@@ -228,10 +232,7 @@ def run_experiment(
 
 def make_figures(exp: Experiment, outcome: Outcome):
     """[(name, PNG bytes)] and [(name, reason)] of figures that could not be drawn."""
-    from fairplace.analysis import plots
-    from fairplace.analysis.claims import _where
-    from fairplace.analysis.report import closing_failed_figures, png
-    from fairplace.analysis.tables import ok_rows
+    from fairplace.analysis import plots  # heavy (matplotlib, seaborn): imported on use
 
     made, failed = [], []
     for f in exp.figures:
@@ -261,9 +262,9 @@ def _summary_table(exp: Experiment, outcome: Outcome) -> tuple[str, pd.DataFrame
         )
         return "Per solver (gap: relative to the exact optimum, >= 0 = worse)", agg.reset_index()
     if "strategyproofness" in outcome.frames:
-        sp = outcome.frames["strategyproofness"]
-        sp = sp.drop(columns=["seed"], errors="ignore").groupby("X", as_index=False).mean()
-        return "Completion times (s) vs misreport X (mean over seeds)", sp.round(3)
+        frame = outcome.frames["strategyproofness"]
+        frame = frame.drop(columns=["seed"], errors="ignore").groupby("X", as_index=False).mean()
+        return "Completion times (s) vs misreport X (mean over seeds)", frame.round(3)
     if "placement_time" in outcome.frames:
         t = outcome.frames["placement_time"].groupby(["gpus", "policy"])["seconds"]
         per_round = t.agg(median_seconds="median", max_seconds="max")
@@ -297,8 +298,6 @@ def _summary_table(exp: Experiment, outcome: Outcome) -> tuple[str, pd.DataFrame
 def _draws_table(exp: Experiment, outcome: Outcome) -> tuple[str, pd.DataFrame] | None:
     """Average-JCT reduction of every policy vs both packed baselines, paired by cluster draw (seed):
     median and interquartile range over draws, per workload (and per grid params / scheduler)."""
-    from fairplace.analysis.tables import PACKED_BASELINES, draw_gains
-
     df = outcome.frames.get("summary")
     if df is None or df.empty or "avg_jct" not in df or "seed" not in df:
         return None
@@ -342,9 +341,6 @@ def reproduce(
     ("N of M claims reproduce ..."), "seconds"}``.
     ``simulate`` replaces ``fairplace.simulate`` (tests); ``workers > 1`` runs sweep cells on a
     loopback Dask cluster (sequential by default)."""
-    from fairplace.analysis.claims import evaluate
-    from fairplace.analysis.report import Section, headline, write_report
-
     if which not in (*PAPERS, "all"):
         raise OptionError("paper", f"unknown paper {which!r}; use themis, pal or all")
     papers = PAPERS if which == "all" else (which,)
