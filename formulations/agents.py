@@ -24,8 +24,8 @@ from fairplace.core.domain import AgentApp, App, AuctionInstance, Bid, Cluster, 
 from fairplace.core.errors import OptionError
 
 from .ftf import FTFModel, IdealTime, JobInfo, PerfCurve, SuccessiveHalving, model_locality
+from .variants import STOPPING
 
-STOPPING = ("none", "successive-halving", "perf-curve")
 #: Largest number of subsets ``subset_bids`` enumerates per app before refusing.
 MAX_SUBSETS = 1 << 14
 

@@ -41,17 +41,10 @@ import numpy as np
 from fairplace.core.domain import slowdown, spread
 from fairplace.core.errors import OptionError
 
+from .variants import FUTURE_JOBS, PHASE_MODELS, SPLITS, T_ID_VARIANTS
+
 #: THEMIS' bootstrap locality constants: one machine, across machines (one rack), across racks.
 LOCALITY_BOOTSTRAP = (1.0, 1.1, 1.3)
-#: T_id variants (:class:`IdealTime`): the one list; the instance schema, the simulator's rho columns
-#: and the CLI choices derive from it.
-T_ID_VARIANTS = ("themis", "literal", "static", "gavel")
-#: the variants an agent can price its own bids with (they need only the app and N_avg; ``static`` and
-#: ``gavel`` need arrival counts / isolated-time bookkeeping only the simulator's metrics keep).
-AGENT_T_ID_VARIANTS = T_ID_VARIANTS[:2]
-PHASE_MODELS = ("actual", "median")
-FUTURE_JOBS = ("median", "slowest")
-SPLITS = ("even", "balanced")
 
 
 @dataclass(frozen=True)

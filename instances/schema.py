@@ -10,8 +10,13 @@ import copy
 
 from fairplace.core.errors import OptionError
 from fairplace.core.limits import MAX_COUNT, MAX_GPUS, MAX_RATIO, MAX_RHO, MAX_TIME
-from fairplace.formulations.agents import STOPPING
-from fairplace.formulations.ftf import FUTURE_JOBS, PHASE_MODELS, SPLITS, T_ID_VARIANTS
+from fairplace.formulations.variants import (
+    FUTURE_JOBS,
+    PHASE_MODELS,
+    SPLITS,
+    STOPPING,
+    T_ID_VARIANTS,
+)
 
 #: every numeric field has both bounds (tests/test_fuzz_contract.py checks it): finite and in range.
 _RATIO = {"type": "number", "exclusiveMinimum": 0, "maximum": MAX_RATIO}

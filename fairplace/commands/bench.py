@@ -4,7 +4,6 @@
 from __future__ import annotations
 
 import json
-import multiprocessing as mp
 import pkgutil
 import sys
 from importlib import import_module
@@ -84,6 +83,8 @@ def _child(module: str, name: str, quick: bool, conn) -> None:
 
 def run_case_isolated(module: str, name: str, target, quick: bool, timeout: float) -> dict:
     """Like :func:`run_case`, in a spawned process that is killed after ``timeout`` seconds."""
+    import multiprocessing as mp  # imported on use (--timeout): keeps `fairplace --help` light
+
     ctx = mp.get_context("spawn")
     recv, send = ctx.Pipe(duplex=False)
     proc = ctx.Process(target=_child, args=(module, name, quick, send))

@@ -11,7 +11,7 @@ import fairplace
 from fairplace.commands import _args
 from fairplace.commands._args import out_dir, out_file
 from fairplace.core.errors import OptionError
-from fairplace.instances import generators, io, suites
+from fairplace.instances import generators, io
 
 HELP = "list, show and generate instance suites, or generate one custom instance"
 
@@ -71,6 +71,8 @@ def add_arguments(p) -> None:
 
 
 def _list(as_json: bool) -> int:
+    from fairplace.instances import suites  # imported on use: keeps `fairplace --help` light
+
     if as_json:
         rows = [
             {"suite": n, "instances": len(suites.suite_items(n)), "description": suites.describe(n)}
@@ -86,6 +88,8 @@ def _list(as_json: bool) -> int:
 
 def _show(name: str, as_json: bool) -> int:
     import pandas as pd  # heavy: imported on use
+
+    from fairplace.instances import suites  # imported on use: keeps `fairplace --help` light
 
     suite, _, inst_name = name.partition("/")
     items = dict(suites.suite_items(suite))
@@ -147,6 +151,8 @@ def run(args) -> int:
             json.dumps({"kind": args.kind, "path": path}) if args.json else f"{args.kind} -> {path}"
         )
         return 0
+    from fairplace.instances import suites  # imported on use: keeps `fairplace --help` light
+
     out_dir(args.out)
     paths = suites.generate(args.suite, args.out)
     if args.json:
