@@ -61,7 +61,7 @@ def test_artifact_draw_first_gpus_by_hand():
     for g, row in enumerate(hand):
         for c, v in row.items():
             assert want.loc[g, COLS[c]] == v
-    # the slow ResNet-50 GPU the headline rests on (the issue: one GPU at 2.83x)
+    # the slow ResNet-50 GPU the headline rests on (the artifact's draw: one GPU at 2.83x)
     assert want[COLS["A"]].max() == pytest.approx(2.8279, abs=1e-4)
     assert (want[COLS["A"]] > 1.5).sum() == 1
 

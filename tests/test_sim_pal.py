@@ -12,7 +12,7 @@ one sampled cluster; the statements below are about the mean average JCT over fi
 * Workload 4 and PM-First: 13 long 4-GPU ResNet-50 jobs. PM-First takes the four best free GPUs
   wherever they are, so these jobs run spread (mean slowdown ~1.6 with L = 1.7, vs ~1.1-1.2 packed);
   the longer runs lengthen everyone's queue. That is the locality blindness PAL's L x V walk exists to
-  fix (§III-C), and the issue's "PM-First beats Packed-Sticky on each workload" does not hold here.
+  fix (§III-C), and "PM-First beats Packed-Sticky on each workload" (PAL §V-B, Fig. 11: min +5%) does not hold here.
 * ``longhorn`` (the original default; the default is now ``longhorn-runs``, the paper's) takes
   each GPU's median over its runs: ResNet-50 scores span only
   0.97-1.12, so there is little variability to exploit. PAL still wins on workloads 1-3 (+8 / +6 / +3.5%)

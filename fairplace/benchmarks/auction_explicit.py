@@ -63,7 +63,8 @@ def _case(size: str, payments: bool, contention: float | None = CONTENTION):
     return run
 
 
-#: ``auction_pa_16x64`` is the issue's target on contended tables (demand ~2x the cluster);
+#: ``auction_pa_16x64``: the 5 s PA target on contended tables (demand ~2x the cluster, where the LP
+#: relaxation is weakest: difficulty follows contention, not size);
 #: ``*_light`` is the same size from the default generator (demand below the cluster).
 CASES = {
     "auction_pf_8x32": (_case("8x32", False), None),
