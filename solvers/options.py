@@ -1,9 +1,11 @@
-"""Solver options shared by every back end."""
+"""Solver options: :class:`SolveOptions` (shared by every solver and back end) and
+:class:`SolverEntry` (one solver on one instance kind, with the solver-specific options it takes)."""
 
 from __future__ import annotations
 
 import math
 import numbers
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, replace
 
 from fairplace.core.errors import OptionError
@@ -109,3 +111,29 @@ class SolveOptions:
         if unknown:
             raise OptionError(sorted(unknown)[0], f"unknown solver option; known: {sorted(known)}")
         return cls(time_limit=time_limit, **kw)
+
+
+@dataclass(frozen=True)
+class SolverEntry:
+    """One solver on one instance kind: ``fn(instance, opts, name=..., **options) -> Solution`` and
+    the solver-specific ``options`` it takes. Every solver also takes the :class:`SolveOptions`
+    fields (a solver that runs no MILP ignores the MIP ones); anything else is an
+    :class:`~fairplace.core.errors.OptionError` naming the option and the solver."""
+
+    fn: Callable
+    options: tuple[str, ...] = ()
+    doc: str = ""
+
+    def __call__(self, instance, opts: SolveOptions, **options):
+        return self.fn(instance, opts, **options)
+
+    def check(self, options: Mapping, solver: str, kind: str) -> None:
+        """Raise :class:`OptionError` for the first option (sorted) this solver does not take."""
+        bad = sorted(set(options) - set(self.options))
+        if bad:
+            takes = ", ".join(self.options) if self.options else "none"
+            raise OptionError(
+                bad[0],
+                f"not an option of solver {solver!r} on {kind} instances "
+                f"(its options: {takes}; and the SolveOptions fields)",
+            )
