@@ -30,9 +30,12 @@ def _auction(fixed: str | None):
         from . import backends
         from .auction import solve_auction
 
+        name = kw.pop("name", None)
+        if fixed is None and backend != "highs":  # exact on another back end: named after it
+            name = None
         backend = fixed or backend
         backends.preload(backend)  # imports outside the solve's timed region
-        return solve_auction(inst, backend=backend, opts=opts, name=kw.pop("name", None), **kw)
+        return solve_auction(inst, backend=backend, opts=opts, name=name, **kw)
 
     return run
 
@@ -43,6 +46,9 @@ def _placement(fixed: str | None):
         from .placement import solve_placement
         from .policies import instance_scores
 
+        name = kw.pop("name", None)
+        if fixed is None and backend != "highs":  # exact on another back end: named after it
+            name = None
         backend = fixed or backend
         backends.preload(backend)
 
@@ -50,7 +56,7 @@ def _placement(fixed: str | None):
         kw.pop("backfill", None)  # a policy option; the exact program places as many jobs as it can
         if kw.pop("bin", False):
             kw["scores"] = instance_scores(inst, bin=True, seed=seed or 0)
-        return solve_placement(inst, backend=backend, opts=opts, name=kw.pop("name", None), **kw)
+        return solve_placement(inst, backend=backend, opts=opts, name=name, **kw)
 
     return run
 
@@ -85,12 +91,12 @@ def _extend(table: dict[str, dict[str, SolverEntry]]) -> None:
     """Add the heuristics, placement policies and relaxations (each module's ``SOLVERS`` table)."""
     from . import heuristics, policies, relaxation
 
-    for m in (heuristics, relaxation):
+    for m in (heuristics, policies, relaxation):  # this order: the CLI help lists them so
         for name, per_kind in m.SOLVERS.items():
-            table.setdefault(name, {}).update(per_kind)
-    for name, per_kind in policies.SOLVERS.items():
-        for kind, fn in per_kind.items():
-            table.setdefault(name, {})[kind] = SolverEntry(fn, POLICY_OPTIONS, f"{name} policy")
+            for kind, fn in per_kind.items():
+                if not isinstance(fn, SolverEntry):  # the policies' plain callables
+                    fn = SolverEntry(fn, POLICY_OPTIONS, f"{name} policy")
+                table.setdefault(name, {})[kind] = fn
 
 
 def get(name: str, kind: str) -> SolverEntry:
