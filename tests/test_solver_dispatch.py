@@ -191,6 +191,8 @@ def test_unknown_back_ends_are_named():
         get_backend("gurobi")
     with pytest.raises(UnknownSolver, match="expected a back-end name"):
         get_backend(object())
+    with pytest.raises(UnknownSolver, match=r"pass LPOnly\(\)"):
+        get_backend(LPOnly)
     with pytest.raises(UnknownSolver, match="'gurobi'"):
         fairplace.solve(tiny_auction(0), "exact", backend="gurobi")
 

@@ -51,6 +51,11 @@ def get_backend(backend: str | Backend) -> Backend:
             )
         module, cls = BUILTIN[backend]
         return getattr(importlib.import_module(f"{__name__}.{module}"), cls)()
+    if isinstance(backend, type):
+        raise UnknownSolver(
+            "backend",
+            f"expected a back-end object, got the class {backend.__name__}: pass {backend.__name__}()",
+        )
     if not isinstance(backend, Backend) or not isinstance(
         getattr(backend, "capabilities", None), Capabilities
     ):
