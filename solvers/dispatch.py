@@ -20,7 +20,7 @@ from fairplace.core.solution import Solution
 from fairplace.formulations import agents
 
 from . import registry
-from .options import SolveOptions
+from .options import COMMON_OPTIONS, SolveOptions
 
 #: solvers that fall back to the compact arbiter for agent-form offers too large to enumerate
 COMPACT_FALLBACK = ("exact", "highs")
@@ -55,7 +55,7 @@ def solve(inst, solver: str, opts: SolveOptions, options: Mapping) -> Solution:
     app, count = big
     if solver in COMPACT_FALLBACK and not inst.apps:
         compact = registry.get("compact", kind)
-        bad = sorted(set(options) - set(compact.options))
+        bad = sorted(set(options) - set(compact.options) - set(COMMON_OPTIONS))
         if bad:
             raise OptionError(
                 bad[0],

@@ -113,27 +113,34 @@ class SolveOptions:
         return cls(time_limit=time_limit, **kw)
 
 
+#: options every solver takes besides the SolveOptions fields: ``seed``, the seed of randomised rules
+#: (lottery rounding, random policies, PM binning); a deterministic solver ignores it, so one loop
+#: can run every solver with the same arguments
+COMMON_OPTIONS = ("seed",)
+
+
 @dataclass(frozen=True)
 class SolverEntry:
     """One solver on one instance kind: ``fn(instance, opts, name=..., **options) -> Solution`` and
     the solver-specific ``options`` it takes. Every solver also takes the :class:`SolveOptions`
-    fields (a solver that runs no MILP ignores the MIP ones); anything else is an
-    :class:`~fairplace.core.errors.OptionError` naming the option and the solver."""
+    fields and :data:`COMMON_OPTIONS` (a solver ignores those it has no use for); anything else is
+    an :class:`~fairplace.core.errors.OptionError` naming the option and the solver."""
 
     fn: Callable
     options: tuple[str, ...] = ()
     doc: str = ""
 
     def __call__(self, instance, opts: SolveOptions, **options):
-        return self.fn(instance, opts, **options)
+        kept = {k: v for k, v in options.items() if k not in COMMON_OPTIONS or k in self.options}
+        return self.fn(instance, opts, **kept)
 
     def check(self, options: Mapping, solver: str, kind: str) -> None:
         """Raise :class:`OptionError` for the first option (sorted) this solver does not take."""
-        bad = sorted(set(options) - set(self.options))
+        bad = sorted(set(options) - set(self.options) - set(COMMON_OPTIONS))
         if bad:
             takes = ", ".join(self.options) if self.options else "none"
             raise OptionError(
                 bad[0],
                 f"not an option of solver {solver!r} on {kind} instances "
-                f"(its options: {takes}; and the SolveOptions fields)",
+                f"(its options: {takes}; and seed and the SolveOptions fields)",
             )

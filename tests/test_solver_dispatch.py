@@ -119,7 +119,7 @@ def test_every_solver_rejects_an_unknown_option_naming_it(solver):
 @pytest.mark.parametrize(
     ("solver", "kind", "option", "value"),
     [
-        ("greedy-log", "auction", "seed", 1),  # deterministic: no seed
+        ("greedy-log", "auction", "rounding", "floor"),  # no PA: nothing to round
         ("relaxation", "auction", "rounding", "floor"),  # no allocation to round
         ("highs", "auction", "backend", "pyomo"),  # the name fixes the back end
         ("pal", "placement", "rounding", "floor"),
@@ -148,10 +148,18 @@ def test_declared_options_are_taken():
 def test_cli_names_the_flag_the_solver_does_not_take(tmp_path, capsys):
     path = tmp_path / "a.json"
     io.save(tiny_auction(0), path)
-    assert main(["solve", str(path), "--solver", "greedy-log", "--seed", "1"]) == 2
+    assert main(["solve", str(path), "--solver", "greedy-log", "--rounding", "floor"]) == 2
     err = capsys.readouterr().err
-    assert "--seed" in err and "greedy-log" in err and "Traceback" not in err
-    assert main(["solve", str(path), "--solver", "greedy-log", "--json"]) == 0
+    assert "--rounding" in err and "greedy-log" in err and "Traceback" not in err
+    # seed is common to every solver (ignored by deterministic ones)
+    assert main(["solve", str(path), "--solver", "greedy-log", "--seed", "1", "--json"]) == 0
+
+
+def test_seed_is_common_and_ignored_by_deterministic_solvers():
+    inst = tiny_auction(5, apps=3)
+    a, b = fairplace.solve(inst, "greedy-log"), fairplace.solve(inst, "greedy-log", seed=7)
+    assert a.allocation == b.allocation and a.objective == b.objective
+    assert "seed" not in solver_table()["greedy-log"]["auction"].options
 
 
 # --- back ends ----------------------------------------------------------------------------------

@@ -23,7 +23,7 @@ exit status:
   0  a result (status optimal, heuristic, bound, infeasible, or time_limit with an incumbent)
   1  the solver failed (status error), or an internal error
   2  bad input (one line on stderr naming the field), or an option the solver does not take
-     (e.g. --seed for a deterministic heuristic, --rounding for a placement)
+     (e.g. --rounding for a heuristic, which returns no partial allocation)
   {EXIT_NO_SOLUTION}  time limit reached with no feasible solution (status time_limit, objective null)
 """
 
@@ -31,7 +31,6 @@ exit status:
 #: library parameter -> the flag that sets it (an OptionError about a parameter names the flag)
 FLAGS = {
     "solver": "--solver",
-    "time_limit": "--time-limit",
     "rounding": "--rounding",
     "seed": "--seed",
 }
