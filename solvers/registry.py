@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from fairplace.core.errors import UnknownSolver
 
+from . import backends
 from .options import SolveOptions, SolverEntry
 
 #: options of the exact PF + PA auction (``solvers/auction.py``)
@@ -27,7 +28,6 @@ EXACT_SOLVERS = {"exact": None, "highs": "highs", "pyomo": "pyomo", "cvxpy": "cv
 
 def _auction(fixed: str | None):
     def run(inst, opts: SolveOptions, backend="highs", **kw):
-        from . import backends
         from .auction import solve_auction
 
         name = kw.pop("name", None)
@@ -42,7 +42,6 @@ def _auction(fixed: str | None):
 
 def _placement(fixed: str | None):
     def run(inst, opts: SolveOptions, backend="highs", **kw):
-        from . import backends
         from .placement import solve_placement
         from .policies import instance_scores
 
