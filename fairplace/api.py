@@ -8,7 +8,7 @@ from fairplace.core.domain import Instance
 from fairplace.core.errors import OptionError
 from fairplace.core.solution import Solution
 from fairplace.instances import io
-from fairplace.solvers import registry
+from fairplace.solvers import dispatch, registry
 from fairplace.solvers.options import SolveOptions
 
 
@@ -25,11 +25,15 @@ def solve(
 ) -> Solution:
     """Solve one auction or placement instance.
 
-    ``solver``: ``exact`` (HiGHS via highspy), ``highs``, ``pyomo``, ``cvxpy`` and the heuristics and
-    policies listed by ``fairplace.solvers.registry.solver_table()``. Options: the fields of
-    :class:`~fairplace.solvers.options.SolveOptions` (``mip_rel_gap``, ``threads``, ``random_seed``,
-    ``presolve``, ...) and solver-specific ones (auctions: ``rounding='floor'|'lottery'|'fractional'``,
-    ``seed``, ``payments``, ``tie_break``).
+    ``solver``: ``exact`` (HiGHS via highspy, or ``backend=`` a back-end name or a
+    :class:`~fairplace.solvers.backends.Backend` object), ``highs``, ``pyomo``, ``cvxpy``, ``compact``
+    and the heuristics, relaxations and policies of ``fairplace.solvers.registry.solver_table()``.
+    Options: the fields of :class:`~fairplace.solvers.options.SolveOptions` (``mip_rel_gap``,
+    ``threads``, ``random_seed``, ``presolve``, ...; every solver) and the options the solver
+    declares (``solver_table()[solver][kind].options``; auctions: ``rounding='floor'|'lottery'|
+    'fractional'``, ``seed``, ``payments``, ``tie_break``, ...). Any other option raises
+    :class:`~fairplace.core.errors.OptionError` naming it and the solver. The route (bid tables,
+    agent-form bids or the compact arbiter) follows from the instance: ``fairplace.solvers.dispatch``.
     """
     if isinstance(instance, (str, Path)):
         instance = io.load(instance)
@@ -43,20 +47,10 @@ def solve(
         )
     if not isinstance(solver, str):
         raise OptionError("solver", f"expected a solver name, got {type(solver).__name__}")
-    fn = registry.get(solver, instance.kind)
+    registry.get(solver, instance.kind)  # unknown solver / kind first, before the options
     opt_fields = set(SolveOptions.__dataclass_fields__)
     opts = SolveOptions.from_kwargs(
         time_limit=time_limit, **{k: v for k, v in options.items() if k in opt_fields}
     )
     rest = {k: v for k, v in options.items() if k not in opt_fields}
-    if getattr(instance, "agents", ()):  # agent-form apps: bids (small offers) or the compact model
-        from fairplace.solvers.compact import solve_agent_form
-
-        return solve_agent_form(instance, solver, fn, opts, **rest)
-    try:
-        return fn(instance, opts, name=solver, **rest)
-    except TypeError as exc:  # an option this solver does not take -> a clear OptionError
-        bad = [k for k in rest if f"'{k}'" in str(exc) and "unexpected keyword" in str(exc)]
-        if bad:
-            raise OptionError(bad[0], f"not an option of solver {solver!r}") from None
-        raise
+    return dispatch.solve(instance, solver, opts, rest)

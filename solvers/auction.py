@@ -21,14 +21,15 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
+import scipy.sparse as sp
 
 from fairplace.core.domain import AuctionInstance
 from fairplace.core.solution import Solution
 from fairplace.formulations import pa
 from fairplace.formulations.pf import PFProgram, PFValue
-from fairplace.formulations.program import RawResult, lexicographic_bound
+from fairplace.formulations.program import MILP, RawResult, lexicographic_bound
 
-from . import backends, highs
+from . import backends
 from .budget import Budget, budget_for
 from .options import SolveOptions
 
@@ -40,36 +41,42 @@ def _start_vector(prog: PFProgram, choice: dict[int, int]) -> np.ndarray:
     return np.array([1.0 if choice.get(i) == b else 0.0 for i, b in prog.columns])
 
 
+def tie_break_milp(prog: PFProgram, optimum: float, opts: SolveOptions) -> MILP:
+    """The tie-break program: min ``prog.tie_break_costs()`` @ x over the PF optima, i.e. PF's rows
+    plus  c @ x + offset >= optimum - tol  (tol: the optimality tolerance of ``opts``)."""
+    milp = prog.to_milp()
+    tol = max(opts.mip_abs_gap, opts.mip_rel_gap * abs(optimum), 1e-9)
+    return MILP(
+        np.asarray(prog.tie_break_costs(), dtype=float),
+        sp.vstack([milp.A, sp.csr_matrix(milp.c.reshape(1, -1))], format="csr"),
+        np.append(milp.row_lb, optimum - milp.offset - tol),
+        np.append(milp.row_ub, np.inf),
+        milp.col_lb,
+        milp.col_ub,
+        milp.integrality,
+        sense="min",
+    )
+
+
 def break_ties(
-    prog: PFProgram, optimum: float, opts: SolveOptions, start: np.ndarray
+    prog: PFProgram,
+    optimum: float,
+    opts: SolveOptions,
+    start: np.ndarray,
+    backend: str | backends.Backend = "highs",
 ) -> np.ndarray:
     """Deterministic choice among PF optima: keep the objective within the optimality tolerance of
-    ``optimum`` and minimise ``prog.tie_break_costs()`` (fewest GPUs used, then earliest app/bid). The
-    solve is node-limited (and time-limited by what is left of the auction's budget, if any); if
-    the node limit is hit, the best point found (never worse than ``start``) is used, which is still
-    deterministic with ``threads=1`` and a fixed seed."""
-    import highspy
-
-    milp = prog.to_milp()
-    h = highs.build(milp, opts)  # time_limit: what is left of the auction's budget (or None)
-    tol = max(opts.mip_abs_gap, opts.mip_rel_gap * abs(optimum), 1e-9)
-    cols = np.arange(milp.n_cols, dtype=np.int32)
-    h.addRow(
-        optimum - milp.offset - tol, highspy.kHighsInf, milp.n_cols, cols, milp.c.astype(float)
-    )
-    h.changeObjectiveSense(highspy.ObjSense.kMinimize)
-    h.changeColsCost(milp.n_cols, cols, prog.tie_break_costs())
-    h.changeObjectiveOffset(0.0)
-    sol = highspy.HighsSolution()
-    sol.col_value = list(start)
-    sol.value_valid = True
-    h.setSolution(sol)
-    h.setOptionValue("mip_rel_gap", 1e-6)
-    h.setOptionValue("mip_max_nodes", TIE_BREAK_NODES)
-    h.run()
-    if h.getInfo().primal_solution_status != 2:
+    ``optimum`` and minimise ``prog.tie_break_costs()`` (fewest GPUs used, then earliest app/bid),
+    from ``start`` (needs a back end with a warm start). The solve is node-limited (and
+    time-limited by what is left of the auction's budget, if any); if the node limit is hit, the
+    best point found (never worse than ``start``) is used, which is still deterministic with
+    ``threads=1`` and a fixed seed."""
+    milp = tie_break_milp(prog, optimum, opts)
+    o = opts.with_(mip_rel_gap=1e-6, mip_max_nodes=TIE_BREAK_NODES)
+    res = backends.run(milp, backend, o, start=start)
+    if res.x is None:
         return start
-    x = np.round(np.asarray(h.getSolution().col_value))
+    x = np.round(res.x)
     return x if milp.is_feasible(x) else start
 
 
@@ -83,7 +90,7 @@ def untouched(inst: AuctionInstance, i: int, bundle: tuple[str, ...]) -> bool:
 
 def solve_auction(
     inst: AuctionInstance,
-    backend: str = "highs",
+    backend: str | backends.Backend = "highs",
     opts: SolveOptions = SolveOptions(),
     rounding: str = "floor",
     seed: int = 0,
@@ -93,17 +100,22 @@ def solve_auction(
     budget: Budget | None = None,
 ) -> Solution:
     """PF allocation, PA payments c_i, rounded final allocation and leftover; ``budget`` (default:
-    ``opts.time_limit`` from now) bounds the whole solve."""
+    ``opts.time_limit`` from now) bounds the whole solve. ``backend``: a name or a
+    :class:`~fairplace.solvers.backends.Backend`; with a warm start (``highs``) the leave-one-out
+    solves start from the PF allocation and the tie-break runs, with ``thread_safe`` they run on a
+    thread pool."""
     t0 = time.perf_counter()
     budget = budget_for(opts, budget)
-    label = name or ("exact" if backend == "highs" else backend)
+    be = backends.get_backend(backend)
+    caps = be.capabilities
+    label = name or ("exact" if be.name == "highs" else be.name)
     if opts.mip_allow_restart is None:  # see SolveOptions.mip_allow_restart
         opts = opts.with_(mip_allow_restart=False)
     if opts.mip_pool_soft_limit is None:  # see SolveOptions.mip_pool_soft_limit
         opts = opts.with_(mip_pool_soft_limit=50)
     prog = PFProgram(inst)
     o = budget.options(opts)
-    res = backends.run(prog, backend, o) if o is not None else _not_started()
+    res = backends.run(prog, be, o) if o is not None else _not_started()
     if not res.has_solution:
         ids = [a.id for a in inst.apps] if payments else []
         return unsolved(label, res, time.perf_counter() - t0, rounding, ids, o is not None)
@@ -114,9 +126,7 @@ def solve_auction(
         if payments
         else []
     )
-    want_tie = (
-        tie_break and backend == "highs" and res.status == "optimal" and len(prog.columns) > 0
-    )
+    want_tie = tie_break and caps.warm_start and res.status == "optimal" and len(prog.columns) > 0
 
     def loo(i: int):
         o = budget.options(opts)
@@ -124,7 +134,7 @@ def solve_auction(
             return ("loo", i, "not_run", None)
         sub = PFProgram(inst, exclude=frozenset({i}))
         start = _start_vector(sub, {j: b for j, b in choice0.items() if j != i})
-        r = backends.run(sub, backend, o, start=start if backend == "highs" else None)
+        r = backends.run(sub, be, o, start=start if caps.warm_start else None)
         return ("loo", i, r.status, sub.value(sub.decode(r.x)) if r.has_solution else None)
 
     def tie():
@@ -133,12 +143,12 @@ def solve_auction(
             "tie",
             None,
             None,
-            res.x if o is None else break_ties(prog, res.objective, o, res.x),
+            res.x if o is None else break_ties(prog, res.objective, o, res.x, be),
         )
 
     jobs = [*((loo, i) for i in todo), *(((tie, None),) if want_tie else ())]
     run = lambda job: job[0]() if job[1] is None else job[0](job[1])  # noqa: E731
-    if opts.parallel and backend == "highs" and len(jobs) > 1:
+    if opts.parallel and caps.thread_safe and len(jobs) > 1:
         with ThreadPoolExecutor(max_workers=2) as pool:
             results = list(pool.map(run, jobs))
     else:
@@ -254,7 +264,11 @@ def auction_gap(objective: float, bound: float | None) -> float | None:
     return None if bound is None else max(0.0, float(bound - objective))
 
 
-def solve_pf(inst: AuctionInstance, backend: str = "highs", opts: SolveOptions = SolveOptions()):
+def solve_pf(
+    inst: AuctionInstance,
+    backend: str | backends.Backend = "highs",
+    opts: SolveOptions = SolveOptions(),
+):
     """(raw result, choice {app index: bid index}, program) of the full PF problem, without payments."""
     prog = PFProgram(inst)
     res = backends.run(prog, backend, opts)
@@ -262,7 +276,10 @@ def solve_pf(inst: AuctionInstance, backend: str = "highs", opts: SolveOptions =
 
 
 def leave_one_out_value(
-    inst: AuctionInstance, i: int, backend: str = "highs", opts: SolveOptions = SolveOptions()
+    inst: AuctionInstance,
+    i: int,
+    backend: str | backends.Backend = "highs",
+    opts: SolveOptions = SolveOptions(),
 ) -> tuple[str, PFValue | None]:
     """(status, PF value of the others) with app ``i`` removed."""
     sub = PFProgram(inst, exclude=frozenset({i}))

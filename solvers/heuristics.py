@@ -28,8 +28,8 @@ from fairplace.core.domain import AuctionInstance
 from fairplace.core.solution import Solution
 from fairplace.formulations.pf import PFProgram, PFValue, pf_value
 
-from . import highs
-from .options import SolveOptions
+from . import backends
+from .options import SolveOptions, SolverEntry
 
 
 def _gain(inst: AuctionInstance, i: int, b: int, big_m: float) -> float:
@@ -87,12 +87,16 @@ def greedy_log_choice(
     return choice
 
 
-def lp_round_choice(inst: AuctionInstance, opts: SolveOptions = SolveOptions()) -> dict[int, int]:
-    """LP relaxation, rounding by decreasing LP value, then greedy-log repair."""
+def lp_round_choice(
+    inst: AuctionInstance,
+    opts: SolveOptions = SolveOptions(),
+    backend: str | backends.Backend = "highs",
+) -> dict[int, int]:
+    """LP relaxation (on ``backend``), rounding by decreasing LP value, then greedy-log repair."""
     prog = PFProgram(inst)
     if not prog.columns:
         return {}
-    res = highs.solve(prog.to_milp().relaxed(), opts.with_(time_limit=None))
+    res = backends.run(prog.to_milp().relaxed(), backend, opts.with_(time_limit=None))
     x = res.x if res.x is not None else np.zeros(len(prog.columns))
     gains = prog.gains()
     order = sorted(range(len(prog.columns)), key=lambda k: (-round(x[k], 9), -gains[k], k))
@@ -109,8 +113,8 @@ def lp_round_choice(inst: AuctionInstance, opts: SolveOptions = SolveOptions()) 
 
 
 CHOOSERS = {
-    "greedy-rho": lambda inst, opts: greedy_rho_choice(inst),
-    "greedy-log": lambda inst, opts: greedy_log_choice(inst),
+    "greedy-rho": lambda inst, opts, backend: greedy_rho_choice(inst),
+    "greedy-log": lambda inst, opts, backend: greedy_log_choice(inst),
     "lp-round": lp_round_choice,
 }
 
@@ -129,11 +133,12 @@ def solve_heuristic(
     exact_objective: float | None = None,
     exact: Solution | None = None,
     compute_exact: bool = False,
-    **_ignored,
+    backend: str | backends.Backend = "highs",
 ) -> Solution:
-    """Run the heuristic ``name`` and wrap it in a :class:`Solution` (see module docstring)."""
+    """Run the heuristic ``name`` and wrap it in a :class:`Solution` (see module docstring);
+    ``backend`` solves lp-round's LP and the exact PF program of ``compute_exact``."""
     t0 = time.perf_counter()
-    choice = CHOOSERS[name](inst, opts)
+    choice = CHOOSERS[name](inst, opts, backend)
     seconds = time.perf_counter() - t0
     apps = range(len(inst.apps))
     val = pf_value(inst, choice, apps)
@@ -155,7 +160,7 @@ def solve_heuristic(
     elif compute_exact:
         from .auction import solve_pf
 
-        res, ch, prog = solve_pf(inst, "highs", opts)
+        res, ch, prog = solve_pf(inst, backend, opts)
         if res.status == "optimal" and ch is not None:
             exact_val = prog.value(ch)
     gap = None
@@ -187,4 +192,9 @@ def _entry(name: str):
     return run
 
 
-SOLVERS = {name: {"auction": _entry(name)} for name in CHOOSERS}
+#: options of every heuristic (``backend``: lp-round's LP and compute_exact's PF solve)
+OPTIONS = ("exact_objective", "exact", "compute_exact", "backend")
+
+SOLVERS = {
+    name: {"auction": SolverEntry(_entry(name), OPTIONS, f"{name} heuristic")} for name in CHOOSERS
+}

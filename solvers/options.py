@@ -1,9 +1,11 @@
-"""Solver options shared by every back end."""
+"""Solver options: :class:`SolveOptions` (shared by every solver and back end) and
+:class:`SolverEntry` (one solver on one instance kind, with the solver-specific options it takes)."""
 
 from __future__ import annotations
 
 import math
 import numbers
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, replace
 
 from fairplace.core.errors import OptionError
@@ -109,3 +111,36 @@ class SolveOptions:
         if unknown:
             raise OptionError(sorted(unknown)[0], f"unknown solver option; known: {sorted(known)}")
         return cls(time_limit=time_limit, **kw)
+
+
+#: options every solver takes besides the SolveOptions fields: ``seed``, the seed of randomised rules
+#: (lottery rounding, random policies, PM binning); a deterministic solver ignores it, so one loop
+#: can run every solver with the same arguments
+COMMON_OPTIONS = ("seed",)
+
+
+@dataclass(frozen=True)
+class SolverEntry:
+    """One solver on one instance kind: ``fn(instance, opts, name=..., **options) -> Solution`` and
+    the solver-specific ``options`` it takes. Every solver also takes the :class:`SolveOptions`
+    fields and :data:`COMMON_OPTIONS` (a solver ignores those it has no use for); anything else is
+    an :class:`~fairplace.core.errors.OptionError` naming the option and the solver."""
+
+    fn: Callable
+    options: tuple[str, ...] = ()
+    doc: str = ""
+
+    def __call__(self, instance, opts: SolveOptions, **options):
+        kept = {k: v for k, v in options.items() if k not in COMMON_OPTIONS or k in self.options}
+        return self.fn(instance, opts, **kept)
+
+    def check(self, options: Mapping, solver: str, kind: str) -> None:
+        """Raise :class:`OptionError` for the first option (sorted) this solver does not take."""
+        bad = sorted(set(options) - set(self.options) - set(COMMON_OPTIONS))
+        if bad:
+            takes = ", ".join(self.options) if self.options else "none"
+            raise OptionError(
+                bad[0],
+                f"not an option of solver {solver!r} on {kind} instances "
+                f"(its options: {takes}; and seed and the SolveOptions fields)",
+            )

@@ -26,7 +26,7 @@ from fairplace.core.solution import Solution
 from fairplace.formulations.placement import PlacementProgram, slowdowns
 from fairplace.formulations.program import RawResult, lexicographic_bound
 
-from . import backends, highs
+from . import backends
 from .budget import Budget, budget_for
 from .options import SolveOptions
 
@@ -57,7 +57,7 @@ def _key(inst: PlacementInstance, alloc, scores) -> tuple[int, float]:
 
 def solve_placement(
     inst: PlacementInstance,
-    backend: str = "highs",
+    backend: str | backends.Backend = "highs",
     opts: SolveOptions = SolveOptions(),
     scores: Mapping[str, np.ndarray] | None = None,
     name: str | None = None,
@@ -65,10 +65,13 @@ def solve_placement(
     warm_start: bool = True,
 ) -> Solution:
     """Place all jobs jointly, minimising the (weighted) sum of L*maxV; most jobs placed first.
-    ``warm_start``: PAL's placement as the MILP's first incumbent and fallback (module docstring)."""
+    ``warm_start``: PAL's placement as the fallback, and the MILP's first incumbent on a back end
+    that takes a warm start (module docstring). ``backend``: a name or a
+    :class:`~fairplace.solvers.backends.Backend`."""
     t0 = time.perf_counter()
     budget = budget_for(opts, budget)
-    label = name or ("exact" if backend == "highs" else backend)
+    be = backends.get_backend(backend)
+    label = name or ("exact" if be.name == "highs" else be.name)
     prog = PlacementProgram(inst, scores=dict(scores or {}))
     scores = prog.scores or None
     milp = prog.to_milp()
@@ -79,10 +82,8 @@ def solve_placement(
     o = budget.options(opts)
     if o is None:
         res = RawResult("time_limit", None, None, None, 0.0, "time limit reached before the MILP")
-    elif backend == "highs":
-        res = highs.solve(milp, o, start=start)
-    else:
-        res = backends.run(prog, backend, o)
+    else:  # the matrix form (PlacementProgram.to_pyomo / to_cvxpy are built from it too)
+        res = backends.run(milp, be, o, start=start if be.capabilities.warm_start else None)
     candidates = [({}, "empty")]
     if pal:
         candidates.append((pal, "pal"))

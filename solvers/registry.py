@@ -1,42 +1,61 @@
-"""Solver names (the CLI contract, README / docs/solutions.md) -> callables ``f(instance, opts, **options) -> Solution``.
+"""Solver names (the CLI contract, README / docs/solutions.md) -> :class:`~.options.SolverEntry` per
+instance kind: the callable ``f(instance, opts, name=..., **options) -> Solution`` and the
+solver-specific options it takes.
 
-``solver_table()`` builds the mapping on demand (no module-level state). Later layers add heuristics
-and placement policies here by name.
+``solver_table()`` builds the mapping on demand (no module-level state); the heuristics, relaxations
+and placement policies add their own tables (each module's ``SOLVERS``).
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
-
 from fairplace.core.errors import UnknownSolver
 
-from .options import SolveOptions
+from . import backends
+from .options import SolveOptions, SolverEntry
+
+#: options of the exact PF + PA auction (``solvers/auction.py``)
+AUCTION_OPTIONS = ("rounding", "seed", "payments", "tie_break", "budget")
+#: options of the exact joint placement (``solvers/placement.py``); ``seed`` only with ``bin``,
+#: ``backfill`` is accepted for symmetry with the policies (the program places as many jobs as it can)
+PLACEMENT_OPTIONS = ("seed", "bin", "backfill", "scores", "budget", "warm_start")
+#: options of the compact THEMIS arbiter (``solvers/compact.py``)
+COMPACT_OPTIONS = ("rounding", "seed", "payments", "budget")
+#: options of the PAL placement policies (``solvers/policies.py``)
+POLICY_OPTIONS = ("seed", "bin", "backfill")
+#: solver names bound to one back end; ``exact`` takes ``backend=`` (a name or a Backend object)
+EXACT_SOLVERS = {"exact": None, "highs": "highs", "pyomo": "pyomo", "cvxpy": "cvxpy"}
 
 
-def _auction(backend: str):
-    def run(inst, opts: SolveOptions, **kw):
+def _auction(fixed: str | None):
+    def run(inst, opts: SolveOptions, backend="highs", **kw):
         from .auction import solve_auction
-        from .backends import preload
 
-        preload(backend)  # imports outside the solve's timed region
-        return solve_auction(inst, backend=backend, opts=opts, name=kw.pop("name", None), **kw)
+        name = kw.pop("name", None)
+        if fixed is None and backend != "highs":  # exact on another back end: named after it
+            name = None
+        backend = fixed or backend
+        backends.preload(backend)  # imports outside the solve's timed region
+        return solve_auction(inst, backend=backend, opts=opts, name=name, **kw)
 
     return run
 
 
-def _placement(backend: str):
-    def run(inst, opts: SolveOptions, **kw):
-        from .backends import preload
+def _placement(fixed: str | None):
+    def run(inst, opts: SolveOptions, backend="highs", **kw):
         from .placement import solve_placement
         from .policies import instance_scores
 
-        preload(backend)
+        name = kw.pop("name", None)
+        if fixed is None and backend != "highs":  # exact on another back end: named after it
+            name = None
+        backend = fixed or backend
+        backends.preload(backend)
 
         seed = kw.pop("seed", None)  # the exact program has no randomness; bin=True uses it
         kw.pop("backfill", None)  # a policy option; the exact program places as many jobs as it can
         if kw.pop("bin", False):
             kw["scores"] = instance_scores(inst, bin=True, seed=seed or 0)
-        return solve_placement(inst, backend=backend, opts=opts, name=kw.pop("name", None), **kw)
+        return solve_placement(inst, backend=backend, opts=opts, name=name, **kw)
 
     return run
 
@@ -48,31 +67,39 @@ def _compact(inst, opts: SolveOptions, **kw):
     return solve_compact(inst, opts, **kw)
 
 
-def solver_table() -> dict[str, dict[str, Callable]]:
-    """{solver name: {instance kind: callable}}."""
-    table: dict[str, dict[str, Callable]] = {}
-    for name, backend in (
-        ("exact", "highs"),
-        ("highs", "highs"),
-        ("pyomo", "pyomo"),
-        ("cvxpy", "cvxpy"),
-    ):
-        table[name] = {"auction": _auction(backend), "placement": _placement(backend)}
-    table["compact"] = {"auction": _compact}
+def solver_table() -> dict[str, dict[str, SolverEntry]]:
+    """{solver name: {instance kind: SolverEntry}}."""
+    table: dict[str, dict[str, SolverEntry]] = {}
+    for name, fixed in EXACT_SOLVERS.items():
+        extra = ("backend",) if fixed is None else ()
+        how = f"exact, back end {fixed}" if fixed else "exact, HiGHS or the back end given"
+        table[name] = {
+            "auction": SolverEntry(_auction(fixed), AUCTION_OPTIONS + extra, f"PF + PA ({how})"),
+            "placement": SolverEntry(
+                _placement(fixed), PLACEMENT_OPTIONS + extra, f"joint placement IP ({how})"
+            ),
+        }
+    table["compact"] = {
+        "auction": SolverEntry(_compact, COMPACT_OPTIONS, "compact arbiter (agent-form apps)")
+    }
     _extend(table)
     return table
 
 
-def _extend(table: dict[str, dict[str, Callable]]) -> None:
+def _extend(table: dict[str, dict[str, SolverEntry]]) -> None:
     """Add the heuristics, placement policies and relaxations (each module's ``SOLVERS`` table)."""
     from . import heuristics, policies, relaxation
 
-    for m in (heuristics, policies, relaxation):
+    for m in (heuristics, policies, relaxation):  # this order: the CLI help lists them so
         for name, per_kind in m.SOLVERS.items():
-            table.setdefault(name, {}).update(per_kind)
+            for kind, fn in per_kind.items():
+                if not isinstance(fn, SolverEntry):  # the policies' plain callables
+                    fn = SolverEntry(fn, POLICY_OPTIONS, f"{name} policy")
+                table.setdefault(name, {})[kind] = fn
 
 
-def get(name: str, kind: str) -> Callable:
+def get(name: str, kind: str) -> SolverEntry:
+    """The entry of solver ``name`` for ``kind`` instances (``UnknownSolver`` naming the known ones)."""
     table = solver_table()
     if name not in table:
         raise UnknownSolver("solver", f"unknown solver {name!r}; known: {', '.join(sorted(table))}")

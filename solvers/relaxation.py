@@ -28,16 +28,20 @@ from fairplace.formulations.gavel import GavelFTFProgram
 from fairplace.formulations.pf import PFProgram
 from fairplace.formulations.relaxation import PFRelaxation
 
-from . import highs
-from .options import SolveOptions
+from . import backends
+from .options import SolveOptions, SolverEntry
 
 _CLARABEL_TIGHT = {"tol_gap_abs": 1e-10, "tol_gap_rel": 1e-10, "tol_feas": 1e-10}
 
 
 # --- bounds -------------------------------------------------------------------------------------
-def lp_bound(relax: PFRelaxation, opts: SolveOptions = SolveOptions()) -> tuple[float, np.ndarray]:
-    """(optimum, x) of the LP relaxation (HiGHS simplex)."""
-    res = highs.solve(relax.to_lp(), opts.with_(time_limit=None))
+def lp_bound(
+    relax: PFRelaxation,
+    opts: SolveOptions = SolveOptions(),
+    backend: str | backends.Backend = "highs",
+) -> tuple[float, np.ndarray]:
+    """(optimum, x) of the LP relaxation (on ``backend``; default HiGHS simplex)."""
+    res = backends.run(relax.to_lp(), backend, opts.with_(time_limit=None))
     if res.status != "optimal":
         raise SolverFailed(f"LP relaxation: {res.status} ({res.message})")
     return float(res.objective), res.x
@@ -65,9 +69,10 @@ def solve_relaxation(
     compute_exact: bool = False,
     n_min: int | None = None,
     name: str | None = None,
-    **_ignored,
+    backend: str | backends.Backend = "highs",
 ) -> Solution:
-    """Upper bound on sum -log rho (status ``bound``); see the module docstring."""
+    """Upper bound on sum -log rho (status ``bound``); see the module docstring. ``backend`` solves
+    the LP relaxation and (``compute_exact``) the exact PF program."""
     if method not in ("lp", "eg", "both"):
         raise OptionError("method", f"expected 'lp', 'eg' or 'both', got {method!r}")
     if method != "lp":  # one-time import outside the timed region
@@ -77,7 +82,7 @@ def solve_relaxation(
     if compute_exact and exact_objective is None:
         from .auction import solve_pf
 
-        res, choice, prog = solve_pf(inst, "highs", opts)
+        res, choice, prog = solve_pf(inst, backend, opts)
         if res.status == "optimal" and choice is not None:
             val = prog.value(choice)
             exact_objective, exact_served = val.log_sum, val.n_unbounded_served
@@ -93,7 +98,7 @@ def solve_relaxation(
     extra: dict = {"method": method, "n_min": int(n_min)}
     bounds, xs = [], []
     if method in ("lp", "both"):
-        v, x = lp_bound(relax, opts)
+        v, x = lp_bound(relax, opts, backend)
         extra["lp_bound"] = v
         bounds.append(v)
         xs.append(x)
@@ -141,18 +146,25 @@ class GavelResult:
     status: str = "optimal"  # or Clarabel's "optimal_inaccurate"
 
 
-def _lp_at(prob: GavelFTFProgram, t: float, opts: SolveOptions) -> tuple[float, np.ndarray]:
-    res = highs.solve(prob.feasibility_lp(t), opts.with_(time_limit=None))
+def _lp_at(
+    prob: GavelFTFProgram, t: float, opts: SolveOptions, backend: str | backends.Backend = "highs"
+) -> tuple[float, np.ndarray]:
+    res = backends.run(prob.feasibility_lp(t), backend, opts.with_(time_limit=None))
     if res.status != "optimal":
         raise SolverFailed(f"gavel-ftf LP at t={t:g}: {res.status} ({res.message})")
     return float(res.objective), prob.scatter(res.x[:-1])
 
 
 def solve_gavel(
-    prob: GavelFTFProgram, method: str = "bisection", tol: float = 1e-10, opts=SolveOptions()
+    prob: GavelFTFProgram,
+    method: str = "bisection",
+    tol: float = 1e-10,
+    opts=SolveOptions(),
+    backend: str | backends.Backend = "highs",
 ) -> GavelResult:
     """min max rho exactly. Bisection keeps lo (infeasible t, or the lower bound) and hi = max rho(X)
-    of the best LP point found (always achievable); it stops when hi - lo <= tol (1 + hi)."""
+    of the best LP point found (always achievable; each LP on ``backend``); it stops when
+    hi - lo <= tol (1 + hi). ``socp`` is one CVXPY + Clarabel conic solve (not a back end's LP)."""
     if method == "socp":  # one-time import outside the timed region
         import cvxpy  # noqa: F401
     t0 = time.perf_counter()
@@ -179,14 +191,14 @@ def solve_gavel(
         X = np.zeros_like(prob.throughput)
         return GavelResult(X, prob.rho(X), lo, method, 0, time.perf_counter() - t0)
     t = 2.0 * lo if lo > 0 else 1.0
-    lam, X = _lp_at(prob, t, opts)
+    lam, X = _lp_at(prob, t, opts, backend)
     if lam <= 0:
         raise ProgramInfeasible("gavel-ftf: no allocation gives every job a positive rate")
     best_X, hi = X, float(np.max(prob.rho(X)))
     solves = 1
     while hi - lo > tol * (1.0 + hi) and solves < 200:
         t = 0.5 * (lo + hi)
-        lam, X = _lp_at(prob, t, opts)
+        lam, X = _lp_at(prob, t, opts, backend)
         solves += 1
         r = float(np.max(prob.rho(X))) if lam > 0 else np.inf
         if r < hi:
@@ -237,7 +249,7 @@ def solve_gavel_auction(
     opts: SolveOptions = SolveOptions(),
     method: str = "bisection",
     name: str | None = None,
-    **_ignored,
+    backend: str | backends.Backend = "highs",
 ) -> Solution:
     """``gavel-ftf`` on an auction instance. ``objective`` = sum_i -log rho_i of the time-shared
     allocation; ``allocation`` = a conflict-free integral rounding (largest time fraction first);
@@ -251,7 +263,7 @@ def solve_gavel_auction(
     if not apps:
         res = None
     else:
-        res = solve_gavel(g, method=method, opts=opts)
+        res = solve_gavel(g, method=method, opts=opts, backend=backend)
     fractions: dict[str, dict] = {}
     order = []
     if res is not None:
@@ -292,12 +304,19 @@ def solve_gavel_auction(
     )
 
 
-def _relaxation(inst, opts, **kw):
-    return solve_relaxation(inst, opts, **kw)
-
-
-def _gavel(inst, opts, **kw):
-    return solve_gavel_auction(inst, opts, **kw)
-
-
-SOLVERS = {"relaxation": {"auction": _relaxation}, "gavel-ftf": {"auction": _gavel}}
+SOLVERS = {
+    "relaxation": {
+        "auction": SolverEntry(
+            solve_relaxation,
+            ("method", "exact_objective", "compute_exact", "n_min", "backend"),
+            "PF upper bound: LP and/or Eisenberg-Gale relaxation",
+        )
+    },
+    "gavel-ftf": {
+        "auction": SolverEntry(
+            solve_gavel_auction,
+            ("method", "backend"),
+            "Gavel's min max rho over time fractions",
+        )
+    },
+}

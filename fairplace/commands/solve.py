@@ -22,9 +22,18 @@ the apps whose payments are inexact in extra.payments_inexact.
 exit status:
   0  a result (status optimal, heuristic, bound, infeasible, or time_limit with an incumbent)
   1  the solver failed (status error), or an internal error
-  2  bad input (one line on stderr naming the field)
+  2  bad input (one line on stderr naming the field), or an option the solver does not take
+     (e.g. --rounding for a heuristic, which returns no partial allocation)
   {EXIT_NO_SOLUTION}  time limit reached with no feasible solution (status time_limit, objective null)
 """
+
+
+#: library parameter -> the flag that sets it (an OptionError about a parameter names the flag)
+FLAGS = {
+    "solver": "--solver",
+    "rounding": "--rounding",
+    "seed": "--seed",
+}
 
 
 def add_arguments(p) -> None:
@@ -62,18 +71,22 @@ def add_arguments(p) -> None:
 
 def run(args) -> int:
     import fairplace
+    from fairplace.core.errors import OptionError
 
     inst = fairplace.load(args.file)
     kw = {}
     if args.rounding is not None:
         if inst.kind != "auction":
-            from fairplace.core.errors import OptionError
-
             raise OptionError("--rounding", "only applies to auction instances")
         kw["rounding"] = args.rounding
     if args.seed is not None:
         kw["seed"] = args.seed
-    sol = fairplace.solve(inst, solver=args.solver, time_limit=args.time_limit, **kw)
+    try:
+        sol = fairplace.solve(inst, solver=args.solver, time_limit=args.time_limit, **kw)
+    except OptionError as exc:  # library errors name parameters; the CLI names its flags
+        if exc.path in FLAGS:
+            raise type(exc)(FLAGS[exc.path], exc.problem) from None
+        raise
     if args.json:
         print(json.dumps(sol.to_dict(), indent=1, default=str))
     else:
