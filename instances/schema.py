@@ -9,6 +9,8 @@ from __future__ import annotations
 import copy
 
 from fairplace.core.limits import MAX_COUNT, MAX_GPUS, MAX_RATIO, MAX_RHO, MAX_TIME
+from fairplace.formulations.agents import STOPPING
+from fairplace.formulations.ftf import FUTURE_JOBS, PHASE_MODELS, SPLITS, T_ID_VARIANTS
 
 #: every numeric field has both bounds (tests/test_fuzz_contract.py checks it): finite and in range.
 _RATIO = {"type": "number", "exclusiveMinimum": 0, "maximum": MAX_RATIO}
@@ -67,7 +69,7 @@ _AGENT_FIELDS = {
     },
     "class": {"type": ["string", "null"]},
     "model": {"type": ["string", "null"]},
-    "stopping": {"enum": ["none", "successive-halving", "perf-curve"]},
+    "stopping": {"enum": list(STOPPING)},
     "phases": {
         "type": "array",
         "items": {
@@ -81,15 +83,15 @@ _AGENT_FIELDS = {
         },
     },
     "current_phase": {"type": "integer", "minimum": 0, "maximum": MAX_COUNT},
-    "phase_model": {"enum": ["actual", "median"]},
-    "future": {"enum": ["median", "slowest"]},
-    "split": {"enum": ["even", "balanced"]},
+    "phase_model": {"enum": list(PHASE_MODELS)},
+    "future": {"enum": list(FUTURE_JOBS)},
+    "split": {"enum": list(SPLITS)},
     "work_total": _POS_TIME,
     "demand_max": _GPU_COUNT,
     "t_id": {
         "type": "object",
         "properties": {
-            "variant": {"enum": ["themis", "literal", "static", "gavel"]},
+            "variant": {"enum": list(T_ID_VARIANTS)},
             "n_avg": {"type": "number", "exclusiveMinimum": 0, "maximum": MAX_COUNT},
             "n_arrival": _COUNT,
             "n_active": _COUNT,

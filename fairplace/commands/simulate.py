@@ -10,11 +10,20 @@ from fairplace.commands import _args
 HELP = "trace-driven cluster simulation (scheduler x placement x trace)"
 
 
+def _choices(names, notes: dict[str, str]) -> str:
+    """Help text listing every name of a registry, with a note where one is given."""
+    return ", ".join(f"{n} ({notes[n]})" if n in notes else n for n in names)
+
+
 def add_arguments(p) -> None:
+    from fairplace.instances.models import LOCALITY_MODELS
     from fairplace.instances.trace_generators import TRACE_GENERATORS
     from fairplace.instances.traces import SIA_PHILLY
+    from fairplace.instances.variability import PROFILE_NAMES
     from fairplace.sim import SCHEDULERS
-    from fairplace.sim.config import BINNINGS
+    from fairplace.sim.config import BINNINGS, CLASS_MAPS, RHO_VARIANT_NAMES
+    from fairplace.sim.engine import GRID_ORIGINS, STAMPINGS
+    from fairplace.sim.setups import SETUPS
     from fairplace.solvers.policies import POLICY_NAMES
 
     p.add_argument(
@@ -50,25 +59,36 @@ def add_arguments(p) -> None:
     p.add_argument(
         "--profile",
         default="longhorn-runs",
-        help="variability: longhorn-runs (default: per-run rows sampled per GPU, PAL §IV-C), "
-        "longhorn (per-GPU medians), longhorn-artifact (the PAL artifact's seeded draw), frontera, "
-        "synthetic",
+        help="variability: "
+        + _choices(
+            PROFILE_NAMES,
+            {
+                "longhorn-runs": "default: per-run rows sampled per GPU, PAL §IV-C",
+                "longhorn": "per-GPU medians",
+                "longhorn-artifact": "the PAL artifact's seeded draw",
+            },
+        ),
     )
     p.add_argument(
         "--setup",
         default=None,
-        help="a named set-up fixing every option of a published experiment: pal-artifact (the PAL "
-        "artifact exactly) or pal-paper (the defaults); options you give explicitly win",
+        help="a named set-up fixing every option of a published experiment: "
+        + _choices(
+            SETUPS, {"pal-artifact": "the PAL artifact exactly", "pal-paper": "the defaults"}
+        )
+        + "; options you give explicitly win",
     )
     p.add_argument(
         "--grid-origin",
         default="first-arrival",
-        help="decision grid starts at the first arrival (default) or at zero (PAL artifact)",
+        help="decision grid origin: "
+        + _choices(GRID_ORIGINS, {"first-arrival": "default", "zero": "the PAL artifact"}),
     )
     p.add_argument(
         "--stamping",
         default="exact",
-        help="completion time: exact (default) or round-end (PAL artifact)",
+        help="completion time: "
+        + _choices(STAMPINGS, {"exact": "default", "round-end": "the PAL artifact"}),
     )
     p.add_argument(
         "--locality-penalty", type=float, default=1.7, metavar="L", help="L across machines"
@@ -76,8 +96,15 @@ def add_arguments(p) -> None:
     p.add_argument(
         "--locality-model",
         default="constant",
-        help="runtime L: constant (--locality-penalty for every spread job) or measured (the PAL "
-        "artifact's per (model, GPUs) Frontera table; policies still decide with --locality-penalty)",
+        help="runtime L: "
+        + _choices(
+            LOCALITY_MODELS,
+            {
+                "constant": "--locality-penalty for every spread job",
+                "measured": "the PAL artifact's per (model, GPUs) Frontera table; policies still "
+                "decide with --locality-penalty",
+            },
+        ),
     )
     p.add_argument("--round", type=float, default=None, metavar="S", help="round length (300 s)")
     p.add_argument(
@@ -93,7 +120,9 @@ def add_arguments(p) -> None:
         help="sample PM-scores with replacement (the artifact does; default: only if the profile is too small)",
     )
     p.add_argument(
-        "--classes", default="paper", help="model -> class map: paper (A/B/C) or artifact (A-D)"
+        "--classes",
+        default="paper",
+        help="model -> class map: " + _choices(CLASS_MAPS, {"paper": "A/B/C", "artifact": "A-D"}),
     )
     p.add_argument(
         "--binning",
@@ -118,9 +147,15 @@ def add_arguments(p) -> None:
     p.add_argument(
         "--rho-variant",
         default="themis",
-        help="T_id of the summary's rho: themis (headline: alone on a 1/N_avg share), literal "
-        "(Eq. 1/2 as printed), static, gavel, or isolated (re-runs every app alone: one extra "
-        "simulation per app)",
+        help="T_id of the summary's rho: "
+        + _choices(
+            RHO_VARIANT_NAMES,
+            {
+                "themis": "headline: alone on a 1/N_avg share",
+                "literal": "Eq. 1/2 as printed",
+                "isolated": "re-runs every app alone: one extra simulation per app",
+            },
+        ),
     )
     p.add_argument(
         "--seed",

@@ -291,6 +291,10 @@ def _run(trace, scheduler, placement, cfg: SimulationConfig) -> SimulationResult
         add_rho(custom_tid, w, tr, jobs, apps, gpus)
     variant = rho_variant if custom_tid is None else str(custom_tid.name)
     summ = metrics.summary(jobs, apps, tr, gpus, variant)
+    if custom_tid is not None:  # as metrics.summary reports every built-in variant
+        r = apps[f"rho_{variant}"].to_numpy()
+        summ[f"max_rho_{variant}"] = float(np.max(r))
+        summ[f"median_rho_{variant}"] = float(np.median(r))
     summ["wall_seconds"] = seconds
     placed_by = {"themis": "arbiter", "optimus": "optimus"}.get(sched_name, "policy")
     if sched_obj is not None:
