@@ -103,3 +103,17 @@ def test_sweep_checks_keys_against_the_simulation_config():
         load_spec({**base, "fixed": {"gpu_count": 32}})
     with pytest.raises(OptionError, match="fixed.stamping"):
         load_spec({**base, "fixed": {"stamping": "never"}})
+
+
+def test_sweep_trace_options_make_the_frame_simulate_makes():
+    """``fixed.trace_options`` in a sweep and ``trace_options=`` in simulate give the same cell."""
+    import fairplace
+    from fairplace.runs.sweep import run_cell
+
+    cell = {"scheduler": "fifo", "placement": "pal", "trace": "themis-1", "seed": 4}
+    fixed = {"gpus": 32, "trace_options": {"n_apps": 4}}
+    row, _ = run_cell(cell, fixed)
+    res = fairplace.simulate("themis-1", "fifo", "pal", seed=4, progress=False, **fixed)
+    assert row["status"] == "ok" and row["avg_jct"] == res.summary["avg_jct"]
+    row, _ = run_cell(cell, {"gpus": 32, "n_apps": 4})  # the generator's own keys, as before
+    assert row["avg_jct"] == res.summary["avg_jct"]

@@ -229,6 +229,11 @@ def run_cell(cell: dict, fixed: dict, frames: Iterable[str] = (), simulate: Call
             simulate = sim.simulate
             fixed = {"progress": False, **fixed}  # no nested progress bars
         kw = {**{k: v for k, v in cell.items() if k not in ("trace", "seed")}, **fixed}
+        opts = kw.pop("trace_options", None) or {}
+        if cell["trace"] in TRACE_GENERATORS:  # simulate()'s trace_options, made here as the rest
+            kw = {**opts, **kw}
+        elif opts:
+            kw["trace_options"] = opts  # simulate names the problem
         trace, gen_kw = make_trace(cell["trace"], cell["seed"], kw)
         kw = {k: v for k, v in kw.items() if k not in gen_kw or k == "gpus"}
         for k in [

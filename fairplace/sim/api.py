@@ -118,6 +118,8 @@ def simulate(
     Returns a :class:`SimulationResult`; a bad option raises :class:`OptionError` naming the
     parameter (``gpus``, ``scheduler``, ``placement_options.ties``, ...), a bad trace
     :class:`TraceError`."""
+    if config is not None and not isinstance(config, SimulationConfig):
+        raise OptionError("config", f"expected a SimulationConfig, got {type(config).__name__}")
     cfg = (config if config is not None else SimulationConfig()).with_overrides(**overrides)
     _check_objects(scheduler, placement)
     if cfg.setup is not None:
@@ -190,6 +192,8 @@ def _run(trace, scheduler, placement, cfg: SimulationConfig) -> SimulationResult
     if rho_variant == metrics.ISOLATED:
         isolated = True
     custom_tid = None if isinstance(rho_variant, str) else rho_variant
+    if isinstance(trace, Workload) and cfg.trace_options:
+        raise OptionError("trace_options", "only generated traces take options, not a Workload")
     frame = (
         None
         if isinstance(trace, Workload)
