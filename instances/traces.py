@@ -50,7 +50,7 @@ def load_trace(source: str | Path | pd.DataFrame) -> pd.DataFrame:
     path = Path(name)
     if path.suffix.lower() != ".csv" and not path.exists():
         raise TraceError(
-            "--trace", f"unknown trace {name!r}: use {', '.join(SIA_PHILLY)} or a .csv file"
+            "trace", f"unknown trace {name!r}: use {', '.join(SIA_PHILLY)} or a .csv file"
         )
     if not path.is_file():
         raise TraceError(name, "file not found")

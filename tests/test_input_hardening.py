@@ -146,8 +146,8 @@ def _trace(tmp_path, locality):
     "argv,needle",
     [
         (["simulate", "--trace", "workload-1", "--seed", "-1"], "--seed"),
-        (["simulate", "--trace", "workload-1", "--round", "inf"], "round_length"),
-        (["simulate", "--trace", "workload-1", "--round", "nan"], "round_length"),
+        (["simulate", "--trace", "workload-1", "--round", "inf"], "--round"),
+        (["simulate", "--trace", "workload-1", "--round", "nan"], "--round"),
         (["simulate", "--trace", "workload-1", "--gpus", "4000000000"], "--gpus"),
         (["simulate", "--trace", "workload-1", "--locality-penalty", "inf"], "--locality-penalty"),
         (["simulate", "--trace", "workload-1", "--restart-cost", "inf"], "--restart-cost"),

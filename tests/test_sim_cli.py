@@ -37,7 +37,7 @@ def test_simulate_json_summary_and_out_dir(tmp_path, capsys):
         (["--trace", "workload-1", "--gpus", "30"], "--gpus"),
         (["--trace", "workload-1", "--profile", "nope"], "--profile"),
         (["--trace", "workload-1", "--locality-penalty", "0.5"], "--locality-penalty"),
-        (["--trace", "workload-1", "--round", "-1"], "round_length"),
+        (["--trace", "workload-1", "--round", "-1"], "--round"),
         (["--trace", "workload-1", "--gpus", "16"], "num_gpus"),
         (["--trace", "workload-1", "--classes", "nope"], "--classes"),
         (["--trace", "workload-1", "--locality-model", "nope"], "--locality-model"),

@@ -41,4 +41,4 @@ def test_cli_rho_variant(capsys):
     out = json.loads(capsys.readouterr().out)
     assert out["rho_variant"] == "isolated" and out["max_rho"] == out["max_rho_isolated"]
     assert main(["simulate", "--trace", "workload-1", "--rho-variant", "nope"]) == 2
-    assert "rho_variant" in capsys.readouterr().err
+    assert "--rho-variant" in capsys.readouterr().err

@@ -10,11 +10,36 @@ from fairplace.commands import _args
 HELP = "trace-driven cluster simulation (scheduler x placement x trace)"
 
 
+def _choices(names, notes: dict[str, str]) -> str:
+    """Help text listing every name of a registry, with a note where one is given."""
+    return ", ".join(f"{n} ({notes[n]})" if n in notes else n for n in names)
+
+
 def add_arguments(p) -> None:
+    from fairplace.instances.models import LOCALITY_MODELS
+    from fairplace.instances.trace_generators import TRACE_GENERATORS
+    from fairplace.instances.traces import SIA_PHILLY
+    from fairplace.instances.variability import PROFILE_NAMES
     from fairplace.sim import SCHEDULERS
+    from fairplace.sim.config import BINNINGS, CLASS_MAPS, RHO_VARIANT_NAMES
+    from fairplace.sim.engine import GRID_ORIGINS, STAMPINGS
+    from fairplace.sim.setups import SETUPS
     from fairplace.solvers.policies import POLICY_NAMES
 
-    p.add_argument("--trace", required=True, help="workload-1..4 (bundled Sia-Philly) or FILE.csv")
+    p.add_argument(
+        "--trace",
+        required=True,
+        help=f"{', '.join(SIA_PHILLY)} (bundled Sia-Philly), {', '.join(TRACE_GENERATORS)} "
+        "(generated with the seed; see --trace-option) or FILE.csv",
+    )
+    p.add_argument(
+        "--trace-option",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="generator option of a generated trace, repeatable: e.g. n_apps=8, contention=2 "
+        "(themis-1/2), n_jobs=200, jobs_per_hour=8 (synergy)",
+    )
     p.add_argument(
         "--scheduler",
         default="fifo",
@@ -34,25 +59,36 @@ def add_arguments(p) -> None:
     p.add_argument(
         "--profile",
         default="longhorn-runs",
-        help="variability: longhorn-runs (default: per-run rows sampled per GPU, PAL §IV-C), "
-        "longhorn (per-GPU medians), longhorn-artifact (the PAL artifact's seeded draw), frontera, "
-        "synthetic",
+        help="variability: "
+        + _choices(
+            PROFILE_NAMES,
+            {
+                "longhorn-runs": "default: per-run rows sampled per GPU, PAL §IV-C",
+                "longhorn": "per-GPU medians",
+                "longhorn-artifact": "the PAL artifact's seeded draw",
+            },
+        ),
     )
     p.add_argument(
         "--setup",
         default=None,
-        help="a named set-up fixing every option of a published experiment: pal-artifact (the PAL "
-        "artifact exactly) or pal-paper (the defaults); options you give explicitly win",
+        help="a named set-up fixing every option of a published experiment: "
+        + _choices(
+            SETUPS, {"pal-artifact": "the PAL artifact exactly", "pal-paper": "the defaults"}
+        )
+        + "; options you give explicitly win",
     )
     p.add_argument(
         "--grid-origin",
         default="first-arrival",
-        help="decision grid starts at the first arrival (default) or at zero (PAL artifact)",
+        help="decision grid origin: "
+        + _choices(GRID_ORIGINS, {"first-arrival": "default", "zero": "the PAL artifact"}),
     )
     p.add_argument(
         "--stamping",
         default="exact",
-        help="completion time: exact (default) or round-end (PAL artifact)",
+        help="completion time: "
+        + _choices(STAMPINGS, {"exact": "default", "round-end": "the PAL artifact"}),
     )
     p.add_argument(
         "--locality-penalty", type=float, default=1.7, metavar="L", help="L across machines"
@@ -60,8 +96,15 @@ def add_arguments(p) -> None:
     p.add_argument(
         "--locality-model",
         default="constant",
-        help="runtime L: constant (--locality-penalty for every spread job) or measured (the PAL "
-        "artifact's per (model, GPUs) Frontera table; policies still decide with --locality-penalty)",
+        help="runtime L: "
+        + _choices(
+            LOCALITY_MODELS,
+            {
+                "constant": "--locality-penalty for every spread job",
+                "measured": "the PAL artifact's per (model, GPUs) Frontera table; policies still "
+                "decide with --locality-penalty",
+            },
+        ),
     )
     p.add_argument("--round", type=float, default=None, metavar="S", help="round length (300 s)")
     p.add_argument(
@@ -77,10 +120,14 @@ def add_arguments(p) -> None:
         help="sample PM-scores with replacement (the artifact does; default: only if the profile is too small)",
     )
     p.add_argument(
-        "--classes", default="paper", help="model -> class map: paper (A/B/C) or artifact (A-D)"
+        "--classes",
+        default="paper",
+        help="model -> class map: " + _choices(CLASS_MAPS, {"paper": "A/B/C", "artifact": "A-D"}),
     )
     p.add_argument(
-        "--binning", default="silhouette", help="PM-score bins: silhouette, artifact or none"
+        "--binning",
+        default="silhouette",
+        help=f"PM-score bins: {', '.join(BINNINGS)} (default silhouette)",
     )
     p.add_argument(
         "--scheduler-option",
@@ -100,9 +147,15 @@ def add_arguments(p) -> None:
     p.add_argument(
         "--rho-variant",
         default="themis",
-        help="T_id of the summary's rho: themis (headline: alone on a 1/N_avg share), literal "
-        "(Eq. 1/2 as printed), static, gavel, or isolated (re-runs every app alone: one extra "
-        "simulation per app)",
+        help="T_id of the summary's rho: "
+        + _choices(
+            RHO_VARIANT_NAMES,
+            {
+                "themis": "headline: alone on a 1/N_avg share",
+                "literal": "Eq. 1/2 as printed",
+                "isolated": "re-runs every app alone: one extra simulation per app",
+            },
+        ),
     )
     p.add_argument(
         "--seed",
@@ -143,19 +196,83 @@ def key_values(items, flag: str) -> dict:
     return out
 
 
+#: simulate() parameter -> the flag that sets it (the library names parameters, the CLI its flags)
+FLAGS = {
+    "trace": "--trace",
+    "trace_options": "--trace-option",
+    "scheduler": "--scheduler",
+    "placement": "--placement",
+    "gpus": "--gpus",
+    "gpus_per_machine": "--gpus-per-machine",
+    "profile": "--profile",
+    "setup": "--setup",
+    "grid_origin": "--grid-origin",
+    "stamping": "--stamping",
+    "classes": "--classes",
+    "with_replacement": "--with-replacement",
+    "binning": "--binning",
+    "locality_penalty": "--locality-penalty",
+    "locality_model": "--locality-model",
+    "round_length": "--round",
+    "rho_variant": "--rho-variant",
+    "seed": "--seed",
+    "checkpoint": "--restart-cost",
+    "restart": "--restart-cost",
+    "scheduler_options": "--scheduler-option",
+    "placement_options": "--placement-option",
+    "debug": "--debug",
+}
+
+
+def flag_path(path: str) -> str:
+    """An error path in parameter names (``placement_options.ties``) in flags
+    (``--placement-option ties``); paths that name no parameter pass through."""
+    head, dot, rest = str(path).partition(".")
+    if head not in FLAGS:
+        return path
+    return f"{FLAGS[head]} {rest}" if dot else FLAGS[head]
+
+
+def _trace_options(items) -> dict:
+    """``--trace-option`` values: integers stay integers (``n_apps=8``), then numbers, booleans."""
+    out = key_values(items, "trace_options")
+    for item in items:
+        key, _, value = item.partition("=")
+        try:
+            out[key] = int(value)
+        except ValueError:
+            pass
+    return out
+
+
 def run(args) -> int:
+    from fairplace.core.errors import DataError
     from fairplace.sim import simulate
 
     if args.out:
         _args.out_dir(args.out)
+    try:
+        res = _simulate(simulate, args)
+    except DataError as exc:  # the library names parameters; the CLI names its flags
+        raise type(exc)(flag_path(exc.path), exc.problem) from None
+    if args.out:
+        res.save(args.out)
+    if args.json:
+        print(json.dumps({k: _clean(v) for k, v in res.summary.items()}))
+    else:
+        print(repr(res))
+    return 0
+
+
+def _simulate(simulate, args):
     kw = {}
     if args.restart_cost is not None:
         from fairplace.core.errors import OptionError
 
         if not 0 <= args.restart_cost < math.inf:
-            raise OptionError("--restart-cost", f"must be finite and >= 0, got {args.restart_cost}")
+            raise OptionError("restart", f"must be finite and >= 0, got {args.restart_cost}")
         kw = {"checkpoint": 0.0, "restart": args.restart_cost}
-    res = simulate(
+    return simulate(
         trace=args.trace,
         scheduler=args.scheduler,
         placement=args.placement,
@@ -167,8 +284,9 @@ def run(args) -> int:
         classes=args.classes,
         with_replacement=True if args.with_replacement else None,
         binning=args.binning,
-        placement_options=key_values(args.placement_option, "--placement-option"),
-        scheduler_options=key_values(args.scheduler_option, "--scheduler-option"),
+        placement_options=key_values(args.placement_option, "placement_options"),
+        scheduler_options=key_values(args.scheduler_option, "scheduler_options"),
+        trace_options=_trace_options(args.trace_option) or None,
         round_length=args.round,
         rho_variant=args.rho_variant,
         seed=args.seed,
@@ -178,10 +296,3 @@ def run(args) -> int:
         setup=args.setup,
         **kw,
     )
-    if args.out:
-        res.save(args.out)
-    if args.json:
-        print(json.dumps({k: _clean(v) for k, v in res.summary.items()}))
-    else:
-        print(repr(res))
-    return 0

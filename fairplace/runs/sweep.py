@@ -23,7 +23,6 @@ Runs are sequential by default; ``workers > 1`` runs cells on a loopback Dask ``
 
 from __future__ import annotations
 
-import inspect
 import itertools
 import math
 import time
@@ -38,15 +37,15 @@ import pandas as pd
 from fairplace import sim
 from fairplace.core.errors import OptionError
 from fairplace.core.progress import ProgressBar, progress_bar
-from fairplace.runs.batch_results import append_row, read_journal, repair_journal
-from fairplace.runs.sweep_inputs import (
-    SWEEP_OPTIONS,
+from fairplace.instances.trace_generators import (
     TRACE_GENERATORS,
     generator_function,
     generator_params,
     make_trace,
-    per_run_cluster,
 )
+from fairplace.runs.batch_results import append_row, read_journal, repair_journal
+from fairplace.runs.sweep_inputs import SWEEP_OPTIONS, per_run_cluster
+from fairplace.sim.config import field_names
 from fairplace.solvers.policies import POLICY_NAMES
 
 SPEC_KEYS = ("name", "schedulers", "placements", "traces", "seeds", "params", "fixed", "frames")
@@ -86,12 +85,10 @@ class SweepSpec:
         return n * math.prod(len(v) for v in self.params.values())
 
 
-def _simulate_params() -> set[str] | None:
-    """Keyword names ``fairplace.simulate`` accepts, or None (it accepts **kwargs)."""
-    sig = inspect.signature(sim.simulate)
-    if any(p.kind is p.VAR_KEYWORD for p in sig.parameters.values()):
-        return None
-    return set(sig.parameters)
+def _simulate_params() -> set[str]:
+    """Keyword names ``fairplace.simulate`` accepts: the scheduler, the placement and the
+    :class:`~fairplace.sim.SimulationConfig` fields."""
+    return {"scheduler", "placement", *field_names()}
 
 
 def _names(spec: dict, key: str, known: tuple[str, ...] | None) -> tuple[str, ...]:
@@ -121,7 +118,7 @@ def validate_spec(spec: dict, *, check_names: bool = True) -> SweepSpec:
     gens = [
         generator_function(t) for t in named if isinstance(t, str)
     ]  # the schema checks the rest
-    sweep_schema.check(spec, [sim.simulate, *(g for g in gens if g)], check_names)
+    sweep_schema.check(spec, [sim.SimulationConfig, *(g for g in gens if g)], check_names)
     name = spec.get("name", "sweep")
     if not isinstance(name, str):
         raise OptionError("name", "must be a string")
@@ -232,6 +229,11 @@ def run_cell(cell: dict, fixed: dict, frames: Iterable[str] = (), simulate: Call
             simulate = sim.simulate
             fixed = {"progress": False, **fixed}  # no nested progress bars
         kw = {**{k: v for k, v in cell.items() if k not in ("trace", "seed")}, **fixed}
+        opts = kw.pop("trace_options", None) or {}
+        if cell["trace"] in TRACE_GENERATORS:  # simulate()'s trace_options, made here as the rest
+            kw = {**opts, **kw}
+        elif opts:
+            kw["trace_options"] = opts  # simulate names the problem
         trace, gen_kw = make_trace(cell["trace"], cell["seed"], kw)
         kw = {k: v for k, v in kw.items() if k not in gen_kw or k == "gpus"}
         for k in [

@@ -3,8 +3,9 @@
 generator argument) they feed, so a spec that passes ``fairplace sweep --validate-only`` does not fail
 at run time on a bad value (``seeds = [-1]``, ``gpus = "lots"``, a missing trace file).
 
-Value schemas come from a table of known arguments (:data:`KNOWN`) and, for any other argument, from
-its annotation (``int``, ``float``, ``bool``, ``str``, ``Mapping``, ``tuple``, ``| None``).
+Value schemas come from a table of known arguments (:func:`known`; name enums read the registries:
+``SimulationConfig``'s name lists, the profiles, set-ups, grid origins, stampings) and, for any
+other argument, from its annotation (``int``, ``float``, ``bool``, ``str``, ``Mapping``, ``tuple``, ``| None``).
 """
 
 from __future__ import annotations
@@ -40,28 +41,34 @@ def known() -> dict[str, Any]:
     """Value schemas of the simulate() and trace-generator arguments a spec commonly sets."""
     from fairplace.instances.models import LOCALITY_MODELS
     from fairplace.instances.variability import PROFILE_NAMES
-    from fairplace.sim import metrics
+    from fairplace.sim.config import BINNINGS, CLASS_MAPS, RHO_VARIANT_NAMES
+    from fairplace.sim.engine import GRID_ORIGINS, STAMPINGS
+    from fairplace.sim.setups import SETUPS
 
     return {
         "gpus": {"anyOf": [_GPUS, {"type": "null"}]},
         "gpus_per_machine": _GPUS,
         "machines_per_rack": {"anyOf": [_COUNT, {"type": "null"}]},
         "profile": _enum(PROFILE_NAMES),
-        "classes": _enum(("paper", "artifact")),
+        "classes": _enum(CLASS_MAPS),
         "with_replacement": {"type": ["boolean", "null"]},
-        "binning": _enum(("silhouette", "artifact", "none")),
+        "binning": _enum(BINNINGS),
         "locality_penalty": _PENALTY,
         "locality_by_model": {"type": "object", "additionalProperties": _PENALTY},
         "locality_model": _enum(LOCALITY_MODELS),
         "round_length": _POS_NUM,
         "checkpoint": _SECONDS,
         "restart": _SECONDS,
-        "rho_variant": _enum((*metrics.RHO_VARIANTS, metrics.ISOLATED)),
+        "rho_variant": _enum(RHO_VARIANT_NAMES),
+        "grid_origin": _enum(GRID_ORIGINS),
+        "stamping": _enum(STAMPINGS),
+        "setup": {"anyOf": [_enum(SETUPS), {"type": "null"}]},
+        "trace_options": {"type": "object", "additionalProperties": _SCALAR},
         "scheduler_options": {"type": "object", "additionalProperties": _SCALAR},
         "placement_options": {"type": "object", "additionalProperties": _SCALAR},
         "cluster": {"not": {}},  # a Cluster object cannot be written in TOML: use per_run / profile
         "per_run": {"type": "boolean"},
-        # trace generators (fairplace.runs.sweep_inputs)
+        # trace generators (fairplace.instances.trace_generators)
         "n_apps": _COUNT,
         "n_jobs": _COUNT,
         "apps_per_hour": _POS_NUM,

@@ -1,15 +1,24 @@
-"""Trace-driven cluster simulation (the round driver)."""
+"""Trace-driven cluster simulation (the round driver): ``simulate``, its ``SimulationConfig`` and
+the Protocols a user's scheduler, placement policy or T_id model satisfies (docs/extending.md)."""
 
-from .api import SCHEDULERS, simulate
+from .api import simulate
+from .config import SimulationConfig
 from .engine import Driver, InvariantError, SimConfig
+from .protocols import AllocatingScheduler, IdealTimeModel, PlacementPolicy, Scheduler
 from .result import SimulationResult
+from .schedulers import SCHEDULERS
 from .workload import Workload, workload_from_trace
 
 __all__ = [
     "SCHEDULERS",
+    "AllocatingScheduler",
     "Driver",
+    "IdealTimeModel",
     "InvariantError",
+    "PlacementPolicy",
     "SimConfig",
+    "Scheduler",
+    "SimulationConfig",
     "SimulationResult",
     "Workload",
     "simulate",

@@ -1,25 +1,29 @@
-"""``fairplace.simulate(...)``: resolve names (trace, profile, scheduler, placement) and run the driver."""
+"""``fairplace.simulate(trace, scheduler, placement, config=None, **overrides)``: resolve names
+(trace, profile, scheduler, placement, T_id) or take objects (:mod:`fairplace.sim.protocols`), build
+the cluster and run the driver."""
 
 from __future__ import annotations
 
+import copy
 import time
-from collections.abc import Mapping
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
 
 from fairplace.core.errors import DataError, OptionError, TraceError
-from fairplace.core.progress import ProgressBar, progress_bar
+from fairplace.core.progress import progress_bar
+from fairplace.instances.trace_generators import TRACE_GENERATORS, generator_params, make_trace
 
 from . import metrics
+from .config import BINNINGS, SimulationConfig
 from .engine import Driver, SimConfig
+from .ideal_time import add_rho
 from .isolated import isolated_jct
+from .protocols import AllocatingScheduler, PlacementPolicy, Scheduler
 from .result import SimulationResult
-from .schedulers import QUEUE_SCHEDULERS, make_scheduler
+from .schedulers import ALLOCATING_SCHEDULERS, SCHEDULERS, make_scheduler
 from .workload import Workload, workload_from_trace
-
-SCHEDULERS = (*QUEUE_SCHEDULERS, "optimus", "themis")
 
 
 def models_table(names, classes: str = "paper", source: str = "<trace>") -> dict[str, dict]:
@@ -45,194 +49,234 @@ def binned_scores(cluster, classes, binning: str, seed: int) -> dict[str, np.nda
     raw = np.column_stack([cluster.pm_vector(c) for c in classes])
     if binning == "none":
         B = raw
-    elif binning in ("silhouette", "artifact"):
+    elif binning in BINNINGS:
         from fairplace.formulations.pm_score import PMScoreBinner
 
         B = PMScoreBinner(k_rule=binning, random_state=seed).fit_transform(raw)
     else:
-        raise OptionError("binning", f"expected silhouette, artifact or none, got {binning!r}")
+        raise OptionError("binning", f"expected one of {', '.join(BINNINGS)}, got {binning!r}")
     return {c: B[:, k].copy() for k, c in enumerate(classes)}
 
 
-def _trace_frame(trace) -> pd.DataFrame:
+def _trace_frame(trace, seed: int, gpus: int | None, options) -> pd.DataFrame:
+    """The trace as a frame: a generated name (``themis-1``, ...) is made with ``options`` and the
+    simulation's seed exactly as a sweep makes it; a bundled name, a CSV path or a frame is loaded."""
     from fairplace.instances.traces import load_trace
 
+    opts = dict(options or {})
+    if isinstance(trace, str) and trace in TRACE_GENERATORS:
+        allowed = generator_params(trace)
+        for k in opts:
+            if k not in allowed:
+                raise OptionError(
+                    f"trace_options.{k}",
+                    f"not an option of the {trace!r} generator; known: {', '.join(sorted(allowed))}",
+                )
+        kw = opts if gpus is None else {**opts, "gpus": gpus}
+        return make_trace(trace, seed, kw)[0]
+    if opts:
+        raise OptionError(
+            "trace_options", f"only generated traces ({', '.join(TRACE_GENERATORS)}) take options"
+        )
     if isinstance(trace, (str, Path, pd.DataFrame)):
         return load_trace(trace)
     raise OptionError("trace", f"expected a trace name, a CSV path or a DataFrame, got {trace!r}")
 
 
+def _check_objects(scheduler, placement) -> None:
+    if not isinstance(scheduler, str) and not isinstance(
+        scheduler, (Scheduler, AllocatingScheduler)
+    ):
+        raise OptionError(
+            "scheduler",
+            f"expected a name ({', '.join(SCHEDULERS)}) or an object with name, order() and "
+            f"next_change() (fairplace.sim.protocols.Scheduler), got {scheduler!r}",
+        )
+    if not isinstance(placement, (str, PlacementPolicy)):
+        raise OptionError(
+            "placement",
+            "expected a name or an object with name and place(state, queue) "
+            f"(fairplace.sim.protocols.PlacementPolicy), got {placement!r}",
+        )
+
+
 def simulate(
     trace="workload-1",
-    scheduler: str = "fifo",
-    placement: str = "pal",
-    *,
-    gpus: int | None = None,
-    gpus_per_machine: int = 4,
-    machines_per_rack: int | None = None,
-    profile: str = "longhorn-runs",
-    classes: str = "paper",
-    with_replacement: bool | None = None,
-    binning: str = "silhouette",
-    locality_penalty: float = 1.7,
-    locality_by_model: Mapping[str, float] | None = None,
-    locality_model: str = "constant",
-    round_length: float | None = None,
-    checkpoint: float = 10.0,
-    restart: float = 35.0,
-    seed: int = 0,
-    rho_variant: str = "themis",
-    isolated: bool = False,
-    debug: bool = False,
-    skip_quiet: bool = True,
-    progress: bool | ProgressBar | None = None,
-    cluster=None,
-    scheduler_options: Mapping[str, object] | None = None,
-    placement_options: Mapping[str, object] | None = None,
-    grid_origin: str = "first-arrival",
-    stamping: str = "exact",
-    setup: str | None = None,
+    scheduler: str | Scheduler | AllocatingScheduler = "fifo",
+    placement: str | PlacementPolicy = "pal",
+    config: SimulationConfig | None = None,
+    **overrides,
 ) -> SimulationResult:
-    """Simulate ``trace`` (bundled name, CSV path or frame) on a ``gpus``-GPU cluster
-    (``gpus_per_machine`` per machine, PM-scores from ``profile``) with a job-ordering ``scheduler``
-    composed with a ``placement`` policy (``cluster=`` a :class:`~fairplace.core.domain.Cluster` with
-    PM-scores overrides ``gpus``, ``gpus_per_machine`` and ``profile``). Round length defaults to 300 s (THEMIS: its lease).
+    """Simulate ``trace`` (a bundled name ``workload-1..4``, a generated name ``themis-1``,
+    ``themis-2``, ``synergy``, a CSV path, a frame or a :class:`Workload`) with a job-ordering
+    ``scheduler`` composed with a ``placement`` policy, each a name (:data:`SCHEDULERS`,
+    ``fairplace.solvers.policies.POLICY_NAMES``) or an object satisfying
+    :mod:`fairplace.sim.protocols`. Every other option comes from ``config``
+    (:class:`SimulationConfig`, defaults if None) updated with keyword ``overrides`` of the same
+    names: ``simulate("workload-1", "fifo", "pal", gpus=64, seed=1)``.
 
-    ``gpus`` defaults to the trace's ``attrs["gpus"]`` (THEMIS workloads) or 64.
-    ``locality_model``: ``constant`` (a spread job runs ``locality_penalty`` x slower, the artifact's
-    later code and the issue's set-up) or ``measured`` (the runtime penalty is the artifact's Frontera
-    table per (model, GPUs), PAL's Sia-Philly set-up, §IV-D; the placement policies still decide with
-    ``locality_penalty``). A trace's own ``locality`` column wins over both.
-    Returns a :class:`SimulationResult`; bad options raise :class:`OptionError`, bad traces
+    Returns a :class:`SimulationResult`; a bad option raises :class:`OptionError` naming the
+    parameter (``gpus``, ``scheduler``, ``placement_options.ties``, ...), a bad trace
     :class:`TraceError`."""
-    if setup is not None:
-        args = {k: v for k, v in locals().items() if k != "setup"}
+    if config is not None and not isinstance(config, SimulationConfig):
+        raise OptionError("config", f"expected a SimulationConfig, got {type(config).__name__}")
+    cfg = (config if config is not None else SimulationConfig()).with_overrides(**overrides)
+    _check_objects(scheduler, placement)
+    if cfg.setup is not None:
         from .setups import apply_setup
 
-        res = simulate(**apply_setup(setup, args, simulate))
-        res.config["setup"] = setup
+        args = {**cfg.as_kwargs(), "placement": placement}
+        args = apply_setup(cfg.setup, args, SimulationConfig)
+        args.pop("placement")
+        res = _run(trace, scheduler, placement, SimulationConfig(**args))
+        res.config["setup"] = cfg.setup
         return res
-    from fairplace.core.limits import MAX_GPUS, MAX_RATIO, MAX_SEED
+    return _run(trace, scheduler, placement, cfg)
+
+
+def _cluster_size(cfg: SimulationConfig, frame) -> tuple[int, int]:
+    """(gpus, gpus_per_machine) of the simulated cluster, checked."""
+    from fairplace.core.limits import MAX_GPUS
+
+    if cfg.cluster is not None:
+        return len(cfg.cluster), int(np.bincount(cfg.cluster.machine_index).max())
+    gpus, gpm = cfg.gpus, cfg.gpus_per_machine
+    if gpus is None:
+        gpus = int(frame.attrs.get("gpus", 64)) if frame is not None else 64
+    if not 1 <= gpus <= MAX_GPUS:
+        raise OptionError("gpus", f"must be in [1, {MAX_GPUS}], got {gpus}")
+    if int(gpus) < 1 or int(gpm) < 1 or gpus % gpm:
+        raise OptionError("gpus", f"{gpus} GPUs is not a positive multiple of {gpm} per machine")
+    return gpus, gpm
+
+
+def _make_cluster(cfg: SimulationConfig, gpus: int, gpus_per_machine: int):
+    """The cluster with PM-scores drawn from ``cfg.profile``; (cluster, with_replacement)."""
     from fairplace.instances.variability import make_cluster
+
+    profile, repl = cfg.profile, cfg.with_replacement
+    machines = gpus // gpus_per_machine
+    if profile == "longhorn-artifact":  # the artifact's draw is always with replacement
+        repl = True
+    elif repl is None:  # the Longhorn BERT profile has 136 GPUs: larger clusters repeat scores
+        repl = (
+            profile == "longhorn"
+            and gpus > 136
+            or profile == "longhorn-runs"
+            and gpus > 880  # the PageRank profile has 880 runs
+            or profile == "frontera"
+            and machines > 8
+        )
+    try:
+        cluster = make_cluster(
+            profile,
+            machines,
+            gpus_per_machine,
+            seed=cfg.seed,
+            classes=cfg.classes,
+            with_replacement=repl,
+            machines_per_rack=cfg.machines_per_rack,
+        )
+    except DataError as exc:
+        raise OptionError("profile", f"{profile!r}: {exc.problem}") from None
+    return cluster, repl
+
+
+def _run(trace, scheduler, placement, cfg: SimulationConfig) -> SimulationResult:
+    """One simulation of a resolved config (the round length, the cluster, the policies)."""
+    from fairplace.instances.models import measured_locality
     from fairplace.solvers.policies import ClusterState, make_policy
 
-    if (
-        isinstance(seed, bool)
-        or not isinstance(seed, (int, np.integer))
-        or not 0 <= seed <= MAX_SEED
-    ):
-        raise OptionError("seed", f"must be an integer in [0, 2^63 - 1], got {seed!r}")
-    if classes not in ("paper", "artifact"):
-        raise OptionError("--classes", f"expected paper or artifact, got {classes!r}")
+    seed = cfg.seed
+    rho_variant, isolated = cfg.rho_variant, cfg.isolated
     if rho_variant == metrics.ISOLATED:
         isolated = True
-    elif rho_variant not in metrics.RHO_VARIANTS:
-        raise OptionError(
-            "rho_variant", f"expected one of {(*metrics.RHO_VARIANTS, metrics.ISOLATED)}"
-        )
-    frame = None if isinstance(trace, Workload) else _trace_frame(trace)
-    if cluster is not None:
-        gpus = len(cluster)
-        gpus_per_machine = int(np.bincount(cluster.machine_index).max())
-        profile = "custom"
-    else:
-        if gpus is None:
-            gpus = int(frame.attrs.get("gpus", 64)) if frame is not None else 64
-        if not 1 <= gpus <= MAX_GPUS:
-            raise OptionError("--gpus", f"must be in [1, {MAX_GPUS}], got {gpus}")
-        if int(gpus) < 1 or int(gpus_per_machine) < 1 or gpus % gpus_per_machine:
-            raise OptionError(
-                "--gpus",
-                f"{gpus} GPUs is not a positive multiple of {gpus_per_machine} per machine",
-            )
-    from fairplace.instances.models import LOCALITY_MODELS, measured_locality
-
-    if locality_model not in LOCALITY_MODELS:
-        raise OptionError(
-            "--locality-model", f"expected one of {LOCALITY_MODELS}, got {locality_model!r}"
-        )
-    if locality_model == "measured" and frame is not None and "locality" not in frame.columns:
+    custom_tid = None if isinstance(rho_variant, str) else rho_variant
+    if isinstance(trace, Workload) and cfg.trace_options:
+        raise OptionError("trace_options", "only generated traces take options, not a Workload")
+    frame = (
+        None
+        if isinstance(trace, Workload)
+        else _trace_frame(trace, seed, cfg.gpus, cfg.trace_options)
+    )
+    gpus, gpus_per_machine = _cluster_size(cfg, frame)
+    if cfg.locality_model == "measured" and frame is not None and "locality" not in frame.columns:
         frame = frame.assign(
             locality=[
                 measured_locality(m, n)
                 for m, n in zip(frame["model"], frame["num_gpus"], strict=True)
             ]
         )
-    if not 1.0 <= locality_penalty <= MAX_RATIO:
+    sched_obj = None if isinstance(scheduler, str) else scheduler
+    sched_name = str(scheduler).lower() if sched_obj is None else str(sched_obj.name)
+    sched_opts = dict(cfg.scheduler_options or {})
+    if sched_obj is not None and sched_opts:
         raise OptionError(
-            "--locality-penalty", f"must be in [1, {MAX_RATIO:g}], got {locality_penalty}"
+            "scheduler_options", "set the options of a scheduler object on the object"
         )
-    for m, v in dict(locality_by_model or {}).items():
-        if isinstance(v, bool) or not isinstance(v, (int, float)) or not 1.0 <= v <= MAX_RATIO:
-            raise OptionError(f"locality_by_model.{m}", f"must be in [1, {MAX_RATIO:g}], got {v!r}")
-    sched_name = str(scheduler).lower()
-    sched_opts = dict(scheduler_options or {})
-    if sched_name == "themis":  # the round is the lease
+    if not isinstance(placement, str) and cfg.placement_options:
+        raise OptionError("placement_options", "set the options of a policy object on the object")
+    round_length = cfg.round_length
+    if sched_obj is None and sched_name == "themis":  # the round is the lease
         lease = float(sched_opts.pop("lease", round_length if round_length is not None else 600.0))
         round_length = lease
         sched_opts["lease"] = lease
-    if sched_name not in SCHEDULERS:
+    if sched_obj is None and sched_name not in SCHEDULERS:
         raise OptionError(
-            "--scheduler", f"unknown scheduler {scheduler!r}; known: {', '.join(SCHEDULERS)}"
+            "scheduler", f"unknown scheduler {scheduler!r}; known: {', '.join(SCHEDULERS)}"
         )
     config = SimConfig(
         round_length=float(round_length if round_length is not None else 300.0),
-        checkpoint=checkpoint,
-        restart=restart,
-        debug=debug,
-        skip_quiet=skip_quiet,
-        grid_origin=grid_origin,
-        stamping=stamping,
+        checkpoint=cfg.checkpoint,
+        restart=cfg.restart,
+        debug=cfg.debug,
+        skip_quiet=cfg.skip_quiet,
+        grid_origin=cfg.grid_origin,
+        stamping=cfg.stamping,
     )
-    if stamping != "exact" and sched_name == "themis":
-        raise OptionError("--stamping", "round-end stamping needs a queue scheduler, not themis")
+    allocates = bool(getattr(sched_obj, "allocates", False)) or sched_name in ALLOCATING_SCHEDULERS
+    if cfg.stamping != "exact" and allocates:
+        raise OptionError(
+            "stamping", f"round-end stamping needs a queue scheduler, not {sched_name}"
+        )
     if frame is None:
         w = trace
     else:
         models = (
             {}
             if {"t_iter", "cls"} <= set(frame.columns)
-            else models_table(frame["model"], classes, frame.attrs.get("name", "<trace>"))
+            else models_table(frame["model"], cfg.classes, frame.attrs.get("name", "<trace>"))
         )
-        w = workload_from_trace(frame, models, locality_penalty, locality_by_model, max_gpus=gpus)
-    repl = with_replacement
-    if cluster is None:
-        machines = gpus // gpus_per_machine
-        if profile == "longhorn-artifact":  # the artifact's draw is always with replacement
-            repl = True
-        elif repl is None:  # the Longhorn BERT profile has 136 GPUs: larger clusters repeat scores
-            repl = (
-                profile == "longhorn"
-                and gpus > 136
-                or profile == "longhorn-runs"
-                and gpus > 880  # the PageRank profile has 880 runs
-                or profile == "frontera"
-                and machines > 8
-            )
-        try:
-            cluster = make_cluster(
-                profile,
-                machines,
-                gpus_per_machine,
-                seed=seed,
-                classes=classes,
-                with_replacement=repl,
-                machines_per_rack=machines_per_rack,
-            )
-        except DataError as exc:
-            raise OptionError(f"--profile {profile}", exc.problem) from None
+        w = workload_from_trace(
+            frame, models, cfg.locality_penalty, cfg.locality_by_model, max_gpus=gpus
+        )
+    if cfg.cluster is None:
+        cluster, repl = _make_cluster(cfg, gpus, gpus_per_machine)
+        profile = cfg.profile
+    else:
+        cluster, repl, profile = cfg.cluster, cfg.with_replacement, "custom"
     cls_used = sorted({c for c in w.cls if c is not None})
-    scores = binned_scores(cluster, cls_used, binning, seed)
-    policy = make_policy(
-        placement,
-        seed=seed,
-        locality_penalty=locality_penalty,
-        locality_by_model=locality_by_model,
-        **dict(placement_options or {}),
+    scores = binned_scores(cluster, cls_used, cfg.binning, seed)
+    policy = (
+        make_policy(
+            placement,
+            seed=seed,
+            locality_penalty=cfg.locality_penalty,
+            locality_by_model=cfg.locality_by_model,
+            **dict(cfg.placement_options or {}),
+        )
+        if isinstance(placement, str)
+        else placement
     )
-    sched = make_scheduler(sched_name, seed=seed, **sched_opts)
+
+    def fresh_scheduler():
+        if sched_obj is not None:
+            return copy.deepcopy(sched_obj)
+        return make_scheduler(sched_name, seed=seed, **sched_opts)
+
+    sched = sched_obj if sched_obj is not None else fresh_scheduler()
     t_start = time.perf_counter()
-    with progress_bar(len(w), "simulating", progress) as bar:
+    with progress_bar(len(w), "simulating", cfg.progress) as bar:
         advance = bar.advance if bar.shown else None
         tr = Driver(w, cluster, scores, sched, policy, ClusterState, config, advance).run()
     seconds = time.perf_counter() - t_start
@@ -241,33 +285,42 @@ def simulate(
     if isolated:  # T_id = the JCT of each app re-simulated alone (same cluster, policies, grid)
 
         def run_alone(sub):
-            fresh = make_scheduler(sched_name, seed=seed, **sched_opts)
-            t = Driver(sub, cluster, scores, fresh, policy, ClusterState, config).run()
+            t = Driver(sub, cluster, scores, fresh_scheduler(), policy, ClusterState, config).run()
             return t.release, t.finish
 
         job_alone, app_alone = isolated_jct(w, run_alone)
         jobs[f"rho_{metrics.ISOLATED}"] = jobs["jct"].to_numpy() / job_alone
         apps[f"rho_{metrics.ISOLATED}"] = apps["jct"].to_numpy() / app_alone
-    summ = metrics.summary(jobs, apps, tr, gpus, rho_variant)
+    if custom_tid is not None:
+        add_rho(custom_tid, w, tr, jobs, apps, gpus)
+    variant = rho_variant if custom_tid is None else str(custom_tid.name)
+    summ = metrics.summary(jobs, apps, tr, gpus, variant)
+    if custom_tid is not None:  # as metrics.summary reports every built-in variant
+        r = apps[f"rho_{variant}"].to_numpy()
+        summ[f"max_rho_{variant}"] = float(np.max(r))
+        summ[f"median_rho_{variant}"] = float(np.median(r))
     summ["wall_seconds"] = seconds
-    cfg = {
+    placed_by = {"themis": "arbiter", "optimus": "optimus"}.get(sched_name, "policy")
+    if sched_obj is not None:
+        placed_by = sched_name if allocates else "policy"
+    out = {
         "trace": w.name,
         "scheduler": sched_name,
-        "placement": placement,
-        "placed_by": {"themis": "arbiter", "optimus": "optimus"}.get(sched_name, "policy"),
+        "placement": placement if isinstance(placement, str) else str(policy.name),
+        "placed_by": placed_by,
         "gpus": gpus,
         "gpus_per_machine": gpus_per_machine,
         "profile": profile,
-        "classes": classes,
+        "classes": cfg.classes,
         "with_replacement": bool(repl),
-        "binning": binning,
-        "locality_penalty": locality_penalty,
-        "locality_model": locality_model,
+        "binning": cfg.binning,
+        "locality_penalty": cfg.locality_penalty,
+        "locality_model": cfg.locality_model,
         "round_length": config.round_length,
-        "checkpoint": checkpoint,
-        "restart": restart,
+        "checkpoint": cfg.checkpoint,
+        "restart": cfg.restart,
         "seed": seed,
-        "grid_origin": grid_origin,
-        "stamping": stamping,
+        "grid_origin": cfg.grid_origin,
+        "stamping": cfg.stamping,
     }
-    return SimulationResult(jobs, apps, metrics.round_frame(tr), summ, cfg)
+    return SimulationResult(jobs, apps, metrics.round_frame(tr), summ, out)

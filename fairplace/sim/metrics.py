@@ -17,12 +17,12 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from fairplace.formulations.ftf import IdealTime, n_avg
+from fairplace.formulations.ftf import T_ID_VARIANTS, IdealTime, n_avg
 
 from .engine import Timeline
 from .workload import Workload
 
-RHO_VARIANTS = ("themis", "literal", "static", "gavel")
+RHO_VARIANTS = T_ID_VARIANTS  #: the T_id variants of formulations.ftf.IdealTime (one list)
 #: also reported when the simulation re-runs every app alone (``simulate(isolated=True)``)
 ISOLATED = "isolated"
 

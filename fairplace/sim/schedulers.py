@@ -9,8 +9,10 @@ completion (``inf`` when only events change it); the driver uses it to jump over
 from __future__ import annotations
 
 import heapq
+import importlib
 import inspect
 from dataclasses import dataclass
+from types import MappingProxyType
 
 import numpy as np
 
@@ -252,34 +254,44 @@ class GavelFTF:
         return view.t
 
 
-QUEUE_SCHEDULERS = {
-    "fifo": FIFO,
-    "las": LAS,
-    "srtf": SRTF,
-    "drf": DRF,
-    "gandiva": GandivaPacking,
-    "srpt-oracle": SRPTOracle,
-    "slaq": SLAQ,
-    "gavel-ftf": GavelFTF,
-}
+#: schedulers that only order the queue (the placement policy places it)
+QUEUE_SCHEDULERS = MappingProxyType(
+    {
+        "fifo": FIFO,
+        "las": LAS,
+        "srtf": SRTF,
+        "drf": DRF,
+        "gandiva": GandivaPacking,
+        "srpt-oracle": SRPTOracle,
+        "slaq": SLAQ,
+        "gavel-ftf": GavelFTF,
+    }
+)
+#: schedulers that place jobs themselves (``allocates``): name -> "module:class", imported when
+#: made (their modules import this one's SchedView)
+ALLOCATING_SCHEDULERS = MappingProxyType(
+    {"optimus": "fairplace.sim.optimus:Optimus", "themis": "fairplace.sim.themis:Themis"}
+)
+#: every scheduler name: the one list simulate(), the CLI help and the sweep schema read
+SCHEDULERS = (*QUEUE_SCHEDULERS, *ALLOCATING_SCHEDULERS)
+
+
+def scheduler_class(name: str) -> type:
+    """The class behind a scheduler name (:data:`SCHEDULERS`); :class:`UnknownSolver` otherwise."""
+    key = str(name).lower()
+    if key in QUEUE_SCHEDULERS:
+        return QUEUE_SCHEDULERS[key]
+    if key in ALLOCATING_SCHEDULERS:
+        mod, cls = ALLOCATING_SCHEDULERS[key].split(":")
+        return getattr(importlib.import_module(mod), cls)
+    raise UnknownSolver("scheduler", f"unknown scheduler {name!r}; known: {', '.join(SCHEDULERS)}")
 
 
 def make_scheduler(name: str, *, seed: int = 0, **options):
-    """Scheduler by name (``fifo, las, srtf, drf, gandiva, srpt-oracle, slaq, gavel-ftf, optimus,
-    themis``)."""
+    """Scheduler by name (:data:`SCHEDULERS`) with its keyword ``options`` (an unknown one raises
+    :class:`OptionError` naming it); ``seed`` goes to the schedulers that draw."""
     key = str(name).lower()
-    if key == "themis":
-        from .themis import Themis
-
-        cls = Themis
-    elif key == "optimus":
-        from .optimus import Optimus
-
-        cls = Optimus
-    elif key in QUEUE_SCHEDULERS:
-        cls = QUEUE_SCHEDULERS[key]
-    else:
-        raise UnknownSolver("--scheduler", f"unknown scheduler {name!r}")
+    cls = scheduler_class(key)
     known = set(inspect.signature(cls).parameters) - {"seed"}
     unknown = set(options) - known
     if unknown:

@@ -49,7 +49,7 @@ def apply_setup(setup: str, args: dict, fn) -> dict:
     """``args`` (``fn``'s keyword arguments) with the set-up's values wherever the caller kept the
     default; the set-up's tie-break joins ``placement_options`` unless the caller gave ``ties``."""
     if setup not in SETUPS:
-        raise OptionError("--setup", f"unknown set-up {setup!r}; known: {', '.join(SETUPS)}")
+        raise OptionError("setup", f"unknown set-up {setup!r}; known: {', '.join(SETUPS)}")
     defaults = {k: p.default for k, p in inspect.signature(fn).parameters.items()}
     out = dict(args)
     for k, v in SETUPS[setup].items():

@@ -1,0 +1,127 @@
+"""``SimulationConfig``: every option of :func:`fairplace.simulate` besides the trace, the scheduler
+and the placement policy, as one frozen dataclass (its defaults are ``simulate``'s defaults), and the
+name lists of the options that take a name (the CLI and the sweep schema read them)."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, fields, replace
+from typing import Any
+
+import numpy as np
+
+from fairplace.core.errors import OptionError
+from fairplace.core.limits import MAX_RATIO, MAX_SEED
+from fairplace.instances.models import LOCALITY_MODELS
+
+from . import metrics
+from .protocols import IdealTimeModel
+
+#: PM-score binning before placement (PAL §IV-C): K by silhouette, the artifact's rule, or raw scores
+BINNINGS = ("silhouette", "artifact", "none")
+#: model -> application class maps (``instances.models``): PAL's paper (A/B/C) or its artifact (A-D)
+CLASS_MAPS = ("paper", "artifact")
+#: every T_id variant ``rho_variant`` may name: IdealTime's variants, then apps re-simulated alone
+RHO_VARIANT_NAMES = (*metrics.RHO_VARIANTS, metrics.ISOLATED)
+
+
+@dataclass(frozen=True)
+class SimulationConfig:
+    """Cluster, runtime model, round grid and reporting options of one simulation.
+
+    ``gpus`` None: the trace's ``attrs["gpus"]`` or 64; ``cluster`` (a
+    :class:`~fairplace.core.domain.Cluster` with PM-scores) overrides ``gpus``, ``gpus_per_machine``
+    and ``profile``. ``round_length`` None: 300 s (THEMIS: its lease, 600 s).
+    ``locality_model``: ``constant`` (a spread job runs ``locality_penalty`` x slower) or
+    ``measured`` (the runtime penalty is PAL's per-(model, GPUs) Frontera table, §IV-D; placement
+    policies still decide with ``locality_penalty``); a trace's own ``locality`` column wins.
+    ``rho_variant``: a T_id variant name (:data:`RHO_VARIANT_NAMES`) or an object satisfying
+    :class:`~fairplace.sim.protocols.IdealTimeModel`. ``trace_options``: keyword arguments of a
+    generated trace's generator (``themis-1``: ``n_apps``, ``contention``, ...). ``setup``: a named
+    set-up (``fairplace.sim.setups``) filling every field left at its default.
+    Field values are checked when the config is made (:class:`OptionError` naming the field)."""
+
+    gpus: int | None = None
+    gpus_per_machine: int = 4
+    machines_per_rack: int | None = None
+    profile: str = "longhorn-runs"
+    classes: str = "paper"
+    with_replacement: bool | None = None
+    binning: str = "silhouette"
+    locality_penalty: float = 1.7
+    locality_by_model: Mapping[str, float] | None = None
+    locality_model: str = "constant"
+    round_length: float | None = None
+    checkpoint: float = 10.0
+    restart: float = 35.0
+    seed: int = 0
+    rho_variant: str | IdealTimeModel = "themis"
+    isolated: bool = False
+    debug: bool = False
+    skip_quiet: bool = True
+    progress: Any = None  # bool | ProgressBar | None (fairplace.core.progress.progress_bar)
+    cluster: Any = None  # a fairplace.core.domain.Cluster with PM-scores
+    scheduler_options: Mapping[str, object] | None = None
+    placement_options: Mapping[str, object] | None = None
+    trace_options: Mapping[str, object] | None = None
+    grid_origin: str = "first-arrival"
+    stamping: str = "exact"
+    setup: str | None = None
+
+    def __post_init__(self):
+        seed = self.seed
+        if isinstance(seed, bool) or not isinstance(seed, (int, np.integer)):
+            raise OptionError("seed", f"must be an integer in [0, 2^63 - 1], got {seed!r}")
+        if not 0 <= seed <= MAX_SEED:
+            raise OptionError("seed", f"must be an integer in [0, 2^63 - 1], got {seed!r}")
+        for name, known in (
+            ("classes", CLASS_MAPS),
+            ("binning", BINNINGS),
+            ("locality_model", LOCALITY_MODELS),
+        ):
+            if getattr(self, name) not in known:
+                raise OptionError(
+                    name, f"expected one of {', '.join(known)}, got {getattr(self, name)!r}"
+                )
+        rv = self.rho_variant
+        if isinstance(rv, str):
+            if rv not in RHO_VARIANT_NAMES:
+                raise OptionError(
+                    "rho_variant", f"expected one of {', '.join(RHO_VARIANT_NAMES)}, got {rv!r}"
+                )
+        elif not isinstance(rv, IdealTimeModel):
+            raise OptionError(
+                "rho_variant", "expected a T_id variant name or an object with ideal_time()"
+            )
+        pen = self.locality_penalty
+        if isinstance(pen, bool) or not isinstance(pen, (int, float, np.number)):
+            raise OptionError("locality_penalty", f"must be a number, got {pen!r}")
+        if not 1.0 <= pen <= MAX_RATIO:
+            raise OptionError("locality_penalty", f"must be in [1, {MAX_RATIO:g}], got {pen}")
+        for m, v in dict(self.locality_by_model or {}).items():
+            if isinstance(v, bool) or not isinstance(v, (int, float)) or not 1.0 <= v <= MAX_RATIO:
+                raise OptionError(
+                    f"locality_by_model.{m}", f"must be in [1, {MAX_RATIO:g}], got {v!r}"
+                )
+        for name in ("scheduler_options", "placement_options", "trace_options"):
+            if getattr(self, name) is not None and not isinstance(getattr(self, name), Mapping):
+                raise OptionError(name, "must be a mapping of option names to values")
+
+    def with_overrides(self, **overrides) -> SimulationConfig:
+        """A copy with ``overrides`` applied; an unknown name raises :class:`OptionError` naming it."""
+        known = {f.name for f in fields(self)}
+        for name in overrides:
+            if name not in known:
+                raise OptionError(
+                    name, f"unknown simulation parameter; known: {', '.join(sorted(known))}"
+                )
+        return replace(self, **overrides) if overrides else self
+
+    def as_kwargs(self) -> dict[str, Any]:
+        """``{field: value}`` (shallow: the objects themselves, no copies)."""
+        return {f.name: getattr(self, f.name) for f in fields(self)}
+
+
+def field_names() -> tuple[str, ...]:
+    """The names ``simulate`` accepts as keyword options (the fields, in order)."""
+    return tuple(f.name for f in fields(SimulationConfig))

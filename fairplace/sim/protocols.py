@@ -1,0 +1,85 @@
+"""What :func:`fairplace.simulate` accepts besides names: a scheduler, a placement policy and a T_id
+model, each an object with the methods below (structural typing: no base class to inherit).
+
+A **scheduler** orders the active jobs at each decision (queue schedulers: FIFO, LAS, ...)::
+
+    name: str
+    order(view: SchedView) -> np.ndarray      # indices of view.active, most urgent first
+    next_change(view: SchedView) -> float     # earliest time the order may change without an
+                                              # arrival or a completion (np.inf: never)
+
+Optional: ``bind(cluster)`` (called once before the run); ``allocates = True`` with
+``allocate(...)`` / ``next_event(t)`` for a scheduler that places jobs itself, as THEMIS' arbiter
+and Optimus do (``fairplace/sim/themis.py``; the driver then skips the placement policy).
+
+A **placement policy** turns the ordered queue into GPU sets::
+
+    name: str
+    place(state: ClusterState, queue: Sequence[Job]) -> Decision
+
+(optional: ``resumable = True`` and ``place(state, queue, previous=Decision)`` to continue from the
+previous decision). ``SchedView`` is in :mod:`fairplace.sim.schedulers`; ``ClusterState``,
+``Decision`` and the built-in policies are in :mod:`fairplace.solvers.policies`.
+
+A **T_id model** gives the ideal time of finish-time fairness rho = T_sh / T_id (THEMIS Eq. 1) of
+every job (each taken as its own app) and every app::
+
+    name: str
+    ideal_time(entities: pd.DataFrame, gpus: int) -> np.ndarray   # T_id per row, seconds
+
+``entities`` has one row per job or app with ``arrival``, ``finish`` (s), ``work`` (serial
+GPU-seconds on median GPUs), ``demand_max`` (GPUs), ``n_avg`` (time-averaged number of active
+apps over the row's life) and ``n_arrival`` (active apps at its arrival). The result becomes the
+columns ``rho_<name>`` of the jobs and apps frames and the summary's ``max_rho`` / ``median_rho``.
+docs/extending.md has a worked example of each.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any, Protocol, runtime_checkable
+
+import numpy as np
+
+
+@runtime_checkable
+class Scheduler(Protocol):
+    """Orders the active jobs; see the module docstring."""
+
+    name: str
+
+    def order(self, view: Any) -> np.ndarray: ...
+
+    def next_change(self, view: Any) -> float: ...
+
+
+@runtime_checkable
+class AllocatingScheduler(Protocol):
+    """A scheduler that places jobs itself (``allocates = True``; THEMIS' arbiter, Optimus)."""
+
+    name: str
+    allocates: bool
+
+    def allocate(
+        self, view: Any, w: Any, cluster: Any, scores: Any, alloc: Any, grid: Any
+    ) -> dict: ...
+
+    def next_change(self, view: Any) -> float: ...
+
+
+@runtime_checkable
+class PlacementPolicy(Protocol):
+    """Places the ordered queue on GPUs; see the module docstring."""
+
+    name: str
+
+    def place(self, state: Any, queue: Sequence[Any]) -> Any: ...
+
+
+@runtime_checkable
+class IdealTimeModel(Protocol):
+    """T_id of rho = T_sh / T_id per job and app; see the module docstring."""
+
+    name: str
+
+    def ideal_time(self, entities: Any, gpus: int) -> np.ndarray: ...
