@@ -193,8 +193,7 @@ class FreePool:
             raise ValueError(f"count must be 'machine' or 'level', got {count!r}")
         out = []
         got = 0
-        while count == "machine" and self._fast and got < k and self.n_free:
-            self.first_free(cls, 1)  # moves the pointer to the lowest free GPU
+        while count == "machine" and self._fast and got < k and self._lowest(cls):
             ci = self._class_index(cls)
             lb = self._level(ci, int(ci.c.lev_pos[self._ptr[cls]]))
             seq = np.array(lb.singles(k - got), dtype=np.int64)
@@ -236,6 +235,13 @@ class FreePool:
             ci.sync()
         return ci
 
+    def _lowest(self, cls) -> bool:
+        """Point ``cls``'s pointer at its lowest free GPU; False if none is free."""
+        p = self._ptr.get(cls)
+        if p is not None and p < self.G and self.free[self._orders[cls][p]]:
+            return True
+        return self.first_free(cls, 1) is not None
+
     def _level(self, ci: ClassIndex, lev: int):
         return ci.level(lev)
 
@@ -262,7 +268,7 @@ class FreePool:
         free score; this one fragments least: machines by most eligible GPUs first (ties: lower
         index), the last one replaced by the best fit (fewest eligible GPUs that still cover the
         remainder); on each machine the lowest-scoring eligible GPUs. Needs >= ``n`` eligible GPUs."""
-        if self._fast and self.first_free(cls, 1) is not None:
+        if self._fast and self._lowest(cls):
             ci = self._class_index(cls)
             lev = int(ci.c.lev_pos[self._ptr[cls]])
             if ci.c.lval[lev] == v_max and ci.lfree[lev] >= n:  # one level: its buckets
@@ -325,7 +331,14 @@ class FreePool:
         machine index. Returns (max score of the set, GPU indices) or None."""
         if n > self.P:
             return None
-        if self._fast and self.first_free(cls, 1) is not None:
+        if self._fast and n == self.P:  # a wholly free machine: the one with the lowest top score
+            m = self._class_index(cls).whole()
+            if m is None:
+                return None
+            row = self.slots[m]
+            s = self._score_ext(cls)[row]
+            return float(s.max()), row[np.argsort(s, kind="stable")]
+        if self._fast and self._lowest(cls):
             ci = self._class_index(cls)
             lev = int(ci.c.lev_pos[self._ptr[cls]])
             cell = self._level(ci, lev).packed(n)  # a machine with n free at the lowest level wins

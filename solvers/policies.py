@@ -169,7 +169,7 @@ class PlacementPolicy:
                 stopped = True
                 break
             pool.take(gpus)
-            alloc[job.id] = tuple(int(x) for x in np.sort(gpus))
+            alloc[job.id] = tuple(np.sort(gpus).tolist())
         for j, g in held.items():  # running jobs not reached before a stop keep their GPUs
             alloc.setdefault(j, tuple(int(x) for x in np.sort(g)))
         preempted = tuple(j for j in running if j in in_queue and j not in alloc)
@@ -232,9 +232,16 @@ class PMFirstPolicy(PlacementPolicy):
     ties: str = "machine"
 
     def _order(self, jobs, cluster_size):
-        demand = np.cumsum([j.gpus for j in jobs])
+        demand = np.cumsum(np.fromiter((j.gpus for j in jobs), np.int64, len(jobs)))
         cut = int(np.searchsorted(demand, cluster_size, side="right"))
-        head = sorted(jobs[:cut], key=lambda j: (j.cls is None, j.cls or ""))
+        by_cls: dict = {}  # a stable sort by class (A first, None last) as one pass of buckets
+        for j in jobs[:cut]:
+            b = by_cls.get(j.cls)
+            if b is None:
+                by_cls[j.cls] = [j]
+            else:
+                b.append(j)
+        head = [j for c in sorted(by_cls, key=lambda c: (c is None, c or "")) for j in by_cls[c]]
         return head + jobs[cut:]
 
     def _singles_count(self):

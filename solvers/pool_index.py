@@ -62,6 +62,9 @@ class Cells:
         self.cm_list = self.cm.tolist()
         self.cell_of_l = self.cell_of.tolist()
         self.clev_l = self.clev.tolist()
+        M = int(mi.max()) + 1 if G else 0
+        self.mtop = np.zeros(M, dtype=np.int64)  # each machine's highest level
+        np.maximum.at(self.mtop, self.cm, self.clev)
 
 
 class ClassIndex:
@@ -77,6 +80,33 @@ class ClassIndex:
         self.lfree = np.bincount(cells.clev[cell], minlength=cells.lval.size).tolist()
         self.cursor = len(pool._log)
         self.levels: dict[int, LevelBuckets] = {}
+        self._whole: list[int] | None = None
+        self._whole_cursor = 0
+
+    def whole(self) -> int | None:
+        """The wholly free machine (all P GPUs free) whose highest level is lowest, then the lowest
+        machine; None if there is none. A heap of (top level, machine) over the machines wholly free
+        when built, pushed again when a release frees a machine wholly; busy ones dropped lazily."""
+        pool, P = self.pool, self.pool.P
+        M, nf, log = self.c.mtop.size, pool._nf, pool._log
+        if self._whole is None:
+            ms = np.flatnonzero(pool.nfree_m == P)
+            self._whole = np.sort(self.c.mtop[ms] * M + ms).tolist()
+        else:
+            mil, top = pool._mil, self.c.mtop
+            for gs, sign in log[self._whole_cursor :]:
+                for g in gs if sign > 0 else ():
+                    m = mil[g]
+                    if nf[m] == P:
+                        heappush(self._whole, int(top[m]) * M + m)
+        self._whole_cursor = len(log)
+        h = self._whole
+        while h:
+            m = h[0] % M
+            if nf[m] == P:
+                return m
+            heappop(h)
+        return None
 
     def sync(self) -> None:
         """Replay the takes and releases logged since the last sync into ``cf`` and ``lfree``."""
@@ -234,10 +264,35 @@ class LevelBuckets:
         return self._fill(groups, need)
 
     def singles(self, need: int) -> list[int]:
-        """``need`` successive single-GPU PM-First picks: cells by (nf, machine), drained in turn."""
-        P = self.P
-        groups = [[(cf, nf) for cf in range(1, nf + 1)] for nf in range(1, P + 1)]
-        return self._fill(groups, need, consume=True)
+        """``need`` successive single-GPU PM-First picks: cells by (nf, machine), drained in turn.
+        The caller takes them (every cell popped here is then empty or touched, so re-pushed)."""
+        b, P = self.b, self.P
+        cf, nf, cm = self.ci.cf, self.pool._nf, self.ci.c.cm_list
+        cs, og, free = self.ci.c.cs, self.ci.c.og, self.pool.free
+        pick: list[int] = []
+        for nfk in range(1, P + 1):
+            hs = [(cfk, h) for cfk in range(1, nfk + 1) if (h := b.get((cfk, nfk)))]
+            while hs:
+                best, bh = -1, None
+                for cfk, h in hs:  # drop stale heads, find the smallest valid one
+                    while h:
+                        c = h[0]
+                        if cf[c] == cfk and nf[cm[c]] == nfk:
+                            if bh is None or c < best:
+                                best, bh = c, h
+                            break
+                        heappop(h)
+                if bh is None:
+                    break
+                while bh and bh[0] == best:  # the cell and its duplicates
+                    heappop(bh)
+                for g in og[cs[best] : cs[best + 1]]:
+                    if free[g]:
+                        pick.append(g)
+                        if len(pick) == need:
+                            return pick
+                hs = [x for x in hs if x[1]]
+        return pick
 
     def fewest(self, n: int) -> tuple[list[int], list[int]]:
         """The fewest-machines fill of ``n`` GPUs from this level: cells by (cf desc, machine) while
