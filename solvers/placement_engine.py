@@ -55,6 +55,7 @@ class FreePool:
         holding each class's score order (so it is sorted once, not once per round)."""
         G = len(cluster)
         self.G = G
+        self.cluster = cluster
         mi = cluster.machine_index
         self.mi = mi
         M = len(cluster.machines)
