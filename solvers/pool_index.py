@@ -11,15 +11,17 @@ orders whole cells:
 * PAL's packed query at the lowest level: cells with cf >= n by (nf, machine).
 
 Per level the live cells sit in *buckets* keyed by (cf, nf), each a heap of cell ids (ascending cell id
-= ascending machine inside a level). Takes and releases are appended to the pool's log; a class's cf and
-a level's buckets replay the log lazily when queried, pushing the touched cells' new keys; entries whose
-key is no longer the cell's are dropped when they reach a heap's top (lazy deletion).
+= ascending machine inside a level). Takes and releases are appended to the pool's log; a class replays
+it when next queried, updating cf and pushing the touched machines' cells with their new keys into the
+buckets built so far; entries whose key is no longer the cell's are dropped when they reach a heap's top
+(lazy deletion).
 """
 
 from __future__ import annotations
 
 from bisect import bisect_left
 from heapq import heappop, heappush
+from itertools import chain
 
 import numpy as np
 
@@ -109,26 +111,41 @@ class ClassIndex:
         return None
 
     def sync(self) -> None:
-        """Replay the takes and releases logged since the last sync into ``cf`` and ``lfree``."""
+        """Replay the takes and releases logged since the last sync into ``cf`` and ``lfree``, and
+        push the new keys of the touched machines' cells into the level buckets built so far (a long
+        log, e.g. a whole other class's jobs: numpy, and the buckets are rebuilt when next used)."""
         log = self.pool._log
         if self.cursor == len(log):
             return
         new = log[self.cursor :]
         self.cursor = len(log)
-        cell_of, clev, cf, lf = self.c.cell_of_l, self.c.clev_l, self.cf, self.lfree
+        cell_of, clev = self.c.cell_of_l, self.c.clev_l
+        if sum(len(gs) for gs, _ in new) > len(cell_of) // 8:
+            idx = np.fromiter(chain.from_iterable(gs for gs, _ in new), np.int64)
+            sign = np.fromiter(chain.from_iterable([s] * len(gs) for gs, s in new), np.int64)
+            cell = self.c.cell_of[idx]
+            cf, lf = np.array(self.cf), np.array(self.lfree)
+            np.add.at(cf, cell, sign)
+            np.add.at(lf, self.c.clev[cell], sign)
+            self.cf, self.lfree = cf.tolist(), lf.tolist()
+            self.levels.clear()
+            return
+        cf, lf, mil = self.cf, self.lfree, self.pool._mil
+        touched = set()
         for gs, s in new:
             for g in gs:
                 c = cell_of[g]
                 cf[c] += s
                 lf[clev[c]] += s
+                touched.add(mil[g])
+        for lb in self.levels.values():
+            lb.push(touched)
 
     def level(self, lev: int) -> LevelBuckets:
         """The buckets of level ``lev``, up to date (call :meth:`sync` first)."""
         b = self.levels.get(lev)
         if b is None:
             b = self.levels[lev] = LevelBuckets(self, lev)
-        else:
-            b.sync()
         return b
 
 
@@ -153,36 +170,20 @@ class LevelBuckets:
         self.b: dict[tuple[int, int], list[int]] = {}
         for a, z in zip(np.r_[0, cut].tolist(), np.r_[cut, key.size].tolist(), strict=True):
             self.b[divmod(int(key[a]), self.P + 1)] = cells[a:z].tolist()
-        self.cursor = len(self.pool._log)
 
-    def sync(self) -> None:
-        """Push the current key of every live cell of this level on a machine touched since the last
-        sync (or rebuild when that may be most of the level)."""
-        log = self.pool._log
-        if self.cursor == len(log):
-            return
-        new = log[self.cursor :]
-        self.cursor = len(log)
+    def push(self, machines) -> None:
+        """Push the current key of each live cell of this level on ``machines``."""
         lo, hi = self.lo, self.hi
-        if sum(len(gs) for gs, _ in new) >= (hi - lo) // 2:
-            self.rebuild()
-            return
-        mil, nf, cf, cm, b = self.pool._mil, self.pool._nf, self.ci.cf, self.ci.c.cm_list, self.b
-        seen = set()
-        for gs, _ in new:
-            for g in gs:
-                m = mil[g]
-                if m in seen:
-                    continue
-                seen.add(m)
-                p = bisect_left(cm, m, lo, hi)  # this level's cell on machine m, if any
-                if p < hi and cm[p] == m and cf[p]:
-                    key = (cf[p], nf[m])
-                    h = b.get(key)
-                    if h is None:
-                        b[key] = [p]
-                    else:
-                        heappush(h, p)
+        nf, cf, cm, b = self.pool._nf, self.ci.cf, self.ci.c.cm_list, self.b
+        for m in machines:
+            p = bisect_left(cm, m, lo, hi)  # this level's cell on machine m, if any
+            if p < hi and cm[p] == m and cf[p]:
+                key = (cf[p], nf[m])
+                h = b.get(key)
+                if h is None:
+                    b[key] = [p]
+                else:
+                    heappush(h, p)
 
     def _head(self, key: tuple[int, int]) -> int | None:
         """The smallest valid cell of bucket ``key``, dropping stale entries on the way."""
