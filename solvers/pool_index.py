@@ -239,19 +239,42 @@ class LevelBuckets:
     def _fill(self, groups, need: int, consume: bool = False) -> list[int]:
         """The first ``need`` free GPUs of the cells of each bucket group in turn (cells ascending
         inside a group, GPUs ascending inside a cell). ``consume``: the caller takes them (every
-        popped cell is then touched and re-pushed by the next sync, or empty), else restore."""
+        cell popped here is then empty or touched, so pushed again by the next sync), else the
+        popped entries are pushed back."""
+        b = self.b
+        cf, nf, cm = self.ci.cf, self.pool._nf, self.ci.c.cm_list
+        cs, og, free = self.ci.c.cs, self.ci.c.og, self.pool.free
         pick: list[int] = []
+        popped = []
         for keys in groups:
-            for cell in self.cells(keys):
-                pick.extend(self.free_gpus(cell)[: need - len(pick)])
-                if len(pick) == need:
+            hs = [(k, h) for k in keys if (h := b.get(k))]
+            while hs and len(pick) < need:
+                best, bh, bk = -1, None, None
+                for k, h in hs:  # drop stale heads, find the smallest valid one
+                    cfk, nfk = k
+                    while h:
+                        c = h[0]
+                        if cf[c] == cfk and nf[cm[c]] == nfk:
+                            if bh is None or c < best:
+                                best, bh, bk = c, h, k
+                            break
+                        heappop(h)
+                if bh is None:
                     break
+                while bh and bh[0] == best:  # the cell and its duplicates
+                    heappop(bh)
+                popped.append((bk, best))
+                for g in og[cs[best] : cs[best + 1]]:
+                    if free[g]:
+                        pick.append(g)
+                        if len(pick) == need:
+                            break
+                hs = [x for x in hs if x[1]]
             if len(pick) == need:
                 break
-        if consume:
-            self.popped.clear()
-        else:
-            self.restore()
+        if not consume:
+            for k, c in popped:
+                heappush(b[k], c)
         return pick
 
     def best_match(self, n: int, need: int) -> list[int]:
@@ -259,41 +282,17 @@ class LevelBuckets:
         P = self.P
         groups = []
         for d in range(max(0, n - P), max(n, P) + 1):
-            nfs = sorted({n - d, n + d} & set(range(1, P + 1)))
-            if nfs:
-                groups.append([(cf, nf) for nf in nfs for cf in range(1, nf + 1)])
+            nfs = [nf for nf in (n - d, n + d) if 1 <= nf <= P]
+            if d == 0:
+                nfs = nfs[:1]
+            groups.append([(cf, nf) for nf in nfs for cf in range(1, nf + 1)])
         return self._fill(groups, need)
 
     def singles(self, need: int) -> list[int]:
         """``need`` successive single-GPU PM-First picks: cells by (nf, machine), drained in turn.
-        The caller takes them (every cell popped here is then empty or touched, so re-pushed)."""
-        b, P = self.b, self.P
-        cf, nf, cm = self.ci.cf, self.pool._nf, self.ci.c.cm_list
-        cs, og, free = self.ci.c.cs, self.ci.c.og, self.pool.free
-        pick: list[int] = []
-        for nfk in range(1, P + 1):
-            hs = [(cfk, h) for cfk in range(1, nfk + 1) if (h := b.get((cfk, nfk)))]
-            while hs:
-                best, bh = -1, None
-                for cfk, h in hs:  # drop stale heads, find the smallest valid one
-                    while h:
-                        c = h[0]
-                        if cf[c] == cfk and nf[cm[c]] == nfk:
-                            if bh is None or c < best:
-                                best, bh = c, h
-                            break
-                        heappop(h)
-                if bh is None:
-                    break
-                while bh and bh[0] == best:  # the cell and its duplicates
-                    heappop(bh)
-                for g in og[cs[best] : cs[best + 1]]:
-                    if free[g]:
-                        pick.append(g)
-                        if len(pick) == need:
-                            return pick
-                hs = [x for x in hs if x[1]]
-        return pick
+        The caller takes them."""
+        groups = [[(cf, nf) for cf in range(1, nf + 1)] for nf in range(1, self.P + 1)]
+        return self._fill(groups, need, consume=True)
 
     def fewest(self, n: int) -> tuple[list[int], list[int]]:
         """The fewest-machines fill of ``n`` GPUs from this level: cells by (cf desc, machine) while
