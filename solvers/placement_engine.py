@@ -50,9 +50,13 @@ class FreePool:
         scores: Mapping[str, np.ndarray],
         free: np.ndarray,
         sorted_cache: dict | None = None,
+        index: bool | None = None,
     ):
         """``sorted_cache``: a dict kept by the caller across pools of the same cluster and scores,
-        holding each class's score order (so it is sorted once, not once per round)."""
+        holding each class's score order (so it is sorted once, not once per round). ``index``: pick
+        through the incremental index (:mod:`.pool_index`; same picks) — None: where it pays off,
+        measured: from 2,048 GPUs, PM-First's multi-GPU best match from 8,192 (below, the vectorised
+        rescan of a small tie level is cheaper than the index's Python bookkeeping)."""
         G = len(cluster)
         self.G = G
         self.cluster = cluster
@@ -74,7 +78,9 @@ class FreePool:
         self._ext: dict[object, np.ndarray] = {}
         self._log: list[tuple[np.ndarray, int]] = []  # (GPUs, +1 / -1) per take / release
         self._index: dict[object, ClassIndex] = {}
-        self._fast = G > 0 and contiguous(mi)  # cell-ordered picks (pool_index) are exact
+        # cell-ordered picks (pool_index) are exact when GPUs are grouped by machine
+        self._fast = G > 0 and contiguous(mi) and (G >= 2048 if index is None else bool(index))
+        self._fast_match = self._fast and (G >= 8192 if index is None else True)
 
     # ---- state changes -------------------------------------------------------------------------
     def take(self, idx: np.ndarray) -> None:
@@ -157,7 +163,7 @@ class FreePool:
         s = self.score(cls)
         v = s[head[-1]]
         below = head[s[head] < v]
-        if count == "machine" and self._fast:  # O(P² log G): the level's buckets
+        if count == "machine" and self._fast_match:  # O(P² log G): the level's buckets
             ci = self._class_index(cls)
             lev = int(ci.c.clev[ci.c.cell_of[head[-1]]])
             need = n - below.size

@@ -92,7 +92,7 @@ ops = st.lists(
 @given(pools(), ops)
 def test_indexed_picks_equal_naive_picks(p, seq):
     cl, s, free = p
-    pool = FreePool(cl, {"A": s}, free.copy())
+    pool = FreePool(cl, {"A": s}, free.copy(), index=True)
     free = free.copy()
     for op, n in seq:
         if op == "release":  # a sticky preemption: n busy GPUs come back
@@ -129,3 +129,26 @@ def test_indexed_picks_equal_naive_picks(p, seq):
             pool.take(idx)
             free[idx] = False
     assert np.array_equal(pool.free[: len(cl)], free)
+
+
+class _Indexed(FreePool):
+    """A pool that always picks through the index (the automatic choice uses it on large clusters
+    only, and the reference cases are small)."""
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **{**kwargs, "index": True})
+
+
+def test_reference_picks_and_simulations_through_the_index(monkeypatch):
+    import json
+
+    import speedup_cases as sc
+
+    from fairplace.solvers import policy_round
+
+    monkeypatch.setattr(policy_round, "FreePool", _Indexed)
+    ref = json.loads(sc.REFERENCE.read_text())
+    for args in sc.placement_params():
+        assert sc.placement_case(*args) == ref["placement"][sc.placement_key(*args)], args
+    for args in sc.SIMULATIONS:
+        assert sc.simulation_case(*args) == ref["simulation"][sc.simulation_key(*args)], args
