@@ -55,8 +55,9 @@ class FreePool:
         """``sorted_cache``: a dict kept by the caller across pools of the same cluster and scores,
         holding each class's score order (so it is sorted once, not once per round). ``index``: pick
         through the incremental index (:mod:`.pool_index`; same picks) — None: where it pays off,
-        measured: from 2,048 GPUs, PM-First's multi-GPU best match from 8,192 (below, the vectorised
-        rescan of a small tie level is cheaper than the index's Python bookkeeping)."""
+        measured: PAL's packed and fewest-machines queries from 2,048 GPUs, PM-First's picks (single
+        and multi-GPU) from 8,192 (below, the vectorised rescan of a small tie level is cheaper than
+        the index's Python bookkeeping)."""
         G = len(cluster)
         self.G = G
         self.cluster = cluster
@@ -200,7 +201,7 @@ class FreePool:
             raise ValueError(f"count must be 'machine' or 'level', got {count!r}")
         out = []
         got = 0
-        while count == "machine" and self._fast and got < k and self._lowest(cls):
+        while count == "machine" and self._fast_match and got < k and self._lowest(cls):
             ci = self._class_index(cls)
             lb = self._level(ci, int(ci.c.lev_pos[self._ptr[cls]]))
             seq = np.array(lb.singles(k - got), dtype=np.int64)
