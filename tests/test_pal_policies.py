@@ -12,6 +12,7 @@ from fairplace.core.errors import DataError, OptionError, UnknownSolver
 from fairplace.formulations.pm_score import bin_scores
 from fairplace.instances.generators import grid_cluster
 from fairplace.instances.variability import frontera_cluster
+from fairplace.solvers.placement_engine import FreePool
 from fairplace.solvers.policies import (
     POLICY_NAMES,
     ClusterState,
@@ -244,3 +245,19 @@ def test_decisions_are_valid(r, name, backfill):
         flags = [j.id in placed for j in order]
         assert flags == sorted(flags, reverse=True)
     assert d == pol.place(state, queue)  # deterministic
+
+
+@settings(max_examples=100, deadline=None)
+@given(st.integers(1, 4), st.integers(1, 4), st.data())
+def test_lv_product_is_the_domain_slowdown(M, P, data):
+    """PlacementPolicy.lv_product (via fairplace.core.domain.slowdown) is L * max V, L = 1 on one
+    machine, else the job's L_across (per-model table first, then the constant)."""
+    G = M * P
+    s = np.array(data.draw(st.lists(st.sampled_from([0.8, 1.0, 1.25]), min_size=G, max_size=G)))
+    cl = grid_cluster(M, P, pm={"A": s})
+    idx = np.array(sorted(data.draw(st.sets(st.integers(0, G - 1), min_size=1))))
+    pol = make_policy("pal", locality_penalty=1.7, locality_by_model={"resnet": 2.5})
+    pool = FreePool(cl, {"A": s}, np.ones(G, dtype=bool))
+    one_machine = len(set(cl.machine_index[idx].tolist())) == 1
+    for job, L in ((Job("a", idx.size, "A"), 1.7), (Job("b", idx.size, "A", model="resnet"), 2.5)):
+        assert pol.lv_product(pool, job, idx) == (1.0 if one_machine else L) * float(s[idx].max())
