@@ -38,13 +38,30 @@ def active_step(arrival: np.ndarray, finish: np.ndarray) -> tuple[np.ndarray, np
     return t[last], counts[last].astype(np.int64)
 
 
+def window_n_avg(steps, start: np.ndarray, end: np.ndarray) -> np.ndarray:
+    """:func:`fairplace.formulations.ftf.n_avg` of the step function ``steps`` over each window
+    [start_k, end_k], reading only the changes inside the window (the full-length sum is O(changes)
+    per window: quadratic over a trace); equal to it up to rounding (the same non-zero terms)."""
+    times, counts = steps
+    out = np.empty(start.size)
+    lo = np.maximum(np.searchsorted(times, start, side="right") - 1, 0)
+    hi = np.searchsorted(times, end, side="left")
+    for k in range(start.size):
+        ts, tn, a = float(start[k]), float(end[k]), int(lo[k])
+        b = max(int(hi[k]), a + 1)
+        out[k] = n_avg(times[a:b], counts[a:b], ts, tn) if tn > ts else float(counts[a])
+    return out
+
+
 def _rho(arrival, finish, work, dmax, t_iso, steps, G, phases=None) -> dict[str, np.ndarray]:
     times, counts = steps
     t_sh = finish - arrival
     out = {v: np.empty(arrival.size) for v in RHO_VARIANTS}
+    navgs = window_n_avg(steps, arrival, finish)
+    arr_pos = np.searchsorted(times, arrival, side="right") - 1
     for k in range(arrival.size):
-        navg = n_avg(times, counts, arrival[k], finish[k])
-        pos = int(np.searchsorted(times, arrival[k], side="right")) - 1
+        navg = float(navgs[k])
+        pos = int(arr_pos[k])
         n_arr = int(counts[pos]) if pos >= 0 else 1
         for v in RHO_VARIANTS:
             tid = IdealTime(
@@ -63,9 +80,12 @@ def app_phases(w: Workload) -> list[tuple[tuple[float, int], ...]]:
     """Per app: ((W_p, d_p), ...) over its phases (serial GPU-seconds, total GPUs of the phase)."""
     df = pd.DataFrame({"app": w.app, "phase": w.phase, "work": w.work * w.demand, "d": w.demand})
     g = df.groupby(["app", "phase"], sort=True)[["work", "d"]].sum()
+    app = g.index.get_level_values(0).to_numpy()
+    work, d = g["work"].tolist(), g["d"].tolist()
+    cut = np.flatnonzero(np.diff(app)) + 1
     out: list = [()] * len(w.app_ids)
-    for a, sub in g.groupby(level=0):
-        out[int(a)] = tuple((float(r.work), int(r.d)) for r in sub.itertuples())
+    for a, b in zip(np.r_[0, cut].tolist(), np.r_[cut, app.size].tolist(), strict=True):
+        out[int(app[a])] = tuple((float(work[i]), int(d[i])) for i in range(a, b))
     return out
 
 

@@ -1,0 +1,120 @@
+"""What the driver records, and progress accounting between two decisions (pure numpy over the running
+jobs, in the order they were placed: sums and ``np.add.at`` follow that order, so results are exact).
+
+Over [t, t1] a running job j holding k_j GPUs, ready (checkpoint/restart paid) at r_j, progresses
+from b_j = max(r_j, t) at ``rate_j`` iterations per second; it completes at b_j + rem_j / rate_j if
+that is <= t1. Gavel's isolated-equivalent time grows by iters x t_iter x N_j / min(R_C / m, d_max).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+
+ROUND_COLUMNS = (
+    "t",
+    "span",
+    "busy",
+    "queue",
+    "running",
+    "started",
+    "preempted",
+    "migrated",
+    "allocation",
+)
+
+
+@dataclass
+class Timeline:
+    """What the driver records (arrays over jobs, lists over decisions)."""
+
+    release: np.ndarray
+    start: np.ndarray
+    finish: np.ndarray
+    held: np.ndarray  # seconds holding GPUs
+    gpu_seconds: np.ndarray  # GPU-seconds held
+    run: np.ndarray  # seconds making progress
+    score_time: np.ndarray  # integral of 1/S over progress time
+    migrations: np.ndarray
+    preemptions: np.ndarray
+    overhead: np.ndarray  # seconds of checkpoint/restart paid
+    done_iters: np.ndarray
+    t_isolated: np.ndarray  # per app: Gavel's isolated-equivalent time of the work done
+    t_isolated_job: np.ndarray  # the same per job (the job as its own app)
+    rounds: dict[str, list] = field(default_factory=dict)
+    busy_gpu_seconds: float = 0.0
+    t0: float = 0.0
+    t_end: float = 0.0
+
+    @classmethod
+    def empty(cls, release: np.ndarray, apps: int) -> Timeline:
+        J = release.size
+        return cls(
+            release=release,
+            start=np.full(J, np.nan),
+            finish=np.full(J, np.nan),
+            held=np.zeros(J),
+            gpu_seconds=np.zeros(J),
+            run=np.zeros(J),
+            score_time=np.zeros(J),
+            migrations=np.zeros(J, np.int64),
+            preemptions=np.zeros(J, np.int64),
+            overhead=np.zeros(J),
+            done_iters=np.zeros(J),
+            t_isolated=np.zeros(apps),
+            t_isolated_job=np.zeros(J),
+            rounds={k: [] for k in ROUND_COLUMNS},
+        )
+
+
+def grid(t0: float, ev: float, t: float, R: float) -> float:
+    """First decision time t0 + k R >= ``ev`` (and > t)."""
+    k = np.ceil((ev - t0) / R - 1e-12)
+    return max(t0 + k * R, t + R)
+
+
+def next_completion(j: np.ndarray, t: float, rem, rate, ready) -> float:
+    """Earliest completion of the running jobs ``j`` if nothing changes (inf if none run)."""
+    if not j.size:
+        return np.inf
+    return float(np.min(np.maximum(ready[j], t) + rem[j] / rate[j]))
+
+
+def stamp(at: np.ndarray, t0: float, R: float, stamping: str) -> np.ndarray:
+    """Completion stamps: exact, or the first grid point t0 + k R >= the exact time."""
+    if stamping == "exact":
+        return at
+    return t0 + np.ceil((at - t0) / R - 1e-9) * R
+
+
+def advance(j, k, t, t1, rem, rate, inv_s, ready, attained, tr: Timeline, stamping, R):
+    """Progress the running jobs ``j`` (holding ``k`` GPUs each) over [t, t1]; completions stamped at
+    their exact times. Returns (mask of ``j`` that finished, iterations done by each of ``j``)."""
+    begin = np.maximum(ready[j], t)
+    finish_at = begin + rem[j] / rate[j]
+    fin = finish_at <= t1 * (1 + 1e-15)
+    stop = np.where(fin, finish_at, t1)
+    prog_t = np.maximum(stop - begin, 0.0)
+    prog = np.where(fin, rem[j], rate[j] * prog_t)
+    held = np.maximum(stop - t, 0.0)
+    rem[j] -= prog
+    rem[j[fin]] = 0.0
+    tr.done_iters[j] += prog
+    tr.held[j] += held
+    tr.run[j] += prog_t
+    tr.score_time[j] += prog_t * inv_s[j]
+    attained[j] += held * k
+    tr.gpu_seconds[j] += held * k
+    tr.busy_gpu_seconds += float(np.sum(held * k))
+    tr.finish[j[fin]] = stamp(finish_at[fin], tr.t0, R, stamping)
+    return fin, prog
+
+
+def isolated(tr: Timeline, w, G: int, m: int, app_dmax, j, prog) -> None:
+    """Gavel's t_isolated += iters_done x t_iter_serial / min(R_C / m, d_max), per app and per job
+    (t_iter_serial = t_iter x N_j: the trace's t_iter is per iteration on the job's N_j GPUs)."""
+    if j.size:
+        serial = prog * w.t_iter[j] * w.demand[j]
+        np.add.at(tr.t_isolated, w.app[j], serial / np.minimum(G / m, app_dmax[w.app[j]]))
+        tr.t_isolated_job[j] += serial / np.minimum(G / m, w.demand[j])
