@@ -6,8 +6,7 @@ from __future__ import annotations
 import numpy as np
 
 from fairplace.core.domain import Cluster
-
-from .compact import CompactApp, CompactProgram
+from fairplace.formulations.compact import CompactApp, CompactProgram
 
 
 def best_subbundle(
