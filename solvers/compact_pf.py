@@ -57,6 +57,7 @@ def solve_compact_pf(
     racks = replace(plain, rack_cells=True)
     if reduced is None:
         reduced = np.unique(cluster.machine_index[list(offer)]).size <= REDUCED_MAX_MACHINES
+    lp_bound = None  # least LP optimum seen: an upper bound on the MILP (same integer optima)
     if lp_first:
         t0 = time.perf_counter()
         tried = []  # (program, MILP, LP) whose integral LP cells the greedy could not place
@@ -70,6 +71,8 @@ def solve_compact_pf(
             h = highs.build(milp.relaxed(), o)
             h.run()
             lp = highs.read(h, milp.relaxed(), 0.0)
+            if lp.status == "optimal":
+                lp_bound = lp.objective if lp_bound is None else min(lp_bound, lp.objective)
             if lp.status != "optimal" or lp_cells(prog, lp.x) is None:
                 continue
             hit = from_lp(prog, milp, lp, opts, placement_milp=False, budget=budget)
@@ -90,8 +93,35 @@ def solve_compact_pf(
     if o is None:
         msg = "time limit reached before the MILP was started"
         return RawResult("time_limit", None, None, None, 0.0, msg), None, racks
-    res = highs.solve(full.to_milp(), o, start=x0)
+    res = checked_milp(full.to_milp(), o, x0, lp_bound, opts, budget)
     choice = full.decode(res.x) if res.has_solution else None
     if full is not racks and choice is not None:  # the point in the returned program's layout
         res = replace(res, x=racks.start_vector(choice))
     return res, choice, racks
+
+
+def checked_milp(milp, o: SolveOptions, x0, lp_bound: float | None, opts: SolveOptions, budget):
+    """``highs.solve`` guarded against HiGHS 1.16 presolve returning a sub-optimal "optimal"
+    (a PF_{-4} program of ``tests/test_compact_shortcuts.py``: -2.911 with presolve, -2.8461 =
+    its LP bound without). When an "optimal" MILP value stays below the LP bound by more than the
+    gap tolerance (an integrality gap, or that bug), the MILP is solved again with presolve off,
+    from the first answer; the better of the two is kept, "optimal" only if the second finished."""
+    res = highs.solve(milp, o, start=x0)
+    if res.status != "optimal" or not o.presolve:
+        return res
+    if lp_bound is None:  # no LP solved on the way: the relaxation of this program
+        lp = highs.solve(milp.relaxed(), o.with_(time_limit=o.time_limit))
+        lp_bound = lp.objective if lp.status == "optimal" else None
+    tol = max(o.mip_abs_gap, o.mip_rel_gap * abs(res.objective), 1e-9) + 1e-7
+    if lp_bound is None or res.objective >= lp_bound - tol:
+        return res
+    o2 = budget.options(opts)
+    if o2 is None:
+        return res
+    res2 = highs.solve(milp, o2.with_(presolve=False), start=res.x)
+    if res2.has_solution and res2.objective > res.objective + tol:
+        msg = f"presolve off (presolve's 'optimal' {res.objective!r} was not optimal)"
+        return replace(res2, message=msg, seconds=res.seconds + res2.seconds)
+    if res2.status == "optimal":
+        return replace(res, seconds=res.seconds + res2.seconds)
+    return res
