@@ -134,6 +134,11 @@ def payments(
                 x[cols] = 0.0
                 v = lp_model.value(x)
                 lp = replace(lp, x=x, objective=v, bound=v)
+            if lp.status == "optimal" and _lp_proves_one(prog, i, lp.objective, value_with[i]):
+                if cols.size:
+                    h.changeColsCost(cols.size, cols, milp.c[cols])
+                out.append((i, value_with[i]))  # PF_{-i} = PF minus i: c_i = 1
+                continue
             hit = (
                 from_lp(prog, milp, lp, opts, skip=i, budget=budget)
                 if lp.status == "optimal"
@@ -169,6 +174,18 @@ def payments(
         if pool is not None:
             pool.shutdown()
     return c, status, len(todo)
+
+
+def _lp_proves_one(prog: CompactProgram, i: int, lp_value: float, with_i: PFValue) -> bool:
+    """c_i = 1 from the leave-one-out LP alone (cells need not be integral): the LP of PF with i's
+    gains set to 0 bounds PF_{-i} + w_i0 from above (PF_{-i}'s points, i given nothing, are
+    feasible for it), and PF minus i (value ``with_i``) is feasible for PF_{-i}; so when the LP
+    value minus w_i0 is at most ``with_i``, PF_{-i} = ``with_i`` and c_i = 1 exactly (up to the
+    LP's 1e-9). Only for finite rho(nothing) everywhere (no big-M served-count objective)."""
+    apps = prog.apps
+    if any(apps[j].w_empty is None for j in prog.active):
+        return False
+    return lp_value - apps[i].w_empty <= with_i.log_sum + 1e-9
 
 
 #: marks a leave-one-out problem not started because the budget was spent

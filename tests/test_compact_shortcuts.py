@@ -3,6 +3,7 @@
 from dataclasses import replace
 
 import numpy as np
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -87,3 +88,53 @@ def test_full_milp_is_guarded_against_a_suboptimal_presolve_answer():
         assert res.status == "optimal"
         assert abs(res.objective - truth.objective) < 1e-7
         assert abs(p.value(choice).log_sum - truth.objective) < 1e-7
+
+
+def _full_path_payments(inst, sol):
+    """c_i from PF_{-i} solved as its own full MILP (no LP step, presolve off), per PF app."""
+    from fairplace.formulations import pa
+    from fairplace.formulations.agents import free_gpus
+    from fairplace.solvers.compact import _others, solve_compact_pf
+    from fairplace.solvers.options import SolveOptions
+
+    apps, offer = compact_apps(inst), free_gpus(inst)
+    opts = SolveOptions(presolve=False)
+    _, choice, prog = solve_compact_pf(inst.cluster, offer, apps, opts, lp_first=False)
+    assert sorted(inst.agents[i].id for i in choice) == sorted(sol.pf_allocation)
+    out = {}
+    for i in choice:
+        res, ch, p = solve_compact_pf(
+            inst.cluster, offer, apps, opts, exclude=frozenset({i}), lp_first=False
+        )
+        assert res.status == "optimal"
+        out[inst.agents[i].id] = pa.payment(_others(prog, choice, i), p.value(ch))
+    return out
+
+
+@pytest.mark.slow
+@settings(max_examples=8, deadline=None)
+@given(st.integers(0, 10_000))
+def test_payment_shortcuts_give_the_full_path_payments(seed):
+    """Every shortcut of the payments (c_i = 1 from best values or from the leave-one-out LP,
+    LP cells placed greedily / by matching) gives c_i of PF_{-i} solved as a full MILP."""
+    from fairplace.solvers import compact_pa
+    from fairplace.solvers.compact import solve_compact_auction
+
+    rng = np.random.default_rng(seed)
+    inst = random_agent_auction(
+        apps=int(rng.integers(3, 7)), machines=4, machines_per_rack=2, seed=seed
+    )
+    fired = []
+    proves = compact_pa._lp_proves_one
+
+    def spy(*a):
+        fired.append(proves(*a))
+        return fired[-1]
+
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(compact_pa, "_lp_proves_one", spy)
+        sol = solve_compact_auction(inst)
+    assert sol.status == "optimal"
+    want = _full_path_payments(inst, sol)
+    for a, c in want.items():
+        assert abs(sol.payments[a] - c) < 1e-7, (a, sol.payments[a], c, fired)
