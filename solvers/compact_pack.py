@@ -6,8 +6,7 @@ from __future__ import annotations
 import numpy as np
 
 from fairplace.core.domain import Cluster
-
-from .compact import CompactApp, CompactProgram
+from fairplace.formulations.compact import CompactApp, CompactProgram
 
 
 def best_subbundle(
@@ -44,7 +43,7 @@ def best_subbundle(
     return best
 
 
-PACK_RULES = ("damage", "best-fit", "first-fit")
+PACK_RULES = ("damage", "best-fit", "first-fit", "matching")
 
 
 def pack(
@@ -57,7 +56,11 @@ def pack(
     """Greedy placement of fixed cells {app index: (n, s, v)}: spread-0 apps first (best-fit
     machine), then spread-1 (rack), then spread-2; each app takes its worst acceptable GPUs first.
     ``rule``: ``damage`` (the place where the app uses the fewest better-type GPUs, then best fit),
-    ``best-fit`` or ``first-fit`` (apps by size only). ``seed`` perturbs the order of apps with
+    ``best-fit`` or ``first-fit`` (apps by size only), or ``matching``: when no two spread-0 apps
+    fit on one machine together (every pair needs more GPUs than any machine offers, e.g. 3- and
+    4-GPU cells on 4-GPU machines), their machines are one min-cost assignment (apps x machines,
+    cost = the damage above) instead of one greedy pick each, so a large set of whole-machine
+    cells is placed whenever a matching exists (else the rule fails like the others). ``seed`` perturbs the order of apps with
     the same spread (multi-start). Returns {i: (cell, GPU indices)} or None when the greedy finds no placement (which
     does not prove that none exists)."""
     _, meta = prog.layout
@@ -82,6 +85,7 @@ def pack(
         return sorted(ok, key=lambda t: (-lev[t], -tsum[t], t))
 
     oks = {i: ok_types(i) for i in cells}
+    assigned: dict[int, int] = {}  # matching rule: app -> machine index
     if rule == "first-fit":
         order = sorted(cells, key=lambda i: (cells[i][1], -cells[i][0], i))
     else:
@@ -90,10 +94,19 @@ def pack(
         noise = np.random.default_rng(seed).random(len(order))
         rank = {i: k for k, i in enumerate(order)}
         order = sorted(order, key=lambda i: (cells[i][1], rank[i] + 8 * noise[rank[i]]))
+    free0 = [i for i in order if cells[i][1] == 0 and prog.apps[i].held_machine < 0]
+    if rule == "matching":  # held machines first, then the assignment of the other spread-0 apps
+        if not _one_per_machine([cells[i][0] for i in free0], cnt.sum(1)):
+            return None
+        order = sorted(order, key=lambda i: (cells[i][1], i in free0))
     out = {}
     for i in order:
         n, s, v = cells[i]
         a, ok = prog.apps[i], oks[i]
+        if rule == "matching" and i in free0 and not assigned:
+            assigned = _assign(free0, cells, oks, cnt)
+            if assigned is None:
+                return None
         avail = cnt[:, ok]  # machines x acceptable types
         if s == 0:  # places: machines (or the held one)
             if a.held_machine >= 0:
@@ -119,7 +132,9 @@ def pack(
             return None
         # worst acceptable GPUs first: use_j = min(per_j, n - sum_{l<j} per_l)
         use = np.minimum(per, np.maximum(n - (np.cumsum(per, 1) - per), 0))[fit]
-        if rule == "damage":  # fewest better GPUs consumed first, then best fit (least room)
+        if i in assigned:
+            ms = [machines[assigned[i]]]
+        elif rule == "damage":  # fewest better GPUs consumed first, then best fit (least room)
             keys = (fit, total[fit]) + tuple(use[:, j] for j in range(len(ok)))
             ms = places[fit[np.lexsort(keys)[0]]]
         elif rule == "best-fit":
@@ -138,3 +153,36 @@ def pack(
                     break
         out[i] = ((n, s, v), tuple(sorted(got)))
     return out
+
+
+def _one_per_machine(sizes: list[int], room: np.ndarray) -> bool:
+    """Whether no two of these spread-0 cells fit on one machine together (then placing them is
+    an assignment problem: each machine hosts at most one)."""
+    if len(sizes) < 2:
+        return bool(sizes)
+    a, b = sorted(sizes)[:2]
+    return a + b > int(room.max(initial=0))
+
+
+def _assign(apps: list[int], cells: dict, oks: dict, cnt: np.ndarray) -> dict[int, int] | None:
+    """{app: machine index}: a min-cost assignment of whole spread-0 cells to distinct machines
+    with enough acceptable free GPUs; cost = GPUs of better-than-worst acceptable types used
+    (taking the worst first), then the room left (best fit). None when no assignment exists."""
+    from scipy.optimize import linear_sum_assignment
+
+    big = 1e9
+    cost = np.full((len(apps), cnt.shape[0]), big)
+    for r, i in enumerate(apps):
+        n, ok = cells[i][0], oks[i]
+        per = cnt[:, ok]
+        total = per.sum(1)
+        use = np.minimum(per, np.maximum(n - (np.cumsum(per, 1) - per), 0))
+        weight = np.arange(len(ok), dtype=float)  # 0 for the worst acceptable type
+        fit = total >= n
+        cost[r, fit] = (use[fit] @ weight) * (cnt.sum() + 1) + (total[fit] - n)
+    if len(apps) > cost.shape[1]:
+        return None
+    rows, cols = linear_sum_assignment(cost)
+    if (cost[rows, cols] >= big).any():
+        return None
+    return {apps[r]: int(c) for r, c in zip(rows, cols, strict=True)}

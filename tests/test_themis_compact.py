@@ -111,7 +111,7 @@ def test_greedy_pack_is_a_valid_placement(seed, rule):
 
 
 def test_placement_milp_fallback_when_greedy_fails(monkeypatch):
-    import fairplace.solvers.compact as solver
+    import fairplace.solvers.compact_lp as solver
 
     inst = _instance(3, n_apps=4, held=False)
     apps = compact_apps(inst)

@@ -1,0 +1,197 @@
+"""Partial-allocation payments of the compact arbiter: c_i = PF_{-i} at the allocation / PF_{-i}.
+
+PA needs PF_{-i} for every app i holding a PF bundle. Made cheap by:
+
+* an upper-bound check: sum_{j != i} max_c w_jc is an upper bound on PF_{-i}; if the others already
+  reach it in PF, PF_{-i} = PF restricted to the others and c_i = 1 without a solve;
+* LP first: the LP of PF_{-i} is the PF LP with i's gains w_ic - w_i0 set to 0 (i may then
+  take GPUs but earns nothing, so the optimum equals that of the LP without i); the PF optimal
+  basis stays primal feasible, so primal simplex re-optimises in ~100 iterations (fixing i's
+  selectors to 0 instead needs dual simplex, ~10^4 degenerate iterations at 128 apps). When the
+  LP's cells of the others are integral and can be placed at the LP bound, PF_{-i} is that bound;
+* warm starts: PF minus i is feasible for PF_{-i} and is handed to HiGHS as the first incumbent;
+* a thread pool (HiGHS releases the GIL), as in ``solvers/auction.py``.
+
+``budget`` bounds every LP / MILP (``solvers/budget.py``): none starts once it is spent; apps whose
+PF_{-i} was not solved to optimality get status :data:`NOT_RUN` / the solver's status.
+"""
+
+from __future__ import annotations
+
+import math
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import replace
+
+import numpy as np
+
+from fairplace.formulations import pa
+from fairplace.formulations.compact import CompactProgram
+from fairplace.formulations.pf import PFValue
+
+from . import highs
+from .budget import Budget, budget_for
+from .compact_lp import Choice, from_lp
+from .compact_pf import solve_compact_pf
+from .options import SolveOptions
+
+
+def _best(prog: CompactProgram, j: int) -> float:
+    """best_j = max(w_j0, max_{c fits alone} w_jc): app j's value alone with the whole offer, an
+    upper bound on its value in any allocation of the offer (only cells that fit the offer alone,
+    ``CompactProgram.feasible_cells``, can be part of one)."""
+    app = prog.apps[j]
+    t = app.table
+    w = [-math.log(t.rho[c]) for c in prog.feasible_cells(j)]
+    if app.w_empty is not None:
+        w.append(app.w_empty)
+    return max(w) if w else -math.inf
+
+
+def payments(
+    prog: CompactProgram,
+    choice: Choice,
+    opts: SolveOptions,
+    parallel: bool = True,
+    reduced: bool | None = None,
+    budget: Budget | None = None,
+) -> tuple[dict[int, float], dict[int, str], int]:
+    """({i: c_i}, {i: status of PF_{-i}}, number of leave-one-out problems); ``reduced``: the
+    formulation of full leave-one-out MILPs (see :func:`solve_compact_pf`); ``budget``: no LP / MILP starts
+    once it is spent (status :data:`NOT_RUN`, c_i = 1)."""
+    budget = budget_for(opts, budget)
+    apps = prog.apps
+    value_with = {i: _others(prog, choice, i) for i in choice}
+    c, status = {}, {}
+    todo = []
+    # c_i = 1 without a solve when app i's GPUs help nobody: every other app j already gets
+    # best_j (its value alone with the whole offer) in PF. Then PF_{-i} <= sum_{j != i} best_j =
+    # value of PF minus i <= PF_{-i} (PF minus i is feasible for PF_{-i}), so PF_{-i} is PF minus
+    # i and c_i = 1 exactly.
+    best = {j: _best(prog, j) for j in prog.active}
+    for i in choice:
+        others = [j for j in prog.active if j != i]
+        if all(a.w_empty is not None for a in (apps[j] for j in others)):
+            ub = sum(best[j] for j in others)
+            if value_with[i].log_sum >= ub - 1e-9:
+                c[i], status[i] = 1.0, "optimal"  # the others cannot do better without i
+                continue
+        todo.append(i)
+    if todo and budget.options(opts) is None:  # spent before the first leave-one-out problem
+        c.update(dict.fromkeys(todo, 1.0))
+        status.update(dict.fromkeys(todo, NOT_RUN))
+        return c, status, len(todo)
+
+    def one(i: int):
+        if budget.options(opts) is None:  # spent: do not even build the problem
+            return i, NOT_RUN, None
+        start = {j: v for j, v in choice.items() if j != i}
+        res, ch, p = solve_compact_pf(
+            prog.cluster,
+            prog.offer,
+            apps,
+            opts,
+            prog.exclude | {i},
+            start,
+            reduced=reduced,
+            budget=budget,
+        )
+        if ch is None:
+            return i, res.status, None
+        return i, res.status, p.value(ch)
+
+    milp = prog.to_milp()
+    _, meta = prog.layout
+    by = {e["i"]: e for e in meta}
+
+    def lp_chain(chunk: list[int]):
+        """Leave-one-out LPs on one model: i's gains set to 0, primal simplex from the PF basis."""
+        lp_model = milp.relaxed()
+        o = budget.options(opts)
+        if o is None:
+            return [(i, NOT_RUN) for i in chunk]
+        h = highs.build(lp_model, o)
+        h.run()
+        basis = h.getBasis()
+        h.setOptionValue("presolve", "off")  # keep the basis between re-solves
+        h.setOptionValue("simplex_strategy", 4)  # primal: the PF basis stays primal feasible
+        out = []
+        for i in chunk:
+            o = budget.options(opts)
+            if o is None:
+                out.append((i, NOT_RUN))
+                continue
+            if o.time_limit is not None:  # HiGHS' run time is cumulative over re-solves
+                h.setOptionValue("time_limit", float(h.getRunTime() + o.time_limit))
+            e = by[i]
+            cols = np.arange(e["z"], e["z"] + len(e["cells"]), dtype=np.int32)
+            h.setBasis(basis)  # every re-solve starts from the PF basis (order-independent)
+            if cols.size:
+                h.changeColsCost(cols.size, cols, np.zeros(cols.size))
+            h.run()
+            lp = highs.read(h, lp_model, 0.0)
+            if lp.x is not None:  # value under i's zero gains: drop i's selectors
+                x = lp.x.copy()
+                x[cols] = 0.0
+                v = lp_model.value(x)
+                lp = replace(lp, x=x, objective=v, bound=v)
+            if lp.status == "optimal" and _lp_proves_one(prog, i, lp.objective, value_with[i]):
+                if cols.size:
+                    h.changeColsCost(cols.size, cols, milp.c[cols])
+                out.append((i, value_with[i]))  # PF_{-i} = PF minus i: c_i = 1
+                continue
+            hit = (
+                from_lp(prog, milp, lp, opts, skip=i, budget=budget)
+                if lp.status == "optimal"
+                else None
+            )
+            if cols.size:
+                h.changeColsCost(cols.size, cols, milp.c[cols])
+            out.append((i, None if hit is None else _others(prog, hit[1], i)))
+        return out
+
+    chunks = [todo[k::2] for k in range(2)] if parallel and len(todo) > 1 else [todo]
+    with ThreadPoolExecutor(max_workers=len(chunks)) as ex:
+        results = [r for part in ex.map(lp_chain, [ch for ch in chunks if ch]) for r in part]
+    hard = []
+    for i, val in results:
+        if val is NOT_RUN:
+            status[i], c[i] = NOT_RUN, 1.0
+        elif val is None:
+            hard.append(i)
+        else:
+            status[i] = "optimal"
+            c[i] = pa.payment(value_with[i], val)
+    runner = map
+    pool = None
+    if parallel and len(hard) > 1:
+        pool = ThreadPoolExecutor(max_workers=2)
+        runner = pool.map
+    try:
+        for i, st, val in runner(one, hard):
+            status[i] = st
+            c[i] = pa.payment(value_with[i], val) if val is not None else 1.0
+    finally:
+        if pool is not None:
+            pool.shutdown()
+    return c, status, len(todo)
+
+
+def _lp_proves_one(prog: CompactProgram, i: int, lp_value: float, with_i: PFValue) -> bool:
+    """c_i = 1 from the leave-one-out LP alone (cells need not be integral): the LP of PF with i's
+    gains set to 0 bounds PF_{-i} + w_i0 from above (PF_{-i}'s points, i given nothing, are
+    feasible for it), and PF minus i (value ``with_i``) is feasible for PF_{-i}; so when the LP
+    value minus w_i0 is at most ``with_i``, PF_{-i} = ``with_i`` and c_i = 1 exactly (up to the
+    LP's 1e-9). Only for finite rho(nothing) everywhere (no big-M served-count objective)."""
+    apps = prog.apps
+    if any(apps[j].w_empty is None for j in prog.active):
+        return False
+    return lp_value - apps[i].w_empty <= with_i.log_sum + 1e-9
+
+
+#: marks a leave-one-out problem not started because the budget was spent
+NOT_RUN = "not_run"
+
+
+def _others(prog: CompactProgram, choice: Choice, i: int) -> PFValue:
+    sub = CompactProgram(prog.cluster, prog.offer, prog.apps, prog.exclude | {i})
+    return sub.value({j: v for j, v in choice.items() if j != i})

@@ -1,0 +1,127 @@
+"""Solve the compact PF (THEMIS Pseudocode 1 PF over counts per machine / PM level): LP first
+(``compact_lp``), then the full MILP."""
+
+from __future__ import annotations
+
+import time
+from dataclasses import replace
+
+import numpy as np
+
+from fairplace.core.domain import Cluster
+from fairplace.formulations.compact import CompactApp, CompactProgram
+from fairplace.formulations.program import RawResult
+
+from . import highs
+from .budget import Budget, budget_for
+from .compact_lp import Choice, fixed_cells, from_lp, has_rack_selectors, lp_cells
+from .options import SolveOptions
+
+#: largest offer (in machines) whose full-MILP fallbacks use the tightened formulation by default
+REDUCED_MAX_MACHINES = 16
+
+
+def solve_compact_pf(
+    cluster: Cluster,
+    offer,
+    apps: tuple[CompactApp, ...],
+    opts: SolveOptions = SolveOptions(),
+    exclude: frozenset[int] = frozenset(),
+    start: Choice | None = None,
+    lp_first: bool = True,
+    reduced: bool | None = None,
+    budget: Budget | None = None,
+):
+    """(raw result, decoded choice or None, program) of the compact PF (optionally without some apps).
+
+    ``lp_first``: solve the LP relaxation of the plain program; when its cell selectors are integral
+    (the usual case) place those cells (greedy ``pack``, else a placement-only MILP). A placement
+    reaching the LP bound is optimal. Failing that, the same with per-(rack, cell) selectors
+    (``rack_cells``: the LP then knows which racks hold enough GPUs of a level for a cell, so
+    large spread-1 cells that the plain LP over-packs into one rack become placeable; its LP is
+    larger, so it is the second try). Otherwise the full MILP runs (warm-started with ``start``), on
+    the tightened, symmetry-broken formulation if ``reduced`` (``formulations/compact_sym.py``: same
+    optimum, a far smaller search tree on contended instances, but a larger LP, so it is not used
+    for the LP step). ``reduced=None`` picks it when the offer spans at most
+    :data:`REDUCED_MAX_MACHINES` machines: measured, it cuts a contended 8-machine instance from
+    268 s to 19 s, but its per-(place, cell) columns make 64-machine fallbacks ~20x slower.
+    The program returned is the one whose LP gave the answer, else the ``rack_cells`` one (its
+    layout serves the payments' LP chains). ``budget`` (default: ``opts.time_limit`` from now)
+    bounds the LP and MILP solves together."""
+    budget = budget_for(opts, budget)
+    if budget.options(opts) is None:  # spent: do not even build the program
+        msg = "time limit reached before the PF was started"
+        return RawResult("time_limit", None, None, None, 0.0, msg), None, None
+    offer = tuple(int(g) for g in offer)
+    plain = CompactProgram(cluster, offer, tuple(apps), frozenset(exclude), reduced=False)
+    racks = replace(plain, rack_cells=True)
+    if reduced is None:
+        reduced = np.unique(cluster.machine_index[list(offer)]).size <= REDUCED_MAX_MACHINES
+    lp_bound = None  # least LP optimum seen: an upper bound on the MILP (same integer optima)
+    if lp_first:
+        t0 = time.perf_counter()
+        tried = []  # (program, MILP, LP) whose integral LP cells the greedy could not place
+        for prog in (plain, racks) if has_rack_selectors(racks) else (plain,):
+            o = budget.options(opts)
+            if o is None:
+                break
+            milp = prog.to_milp()
+            if not milp.n_cols:
+                break
+            h = highs.build(milp.relaxed(), o)
+            h.run()
+            lp = highs.read(h, milp.relaxed(), 0.0)
+            if lp.status == "optimal":
+                lp_bound = lp.objective if lp_bound is None else min(lp_bound, lp.objective)
+            if lp.status != "optimal" or lp_cells(prog, lp.x) is None:
+                continue
+            hit = from_lp(prog, milp, lp, opts, placement_milp=False, budget=budget)
+            if hit is not None:
+                res, choice = hit
+                return replace(res, seconds=time.perf_counter() - t0), choice, prog
+            tried.append((prog, milp, lp))
+        for prog, milp, lp in reversed(tried):  # placement MILPs, tightest LP first
+            o = budget.options(opts)
+            if o is None:
+                break
+            fixed = fixed_cells(prog, milp, lp, o)
+            if fixed is not None:
+                return replace(fixed, seconds=time.perf_counter() - t0), prog.decode(fixed.x), prog
+    full = replace(racks, reduced=True) if reduced else racks
+    x0 = full.start_vector(start) if start is not None else None
+    o = budget.options(opts)
+    if o is None:
+        msg = "time limit reached before the MILP was started"
+        return RawResult("time_limit", None, None, None, 0.0, msg), None, racks
+    res = checked_milp(full.to_milp(), o, x0, lp_bound, opts, budget)
+    choice = full.decode(res.x) if res.has_solution else None
+    if full is not racks and choice is not None:  # the point in the returned program's layout
+        res = replace(res, x=racks.start_vector(choice))
+    return res, choice, racks
+
+
+def checked_milp(milp, o: SolveOptions, x0, lp_bound: float | None, opts: SolveOptions, budget):
+    """``highs.solve`` guarded against HiGHS 1.16 presolve returning a sub-optimal "optimal"
+    (a PF_{-4} program of ``tests/test_compact_shortcuts.py``: -2.911 with presolve, -2.8461 =
+    its LP bound without). When an "optimal" MILP value stays below the LP bound by more than the
+    gap tolerance (an integrality gap, or that bug), the MILP is solved again with presolve off,
+    from the first answer; the better of the two is kept, "optimal" only if the second finished."""
+    res = highs.solve(milp, o, start=x0)
+    if res.status != "optimal" or not o.presolve:
+        return res
+    if lp_bound is None:  # no LP solved on the way: the relaxation of this program
+        lp = highs.solve(milp.relaxed(), o.with_(time_limit=o.time_limit))
+        lp_bound = lp.objective if lp.status == "optimal" else None
+    tol = max(o.mip_abs_gap, o.mip_rel_gap * abs(res.objective), 1e-9) + 1e-7
+    if lp_bound is None or res.objective >= lp_bound - tol:
+        return res
+    o2 = budget.options(opts)
+    if o2 is None:
+        return res
+    res2 = highs.solve(milp, o2.with_(presolve=False), start=res.x)
+    if res2.has_solution and res2.objective > res.objective + tol:
+        msg = f"presolve off (presolve's 'optimal' {res.objective!r} was not optimal)"
+        return replace(res2, message=msg, seconds=res.seconds + res2.seconds)
+    if res2.status == "optimal":
+        return replace(res, seconds=res.seconds + res2.seconds)
+    return res
