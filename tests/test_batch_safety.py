@@ -164,6 +164,9 @@ def test_local_cluster_serves_no_http_and_workers_ignore_ctrl_c():
             assert exc.value.code == 404
         handlers = client.run(lambda: signal.getsignal(signal.SIGINT))
         assert set(handlers.values()) == {signal.SIG_IGN}
+        # the worker imported the solver stack as it started (preload), before any task
+        loaded = client.run(lambda: "fairplace.solvers.compact" in __import__("sys").modules)
+        assert set(loaded.values()) == {True}
     finally:
         close_quietly(client, cluster)
     assert signal.getsignal(signal.SIGINT) is signal.default_int_handler  # the parent's is back
