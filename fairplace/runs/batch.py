@@ -72,7 +72,7 @@ from fairplace.runs.batch_results import (
 )
 from fairplace.runs.batch_results import append_row as _append
 from fairplace.runs.batch_results import repair_journal as _repair
-from fairplace.runs.batch_worker import solve_chunk, solve_task, warm
+from fairplace.runs.batch_worker import solve_chunk, solve_task, warm, warm_plugin
 from fairplace.runs.dask_cluster import close_quietly, local_cluster
 
 #: results table formats by extension (``.jsonl``: the journal is the table).
@@ -246,8 +246,9 @@ def _run_locked(
     elif todo:
         t0 = time.perf_counter()
         client, cluster = _client(workers, scheduler_address)
-        t1 = time.perf_counter()
         try:
+            client.register_plugin(warm_plugin(solvers))  # imports + first calls, every worker
+            t1 = time.perf_counter()
             groups = chunks(order, efforts)
             report |= {"dask_tasks": len(groups), "workers": len(client.nthreads())}
             _drive(

@@ -15,29 +15,65 @@ from collections.abc import Sequence
 
 from fairplace.core.errors import UnknownSolver
 
-#: solvers whose modelling layer (Pyomo, CVXPY: seconds to import) :func:`warm` imports on request
-_BACKENDS = ("pyomo", "cvxpy")
+#: a one-GPU auction and a one-job placement: :func:`warm` solves them once with each solver
+TINY = (
+    {
+        "kind": "auction",
+        "gpus": [{"id": "m0/0", "machine": "m0", "rack": "r0", "pm": {"A": 1.0}}],
+        "apps": [{"id": "A", "rho_empty": 2.0, "bids": [{"gpus": ["m0/0"], "rho": 1.0}]}],
+    },
+    {
+        "kind": "placement",
+        "locality_penalty": 1.7,
+        "gpus": [{"id": "m0/0", "machine": "m0", "rack": "r0", "pm": {"A": 1.0}}],
+        "jobs": [{"id": "j", "gpus": 1, "class": "A"}],
+    },
+)
 
 
-def warm(solvers: Sequence[str] = ()) -> None:
-    """Import the solver stack (fairplace, HiGHS, the auction / placement / compact solvers, the
-    policies and heuristics) and the modelling layer of any Pyomo / CVXPY solver in ``solvers``."""
+def warm(solvers: Sequence[str] = ("exact",)) -> None:
+    """One-time set-up of this process: import the solver stack (fairplace, HiGHS, the auction /
+    placement / compact solvers, policies, heuristics) and solve :data:`TINY` once with each of
+    ``solvers`` (``threads=1`` as the tasks do), which also performs the imports and first-call
+    initialisations a solver does lazily inside its clock (Pyomo's plugins: ~1 s, CVXPY's
+    canonicaliser); errors are ignored here (the real tasks report them)."""
     import highspy  # noqa: F401
 
-    import fairplace  # noqa: F401
-    from fairplace.instances import suites  # noqa: F401
+    import fairplace
+    from fairplace.instances import suites
     from fairplace.solvers import auction, compact, heuristics, placement, policies  # noqa: F401
-    from fairplace.solvers.backends import preload
     from fairplace.solvers.registry import solver_table
 
-    solver_table()  # imports the relaxation module too
-    for s in solvers:
-        if s in _BACKENDS:
-            preload(s)
+    table = solver_table()  # imports the relaxation module too
+    for s in dict.fromkeys(solvers):
+        for doc in TINY:
+            if doc["kind"] not in table.get(s, {}):
+                continue
+            try:
+                fairplace.solve(suites.load_item(doc), s, threads=1, parallel=False)
+            except Exception:  # noqa: BLE001, S110 - a warm-up, not a result
+                pass
+
+
+def warm_plugin(solvers: Sequence[str]):
+    """A Dask ``WorkerPlugin`` running :func:`warm` for ``solvers`` on every worker, present and
+    future (a restarted one too), before it runs a task."""
+    from distributed import WorkerPlugin
+
+    class Warm(WorkerPlugin):
+        name = "fairplace-warm-" + ",".join(sorted(set(solvers)))
+
+        def __init__(self):
+            self.solvers = tuple(solvers)
+
+        def setup(self, worker=None) -> None:
+            warm(self.solvers)
+
+    return Warm()
 
 
 def dask_setup(worker=None) -> None:
-    """Dask preload hook: warm the HiGHS solver stack while the worker starts."""
+    """Dask preload hook: warm the HiGHS stack (``exact``) while the worker starts."""
     warm()
 
 
