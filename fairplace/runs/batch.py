@@ -310,7 +310,7 @@ def _drive(
         while not ac.is_empty():
             if not ac.has_ready():
                 watch.check()  # raises if the cluster has had no worker for too long
-                time.sleep(0.005)
+                time.sleep(0.02)
                 continue
             for fut in ac.next_batch(block=False):
                 tasks = meta.pop(fut.key)

@@ -3,13 +3,14 @@ tiny tasks, and the rule that picks in-process solving over a local Dask cluster
 the task list (deterministic: ties keep the suite's order).
 
 Effort (:func:`effort`) is read from the instance JSON without validating it, in units of roughly
-one millisecond of HiGHS (``threads=1``) on the medium suite; individual instances stray by up to
-~5x (difficulty follows contention, not size), which is enough to order them:
+0.5-1 ms of HiGHS (``threads=1``): the medium suite's 24 instances sum to 45,000 units and ~26 s.
+Single instances stray by up to ~5x (placement-16j-s3: 9 s), which is enough to order them:
 
 * auction (explicit bids): ``(A + 1) * B * G / 32`` -- PF plus A leave-one-out MILPs (A apps), each
   with B bid columns (all apps' bids) and G GPU rows;
 * placement: ``J * G * J / 4`` -- J*G assignment columns, branching growing with the J jobs
   competing for the G GPUs;
+* both times ``max(1, contention)`` (GPUs demanded / GPUs): difficulty follows contention;
 * a solver's weight (:data:`SOLVER_WEIGHT`): MILP back ends 1 (Pyomo / CVXPY build their model in
   Python: 2), the relaxation 0.2, heuristics and placement policies (no MILP) 0.01.
 """
@@ -35,7 +36,7 @@ CHUNK_TASKS = 64
 
 #: the in-process rule (no scheduler address given): solve in this process when ``workers == 1``,
 #: or the suite has at most :data:`IN_PROCESS_MAX_TASKS` tasks, or its estimated total effort is at
-#: most :data:`IN_PROCESS_MAX_EFFORT` (~2 s of solving: less than a local cluster's start-up,
+#: most :data:`IN_PROCESS_MAX_EFFORT` (~1-2 s of solving: less than a local cluster's start-up,
 #: 2-5 s measured on 2 cores).
 IN_PROCESS_MAX_TASKS = 4
 IN_PROCESS_MAX_EFFORT = 2000.0
@@ -51,24 +52,31 @@ def _raw(payload) -> dict | None:
     return doc if isinstance(doc, dict) else None
 
 
-def _count(doc: dict, key: str) -> int:
-    v = doc.get(key)
-    return len(v) if isinstance(v, list) else 0
+def _list(doc, key: str) -> list:
+    v = doc.get(key) if isinstance(doc, dict) else None
+    return v if isinstance(v, list) else []
+
+
+def _size(x) -> int:
+    return int(x) if isinstance(x, (int, float)) and not isinstance(x, bool) and x > 0 else 0
 
 
 def instance_effort(payload) -> float:
     """Estimated effort of an exact solve of ``payload`` (a contract dict or a JSON path); 0 for
-    anything unreadable (the worker reports it as an error row)."""
+    anything unreadable (the worker reports it as an error row). See the module docstring; both
+    kinds are scaled by ``max(1, contention)`` (demand / GPUs, as in the results table)."""
     doc = _raw(payload)
     if doc is None:
         return 0.0
-    G = _count(doc, "gpus")
+    G = len(_list(doc, "gpus"))
     if doc.get("kind") == "placement":
-        J = _count(doc, "jobs")
-        return J * G * J / 4.0
-    apps = doc.get("apps") if isinstance(doc.get("apps"), list) else []
-    B = sum(_count(a, "bids") for a in apps if isinstance(a, dict))
-    return (len(apps) + 1) * B * G / 32.0
+        jobs = _list(doc, "jobs")
+        demand = sum(_size(j.get("gpus")) for j in jobs if isinstance(j, dict))
+        return len(jobs) * G * len(jobs) / 4.0 * max(1.0, demand / G if G else 0.0)
+    apps = _list(doc, "apps")
+    bids = [_list(a, "bids") for a in apps]
+    demand = sum(max((len(_list(b, "gpus")) for b in bs), default=0) for bs in bids)
+    return (len(apps) + 1) * sum(map(len, bids)) * G / 32.0 * max(1.0, demand / G if G else 0.0)
 
 
 def effort(payload, solver: str) -> float:
