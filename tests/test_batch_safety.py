@@ -164,6 +164,9 @@ def test_local_cluster_serves_no_http_and_workers_ignore_ctrl_c():
             assert exc.value.code == 404
         handlers = client.run(lambda: signal.getsignal(signal.SIGINT))
         assert set(handlers.values()) == {signal.SIG_IGN}
+        # the worker imported the solver stack as it started (preload), before any task
+        loaded = client.run(lambda: "fairplace.solvers.compact" in __import__("sys").modules)
+        assert set(loaded.values()) == {True}
     finally:
         close_quietly(client, cluster)
     assert signal.getsignal(signal.SIGINT) is signal.default_int_handler  # the parent's is back
@@ -174,8 +177,9 @@ def test_ctrl_c_closes_the_cluster_quietly(tmp_path):
     """SIGINT to the whole process group (what a terminal's Ctrl-C does), mid-batch."""
     out = tmp_path / "r.parquet"
     p = subprocess.Popen(
-        # the large suite: 20 solves of seconds each, so one row in, most of the batch is still to do
-        [sys.executable, "-m", "fairplace.cli", "batch", "large", "--solvers", "exact,pyomo",
+        # the medium suite: 48 solves, up to seconds each (the longest first), so one row in, most
+        # of the batch is still to do (the large suite's 64-job placements, first, take minutes)
+        [sys.executable, "-m", "fairplace.cli", "batch", "medium", "--solvers", "exact,pyomo",
          "--workers", "2", "--out", str(out), "--no-progress"],
         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True,
     )  # fmt: skip

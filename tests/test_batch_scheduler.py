@@ -182,3 +182,20 @@ def test_a_cluster_without_workers_stops_with_a_clear_error(tmp_path, capsys):
         empty.close()
     assert cli.main(["batch", "small", "--no-workers-timeout", "0"]) == 2
     assert "--no-workers-timeout" in capsys.readouterr().err
+
+
+def test_tiny_tasks_share_dask_tasks_and_every_row_is_journaled(tmp_path, scheduler):
+    # heuristics and policies on small instances are "tiny": they travel in chunks, yet each pair
+    # gets its own row (skipped where the solver does not take the instance's kind)
+    from fairplace.runs.batch import resolve_suite
+
+    items = resolve_suite("small")
+    solvers = ["greedy-log", "greedy-rho", "pal", "pm-first"]
+    out = tmp_path / "r.jsonl"
+    df = run_batch(items, solvers=solvers, scheduler_address=scheduler, out=out, progress=False)
+    how = df.attrs["batch"]
+    assert how["mode"] == "scheduler" and how["tasks"] == len(items) * len(solvers)
+    assert how["dask_tasks"] < how["tasks"]
+    keys = [(r["instance"], r["solver"]) for r in read_journal(out)]
+    assert sorted(keys) == sorted((n, s) for n, _ in items for s in solvers)
+    assert set(df["status"]) <= {"heuristic", "skipped"}

@@ -82,10 +82,16 @@ def run(args) -> int:
             "(rerun with --resume)\n"
         )
         return 130
+    how = df.attrs.get("batch", {})
     if args.json:
         summary = json.loads(summarize(df).to_json(orient="records"))
-        print(json.dumps({"out": str(out), "rows": len(df), "summary": summary}))
+        print(json.dumps({"out": str(out), "rows": len(df), "summary": summary, "batch": how}))
         return 0
     print(summarize(df).to_string(index=False))
     print(f"{len(df)} rows -> {out}")
+    if how.get("tasks"):
+        print(
+            f"solved {how['reason']}; start-up {how['startup_seconds']:.1f} s, "
+            f"solving {how['solve_seconds']:.1f} s, close {how['close_seconds']:.1f} s"
+        )
     return 0

@@ -1,5 +1,11 @@
 """Batch solving of instance suites on Dask: one task per (instance, solver), results journaled durably.
 
+How tasks run (:mod:`fairplace.runs.batch_plan`): largest estimated effort first; tiny tasks (heuristics,
+small instances) share one Dask task, a chunk; small suites (``--workers 1``, <= 4 tasks or a small
+estimated effort) are solved in this process without a cluster. Local clusters' workers import the
+solver stack as they start (:mod:`fairplace.runs.batch_worker`), and the in-process path does so before
+its first task, so no row's ``seconds`` / ``wall_seconds`` includes one-time imports.
+
 Storage (the durability contract): every finished result is appended as one JSON line to the *journal*
 ``<out>.jsonl`` (``out`` itself when it ends in ``.jsonl``) and flushed + fsync'ed before the next result
 is handled, so a crash, a killed worker or Ctrl-C loses nothing that finished. At the end the journal is
@@ -20,7 +26,7 @@ cluster quietly (workers ignore SIGINT, see :mod:`fairplace.runs.dask_cluster`).
 
 A task never raises: a solver exception becomes a row with status ``error`` and the message, a solver
 that does not handle the instance's kind a row with status ``skipped``, and a task whose worker died
-(Dask's ``KilledWorker`` after its retries) a row with status ``error``.
+(Dask's ``KilledWorker`` after its retries) a row with status ``error`` (every task of a lost chunk).
 
 Gap: for each instance the reference optimum is the stored optimum (``meta.optimum``, small suite) or
 else the objective of an ``exact`` row with status ``optimal`` from the same run;
@@ -47,8 +53,16 @@ import pandas as pd
 from fairplace.core.errors import ClusterUnavailable, OptionError, UnknownSolver
 from fairplace.core.limits import MAX_WORKERS
 from fairplace.core.progress import ProgressBar, progress_bar
+from fairplace.runs.batch_plan import (
+    IN_PROCESS_MAX_TASKS,
+    chunks,
+    in_process_rule,
+    largest_first,
+    task_efforts,
+)
 from fairplace.runs.batch_results import (
     JournalLock,
+    append_rows,
     journal_path,
     read_journal,
     scan_journal,
@@ -58,71 +72,15 @@ from fairplace.runs.batch_results import (
 )
 from fairplace.runs.batch_results import append_row as _append
 from fairplace.runs.batch_results import repair_journal as _repair
+from fairplace.runs.batch_worker import solve_chunk, solve_task, warm, warm_plugin
 from fairplace.runs.dask_cluster import close_quietly, local_cluster
 
 #: results table formats by extension (``.jsonl``: the journal is the table).
 OUT_SUFFIXES = (".parquet", ".csv", ".jsonl")
 log = logging.getLogger(__name__)
 
-#: suites of at most this many (instance, solver) tasks are solved in this process when no scheduler
-#: address is given: a local cluster's start-up (seconds) would exceed their solve time.
-IN_PROCESS_MAX_TASKS = 4
-
 #: error rows that say nothing about the instance (the infrastructure failed): ``resume`` runs them again.
 RETRY_ON_RESUME = ("KilledWorker", "CancelledError", "CommClosedError", "FutureCancelledError")
-
-
-# --- worker side ----------------------------------------------------------------------------------
-def _finite(v):
-    return None if v is None or (isinstance(v, float) and not math.isfinite(v)) else v
-
-
-def solve_task(instance: str, solver: str, payload, time_limit: float | None = None) -> dict:
-    """Solve one (instance, solver) pair on a worker with HiGHS ``threads=1``; never raises."""
-    import fairplace
-    from fairplace.instances import suites
-
-    t0 = time.perf_counter()
-    row: dict = {"instance": instance, "solver": solver}
-    try:
-        inst = suites.load_item(payload)
-        row |= suites.summary(inst)
-        row["optimum"] = suites.stored_optimum(inst)
-    except Exception as exc:  # noqa: BLE001 - a bad instance is a row, not a crash
-        return row | {"status": "error", "message": f"{type(exc).__name__}: {exc}"}
-    try:
-        sol = fairplace.solve(inst, solver, time_limit=time_limit, threads=1, parallel=False)
-    except UnknownSolver as exc:
-        row |= {"status": "skipped", "message": str(exc)}
-    except Exception as exc:  # noqa: BLE001
-        row |= {"status": "error", "message": f"{type(exc).__name__}: {exc}"}
-    else:
-        row |= {
-            "status": sol.status,
-            "objective": _finite(sol.objective),
-            "bound": _finite(sol.bound),
-            "seconds": sol.seconds,
-            "message": sol.message or "",
-        }
-        row |= _primary(inst, sol)
-    row["wall_seconds"] = time.perf_counter() - t0
-    return row
-
-
-def _primary(inst, sol) -> dict:
-    """The first, lexicographic part of the objective: unbounded apps left without GPUs (auctions) or
-    jobs placed (placements), for the row and for the stored optimum."""
-    opt = dict((inst.meta or {}).get("optimum") or {})
-    if inst.kind == "auction":
-        n_null = sum(a.rho_empty is None for a in inst.apps)
-        out = {"unserved_unbounded": len(sol.extra.get("unserved_unbounded", []))}
-        if "n_unbounded_served" in opt:
-            out["optimum_unserved_unbounded"] = n_null - int(opt["n_unbounded_served"])
-        return out
-    out = {"placed": len(sol.allocation)}
-    if "placed" in opt:
-        out["optimum_placed"] = int(opt["placed"])
-    return out
 
 
 # --- suite resolution -----------------------------------------------------------------------------
@@ -184,11 +142,15 @@ def run_batch(
 ) -> pd.DataFrame:
     """Solve every (instance, solver) pair of ``suite`` on Dask; return the results table.
 
-    Tasks are submitted largest instance first (:func:`largest_first`), so that a long instance
-    does not start last and leave the other workers idle. ``in_process``: solve the tasks one by
-    one in this process instead (same rows, no cluster start-up); None: when no
-    ``scheduler_address`` is given and ``workers == 1`` or the suite has at most
-    :data:`IN_PROCESS_MAX_TASKS` tasks.
+    Tasks are submitted largest estimated effort first (:mod:`fairplace.runs.batch_plan`), so that
+    a long instance does not start last and leave the other workers idle; tiny tasks share a Dask
+    task. ``in_process``: solve the tasks one by one in this process instead (same rows, no
+    cluster start-up); None: by :func:`~fairplace.runs.batch_plan.in_process_rule` (no
+    ``scheduler_address`` and ``workers == 1``, at most :data:`IN_PROCESS_MAX_TASKS` tasks, or a
+    small estimated effort). ``df.attrs["batch"]`` reports how the batch ran: ``mode``
+    (``in-process`` / ``local`` / ``scheduler``), ``reason``, ``tasks``, ``estimated_effort`` and
+    the seconds of ``startup`` (cluster start and worker imports, or the in-process warm-up),
+    ``solve`` (first submission to last row journaled) and ``close``.
 
     ``suite``: a registered suite name, a folder of instance JSON files or a list of (name, payload).
     ``out``: the table (``.parquet`` / ``.csv`` / ``.jsonl``); its journal is ``<out>.jsonl``
@@ -238,8 +200,6 @@ def _run_locked(
     progress, max_in_flight, no_workers_timeout, in_process,
 ) -> pd.DataFrame:  # fmt: skip
     """The batch proper, while this process holds the journal's lock."""
-    from dask.distributed import as_completed
-
     jpath = journal_path(out)
     if jpath.exists() and not (resume or overwrite):
         raise OptionError(
@@ -261,51 +221,50 @@ def _run_locked(
         for r in rows
         if not str(r.get("message", "")).startswith(RETRY_ON_RESUME)
     }
-    todo = [(n, s, p) for n, p in items for s in solvers if (n, s) not in done]
-    pos = {id(t): k for k, t in enumerate(todo)}  # task keys keep the suite's order
-    todo = largest_first(todo)
+    todo = [(n, s, p) for n, p in items for s in solvers if (n, s) not in done]  # key = position
+    efforts = task_efforts(todo)
+    order = largest_first(efforts)
+    rule_in_process, reason = in_process_rule(len(todo), sum(efforts), workers, scheduler_address)
     if in_process is None:
-        in_process = not scheduler_address and (workers == 1 or len(todo) <= IN_PROCESS_MAX_TASKS)
+        in_process = rule_in_process
+    else:
+        reason = f"{'in-process' if in_process else 'on Dask'}: in_process={in_process} given"
+    if workers < 1 and not scheduler_address:
+        raise OptionError("--workers", f"must be >= 1, got {workers}")
+    report = {
+        "mode": "in-process" if in_process else ("scheduler" if scheduler_address else "local"),
+        "reason": reason, "tasks": len(todo), "estimated_effort": round(sum(efforts), 1),
+        "startup_seconds": 0.0, "solve_seconds": 0.0, "close_seconds": 0.0,
+    }  # fmt: skip
     if in_process and todo:
-        if workers < 1:
-            raise OptionError("--workers", f"must be >= 1, got {workers}")
-        _solve_here(todo, jpath, time_limit, progress)
+        t0 = time.perf_counter()
+        warm(solvers)  # one-time imports before any task's clock starts
+        t1 = time.perf_counter()
+        _solve_here([todo[k] for k in order], jpath, time_limit, progress)
+        t2 = time.perf_counter()
+        report |= {"workers": 1, "startup_seconds": t1 - t0, "solve_seconds": t2 - t1}
     elif todo:
+        t0 = time.perf_counter()
         client, cluster = _client(workers, scheduler_address)
         try:
+            client.register_plugin(warm_plugin(solvers))  # imports + first calls, every worker
+            t1 = time.perf_counter()
+            groups = chunks(order, efforts)
+            report |= {"dask_tasks": len(groups), "workers": len(client.nthreads())}
             _drive(
-                client, [(pos[id(t)], t) for t in todo], jpath, time_limit, progress,
-                max_in_flight, as_completed,
-                no_workers_timeout,
+                client, [(g[0], [todo[k] for k in g]) for g in groups], len(todo), jpath,
+                time_limit, progress, max_in_flight, no_workers_timeout,
             )  # fmt: skip
+            t2 = time.perf_counter()
         finally:
             close_quietly(client, cluster)
+        report |= {"startup_seconds": t1 - t0, "solve_seconds": t2 - t1}
+        report["close_seconds"] = time.perf_counter() - t2
     df = to_frame(read_journal(jpath))
     if not tmp:
         write_table(df, out)
+    df.attrs["batch"] = report
     return df
-
-
-def _size_hint(payload) -> int:
-    """A cheap proxy for an instance's solve effort: its JSON size (bid tables, GPUs, jobs)."""
-    if isinstance(payload, dict):
-        import json
-
-        return len(json.dumps(payload, separators=(",", ":")))
-    try:
-        return Path(payload).stat().st_size
-    except (OSError, TypeError):
-        return 0
-
-
-def largest_first(todo: list[tuple]) -> list[tuple]:
-    """(name, solver, payload) tasks by decreasing :func:`_size_hint` (stable among equals):
-    longest-processing-time-first keeps the makespan on several workers close to total / workers."""
-    sizes: dict[int, int] = {}
-    for _, _, p in todo:
-        if id(p) not in sizes:
-            sizes[id(p)] = _size_hint(p)
-    return sorted(todo, key=lambda t: -sizes[id(t[2])])
 
 
 def _solve_here(todo, jpath: Path, time_limit, progress: bool | ProgressBar) -> None:
@@ -317,56 +276,56 @@ def _solve_here(todo, jpath: Path, time_limit, progress: bool | ProgressBar) -> 
 
 
 def _drive(
-    client, todo, jpath: Path, time_limit, progress, max_in_flight, as_completed,
+    client, groups, n_tasks: int, jpath: Path, time_limit, progress, max_in_flight,
     no_workers_timeout: float | None = 120.0,
 ):  # fmt: skip
+    """Submit ``groups`` ((key position, [task, ...]) in submission order) at most ``limit`` at a
+    time and journal each finished group's rows (one fsync per group) as it arrives."""
+    from dask.distributed import as_completed
+
     n_workers = max(1, len(client.scheduler_info().get("workers", {})))
     limit = max_in_flight or max(8, 4 * n_workers)
     run_id = uuid.uuid4().hex[:8]
-    queue: Iterator = iter(todo)  # (key index, task), submitted in this order
+    queue: Iterator = iter(groups)
     meta: dict = {}
 
     def submit(ac) -> None:
         nxt = next(queue, None)
         if nxt is None:
             return
-        k, (name, solver, payload) = nxt
-        fut = client.submit(
-            solve_task,
-            name,
-            solver,
-            payload,
-            time_limit,
-            key=f"fairplace-solve-{run_id}-{k}",
-            pure=False,
-        )
-        meta[fut.key] = (name, solver)
+        k, tasks = nxt
+        key = f"fairplace-solve-{run_id}-{k}"
+        if len(tasks) == 1:
+            fut = client.submit(solve_task, *tasks[0], time_limit, key=key, pure=False)
+        else:
+            fut = client.submit(solve_chunk, tasks, time_limit, key=key, pure=False)
+        meta[fut.key] = tasks
         ac.add(fut)
 
     ac = as_completed()
     for _ in range(limit):
         submit(ac)
     watch = _NoWorkersWatch(client, no_workers_timeout, jpath)
-    with progress_bar(len(todo), "solving", progress) as bar, open(jpath, "a") as f:
+    with progress_bar(n_tasks, "solving", progress) as bar, open(jpath, "a") as f:
         while not ac.is_empty():
             if not ac.has_ready():
                 watch.check()  # raises if the cluster has had no worker for too long
                 time.sleep(0.02)
                 continue
             for fut in ac.next_batch(block=False):
-                name, solver = meta.pop(fut.key)
+                tasks = meta.pop(fut.key)
                 try:
-                    row = fut.result()
+                    res = fut.result()
+                    rows = res if isinstance(res, list) else [res]
                 except Exception as exc:  # noqa: BLE001 - KilledWorker, cancelled, ...: a row, never abort
-                    row = {
-                        "instance": name,
-                        "solver": solver,
-                        "status": "error",
-                        "message": f"{type(exc).__name__}: {exc}",
-                    }
-                _append(f, row)
+                    msg = f"{type(exc).__name__}: {exc}"
+                    rows = [
+                        {"instance": n, "solver": s, "status": "error", "message": msg}
+                        for n, s, _ in tasks
+                    ]
+                append_rows(f, rows)
                 fut.release()
-                bar.advance()
+                bar.advance(len(rows))
                 submit(ac)
 
 
@@ -398,6 +357,7 @@ class _NoWorkersWatch:
 
 
 __all__ = [
+    "IN_PROCESS_MAX_TASKS",
     "local_cluster",
     "run_batch",
     "solve_task",

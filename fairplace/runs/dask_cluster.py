@@ -52,8 +52,15 @@ def sigint_ignored():
         signal.signal(signal.SIGINT, old)
 
 
-def local_cluster(workers: int):
-    """``workers`` processes on 127.0.0.1, one thread each, no dashboard, no HTTP routes."""
+#: worker preload: imports the HiGHS solver stack while each worker starts (in parallel), before
+#: any task runs (:func:`fairplace.runs.batch_worker.dask_setup`).
+WORKER_PRELOAD = "fairplace.runs.batch_worker"
+
+
+def local_cluster(workers: int, preload: bool = True):
+    """``workers`` processes on 127.0.0.1, one thread each (processes, not threads: the model
+    building is Python and holds the GIL), no dashboard, no HTTP routes; ``preload``: each worker
+    imports the solver stack as it starts (:data:`WORKER_PRELOAD`)."""
     import dask
     from dask.distributed import LocalCluster
 
@@ -66,6 +73,7 @@ def local_cluster(workers: int):
             dashboard_address=None,
             scheduler_kwargs={"dashboard_address": "127.0.0.1:0"},  # not the default :8787
             silence_logs=logging.CRITICAL,
+            preload=[WORKER_PRELOAD] if preload else [],
         )
 
 

@@ -1,0 +1,134 @@
+"""The worker side of a batch: solve one (instance, solver) task or a chunk of them, never raising;
+and :func:`warm`, the one-time imports done before any task is timed.
+
+Local clusters start their workers with this module as a Dask *preload* (``dask_setup`` runs
+:func:`warm` while the worker starts, in parallel on every worker), and an in-process batch calls
+:func:`warm` before its first task, so neither a row's ``seconds`` (the solver's own clock) nor its
+``wall_seconds`` (the whole task) includes importing the solver stack (~0.5-1 s once per process).
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from collections.abc import Sequence
+
+from fairplace.core.errors import UnknownSolver
+
+#: a one-GPU auction and a one-job placement: :func:`warm` solves them once with each solver
+TINY = (
+    {
+        "kind": "auction",
+        "gpus": [{"id": "m0/0", "machine": "m0", "rack": "r0", "pm": {"A": 1.0}}],
+        "apps": [{"id": "A", "rho_empty": 2.0, "bids": [{"gpus": ["m0/0"], "rho": 1.0}]}],
+    },
+    {
+        "kind": "placement",
+        "locality_penalty": 1.7,
+        "gpus": [{"id": "m0/0", "machine": "m0", "rack": "r0", "pm": {"A": 1.0}}],
+        "jobs": [{"id": "j", "gpus": 1, "class": "A"}],
+    },
+)
+
+
+def warm(solvers: Sequence[str] = ("exact",)) -> None:
+    """One-time set-up of this process: import the solver stack (fairplace, HiGHS, the auction /
+    placement / compact solvers, policies, heuristics) and solve :data:`TINY` once with each of
+    ``solvers`` (``threads=1`` as the tasks do), which also performs the imports and first-call
+    initialisations a solver does lazily inside its clock (Pyomo's plugins: ~1 s, CVXPY's
+    canonicaliser); errors are ignored here (the real tasks report them)."""
+    import highspy  # noqa: F401
+
+    import fairplace
+    from fairplace.instances import suites
+    from fairplace.solvers import auction, compact, heuristics, placement, policies  # noqa: F401
+    from fairplace.solvers.registry import solver_table
+
+    table = solver_table()  # imports the relaxation module too
+    for s in dict.fromkeys(solvers):
+        for doc in TINY:
+            if doc["kind"] not in table.get(s, {}):
+                continue
+            try:
+                fairplace.solve(suites.load_item(doc), s, threads=1, parallel=False)
+            except Exception:  # noqa: BLE001, S110 - a warm-up, not a result
+                pass
+
+
+def warm_plugin(solvers: Sequence[str]):
+    """A Dask ``WorkerPlugin`` running :func:`warm` for ``solvers`` on every worker, present and
+    future (a restarted one too), before it runs a task."""
+    from distributed import WorkerPlugin
+
+    class Warm(WorkerPlugin):
+        name = "fairplace-warm-" + ",".join(sorted(set(solvers)))
+
+        def __init__(self):
+            self.solvers = tuple(solvers)
+
+        def setup(self, worker=None) -> None:
+            warm(self.solvers)
+
+    return Warm()
+
+
+def dask_setup(worker=None) -> None:
+    """Dask preload hook: warm the HiGHS stack (``exact``) while the worker starts."""
+    warm()
+
+
+def _finite(v):
+    return None if v is None or (isinstance(v, float) and not math.isfinite(v)) else v
+
+
+def solve_task(instance: str, solver: str, payload, time_limit: float | None = None) -> dict:
+    """Solve one (instance, solver) pair on a worker with HiGHS ``threads=1``; never raises."""
+    import fairplace
+    from fairplace.instances import suites
+
+    t0 = time.perf_counter()
+    row: dict = {"instance": instance, "solver": solver}
+    try:
+        inst = suites.load_item(payload)
+        row |= suites.summary(inst)
+        row["optimum"] = suites.stored_optimum(inst)
+    except Exception as exc:  # noqa: BLE001 - a bad instance is a row, not a crash
+        return row | {"status": "error", "message": f"{type(exc).__name__}: {exc}"}
+    try:
+        sol = fairplace.solve(inst, solver, time_limit=time_limit, threads=1, parallel=False)
+    except UnknownSolver as exc:
+        row |= {"status": "skipped", "message": str(exc)}
+    except Exception as exc:  # noqa: BLE001
+        row |= {"status": "error", "message": f"{type(exc).__name__}: {exc}"}
+    else:
+        row |= {
+            "status": sol.status,
+            "objective": _finite(sol.objective),
+            "bound": _finite(sol.bound),
+            "seconds": sol.seconds,
+            "message": sol.message or "",
+        }
+        row |= _primary(inst, sol)
+    row["wall_seconds"] = time.perf_counter() - t0
+    return row
+
+
+def solve_chunk(tasks: Sequence[tuple], time_limit: float | None = None) -> list[dict]:
+    """The rows of (instance, solver, payload) tasks solved one after the other (one Dask task)."""
+    return [solve_task(n, s, p, time_limit) for n, s, p in tasks]
+
+
+def _primary(inst, sol) -> dict:
+    """The first, lexicographic part of the objective: unbounded apps left without GPUs (auctions) or
+    jobs placed (placements), for the row and for the stored optimum."""
+    opt = dict((inst.meta or {}).get("optimum") or {})
+    if inst.kind == "auction":
+        n_null = sum(a.rho_empty is None for a in inst.apps)
+        out = {"unserved_unbounded": len(sol.extra.get("unserved_unbounded", []))}
+        if "n_unbounded_served" in opt:
+            out["optimum_unserved_unbounded"] = n_null - int(opt["n_unbounded_served"])
+        return out
+    out = {"placed": len(sol.allocation)}
+    if "placed" in opt:
+        out["optimum_placed"] = int(opt["placed"])
+    return out
