@@ -40,7 +40,6 @@ __all__ = [
     "pack",
     "payments",
     "round_compact",
-    "solve_agent_form",
     "solve_compact",
     "solve_compact_auction",
     "solve_compact_pf",
@@ -158,20 +157,3 @@ def solve_compact(inst: AuctionInstance, opts: SolveOptions, **kw) -> Solution:
     if "payments" in kw:
         known["payments_"] = kw["payments"]
     return solve_compact_auction(inst, opts, name="compact", **known)
-
-
-def solve_agent_form(inst: AuctionInstance, solver: str, fn, opts: SolveOptions, **kw) -> Solution:
-    """``fairplace.solve`` on an instance with agent-form apps: build exact subset bids when the
-    offer is small enough (then any auction solver applies), else use the compact arbiter (for the
-    exact solvers ``exact`` / ``highs`` / ``compact``)."""
-    from fairplace.formulations.agents import to_explicit
-
-    if solver == "compact":
-        return solve_compact(inst, opts, **kw)
-    try:
-        explicit = to_explicit(inst)
-    except OptionError:
-        if solver in ("exact", "highs") and not inst.apps:
-            return solve_compact(inst, opts, **kw)
-        raise
-    return fn(explicit, opts, name=solver, **kw)

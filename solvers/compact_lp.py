@@ -11,7 +11,7 @@ import numpy as np
 from fairplace.formulations.compact import CompactProgram
 from fairplace.formulations.program import RawResult
 
-from . import highs
+from .backends import get_backend
 from .compact_pack import PACK_RULES, pack
 from .options import SolveOptions
 
@@ -84,7 +84,7 @@ def fixed_cells(prog: CompactProgram, milp, lp, opts: SolveOptions, skip: int | 
     variables only) is solved; a RawResult of the full program if it is feasible."""
     cells = lp_cells(prog, lp.x, skip) or {}
     sub = replace(prog, fixed=tuple(sorted(cells.items())))
-    res = highs.solve(sub.to_milp(), opts)
+    res = get_backend("highs").solve(sub.to_milp(), opts)
     if not res.has_solution:
         return None
     choice = sub.decode(res.x)

@@ -12,7 +12,8 @@ from fairplace.core.domain import Cluster
 from fairplace.formulations.compact import CompactApp, CompactProgram
 from fairplace.formulations.program import RawResult
 
-from . import highs
+from . import highs  # live-model LP loops (build/read) have no back-end equivalent
+from .backends import get_backend
 from .budget import Budget, budget_for
 from .compact_lp import Choice, fixed_cells, from_lp, has_rack_selectors, lp_cells
 from .options import SolveOptions
@@ -106,11 +107,11 @@ def checked_milp(milp, o: SolveOptions, x0, lp_bound: float | None, opts: SolveO
     its LP bound without). When an "optimal" MILP value stays below the LP bound by more than the
     gap tolerance (an integrality gap, or that bug), the MILP is solved again with presolve off,
     from the first answer; the better of the two is kept, "optimal" only if the second finished."""
-    res = highs.solve(milp, o, start=x0)
+    res = get_backend("highs").solve(milp, o, start=x0)
     if res.status != "optimal" or not o.presolve:
         return res
     if lp_bound is None:  # no LP solved on the way: the relaxation of this program
-        lp = highs.solve(milp.relaxed(), o.with_(time_limit=o.time_limit))
+        lp = get_backend("highs").solve(milp.relaxed(), o.with_(time_limit=o.time_limit))
         lp_bound = lp.objective if lp.status == "optimal" else None
     tol = max(o.mip_abs_gap, o.mip_rel_gap * abs(res.objective), 1e-9) + 1e-7
     if lp_bound is None or res.objective >= lp_bound - tol:
@@ -118,7 +119,7 @@ def checked_milp(milp, o: SolveOptions, x0, lp_bound: float | None, opts: SolveO
     o2 = budget.options(opts)
     if o2 is None:
         return res
-    res2 = highs.solve(milp, o2.with_(presolve=False), start=res.x)
+    res2 = get_backend("highs").solve(milp, o2.with_(presolve=False), start=res.x)
     if res2.has_solution and res2.objective > res.objective + tol:
         msg = f"presolve off (presolve's 'optimal' {res.objective!r} was not optimal)"
         return replace(res2, message=msg, seconds=res.seconds + res2.seconds)

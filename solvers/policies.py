@@ -51,15 +51,6 @@ __all__ = [
     "make_policy",
 ]
 
-POLICY_NAMES = (
-    "pal",
-    "pm-first",
-    "packed-sticky",
-    "packed-non-sticky",
-    "random-sticky",
-    "random-non-sticky",
-)
-
 
 @dataclass(frozen=True)
 class PMFirstPolicy(PlacementPolicy):
@@ -165,6 +156,8 @@ _POLICIES = {
     "random-sticky": (RandomPolicy, True),
     "random-non-sticky": (RandomPolicy, False),
 }
+#: The placement policy names (one list: the policy table's keys).
+POLICY_NAMES = tuple(_POLICIES)
 
 
 def make_policy(

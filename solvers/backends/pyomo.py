@@ -17,7 +17,9 @@ from .highs import silence_banner
 
 
 def preload() -> None:
+    # pyomo.environ loads ~345 plugin modules (~3 s) that would otherwise count in a first solve
     import pyomo.contrib.solver.common.factory  # noqa: F401
+    import pyomo.environ  # noqa: F401
 
 
 def _model(problem):
