@@ -16,11 +16,20 @@ import pytest
 from fairplace import cli
 from fairplace.runs.batch import journal_path, read_journal
 
-SOLVERS = "exact,pyomo"  # pyomo is slow enough (~0.2 s a solve) to interrupt a run part-way
+SOLVERS = "exact,pyomo"
+
+#: The small suite is solved in-process (its estimated effort is below the in-process rule) and can
+#: finish within one journal poll on a loaded machine; each task is paced by 0.1 s so that the run
+#: is still going when the test interrupts it (pacing, not a time limit: no result depends on it).
+PACED = (
+    "import sys, time; import fairplace.runs.batch as b; real = b.solve_task; "
+    "b.solve_task = lambda *a, **k: (time.sleep(0.1), real(*a, **k))[1]; "
+    "from fairplace.cli import main; sys.exit(main(sys.argv[1:]))"
+)
 
 
 def _start(out: Path, *extra: str) -> subprocess.Popen:
-    cmd = [sys.executable, "-m", "fairplace.cli", "batch", "small", "--solvers", SOLVERS]
+    cmd = [sys.executable, "-c", PACED, "batch", "small", "--solvers", SOLVERS]
     cmd += ["--workers", "2", "--out", str(out), "--no-progress", *extra]
     return subprocess.Popen(
         cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True, text=True
