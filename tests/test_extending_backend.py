@@ -13,9 +13,8 @@ SECTION = "## A solver back end"
 
 
 def section_code(title: str = SECTION) -> list[str]:
-    """The ```python blocks of the section ``title`` (docs/extending.md, or the draft
-    docs/extending_backend.md until it is folded in)."""
-    for name in ("extending.md", "extending_backend.md"):
+    """The ```python blocks of the section ``title`` of docs/extending.md."""
+    for name in ("extending.md",):
         path = DOCS / name
         text = path.read_text() if path.exists() else ""
         if title in text:
