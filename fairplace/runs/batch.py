@@ -164,6 +164,9 @@ def run_batch(
     for s in solvers:
         if s not in known:
             raise UnknownSolver("--solvers", f"unknown solver {s!r}; known: {', '.join(known)}")
+    if isinstance(workers, bool) or not isinstance(workers, int) or not 1 <= workers <= MAX_WORKERS:
+        # checked before the in-process rule: a bad --workers is an error even when unused
+        raise OptionError("--workers", f"must be in [1, {MAX_WORKERS}], got {workers!r}")
     if no_workers_timeout is not None and not no_workers_timeout > 0:
         raise OptionError("--no-workers-timeout", f"must be > 0 seconds, got {no_workers_timeout}")
     if time_limit is not None and not (math.isfinite(time_limit) and time_limit > 0):
