@@ -26,15 +26,22 @@ POLICY_OPTIONS = ("seed", "bin", "backfill")
 EXACT_SOLVERS = {"exact": None, "highs": "highs", "pyomo": "pyomo", "cvxpy": "cvxpy"}
 
 
+def _bind(fixed: str | None, backend, kw: dict):
+    """(back end, solution name) of an exact entry: ``fixed`` wins; ``exact`` on another back end
+    is named after it; the back end's imports are loaded outside the solve's timed region."""
+    name = kw.pop("name", None)
+    if fixed is None and backend != "highs":
+        name = None
+    backend = fixed or backend
+    backends.preload(backend)
+    return backend, name
+
+
 def _auction(fixed: str | None):
     def run(inst, opts: SolveOptions, backend="highs", **kw):
         from .auction import solve_auction
 
-        name = kw.pop("name", None)
-        if fixed is None and backend != "highs":  # exact on another back end: named after it
-            name = None
-        backend = fixed or backend
-        backends.preload(backend)  # imports outside the solve's timed region
+        backend, name = _bind(fixed, backend, kw)
         return solve_auction(inst, backend=backend, opts=opts, name=name, **kw)
 
     return run
@@ -45,12 +52,7 @@ def _placement(fixed: str | None):
         from .placement import solve_placement
         from .policies import instance_scores
 
-        name = kw.pop("name", None)
-        if fixed is None and backend != "highs":  # exact on another back end: named after it
-            name = None
-        backend = fixed or backend
-        backends.preload(backend)
-
+        backend, name = _bind(fixed, backend, kw)
         seed = kw.pop("seed", None)  # the exact program has no randomness; bin=True uses it
         kw.pop("backfill", None)  # a policy option; the exact program places as many jobs as it can
         if kw.pop("bin", False):

@@ -6,6 +6,7 @@ import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from test_themis_compact import cell_filter_instance
 
 from fairplace.formulations.compact import CompactProgram, compact_apps
 from fairplace.instances.generators import random_agent_auction
@@ -52,24 +53,7 @@ def _presolve_case():
     """Seed 4 of ``test_cell_filters_keep_the_optima`` (tests/test_themis_compact.py): 4 apps on
     6 machines x 4 GPUs; HiGHS 1.16 with presolve returns "optimal" -2.911 for PF_{-0} in the
     rack-cell program, whose optimum is -2.8461 (presolve off, and the plain program)."""
-    from fairplace.core.domain import AgentApp, AgentJob, AuctionInstance
-    from fairplace.instances.generators import grid_cluster
-
-    rng = np.random.default_rng(4)
-    cl = grid_cluster(6, 4, 2, pm={"A": rng.choice([1.0, 1.0, 1.3], 24)})
-    agents = tuple(
-        AgentApp(
-            f"A{a}",
-            (AgentJob(float(rng.integers(10, 100)), 1.0, float(rng.choice([0, 1, 3]))),),
-            t_now=float(rng.integers(0, 50)),
-            d_max=int(rng.choice([2, 4, 8, 12])),
-            cls=str(rng.choice(["A", "none"])).replace("none", "") or None,
-            t_id={"n_avg": 3},
-            rho_empty=50.0,
-        )
-        for a in range(4)
-    )
-    return AuctionInstance(cl, (), agents=agents)
+    return cell_filter_instance(4)
 
 
 def test_full_milp_is_guarded_against_a_suboptimal_presolve_answer():

@@ -263,17 +263,8 @@ def test_payments_equal_the_recorded_reference(seed):
     assert [round(sol.payments[f"A{k}"], 8) for k in range(8)] == [round(p, 8) for p in pays]
 
 
-@settings(max_examples=10, deadline=None)
-@given(st.integers(0, 10_000))
-def test_cell_filters_keep_the_optima(seed):
-    """Dropping cells that do not fit the offer alone and the per-(rack, cell) selectors keep the
-    optimum of PF and of every PF_{-i} (full MILPs of the plain, the rack-cell and the unfiltered
-    program: every cell of the app's table, as before the filter)."""
-    from dataclasses import replace
-
-    from fairplace.solvers import highs
-    from fairplace.solvers.options import SolveOptions
-
+def cell_filter_instance(seed: int) -> AuctionInstance:
+    """4 agent-form apps on 6 machines x 4 GPUs (2 racks), two PM-score levels, drawn from ``seed``."""
     rng = np.random.default_rng(seed)
     cl = grid_cluster(6, 4, 2, pm={"A": rng.choice([1.0, 1.0, 1.3], 24)})
     agents = tuple(
@@ -288,10 +279,24 @@ def test_cell_filters_keep_the_optima(seed):
         )
         for a in range(4)
     )
-    inst = AuctionInstance(cl, (), agents=agents)
+    return AuctionInstance(cl, (), agents=agents)
+
+
+@settings(max_examples=10, deadline=None)
+@given(st.integers(0, 10_000))
+def test_cell_filters_keep_the_optima(seed):
+    """Dropping cells that do not fit the offer alone and the per-(rack, cell) selectors keep the
+    optimum of PF and of every PF_{-i} (full MILPs of the plain, the rack-cell and the unfiltered
+    program: every cell of the app's table, as before the filter)."""
+    from dataclasses import replace
+
+    from fairplace.solvers import highs
+    from fairplace.solvers.options import SolveOptions
+
+    inst = cell_filter_instance(seed)
     apps = compact_apps(inst)
     for exclude in [frozenset(), *(frozenset({i}) for i in range(4))]:
-        base = CompactProgram(cl, tuple(range(24)), apps, exclude, reduced=False)
+        base = CompactProgram(inst.cluster, tuple(range(24)), apps, exclude, reduced=False)
         values = []
         for prog in (base, replace(base, rack_cells=True), _Unfiltered(base)):
             # presolve off: HiGHS 1.16 presolve returns sub-optimal "optimal" points on some of

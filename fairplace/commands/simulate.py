@@ -6,6 +6,7 @@ import json
 import math
 
 from fairplace.commands import _args
+from fairplace.core.errors import DataError, OptionError
 
 HELP = "trace-driven cluster simulation (scheduler x placement x trace)"
 
@@ -178,7 +179,6 @@ def _clean(x):
 def key_values(items, flag: str) -> dict:
     """``["backfill=true", "threshold=3200"]`` -> options: booleans and numbers parsed, the rest kept
     as strings (the policy / scheduler validates names and values)."""
-    from fairplace.core.errors import OptionError
 
     out = {}
     for item in items:
@@ -246,7 +246,6 @@ def _trace_options(items) -> dict:
 
 
 def run(args) -> int:
-    from fairplace.core.errors import DataError
     from fairplace.sim import simulate
 
     if args.out:
@@ -267,8 +266,6 @@ def run(args) -> int:
 def _simulate(simulate, args):
     kw = {}
     if args.restart_cost is not None:
-        from fairplace.core.errors import OptionError
-
         if not 0 <= args.restart_cost < math.inf:
             raise OptionError("restart", f"must be finite and >= 0, got {args.restart_cost}")
         kw = {"checkpoint": 0.0, "restart": args.restart_cost}

@@ -5,6 +5,8 @@ so a typo (``1e400``, ``4000000000`` GPUs) is a one-line error instead of an ove
 
 from __future__ import annotations
 
+from fairplace.core.errors import OptionError
+
 #: GPUs in one cluster / instance / simulation (the largest published clusters have ~10^5).
 MAX_GPUS = 100_000
 #: counts of apps, jobs, phases, machines, per-job GPU demands (d_max, demand_max, ...).
@@ -21,3 +23,10 @@ MAX_SEED = 2**63 - 1
 MAX_SAFE_INT = 2**53
 #: Dask worker processes started by one batch / sweep.
 MAX_WORKERS = 256
+
+
+def check_workers(workers) -> int:
+    """``workers`` as an int in [1, :data:`MAX_WORKERS`], else an :class:`OptionError` naming it."""
+    if isinstance(workers, bool) or not isinstance(workers, int) or not 1 <= workers <= MAX_WORKERS:
+        raise OptionError("--workers", f"must be an integer in [1, {MAX_WORKERS}], got {workers!r}")
+    return workers

@@ -51,7 +51,7 @@ from pathlib import Path
 import pandas as pd
 
 from fairplace.core.errors import ClusterUnavailable, OptionError, UnknownSolver
-from fairplace.core.limits import MAX_WORKERS
+from fairplace.core.limits import check_workers
 from fairplace.core.progress import ProgressBar, progress_bar
 from fairplace.runs.batch_plan import (
     IN_PROCESS_MAX_TASKS,
@@ -116,8 +116,6 @@ def _client(workers: int, scheduler_address: str | None):
             raise OptionError(
                 "--scheduler-address", f"cannot connect to {scheduler_address!r}: {exc}"
             ) from None
-    if not 1 <= workers <= MAX_WORKERS:
-        raise OptionError("--workers", f"must be in [1, {MAX_WORKERS}], got {workers}")
     cluster = local_cluster(workers)
     try:
         return Client(cluster), cluster
@@ -164,9 +162,7 @@ def run_batch(
     for s in solvers:
         if s not in known:
             raise UnknownSolver("--solvers", f"unknown solver {s!r}; known: {', '.join(known)}")
-    if isinstance(workers, bool) or not isinstance(workers, int) or not 1 <= workers <= MAX_WORKERS:
-        # checked before the in-process rule: a bad --workers is an error even when unused
-        raise OptionError("--workers", f"must be in [1, {MAX_WORKERS}], got {workers!r}")
+    check_workers(workers)  # before the in-process rule: a bad value is an error even when unused
     if no_workers_timeout is not None and not no_workers_timeout > 0:
         raise OptionError("--no-workers-timeout", f"must be > 0 seconds, got {no_workers_timeout}")
     if time_limit is not None and not (math.isfinite(time_limit) and time_limit > 0):

@@ -36,6 +36,7 @@ import pandas as pd
 
 from fairplace import sim
 from fairplace.core.errors import OptionError
+from fairplace.core.limits import check_workers
 from fairplace.core.progress import ProgressBar, progress_bar
 from fairplace.instances.trace_generators import (
     TRACE_GENERATORS,
@@ -317,10 +318,7 @@ def run_sweep(
 
     if not isinstance(spec, SweepSpec):
         spec = load_spec(spec)
-    from fairplace.core.limits import MAX_WORKERS
-
-    if isinstance(workers, bool) or not isinstance(workers, int) or not 1 <= workers <= MAX_WORKERS:
-        raise OptionError("--workers", f"must be an integer in [1, {MAX_WORKERS}], got {workers!r}")
+    check_workers(workers)
     paths = results_paths(out)
     paths["csv"].parent.mkdir(parents=True, exist_ok=True)
     with JournalLock(paths["csv"]):  # one sweep at a time per results table
