@@ -100,6 +100,24 @@ def test_binned_solve_reports_raw_objective_too():
         assert exact.objective <= sol.objective + 1e-9
 
 
+def test_binning_is_timed_apart_from_the_round(monkeypatch):
+    # a fake clock: binning "takes" 5 s, everything else 0 s; ``seconds`` is the round alone
+    from fairplace.solvers import policies
+
+    clock = [0.0]
+    real = policies.instance_scores
+
+    def slow_binning(*a, **k):
+        clock[0] += 5.0
+        return real(*a, **k)
+
+    monkeypatch.setattr(policies, "instance_scores", slow_binning)
+    monkeypatch.setattr(policies.time, "perf_counter", lambda: clock[0])
+    inst = random_placement(jobs=4, machines=2, gpus_per_machine=4, seed=0, max_demand=4)
+    sol = fairplace.solve(inst, solver="pal", bin=True, seed=1)
+    assert sol.extra["binning_seconds"] == 5.0 and sol.seconds == 0.0
+
+
 @pytest.mark.slow
 def test_cli_solve_with_policy(tmp_path):
     inst = random_placement(jobs=4, machines=2, gpus_per_machine=4, seed=0, max_demand=4)
