@@ -6,13 +6,16 @@ from __future__ import annotations
 
 import inspect
 from collections.abc import Callable, Mapping
+from pathlib import Path
 from types import MappingProxyType
 from typing import Any
 
 import pandas as pd
 
+from fairplace.core.errors import TraceError
+
 from .models import MODELS
-from .traces import synergy_trace
+from .traces import SIA_PHILLY, synergy_trace
 from .workloads import themis_workload
 
 
@@ -43,6 +46,22 @@ TRACE_GENERATORS: Mapping[str, Callable[..., pd.DataFrame]] = MappingProxyType(
 )
 #: keyword names the caller may not set (the name fixes the workload, the cell / simulation the seed)
 _RESERVED = frozenset({"workload", "t_iter", "seed"})
+
+
+def trace_names() -> tuple[str, ...]:
+    """Every trace name ``simulate`` and sweeps accept besides CSV paths: bundled, then generated."""
+    return (*SIA_PHILLY, *TRACE_GENERATORS)
+
+
+def check_trace_name(trace) -> None:
+    """A string that is neither a trace name nor a CSV path (existing, or ending in ``.csv``):
+    :class:`TraceError` listing every name."""
+    if not isinstance(trace, str) or trace in TRACE_GENERATORS or trace in SIA_PHILLY:
+        return
+    if Path(trace).suffix.lower() != ".csv" and not Path(trace).exists():
+        raise TraceError(
+            "trace", f"unknown trace {trace!r}: use {', '.join(trace_names())} or a .csv file"
+        )
 
 
 def generator_function(trace: str) -> Callable | None:

@@ -30,11 +30,6 @@ _UPPER |= {"locality": MAX_RATIO, "locality_rack": MAX_RATIO}
 SIA_PHILLY = ("workload-1", "workload-2", "workload-3", "workload-4")
 
 
-def trace_names() -> tuple[str, ...]:
-    """Names accepted by :func:`load_trace` besides file paths."""
-    return SIA_PHILLY
-
-
 def _data(*parts: str):
     return resources.files("fairplace.instances").joinpath("data", *parts)
 

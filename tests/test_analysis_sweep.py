@@ -105,6 +105,7 @@ def test_cli_exit_2_on_bad_spec(tmp_path, capsys):
     assert main(["sweep", str(tmp_path / "missing.toml")]) == 2
     f.write_text('schedulers = ["fifo"]\nplacements = ["pal"]\ntraces = ["w"]\n')
     assert main(["sweep", str(f), "--validate-only"]) == 2  # no trace named "w"
-    assert "traces[0]" in capsys.readouterr().err
+    err = capsys.readouterr().err
+    assert "traces[0]" in err and "themis-1" in err  # the generated names are listed too
     f.write_text('schedulers = ["fifo"]\nplacements = ["pal"]\ntraces = ["workload-1"]\n')
     assert main(["sweep", str(f), "--validate-only"]) == 0

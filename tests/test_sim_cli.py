@@ -31,7 +31,10 @@ def test_simulate_json_summary_and_out_dir(tmp_path, capsys):
 @pytest.mark.parametrize(
     "args,needle",
     [
-        (["--trace", "nope"], "unknown trace"),
+        (
+            ["--trace", "nope"],
+            "unknown trace 'nope': use workload-1, workload-2, workload-3, workload-4, themis-1, themis-2, synergy or a .csv file",
+        ),
         (["--trace", "workload-1", "--scheduler", "nope"], "--scheduler"),
         (["--trace", "workload-1", "--placement", "nope"], "placement"),
         (["--trace", "workload-1", "--gpus", "30"], "--gpus"),

@@ -40,6 +40,7 @@ from fairplace.core.limits import check_workers
 from fairplace.core.progress import ProgressBar, progress_bar
 from fairplace.instances.trace_generators import (
     TRACE_GENERATORS,
+    check_trace_name,
     generator_function,
     generator_params,
     make_trace,
@@ -170,6 +171,7 @@ def _check_inputs(traces, params: dict, fixed: dict) -> None:
         if tr in SIA_PHILLY or tr in TRACE_GENERATORS:
             continue
         try:
+            check_trace_name(tr)
             load_trace(tr)
         except DataError as exc:
             raise OptionError(f"traces[{k}]", str(exc)) from None

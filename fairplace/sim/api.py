@@ -13,7 +13,12 @@ import pandas as pd
 
 from fairplace.core.errors import DataError, OptionError, TraceError
 from fairplace.core.progress import progress_bar
-from fairplace.instances.trace_generators import TRACE_GENERATORS, generator_params, make_trace
+from fairplace.instances.trace_generators import (
+    TRACE_GENERATORS,
+    check_trace_name,
+    generator_params,
+    make_trace,
+)
 
 from . import metrics
 from .config import BINNINGS, SimulationConfig
@@ -79,6 +84,7 @@ def _trace_frame(trace, seed: int, gpus: int | None, options) -> pd.DataFrame:
             "trace_options", f"only generated traces ({', '.join(TRACE_GENERATORS)}) take options"
         )
     if isinstance(trace, (str, Path, pd.DataFrame)):
+        check_trace_name(trace)
         return load_trace(trace)
     raise OptionError("trace", f"expected a trace name, a CSV path or a DataFrame, got {trace!r}")
 
