@@ -22,7 +22,7 @@ def add_arguments(p) -> None:
         type=int,
         default=None,
         metavar="N",
-        help="local worker processes (default 2)",
+        help="local solvers (default 2): this process and N-1 Dask worker processes",
     )
     where.add_argument(
         "--scheduler-address", default=None, metavar="ADDR", help="existing Dask scheduler"

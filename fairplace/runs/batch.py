@@ -2,7 +2,9 @@
 
 How tasks run (:mod:`fairplace.runs.batch_plan`): largest estimated effort first; tiny tasks (heuristics,
 small instances) share one Dask task, a chunk; small suites (``--workers 1``, <= 4 tasks or a small
-estimated effort) are solved in this process without a cluster. Local clusters' workers import the
+estimated effort) are solved in this process without a cluster. On a local cluster this process is one
+of the ``workers`` solvers (:class:`DriverSlot`): it starts the largest task before the cluster is up
+and takes the next one whenever it is idle, so the start-up costs no solving time. Local clusters' workers import the
 solver stack as they start (:mod:`fairplace.runs.batch_worker`), and the in-process path does so before
 its first task, so no row's ``seconds`` / ``wall_seconds`` includes one-time imports.
 
@@ -43,6 +45,7 @@ from __future__ import annotations
 
 import logging
 import math
+import threading
 import time
 import uuid
 from collections.abc import Iterator, Sequence
@@ -137,6 +140,7 @@ def run_batch(
     max_in_flight: int | None = None,
     no_workers_timeout: float | None = 120.0,
     in_process: bool | None = None,
+    driver_solves: bool = True,
 ) -> pd.DataFrame:
     """Solve every (instance, solver) pair of ``suite`` on Dask; return the results table.
 
@@ -153,6 +157,10 @@ def run_batch(
     ``suite``: a registered suite name, a folder of instance JSON files or a list of (name, payload).
     ``out``: the table (``.parquet`` / ``.csv`` / ``.jsonl``); its journal is ``<out>.jsonl``
     (see the module docstring). Without ``out`` the journal goes to a temporary file.
+    ``driver_solves`` (local clusters): this process is one of the ``workers`` solvers, next to
+    ``workers - 1`` Dask worker processes (:class:`DriverSlot`): it starts the largest task while
+    the cluster starts, so the start-up is not idle time; False: ``workers`` Dask workers and this
+    process only coordinates. A cluster at ``scheduler_address`` does all the solving.
     ``no_workers_timeout``: seconds without any Dask worker after which the batch stops with
     :class:`~fairplace.core.errors.ClusterUnavailable` (finished rows stay in the journal; None: wait).
     """
@@ -185,7 +193,7 @@ def run_batch(
         with JournalLock(journal_path(out)):
             return _run_locked(
                 items, solvers, workers, scheduler_address, time_limit, out, tmp, resume,
-                overwrite, progress, max_in_flight, no_workers_timeout, in_process,
+                overwrite, progress, max_in_flight, no_workers_timeout, in_process, driver_solves,
             )  # fmt: skip
     finally:
         if tmp:  # the temporary journal folder goes with the batch
@@ -196,7 +204,7 @@ def run_batch(
 
 def _run_locked(
     items, solvers, workers, scheduler_address, time_limit, out, tmp, resume, overwrite,
-    progress, max_in_flight, no_workers_timeout, in_process,
+    progress, max_in_flight, no_workers_timeout, in_process, driver_solves,
 ) -> pd.DataFrame:  # fmt: skip
     """The batch proper, while this process holds the journal's lock."""
     jpath = journal_path(out)
@@ -243,19 +251,35 @@ def _run_locked(
         t2 = time.perf_counter()
         report |= {"workers": 1, "startup_seconds": t1 - t0, "solve_seconds": t2 - t1}
     elif todo:
+        groups = [(g[0], [todo[k] for k in g]) for g in chunks(order, efforts)]
+        here = None
+        if not scheduler_address and workers >= 2 and driver_solves:
+            here = DriverSlot(solvers, time_limit)
+            here.start(groups.pop(0))  # the largest group starts now, while the cluster starts
         t0 = time.perf_counter()
-        client, cluster = _client(workers, scheduler_address)
+        client = cluster = None
         try:
+            client, cluster = _client(workers - (here is not None), scheduler_address)
             client.register_plugin(warm_plugin(solvers))  # imports + first calls, every worker
             t1 = time.perf_counter()
-            groups = chunks(order, efforts)
-            report |= {"dask_tasks": len(groups), "workers": len(client.nthreads())}
+            report |= {
+                "dask_tasks": len(groups),
+                "workers": len(client.nthreads()) + (here is not None),
+                "driver_solves": here is not None,
+            }
+            if here is not None:
+                report["reason"] = (
+                    f"on a local Dask cluster: {workers - 1} worker process(es) and this process"
+                )
             _drive(
-                client, [(g[0], [todo[k] for k in g]) for g in groups], len(todo), jpath,
-                time_limit, progress, max_in_flight, no_workers_timeout,
+                client, groups, len(todo), jpath, time_limit, progress, max_in_flight,
+                no_workers_timeout, here,
             )  # fmt: skip
             t2 = time.perf_counter()
         finally:
+            if here is not None:  # a group the driver finished is journaled whatever happened
+                with open(jpath, "a") as f:
+                    append_rows(f, here.take() or [])
             close_quietly(client, cluster)
         report |= {"startup_seconds": t1 - t0, "solve_seconds": t2 - t1}
         report["close_seconds"] = time.perf_counter() - t2
@@ -276,14 +300,16 @@ def _solve_here(todo, jpath: Path, time_limit, progress: bool | ProgressBar) -> 
 
 def _drive(
     client, groups, n_tasks: int, jpath: Path, time_limit, progress, max_in_flight,
-    no_workers_timeout: float | None = 120.0,
+    no_workers_timeout: float | None = 120.0, here: DriverSlot | None = None,
 ):  # fmt: skip
     """Submit ``groups`` ((key position, [task, ...]) in submission order) at most ``limit`` at a
-    time and journal each finished group's rows (one fsync per group) as it arrives."""
+    time and journal each finished group's rows (one fsync per group) as it arrives. ``here``:
+    this process solves too; it takes the next group whenever it is idle, so Dask gets only about
+    one group per worker ahead (a group queued on Dask is one the driver cannot take)."""
     from dask.distributed import as_completed
 
     n_workers = max(1, len(client.scheduler_info().get("workers", {})))
-    limit = max_in_flight or max(8, 4 * n_workers)
+    limit = max_in_flight or (n_workers + 1 if here else max(8, 4 * n_workers))
     run_id = uuid.uuid4().hex[:8]
     queue: Iterator = iter(groups)
     meta: dict = {}
@@ -306,10 +332,17 @@ def _drive(
         submit(ac)
     watch = _NoWorkersWatch(client, no_workers_timeout, jpath)
     with progress_bar(n_tasks, "solving", progress) as bar, open(jpath, "a") as f:
-        while not ac.is_empty():
+        while not ac.is_empty() or (here is not None and here.busy):
+            if here is not None and (rows := here.take()) is not None:
+                append_rows(f, rows)
+                bar.advance(len(rows))
+                nxt = next(queue, None)
+                if nxt is not None:
+                    here.start(nxt)
+                continue
             if not ac.has_ready():
                 watch.check()  # raises if the cluster has had no worker for too long
-                time.sleep(0.02)
+                time.sleep(0.01)
                 continue
             for fut in ac.next_batch(block=False):
                 tasks = meta.pop(fut.key)
@@ -326,6 +359,46 @@ def _drive(
                 fut.release()
                 bar.advance(len(rows))
                 submit(ac)
+
+
+class DriverSlot:
+    """This process as one more solver of a local batch: a daemon thread solving one group of tasks
+    at a time (imports and first calls first, :func:`warm`, outside every row's clock). Polled by the
+    driver loop: :meth:`take` returns the finished group's rows once, else None. A daemon thread, so
+    Ctrl-C is not held up by a running solve (whose row is then lost, as a killed worker's)."""
+
+    def __init__(self, solvers: Sequence[str], time_limit: float | None):
+        self.solvers, self.time_limit = tuple(solvers), time_limit
+        self.busy = False
+        self._rows: list[dict] | None = None
+        self._thread: threading.Thread | None = None
+        self._warm = False
+
+    def start(self, group: tuple[int, list[tuple]]) -> None:
+        _, tasks = group
+        self.busy, self._rows = True, None
+
+        def run() -> None:
+            try:
+                if not self._warm:
+                    warm(self.solvers)
+                    self._warm = True
+                self._rows = [solve_task(n, s, p, self.time_limit) for n, s, p in tasks]
+            except BaseException as exc:  # noqa: BLE001 - a row, as a worker's failure is
+                msg = f"{type(exc).__name__}: {exc}"
+                self._rows = [
+                    {"instance": n, "solver": s, "status": "error", "message": msg}
+                    for n, s, _ in tasks
+                ]
+
+        self._thread = threading.Thread(target=run, daemon=True, name="fairplace-driver-solver")
+        self._thread.start()
+
+    def take(self) -> list[dict] | None:
+        if not self.busy or self._thread.is_alive():
+            return None
+        self.busy = False
+        return self._rows
 
 
 class _NoWorkersWatch:
@@ -357,6 +430,7 @@ class _NoWorkersWatch:
 
 __all__ = [
     "IN_PROCESS_MAX_TASKS",
+    "DriverSlot",
     "local_cluster",
     "run_batch",
     "solve_task",
