@@ -36,6 +36,7 @@ import numpy as np
 from fairplace.core.domain import GPU, AgentApp, AgentJob, Cluster
 from fairplace.core.errors import OptionError
 from fairplace.formulations.ftf import bundle_rho, n_avg
+from fairplace.formulations.variants import AGENT_T_ID_VARIANTS
 
 from .schedulers import SchedView
 
@@ -87,13 +88,12 @@ class Themis:
         t_id: str = "themis",
         seed: int = 0,
     ):
-        from fairplace.formulations.ftf import T_ID_VARIANTS
         from fairplace.sim.rounds import Arbiter
 
         if pricing not in PRICING:
             raise OptionError("scheduler_options.pricing", f"expected one of {PRICING}")
-        if t_id not in ("themis", "literal"):
-            raise OptionError("scheduler_options.t_id", f"expected one of {T_ID_VARIANTS[:2]}")
+        if t_id not in AGENT_T_ID_VARIANTS:
+            raise OptionError("scheduler_options.t_id", f"expected one of {AGENT_T_ID_VARIANTS}")
         self.pricing = pricing
         self.t_id = t_id
         self.arbiter = Arbiter(f=f, lease=lease, leftover=leftover, rounding=rounding, seed=seed)
