@@ -261,3 +261,10 @@ def test_lv_product_is_the_domain_slowdown(M, P, data):
     one_machine = len(set(cl.machine_index[idx].tolist())) == 1
     for job, L in ((Job("a", idx.size, "A"), 1.7), (Job("b", idx.size, "A", model="resnet"), 2.5)):
         assert pol.lv_product(pool, job, idx) == (1.0 if one_machine else L) * float(s[idx].max())
+
+
+def test_analysis_baseline_names_are_policy_names():
+    # analysis may not import solvers, so it names the packed baselines itself: keep them in step
+    from fairplace.analysis.tables import PACKED_BASELINES
+
+    assert set(PACKED_BASELINES) <= set(POLICY_NAMES)
