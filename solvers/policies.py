@@ -32,6 +32,7 @@ import numpy as np
 from fairplace.core.errors import OptionError, UnknownSolver
 from fairplace.formulations.lv import choose_cell
 
+from . import round_kernel
 from .policy_round import ClusterState, Decision, PlacementPolicy
 
 __all__ = [
@@ -75,6 +76,9 @@ class PMFirstPolicy(PlacementPolicy):
     def _singles_count(self):
         return "machine"
 
+    def _kernel_spec(self):
+        return (round_kernel.PM_FIRST, self.ties, "machine")
+
     def _pick(self, pool, job):
         return pool.pm_first(job.cls, job.gpus, count=self.ties)
 
@@ -93,6 +97,11 @@ class PALPolicy(PMFirstPolicy):
 
     def _singles_count(self):
         return "level" if self.ties == "artifact" else "machine"
+
+    def _kernel_spec(self):
+        if self.ties == "artifact":
+            return (round_kernel.PAL_ARTIFACT, "level", "level")
+        return (round_kernel.PAL_FEWEST, "machine", "machine")
 
     def _pick(self, pool, job):
         artifact = self.ties == "artifact"

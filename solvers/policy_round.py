@@ -21,6 +21,7 @@ import numpy as np
 from fairplace.core.domain import Cluster, Job, slowdown, spread
 from fairplace.core.errors import DataError
 
+from . import round_kernel
 from .placement_engine import FreePool
 
 
@@ -47,6 +48,8 @@ class Decision:
     #: processing order, how many of them were decided, whether a misfit stopped the round, and
     #: (cluster, scores, per-class score orders) so the next round need not sort them again
     trail: tuple | None = field(default=None, compare=False, repr=False)
+    #: which pick loop ran: ``"c"`` (the compiled kernel, :mod:`.round_kernel`) or ``"python"``
+    kernel: str = field(default="python", compare=False, repr=False)
 
     def migrated(self, state: ClusterState) -> tuple[str, ...]:
         """Running jobs that keep running on a different GPU set (non-sticky re-placement)."""
@@ -116,7 +119,13 @@ class PlacementPolicy:
         pool = FreePool(state.cluster, state.scores, free, sorted_cache=cache)
         self._prepare(pool, state)
         singles = self._singles_count() if not self.sticky and self.migrate == "always" else None
-        while not stopped and k + 1 < len(order):
+        spec = self._kernel_spec() if singles is not None else None
+        kernel = spec is not None and round_kernel.wanted() and round_kernel.covers(pool)
+        if kernel and not stopped:  # the same picks, compiled (round_kernel)
+            k, stopped = round_kernel.run(
+                pool, order, k + 1, spec, self.backfill, self.locality, ids, alloc
+            )
+        while not kernel and not stopped and k + 1 < len(order):
             k += 1
             if not self.sticky and pool.n_free == 0:  # every later job fails: nothing to preempt
                 k -= 1
@@ -150,7 +159,10 @@ class PlacementPolicy:
             alloc.setdefault(j, tuple(int(x) for x in np.sort(g)))
         preempted = tuple(j for j in running if j in in_queue and j not in alloc)
         return Decision(
-            alloc, preempted, (ids, k + 1, stopped, (state.cluster, state.scores, cache))
+            alloc,
+            preempted,
+            (ids, k + 1, stopped, (state.cluster, state.scores, cache)),
+            "c" if kernel else "python",
         )
 
     def _preempt_lower(self, pool, held, order, k, n) -> None:
@@ -191,6 +203,11 @@ class PlacementPolicy:
     def _singles_count(self) -> str | None:
         """If a single-GPU job's pick is ``FreePool.pm_first(cls, 1, count)``, that ``count`` (runs of
         such jobs are then placed in one step by ``FreePool.pm_first_singles``); else None."""
+        return None
+
+    def _kernel_spec(self) -> tuple[int, str, str] | None:
+        """(kernel mode, multi-GPU count, singles count) if the compiled kernel
+        (:mod:`.round_kernel`) implements this policy's non-sticky round; else None."""
         return None
 
     def _order(self, jobs: list[Job], cluster_size: int) -> list[Job]:
