@@ -67,7 +67,10 @@ def run(pool, order, start, spec, backfill, locality, ids, alloc) -> tuple[int, 
         L = [0.0] * len(order)
     else:
         memo: dict = {}
-        L = [memo[j.model] if j.model in memo else memo.setdefault(j.model, locality(j)) for j in order]
+        L = [
+            memo[j.model] if j.model in memo else memo.setdefault(j.model, locality(j))
+            for j in order
+        ]
     free = pool.free[: pool.G].view(np.uint8)
     mi = np.ascontiguousarray(pool.mi, dtype=np.int64)
     k, stopped = _ext.place(
