@@ -529,41 +529,135 @@ static int record(PyObject *alloc, PyObject *id, int64_t *g, int64_t n) {
     return rc;
 }
 
+static PyObject *S_gpus, *S_cls, *S_model;
+
+/* the class index of cls, initialising its state on first use (class_data(cls) -> (order, sorted)) */
+typedef struct {
+    PyObject *index; /* dict cls -> int */
+    PyObject *data;  /* callable */
+    Py_buffer *ob, *sb;
+    int cap;
+} Classes;
+
+static long class_of(Pool *pl, Classes *cs, PyObject *cls) {
+    PyObject *v = PyDict_GetItemWithError(cs->index, cls);
+    if (v) return PyLong_AsLong(v);
+    if (PyErr_Occurred()) return -1;
+    int k = pl->ncls;
+    if (k == cs->cap) {
+        int cap = cs->cap * 2 + 4;
+        Py_buffer *ob = realloc(cs->ob, sizeof(Py_buffer) * cap);
+        if (ob) cs->ob = ob;
+        Py_buffer *sb = realloc(cs->sb, sizeof(Py_buffer) * cap);
+        if (sb) cs->sb = sb;
+        Cls *cl = realloc(pl->cls, sizeof(Cls) * cap);
+        if (cl) pl->cls = cl;
+        if (!ob || !sb || !cl) {
+            PyErr_NoMemory();
+            return -1;
+        }
+        cs->cap = cap;
+    }
+    PyObject *t = PyObject_CallFunctionObjArgs(cs->data, cls, NULL);
+    if (!t) return -1;
+    if (!PyTuple_Check(t) || PyTuple_GET_SIZE(t) != 2) {
+        Py_DECREF(t);
+        PyErr_SetString(PyExc_TypeError, "place: class_data must return (order, sorted)");
+        return -1;
+    }
+    if (PyObject_GetBuffer(PyTuple_GET_ITEM(t, 0), &cs->ob[k], PyBUF_C_CONTIGUOUS) < 0) {
+        Py_DECREF(t);
+        return -1;
+    }
+    if (PyObject_GetBuffer(PyTuple_GET_ITEM(t, 1), &cs->sb[k], PyBUF_C_CONTIGUOUS) < 0) {
+        PyBuffer_Release(&cs->ob[k]);
+        Py_DECREF(t);
+        return -1;
+    }
+    Py_DECREF(t); /* the buffers keep the arrays alive */
+    pl->ncls++;
+    memset(&pl->cls[k], 0, sizeof(Cls));
+    if (cs->ob[k].len != pl->G * 8 || cs->sb[k].len != pl->G * 8) {
+        PyErr_SetString(PyExc_ValueError, "place: a class order has the wrong size");
+        return -1;
+    }
+    if (!cls_init(pl, &pl->cls[k], cs->ob[k].buf, cs->sb[k].buf)) {
+        PyErr_NoMemory();
+        return -1;
+    }
+    PyObject *iv = PyLong_FromLong(k);
+    if (!iv || PyDict_SetItem(cs->index, cls, iv) < 0) {
+        Py_XDECREF(iv);
+        return -1;
+    }
+    Py_DECREF(iv);
+    return k;
+}
+
+/* a job's GPU demand and class index; 0 on success */
+static int job_attrs(Pool *pl, Classes *cs, PyObject *job, long long *n, long *ci) {
+    PyObject *g = PyObject_GetAttr(job, S_gpus);
+    if (!g) return -1;
+    *n = PyLong_AsLongLong(g);
+    Py_DECREF(g);
+    if (*n == -1 && PyErr_Occurred()) return -1;
+    PyObject *c = PyObject_GetAttr(job, S_cls);
+    if (!c) return -1;
+    *ci = class_of(pl, cs, c);
+    Py_DECREF(c);
+    return *ci < 0 ? -1 : 0;
+}
+
+/* L_across of a job: the per-model table, else the penalty (PlacementPolicy.locality) */
+static int job_locality(PyObject *job, PyObject *loc, double penalty, double *L) {
+    PyObject *m = PyObject_GetAttr(job, S_model);
+    if (!m) return -1;
+    *L = penalty;
+    if (m != Py_None) {
+        PyObject *v = PyDict_GetItemWithError(loc, m);
+        if (v) *L = PyFloat_AsDouble(v);
+        if (PyErr_Occurred()) {
+            Py_DECREF(m);
+            return -1;
+        }
+    }
+    Py_DECREF(m);
+    return 0;
+}
+
 static const char place_doc[] =
-    "place(mi, M, P, free, orders, sorted, gpus, cls, L, ids, start, mode, ties, singles, backfill,"
-    " choose, alloc) -> (k, stopped)\n\n"
-    "Run a non-sticky PM-First / PAL round from job ``start`` on: ``mi`` machine of each GPU (int64,"
-    " grouped by machine), ``free`` (uint8, updated), per class its score order (int64) and sorted"
-    " scores (float64), per job its GPUs, class index and L_across (lists), ``ids`` the job ids;"
-    " the picks go into ``alloc`` (job id -> sorted GPU tuple). Returns the last job decided and"
-    " whether a misfit stopped the round.";
+    "place(mi, M, P, free, order, ids, start, mode, ties, singles, backfill, class_data, loc,"
+    " penalty, choose, alloc) -> (k, stopped)\n\n"
+    "Run a non-sticky PM-First / PAL round from job ``start`` of ``order`` (a list of jobs with"
+    " ``gpus``, ``cls``, ``model``) on: ``mi`` the machine of each GPU (int64, grouped by machine),"
+    " ``free`` (uint8, updated), ``class_data(cls)`` -> (score order int64, sorted scores float64),"
+    " ``loc`` model -> L_across (else ``penalty``), ``ids`` the job ids; the picks go into"
+    " ``alloc`` (job id -> sorted GPU tuple). Returns the last job decided and whether a misfit"
+    " stopped the round.";
 
 static PyObject *place(PyObject *self, PyObject *args) {
     Py_buffer bmi, bfree;
     Py_ssize_t M, P, start;
-    PyObject *orders, *sorteds, *gpus, *clsl, *Ls, *ids, *chooser, *alloc;
-    int mode, ties, singles, backfill;
-    if (!PyArg_ParseTuple(args, "y*nnw*OOOOOOniiipOO!", &bmi, &M, &P, &bfree, &orders, &sorteds,
-                          &gpus, &clsl, &Ls, &ids, &start, &mode, &ties, &singles, &backfill,
-                          &chooser, &PyDict_Type, &alloc))
+    PyObject *order, *ids, *class_data, *loc, *chooser, *alloc;
+    int mode, ties, singles, backfill, gc_was = 0;
+    double penalty;
+    if (!PyArg_ParseTuple(args, "y*nnw*O!O!niiipOO!dOO!", &bmi, &M, &P, &bfree, &PyList_Type,
+                          &order, &PyTuple_Type, &ids, &start, &mode, &ties, &singles, &backfill,
+                          &class_data, &PyDict_Type, &loc, &penalty, &chooser, &PyDict_Type,
+                          &alloc))
         return NULL;
     PyObject *result = NULL;
     Pool pl;
     memset(&pl, 0, sizeof(pl));
-    Py_buffer *ob = NULL, *sb = NULL;
-    int nob = 0, nsb = 0;
+    Classes cs = {PyDict_New(), class_data, NULL, NULL, 0};
     int64_t *out = NULL;
     Rules r = {mode, ties, singles, chooser};
     int64_t G = bmi.len / (Py_ssize_t)sizeof(int64_t);
-    if (bfree.len != G || !PyTuple_Check(orders) || !PyTuple_Check(sorteds) ||
-        PyTuple_GET_SIZE(orders) != PyTuple_GET_SIZE(sorteds) || !PyList_Check(gpus) ||
-        !PyList_Check(clsl) || !PyList_Check(Ls) || !PyTuple_Check(ids) || P < 1 || M < 1) {
-        PyErr_SetString(PyExc_ValueError, "place: inconsistent arguments");
-        goto done;
-    }
     Py_ssize_t J = PyTuple_GET_SIZE(ids);
-    if (PyList_GET_SIZE(gpus) != J || PyList_GET_SIZE(clsl) != J || PyList_GET_SIZE(Ls) != J) {
-        PyErr_SetString(PyExc_ValueError, "place: job lists differ in length");
+    if (!cs.index) goto done;
+    if (bfree.len != G || PyList_GET_SIZE(order) != J || P < 1 || M < 1 || G >= (1 << 23) ||
+        M >= (1 << 24) || P >= (1 << 16)) {
+        PyErr_SetString(PyExc_ValueError, "place: inconsistent arguments");
         goto done;
     }
     pl.G = G;
@@ -602,54 +696,29 @@ static PyObject *place(PyObject *self, PyObject *args) {
         }
         pl.mstart[m + 1] += pl.mstart[m];
     }
-    pl.ncls = (int)PyTuple_GET_SIZE(orders);
-    ob = calloc((size_t)pl.ncls + 1, sizeof(Py_buffer));
-    sb = calloc((size_t)pl.ncls + 1, sizeof(Py_buffer));
-    pl.cls = calloc((size_t)pl.ncls + 1, sizeof(Cls));
-    if (!ob || !sb || !pl.cls) {
-        PyErr_NoMemory();
-        goto done;
-    }
-    for (int k = 0; k < pl.ncls; k++) {
-        if (PyObject_GetBuffer(PyTuple_GET_ITEM(orders, k), &ob[k], PyBUF_C_CONTIGUOUS) < 0) goto done;
-        nob++;
-        if (PyObject_GetBuffer(PyTuple_GET_ITEM(sorteds, k), &sb[k], PyBUF_C_CONTIGUOUS) < 0) goto done;
-        nsb++;
-        if (ob[k].len != G * 8 || sb[k].len != G * 8) {
-            PyErr_SetString(PyExc_ValueError, "place: a class order has the wrong size");
-            goto done;
-        }
-        if (!cls_init(&pl, &pl.cls[k], ob[k].buf, sb[k].buf)) {
-            PyErr_NoMemory();
-            goto done;
-        }
-    }
     int64_t k = start - 1;
     int stopped = 0;
+    gc_was = PyGC_Disable(); /* thousands of new tuples: no collections while they are made */
     while (!stopped && k + 1 < J) {
         k++;
         if (pl.n_free == 0) {
             k--;
             break;
         }
-        long long n = PyLong_AsLongLong(PyList_GET_ITEM(gpus, k));
-        long ci = PyLong_AsLong(PyList_GET_ITEM(clsl, k));
-        if ((n == -1 || ci == -1) && PyErr_Occurred()) goto done;
-        if (ci < 0 || ci >= pl.ncls) {
-            PyErr_SetString(PyExc_ValueError, "place: class index out of range");
-            goto done;
-        }
-        Cls *c = &pl.cls[ci];
+        PyObject *job = PyList_GET_ITEM(order, k);
+        long long n;
+        long ci;
+        if (job_attrs(&pl, &cs, job, &n, &ci) < 0) goto done;
         if (n == 1) { /* a run of single-GPU jobs of one class */
             int64_t e = k + 1;
             while (e < J) {
-                PyObject *ge = PyList_GET_ITEM(gpus, e), *ce = PyList_GET_ITEM(clsl, e);
-                long long ne = PyLong_AsLongLong(ge);
-                long cie = PyLong_AsLong(ce);
-                if ((ne == -1 || cie == -1) && PyErr_Occurred()) goto done;
+                long long ne;
+                long cie;
+                if (job_attrs(&pl, &cs, PyList_GET_ITEM(order, e), &ne, &cie) < 0) goto done;
                 if (ne != 1 || cie != ci) break;
                 e++;
             }
+            Cls *c = &pl.cls[ci]; /* after class_of: pl.cls may have moved */
             int64_t run = e - k, got = 0;
             int32_t ls;
             while (got < run && pl.n_free > 0) {
@@ -670,9 +739,9 @@ static PyObject *place(PyObject *self, PyObject *args) {
             k += run - 1;
             continue;
         }
-        double L = PyFloat_AsDouble(PyList_GET_ITEM(Ls, k));
-        if (L == -1.0 && PyErr_Occurred()) goto done;
-        int64_t got = n < 1 ? 0 : pick(&pl, &r, c, (int64_t)n, L, out);
+        double L = penalty;
+        if (mode != 0 && n > 1 && n <= P && job_locality(job, loc, penalty, &L) < 0) goto done;
+        int64_t got = n < 1 ? 0 : pick(&pl, &r, &pl.cls[ci], (int64_t)n, L, out);
         if (got < 0) goto done;
         if (got == 0) {
             if (backfill) continue;
@@ -688,11 +757,14 @@ static PyObject *place(PyObject *self, PyObject *args) {
     }
     result = Py_BuildValue("(LO)", (long long)k, stopped ? Py_True : Py_False);
 done:
-    if (pl.cls)
-        for (int i = 0; i < pl.ncls; i++) cls_free(&pl.cls[i], pl.P);
-    for (int i = 0; i < nob; i++) PyBuffer_Release(&ob[i]);
-    for (int i = 0; i < nsb; i++) PyBuffer_Release(&sb[i]);
-    free(ob); free(sb); free(pl.cls);
+    if (gc_was) PyGC_Enable();
+    for (int i = 0; i < pl.ncls; i++) {
+        cls_free(&pl.cls[i], pl.P);
+        PyBuffer_Release(&cs.ob[i]);
+        PyBuffer_Release(&cs.sb[i]);
+    }
+    Py_XDECREF(cs.index);
+    free(cs.ob); free(cs.sb); free(pl.cls);
     free(pl.mstart); free(pl.nf); free(pl.lowc); free(pl.scratch); free(pl.scratch2); free(out);
     PyBuffer_Release(&bmi);
     PyBuffer_Release(&bfree);
@@ -710,4 +782,10 @@ static struct PyModuleDef module = {
     methods, NULL, NULL, NULL, NULL,
 };
 
-PyMODINIT_FUNC PyInit__round_kernel(void) { return PyModule_Create(&module); }
+PyMODINIT_FUNC PyInit__round_kernel(void) {
+    S_gpus = PyUnicode_InternFromString("gpus");
+    S_cls = PyUnicode_InternFromString("cls");
+    S_model = PyUnicode_InternFromString("model");
+    if (!S_gpus || !S_cls || !S_model) return NULL;
+    return PyModule_Create(&module);
+}

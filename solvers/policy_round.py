@@ -123,7 +123,7 @@ class PlacementPolicy:
         kernel = spec is not None and round_kernel.wanted() and round_kernel.covers(pool)
         if kernel and not stopped:  # the same picks, compiled (round_kernel)
             k, stopped = round_kernel.run(
-                pool, order, k + 1, spec, self.backfill, self.locality, ids, alloc
+                pool, order, k + 1, spec, self.backfill, self, ids, alloc
             )
         while not kernel and not stopped and k + 1 < len(order):
             k += 1

@@ -49,46 +49,33 @@ def wanted() -> bool:
     return choice != "python" and _ext is not None
 
 
-def run(pool, order, start, spec, backfill, locality, ids, alloc) -> tuple[int, bool]:
+def run(pool, order, start, spec, backfill, policy, ids, alloc) -> tuple[int, bool]:
     """Place ``order[start:]`` with the kernel into ``alloc`` (job id -> sorted GPU tuple), taking the
-    GPUs from ``pool``; ``spec`` = (mode, PM-First multi-GPU count, singles count) as names
-    (:meth:`.policies.PMFirstPolicy._kernel_spec`); ``locality(job)`` gives L_across (PAL only).
-    Returns (the index of the last job decided, whether a misfit stopped the round), as the Python
-    loop leaves them."""
+    GPUs from ``pool`` (whose counts are stale afterwards: the round is over); ``spec`` = (mode,
+    PM-First multi-GPU count, singles count) (:meth:`.policy_round.PlacementPolicy._kernel_spec`);
+    ``policy`` gives L_across (``locality_by_model``, ``locality_penalty``). Returns (the index of
+    the last job decided, whether a misfit stopped the round), as the Python loop leaves them."""
     mode, ties, singles = spec
-    index: dict = {}
-    cls = [index.setdefault(j.cls, len(index)) for j in order]
-    orders, srts = [], []
-    for c in index:
-        orders.append(np.ascontiguousarray(pool._order(c), dtype=np.int64))
-        srts.append(np.ascontiguousarray(pool._sorted_scores(c), dtype=np.float64))
-    gpus = [j.gpus for j in order]
-    if mode == PM_FIRST:
-        L = [0.0] * len(order)
-    else:
-        memo: dict = {}
-        L = [
-            memo[j.model] if j.model in memo else memo.setdefault(j.model, locality(j))
-            for j in order
-        ]
-    free = pool.free[: pool.G].view(np.uint8)
-    mi = np.ascontiguousarray(pool.mi, dtype=np.int64)
+
+    def class_data(cls):  # each class's score order, sorted once (FreePool's sorted_cache)
+        order_ = np.ascontiguousarray(pool._order(cls), dtype=np.int64)
+        return order_, np.ascontiguousarray(pool._sorted_scores(cls), dtype=np.float64)
+
     k, stopped = _ext.place(
-        mi,
+        np.ascontiguousarray(pool.mi, dtype=np.int64),
         len(pool.cluster.machines),
         max(pool.P, 1),
-        free,
-        tuple(orders),
-        tuple(srts),
-        gpus,
-        cls,
-        L,
+        pool.free[: pool.G].view(np.uint8),
+        order if isinstance(order, list) else list(order),
         ids,
         start,
         mode,
         _COUNT[ties],
         _COUNT[singles],
-        backfill,
+        bool(backfill),
+        class_data,
+        dict(policy.locality_by_model),
+        float(policy.locality_penalty),
         _choose_cell,
         alloc,
     )
