@@ -26,6 +26,7 @@ from __future__ import annotations
 import time
 from collections.abc import Mapping
 from dataclasses import dataclass
+from operator import attrgetter
 
 import numpy as np
 
@@ -53,6 +54,9 @@ __all__ = [
 ]
 
 
+_GPUS = attrgetter("gpus")
+
+
 @dataclass(frozen=True)
 class PMFirstPolicy(PlacementPolicy):
     """PM-First: class-sorted guaranteed prefix, lowest-score free GPUs."""
@@ -61,7 +65,7 @@ class PMFirstPolicy(PlacementPolicy):
     ties: str = "machine"
 
     def _order(self, jobs, cluster_size):
-        demand = np.cumsum(np.fromiter((j.gpus for j in jobs), np.int64, len(jobs)))
+        demand = np.cumsum(np.fromiter(map(_GPUS, jobs), np.int64, len(jobs)))
         cut = int(np.searchsorted(demand, cluster_size, side="right"))
         by_cls: dict = {}  # a stable sort by class (A first, None last) as one pass of buckets
         for j in jobs[:cut]:
