@@ -17,6 +17,7 @@
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
+#include <limits.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -81,6 +82,7 @@ typedef struct {
     int32_t *cf;
     int64_t *lfree;
     int32_t lo; /* lowest level that may have a free GPU */
+    Bits LV;    /* levels with a free GPU */
     Bits BA;
     Bits *BN, *BC; /* [P + 1] */
     int64_t **tree; /* [P + 1] segment trees (lazy) */
@@ -160,7 +162,9 @@ static int cls_init(Pool *pl, Cls *c, const int64_t *order, const double *srt) {
             c->cf[c->cell_of[g]]++;
             c->lfree[c->lev[g]]++;
         }
-    if (!bits_init(&c->BA, C)) return 0;
+    if (!bits_init(&c->BA, C) || !bits_init(&c->LV, L)) return 0;
+    for (int32_t l = 0; l < L; l++)
+        if (c->lfree[l]) bits_set(&c->LV, l);
     for (int64_t v = 1; v <= P; v++)
         if (!bits_init(&c->BN[v], C) || !bits_init(&c->BC[v], C)) return 0;
     for (int32_t x = 0; x < C; x++) {
@@ -180,6 +184,7 @@ static void cls_free(Cls *c, int64_t P) {
     free(c->lev); free(c->lval); free(c->cell_of); free(c->cstart); free(c->cm); free(c->clev);
     free(c->lcell); free(c->mcell); free(c->mcn); free(c->cf); free(c->lfree);
     bits_free(&c->BA);
+    bits_free(&c->LV);
     for (int64_t v = 1; v <= P; v++) {
         if (c->BN) bits_free(&c->BN[v]);
         if (c->BC) bits_free(&c->BC[v]);
@@ -200,7 +205,7 @@ static void take(Pool *pl, int64_t g) {
         Cls *c = &pl->cls[k];
         int32_t x = c->cell_of[g], b = c->cf[x];
         c->cf[x] = b - 1;
-        c->lfree[c->lev[g]]--;
+        if (--c->lfree[c->lev[g]] == 0) bits_clr(&c->LV, c->lev[g]);
         bits_clr(&c->BC[b], x);
         if (b > 1) bits_set(&c->BC[b - 1], x);
         else bits_clr(&c->BA, x);
@@ -226,12 +231,14 @@ static void take(Pool *pl, int64_t g) {
  * fewer than n are free */
 static int32_t nth_level(Pool *pl, Cls *c, int64_t n, int64_t *below) {
     if (n > pl->n_free || n < 1) return -1;
-    while (c->lo < c->nlev && c->lfree[c->lo] == 0) c->lo++;
-    int64_t s = 0;
-    int32_t l = c->lo;
-    while (s + c->lfree[l] < n) s += c->lfree[l++];
+    int64_t s = 0, l = bits_next(&c->LV, c->lo, c->nlev);
+    c->lo = (int32_t)l; /* no releases in a round: the lowest free level only rises */
+    while (s + c->lfree[l] < n) {
+        s += c->lfree[l];
+        l = bits_next(&c->LV, l + 1, c->nlev);
+    }
     *below = s;
-    return l;
+    return (int32_t)l;
 }
 
 /* free GPUs of cell x, ascending, appended to out (at most lim) */
@@ -260,7 +267,8 @@ static int64_t pm_first(Pool *pl, Cls *c, int64_t n, int count, int64_t *out, in
     if (l < 0) return -1;
     *lstar = l;
     int64_t k = 0;
-    for (int32_t ll = c->lo; ll < l; ll++) k += level_emit(pl, c, ll, out + k, n - k);
+    for (int64_t ll = c->lo; ll < l; ll = bits_next(&c->LV, ll + 1, c->nlev))
+        k += level_emit(pl, c, (int32_t)ll, out + k, n - k);
     int64_t need = n - k;
     if (c->lfree[l] == need) return k + level_emit(pl, c, l, out + k, need);
     Bits *B = count == 0 ? c->BN : c->BC;
@@ -361,7 +369,7 @@ static int64_t fewest(Pool *pl, Cls *c, int64_t n, int32_t l, int64_t *out) {
     int64_t P = pl->P, lo = c->lcell[l], hi = c->lcell[l + 1];
     int64_t *lowc = pl->lowc, *spec = pl->scratch, ns = 0;
     /* machines with free GPUs below level l (fewer than n GPUs in all) */
-    for (int32_t ll = c->lo; ll < l; ll++) {
+    for (int64_t ll = c->lo; ll < l; ll = bits_next(&c->LV, ll + 1, c->nlev)) {
         for (int64_t x = bits_next(&c->BA, c->lcell[ll], c->lcell[ll + 1]); x >= 0;
              x = bits_next(&c->BA, x + 1, c->lcell[ll + 1])) {
             int64_t m = c->cm[x];
@@ -537,10 +545,19 @@ typedef struct {
     PyObject *data;  /* callable */
     Py_buffer *ob, *sb;
     int cap;
+    PyObject *last; /* the class of the last lookup and its index */
+    long last_k;
 } Classes;
 
 static long class_of(Pool *pl, Classes *cs, PyObject *cls) {
+    if (cls == cs->last && cs->last_k >= 0) return cs->last_k; /* runs of one class object */
     PyObject *v = PyDict_GetItemWithError(cs->index, cls);
+    if (v) {
+        Py_INCREF(cls); /* held, so that its address cannot be reused by another object */
+        Py_XSETREF(cs->last, cls);
+        cs->last_k = PyLong_AsLong(v);
+        return cs->last_k;
+    }
     if (v) return PyLong_AsLong(v);
     if (PyErr_Occurred()) return -1;
     int k = pl->ncls;
@@ -598,9 +615,11 @@ static long class_of(Pool *pl, Classes *cs, PyObject *cls) {
 static int job_attrs(Pool *pl, Classes *cs, PyObject *job, long long *n, long *ci) {
     PyObject *g = PyObject_GetAttr(job, S_gpus);
     if (!g) return -1;
-    *n = PyLong_AsLongLong(g);
+    int over = 0;
+    *n = PyLong_AsLongLongAndOverflow(g, &over);
     Py_DECREF(g);
     if (*n == -1 && PyErr_Occurred()) return -1;
+    if (over) *n = over > 0 ? LLONG_MAX : 0; /* a demand beyond any cluster: a misfit */
     PyObject *c = PyObject_GetAttr(job, S_cls);
     if (!c) return -1;
     *ci = class_of(pl, cs, c);
@@ -649,7 +668,7 @@ static PyObject *place(PyObject *self, PyObject *args) {
     PyObject *result = NULL;
     Pool pl;
     memset(&pl, 0, sizeof(pl));
-    Classes cs = {PyDict_New(), class_data, NULL, NULL, 0};
+    Classes cs = {PyDict_New(), class_data, NULL, NULL, 0, NULL, -1};
     int64_t *out = NULL;
     Rules r = {mode, ties, singles, chooser};
     int64_t G = bmi.len / (Py_ssize_t)sizeof(int64_t);
@@ -696,7 +715,9 @@ static PyObject *place(PyObject *self, PyObject *args) {
         }
         pl.mstart[m + 1] += pl.mstart[m];
     }
-    int64_t k = start - 1;
+    int64_t k = start - 1, next_k = -1;
+    long long next_n = 0;
+    long next_ci = 0;
     int stopped = 0;
     gc_was = PyGC_Disable(); /* thousands of new tuples: no collections while they are made */
     while (!stopped && k + 1 < J) {
@@ -706,16 +727,21 @@ static PyObject *place(PyObject *self, PyObject *args) {
             break;
         }
         PyObject *job = PyList_GET_ITEM(order, k);
-        long long n;
-        long ci;
-        if (job_attrs(&pl, &cs, job, &n, &ci) < 0) goto done;
+        long long n = next_n;
+        long ci = next_ci;
+        if (k != next_k && job_attrs(&pl, &cs, job, &n, &ci) < 0) goto done;
         if (n == 1) { /* a run of single-GPU jobs of one class */
             int64_t e = k + 1;
             while (e < J) {
                 long long ne;
                 long cie;
                 if (job_attrs(&pl, &cs, PyList_GET_ITEM(order, e), &ne, &cie) < 0) goto done;
-                if (ne != 1 || cie != ci) break;
+                if (ne != 1 || cie != ci) { /* read once: the next job of the loop */
+                    next_k = e;
+                    next_n = ne;
+                    next_ci = cie;
+                    break;
+                }
                 e++;
             }
             Cls *c = &pl.cls[ci]; /* after class_of: pl.cls may have moved */
@@ -764,6 +790,7 @@ done:
         PyBuffer_Release(&cs.sb[i]);
     }
     Py_XDECREF(cs.index);
+    Py_XDECREF(cs.last);
     free(cs.ob); free(cs.sb); free(pl.cls);
     free(pl.mstart); free(pl.nf); free(pl.lowc); free(pl.scratch); free(pl.scratch2); free(out);
     PyBuffer_Release(&bmi);

@@ -29,6 +29,9 @@ RULES = [
     ("pm-first", "level"),
 ]
 
+#: unbinned scores: many levels, mostly of one GPU
+RAW_SCORES = [round(0.8 + 0.01 * i, 2) for i in range(60)]
+
 
 def test_kernel_is_built_in_ci():
     if round_kernel.available():
@@ -48,7 +51,8 @@ needs_kernel = pytest.mark.skipif(
 
 @st.composite
 def rounds(draw):
-    """(state, queue, policy, resumed queue): a contiguous cluster, per-class scores of 1-4 levels."""
+    """(state, queue, policy, resumed queue): a contiguous cluster, per-class scores of 1-4 levels
+    (or unbinned: up to 60)."""
     P = draw(st.sampled_from([1, 2, 4, 8]))
     sizes = draw(st.lists(st.integers(1, P), min_size=1, max_size=12))
     sizes[draw(st.integers(0, len(sizes) - 1))] = P  # P is the largest machine
@@ -56,7 +60,9 @@ def rounds(draw):
     G = sum(sizes)
     scores = {}
     for c in classes:
-        levels = draw(st.sampled_from([[1.0], [0.9, 1.0], [0.9, 1.0, 1.3], [0.8, 0.95, 1.0, 1.6]]))
+        levels = draw(
+            st.sampled_from([[1.0], [0.9, 1.0], [0.9, 1.0, 1.3], [0.8, 0.95, 1.0, 1.6], RAW_SCORES])
+        )
         scores[c] = np.array(draw(st.lists(st.sampled_from(levels), min_size=G, max_size=G)))
     gpus, g = [], 0
     for m, k in enumerate(sizes):
