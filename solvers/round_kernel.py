@@ -45,7 +45,7 @@ def wanted() -> bool:
     if choice not in CHOICES:
         raise OptionError(ENV, f"expected one of {CHOICES}, got {choice!r}")
     if choice == "c" and _ext is None:
-        raise OptionError(ENV, "FAIRPLACE_KERNEL=c but the compiled kernel is not built")
+        raise OptionError(ENV, "set to 'c' but the compiled kernel is not built")
     return choice != "python" and _ext is not None
 
 
