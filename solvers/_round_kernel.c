@@ -532,6 +532,7 @@ static int record(PyObject *alloc, PyObject *id, int64_t *g, int64_t n) {
         }
         PyTuple_SET_ITEM(t, i, v);
     }
+    PyObject_GC_UnTrack(t); /* ints only: never in a cycle, nothing for the collector to visit */
     int rc = PyDict_SetItem(alloc, id, t);
     Py_DECREF(t);
     return rc;
