@@ -81,6 +81,8 @@ class PMFirstPolicy(PlacementPolicy):
         return "machine"
 
     def _kernel_spec(self):
+        if not _stock(self, PMFirstPolicy):
+            return None
         return (round_kernel.PM_FIRST, self.ties, "machine")
 
     def _pick(self, pool, job):
@@ -103,6 +105,8 @@ class PALPolicy(PMFirstPolicy):
         return "level" if self.ties == "artifact" else "machine"
 
     def _kernel_spec(self):
+        if not _stock(self, PALPolicy):
+            return None
         if self.ties == "artifact":
             return (round_kernel.PAL_ARTIFACT, "level", "level")
         return (round_kernel.PAL_FEWEST, "machine", "machine")
@@ -123,6 +127,13 @@ class PALPolicy(PMFirstPolicy):
             if within is not None and choose_cell(within[0], a_star, self.locality(job)):
                 return within[1]
         return across if artifact else pool.fewest_machines(job.cls, job.gpus, a_star)
+
+
+def _stock(policy, base) -> bool:
+    """True if ``policy`` picks as ``base`` does (a subclass overriding a pick, the singles rule or
+    the locality is not what the compiled kernel implements: it runs on the Python path)."""
+    t = type(policy)
+    return all(getattr(t, m) is getattr(base, m) for m in ("_pick", "_singles_count", "locality"))
 
 
 @dataclass(frozen=True)

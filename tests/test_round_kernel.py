@@ -167,6 +167,19 @@ def test_uncovered_rounds_run_in_python(monkeypatch):
     assert make_policy("pal").place(grouped, queue).kernel == "python"
 
 
+def test_subclass_overriding_a_pick_runs_in_python(monkeypatch):
+    from fairplace.solvers.policies import PALPolicy
+
+    class Mine(PALPolicy):
+        def _pick(self, pool, job):
+            return pool.first_free(job.cls, job.gpus)
+
+    monkeypatch.setenv(round_kernel.ENV, "auto")
+    gpus = tuple(GPU(f"g{i}", f"m{i // 2}", pm={"A": 1.0}) for i in range(4))
+    state = ClusterState(Cluster(gpus), {"A": np.ones(4)}, {})
+    assert Mine().place(state, [Job("a", 2, "A")]).kernel == "python"
+
+
 def test_kernel_choice_is_checked(monkeypatch):
     monkeypatch.setenv(round_kernel.ENV, "fast")
     with pytest.raises(OptionError, match="FAIRPLACE_KERNEL"):
