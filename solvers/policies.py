@@ -26,12 +26,14 @@ from __future__ import annotations
 import time
 from collections.abc import Mapping
 from dataclasses import dataclass
+from operator import attrgetter
 
 import numpy as np
 
 from fairplace.core.errors import OptionError, UnknownSolver
 from fairplace.formulations.lv import choose_cell
 
+from . import round_kernel
 from .policy_round import ClusterState, Decision, PlacementPolicy
 
 __all__ = [
@@ -52,6 +54,9 @@ __all__ = [
 ]
 
 
+_GPUS = attrgetter("gpus")
+
+
 @dataclass(frozen=True)
 class PMFirstPolicy(PlacementPolicy):
     """PM-First: class-sorted guaranteed prefix, lowest-score free GPUs."""
@@ -60,7 +65,7 @@ class PMFirstPolicy(PlacementPolicy):
     ties: str = "machine"
 
     def _order(self, jobs, cluster_size):
-        demand = np.cumsum(np.fromiter((j.gpus for j in jobs), np.int64, len(jobs)))
+        demand = np.cumsum(np.fromiter(map(_GPUS, jobs), np.int64, len(jobs)))
         cut = int(np.searchsorted(demand, cluster_size, side="right"))
         by_cls: dict = {}  # a stable sort by class (A first, None last) as one pass of buckets
         for j in jobs[:cut]:
@@ -74,6 +79,11 @@ class PMFirstPolicy(PlacementPolicy):
 
     def _singles_count(self):
         return "machine"
+
+    def _kernel_spec(self):
+        if not _stock(self, PMFirstPolicy):
+            return None
+        return (round_kernel.PM_FIRST, self.ties, "machine")
 
     def _pick(self, pool, job):
         return pool.pm_first(job.cls, job.gpus, count=self.ties)
@@ -94,6 +104,13 @@ class PALPolicy(PMFirstPolicy):
     def _singles_count(self):
         return "level" if self.ties == "artifact" else "machine"
 
+    def _kernel_spec(self):
+        if not _stock(self, PALPolicy):
+            return None
+        if self.ties == "artifact":
+            return (round_kernel.PAL_ARTIFACT, "level", "level")
+        return (round_kernel.PAL_FEWEST, "machine", "machine")
+
     def _pick(self, pool, job):
         artifact = self.ties == "artifact"
         if job.gpus == 1 and not artifact:  # the lowest level, on the fullest machine
@@ -110,6 +127,13 @@ class PALPolicy(PMFirstPolicy):
             if within is not None and choose_cell(within[0], a_star, self.locality(job)):
                 return within[1]
         return across if artifact else pool.fewest_machines(job.cls, job.gpus, a_star)
+
+
+def _stock(policy, base) -> bool:
+    """True if ``policy`` picks as ``base`` does (a subclass overriding a pick, the singles rule or
+    the locality is not what the compiled kernel implements: it runs on the Python path)."""
+    t = type(policy)
+    return all(getattr(t, m) is getattr(base, m) for m in ("_pick", "_singles_count", "locality"))
 
 
 @dataclass(frozen=True)

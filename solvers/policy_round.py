@@ -15,12 +15,14 @@ from __future__ import annotations
 import itertools
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from operator import attrgetter
 
 import numpy as np
 
 from fairplace.core.domain import Cluster, Job, slowdown, spread
 from fairplace.core.errors import DataError
 
+from . import round_kernel
 from .placement_engine import FreePool
 
 
@@ -47,6 +49,8 @@ class Decision:
     #: processing order, how many of them were decided, whether a misfit stopped the round, and
     #: (cluster, scores, per-class score orders) so the next round need not sort them again
     trail: tuple | None = field(default=None, compare=False, repr=False)
+    #: which pick loop ran: ``"c"`` (the compiled kernel, :mod:`.round_kernel`) or ``"python"``
+    kernel: str = field(default="python", compare=False, repr=False)
 
     def migrated(self, state: ClusterState) -> tuple[str, ...]:
         """Running jobs that keep running on a different GPU set (non-sticky re-placement)."""
@@ -94,19 +98,18 @@ class PlacementPolicy:
         ``previous`` (a decision of this policy on the same cluster and scores, used only if
         :attr:`resumable`): the jobs that head both processing orders get the same GPUs as then
         (a job's pick depends only on the picks before it), so only the rest is placed again."""
-        jobs = _validate(state, queue)
+        jobs, in_queue = _validate(state, queue)
         if self.sticky or self.migrate != "always":
             running = {j: np.asarray(g, dtype=np.int64) for j, g in state.allocation.items()}
         else:  # only the keys are read
             running = dict.fromkeys(state.allocation)
-        in_queue = {j.id for j in jobs}
         held = {j: g for j, g in running.items() if j in in_queue and self.sticky}
         free = np.ones(len(state.cluster), dtype=bool)
         for g in held.values():
             free[g] = False
         alloc: dict[str, tuple[int, ...]] = {}
         order = jobs if self.sticky else self._order(jobs, len(state.cluster))
-        ids = tuple(j.id for j in order)
+        ids = tuple(map(_ID, order))
         k, stopped, cache = -1, False, {}
         if previous is not None and previous.trail is not None and self.resumable:
             cl, sc, cached = previous.trail[3]
@@ -116,7 +119,11 @@ class PlacementPolicy:
         pool = FreePool(state.cluster, state.scores, free, sorted_cache=cache)
         self._prepare(pool, state)
         singles = self._singles_count() if not self.sticky and self.migrate == "always" else None
-        while not stopped and k + 1 < len(order):
+        spec = self._kernel_spec() if singles is not None else None
+        kernel = spec is not None and round_kernel.wanted() and round_kernel.covers(pool)
+        if kernel and not stopped:  # the same picks, compiled (round_kernel)
+            k, stopped = round_kernel.run(pool, order, k + 1, spec, self.backfill, self, ids, alloc)
+        while not kernel and not stopped and k + 1 < len(order):
             k += 1
             if not self.sticky and pool.n_free == 0:  # every later job fails: nothing to preempt
                 k -= 1
@@ -150,7 +157,10 @@ class PlacementPolicy:
             alloc.setdefault(j, tuple(int(x) for x in np.sort(g)))
         preempted = tuple(j for j in running if j in in_queue and j not in alloc)
         return Decision(
-            alloc, preempted, (ids, k + 1, stopped, (state.cluster, state.scores, cache))
+            alloc,
+            preempted,
+            (ids, k + 1, stopped, (state.cluster, state.scores, cache)),
+            "c" if kernel else "python",
         )
 
     def _preempt_lower(self, pool, held, order, k, n) -> None:
@@ -193,6 +203,11 @@ class PlacementPolicy:
         such jobs are then placed in one step by ``FreePool.pm_first_singles``); else None."""
         return None
 
+    def _kernel_spec(self) -> tuple[int, str, str] | None:
+        """(kernel mode, multi-GPU count, singles count) if the compiled kernel
+        (:mod:`.round_kernel`) implements this policy's non-sticky round; else None."""
+        return None
+
     def _order(self, jobs: list[Job], cluster_size: int) -> list[Job]:
         return jobs
 
@@ -222,14 +237,20 @@ def _replay(previous: Decision, ids: tuple[str, ...], alloc: dict, free: np.ndar
     return p - 1, stopped and p == decided
 
 
-def _validate(state: ClusterState, queue: Sequence[Job]) -> list[Job]:
+_ID, _GPUS = attrgetter("id"), attrgetter("gpus")
+
+
+def _validate(state: ClusterState, queue: Sequence[Job]) -> tuple[list[Job], set]:
+    """The queue as a list and its set of job ids; a DataError naming the first bad field."""
     G = len(state.cluster)
     for c, v in state.scores.items():
         if np.shape(v) != (G,):
             raise DataError(f"scores[{c!r}]", f"expected shape ({G},), got {np.shape(v)}")
     jobs = list(queue)
-    if len({j.id for j in jobs}) == len(jobs) and all(
-        type(j.gpus) is int and j.gpus >= 1 for j in jobs
+    in_queue = set(map(_ID, jobs))
+    gpus = list(map(_GPUS, jobs))
+    if len(in_queue) == len(jobs) and (
+        not gpus or (set(map(type, gpus)) == {int} and min(gpus) >= 1)
     ):
         bad = ()  # the common case, checked in one pass
     else:
@@ -247,4 +268,4 @@ def _validate(state: ClusterState, queue: Sequence[Job]) -> list[Job]:
             raise DataError("allocation", f"GPU index out of range 0..{G - 1}")
         if flat.size != np.unique(flat).size:
             raise DataError("allocation", "running jobs share GPUs")
-    return jobs
+    return jobs, in_queue

@@ -147,6 +147,7 @@ def test_reference_picks_and_simulations_through_the_index(monkeypatch):
     from fairplace.solvers import policy_round
 
     monkeypatch.setattr(policy_round, "FreePool", _Indexed)
+    monkeypatch.setenv("FAIRPLACE_KERNEL", "python")  # the index, not the compiled kernel
     ref = json.loads(sc.REFERENCE.read_text())
     for args in sc.placement_params():
         assert sc.placement_case(*args) == ref["placement"][sc.placement_key(*args)], args

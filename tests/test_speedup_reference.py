@@ -1,5 +1,7 @@
 """Speed-ups change no result: every policy's picks and every simulation digest equal the
-references recorded before the incremental engine (``tests/speedup_cases.py``)."""
+references recorded before the incremental engine (``tests/speedup_cases.py``). Here on the Python
+path (the reference); tests/test_round_kernel.py checks the same references through the compiled
+kernel."""
 
 from __future__ import annotations
 
@@ -9,6 +11,11 @@ import pytest
 import speedup_cases as sc
 
 REF = json.loads(sc.REFERENCE.read_text())
+
+
+@pytest.fixture(autouse=True)
+def _python_path(monkeypatch):
+    monkeypatch.setenv("FAIRPLACE_KERNEL", "python")
 
 
 @pytest.mark.parametrize("args", sc.placement_params(), ids=lambda a: sc.placement_key(*a))

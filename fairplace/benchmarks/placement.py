@@ -82,6 +82,7 @@ def time_round(policy: str, machines: int, profile: str, repeats: int) -> dict:
         "placed": len(d.allocation),
         "argsort_seconds": sort_s,
         "argsort_ratio": med / sort_s,
+        "kernel": d.kernel,  # which pick loop ran: "c" (compiled) or "python" (FAIRPLACE_KERNEL)
     }
 
 

@@ -1,0 +1,819 @@
+/* The pick loop of a non-sticky, migrate="always" PM-First / PAL round, compiled.
+ *
+ * The definition is the Python path (solvers/policy_round.py PlacementPolicy.place,
+ * solvers/placement_engine.py FreePool, solvers/policies.py _pick); this kernel returns the same
+ * picks, in the same order of decisions. GPU indices must be grouped by machine, machines
+ * ascending (pool_index.contiguous), so "by GPU index" orders whole cells (one machine's GPUs of
+ * one score level of a class).
+ *
+ * Per class: levels (equal scores) and cells (runs of the class's score order), free counts per
+ * cell (cf) and per level, and two-level bitsets over the cells: BA (cf > 0), BN[v] (cf > 0 and v
+ * free GPUs on the machine), BC[v] (cf == v). PAL's packed query keeps, per (class, n), a min
+ * segment tree over machines keyed by (n-th lowest free level, free GPUs, machine), refreshed
+ * lazily for the machines touched since its last query. Every pick is O(P^2 + log G) word
+ * operations, a round near-linear in G plus the jobs.
+ *
+ * Only the C API and the buffer protocol: no numpy headers.
+ */
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+#include <limits.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* ---- two-level bitset ---------------------------------------------------------------------- */
+typedef struct {
+    uint64_t *w, *s;
+    int64_t nw, ns;
+} Bits;
+
+static int bits_init(Bits *b, int64_t n) {
+    b->nw = (n + 63) / 64 + 1;
+    b->ns = (b->nw + 63) / 64 + 1;
+    b->w = calloc((size_t)b->nw, sizeof(uint64_t));
+    b->s = calloc((size_t)b->ns, sizeof(uint64_t));
+    return b->w && b->s;
+}
+static void bits_free(Bits *b) { free(b->w); free(b->s); }
+static inline void bits_set(Bits *b, int64_t i) {
+    int64_t k = i >> 6;
+    b->w[k] |= 1ULL << (i & 63);
+    b->s[k >> 6] |= 1ULL << (k & 63);
+}
+static inline void bits_clr(Bits *b, int64_t i) {
+    int64_t k = i >> 6;
+    b->w[k] &= ~(1ULL << (i & 63));
+    if (!b->w[k]) b->s[k >> 6] &= ~(1ULL << (k & 63));
+}
+/* first set bit >= i and < hi, else -1 */
+static inline int64_t bits_next(const Bits *b, int64_t i, int64_t hi) {
+    if (i >= hi) return -1;
+    int64_t k = i >> 6;
+    uint64_t m = b->w[k] & (~0ULL << (i & 63));
+    if (m) {
+        int64_t r = (k << 6) + __builtin_ctzll(m);
+        return r < hi ? r : -1;
+    }
+    int64_t kw = k + 1, lastw = (hi - 1) >> 6;
+    if (kw > lastw) return -1;
+    int64_t sk = kw >> 6;
+    uint64_t sm = b->s[sk] & (~0ULL << (kw & 63));
+    int64_t lasts = lastw >> 6;
+    while (!sm) {
+        if (++sk > lasts) return -1;
+        sm = b->s[sk];
+    }
+    int64_t w = (sk << 6) + __builtin_ctzll(sm);
+    if (w > lastw) return -1;
+    int64_t r = (w << 6) + __builtin_ctzll(b->w[w]);
+    return r < hi ? r : -1;
+}
+
+/* ---- per-class state ----------------------------------------------------------------------- */
+typedef struct {
+    const int64_t *order;
+    int32_t *lev;    /* level of each GPU */
+    double *lval;    /* value of each level */
+    int32_t nlev;
+    int32_t *cell_of, *cstart, *cm, *clev, *lcell;
+    int32_t ncell;
+    int32_t *mcell, *mcn; /* cells of each machine (<= P) */
+    int32_t *cf;
+    int64_t *lfree;
+    int32_t lo; /* lowest level that may have a free GPU */
+    Bits LV;    /* levels with a free GPU */
+    Bits BA;
+    Bits *BN, *BC; /* [P + 1] */
+    int64_t **tree; /* [P + 1] segment trees (lazy) */
+    uint8_t **dirty;
+    int32_t **dlist;
+    int64_t *dcount;
+} Cls;
+
+typedef struct {
+    int64_t G, M, P, S; /* S: leaves of the segment trees */
+    const int64_t *mi;
+    int64_t *mstart; /* machine m: GPUs mstart[m]..mstart[m+1] */
+    int64_t *nf;
+    uint8_t *free;
+    int64_t n_free;
+    int ncls;
+    Cls *cls;
+    int64_t *scratch, *scratch2, *lowc;
+} Pool;
+
+#define KEY_INF INT64_MAX
+
+static int cls_init(Pool *pl, Cls *c, const int64_t *order, const double *srt) {
+    int64_t G = pl->G, P = pl->P, M = pl->M;
+    memset(c, 0, sizeof(*c));
+    c->order = order;
+    c->lev = malloc(sizeof(int32_t) * (G + 1));
+    c->lval = malloc(sizeof(double) * (G + 1));
+    c->cell_of = malloc(sizeof(int32_t) * (G + 1));
+    c->cstart = malloc(sizeof(int32_t) * (G + 2));
+    c->cm = malloc(sizeof(int32_t) * (G + 1));
+    c->clev = malloc(sizeof(int32_t) * (G + 1));
+    c->lcell = malloc(sizeof(int32_t) * (G + 2));
+    c->mcell = malloc(sizeof(int32_t) * (M * P + 1));
+    c->mcn = calloc((size_t)M + 1, sizeof(int32_t));
+    c->BN = calloc((size_t)P + 1, sizeof(Bits));
+    c->BC = calloc((size_t)P + 1, sizeof(Bits));
+    c->tree = calloc((size_t)P + 1, sizeof(int64_t *));
+    c->dirty = calloc((size_t)P + 1, sizeof(uint8_t *));
+    c->dlist = calloc((size_t)P + 1, sizeof(int32_t *));
+    c->dcount = calloc((size_t)P + 1, sizeof(int64_t));
+    if (!c->lev || !c->lval || !c->cell_of || !c->cstart || !c->cm || !c->clev || !c->lcell ||
+        !c->mcell || !c->mcn || !c->BN || !c->BC || !c->tree || !c->dirty || !c->dlist ||
+        !c->dcount)
+        return 0;
+    int32_t L = 0, C = 0;
+    for (int64_t p = 0; p < G; p++) {
+        int64_t g = order[p];
+        int newlev = p == 0 || srt[p] != srt[p - 1];
+        if (newlev) {
+            c->lval[L] = srt[p];
+            c->lcell[L] = C;
+            L++;
+        }
+        if (newlev || pl->mi[g] != pl->mi[order[p - 1]]) {
+            c->cstart[C] = (int32_t)p;
+            c->cm[C] = (int32_t)pl->mi[g];
+            c->clev[C] = L - 1;
+            C++;
+        }
+        c->lev[g] = L - 1;
+        c->cell_of[g] = C - 1;
+    }
+    c->cstart[C] = (int32_t)G;
+    c->lcell[L] = C;
+    c->nlev = L;
+    c->ncell = C;
+    c->cf = calloc((size_t)C + 1, sizeof(int32_t));
+    c->lfree = calloc((size_t)L + 1, sizeof(int64_t));
+    if (!c->cf || !c->lfree) return 0;
+    for (int32_t x = 0; x < C; x++) {
+        int32_t m = c->cm[x];
+        if (c->mcn[m] < P) c->mcell[m * P + c->mcn[m]++] = x;
+    }
+    for (int64_t g = 0; g < G; g++)
+        if (pl->free[g]) {
+            c->cf[c->cell_of[g]]++;
+            c->lfree[c->lev[g]]++;
+        }
+    if (!bits_init(&c->BA, C) || !bits_init(&c->LV, L)) return 0;
+    for (int32_t l = 0; l < L; l++)
+        if (c->lfree[l]) bits_set(&c->LV, l);
+    for (int64_t v = 1; v <= P; v++)
+        if (!bits_init(&c->BN[v], C) || !bits_init(&c->BC[v], C)) return 0;
+    for (int32_t x = 0; x < C; x++) {
+        int32_t f = c->cf[x];
+        if (f > 0) {
+            bits_set(&c->BA, x);
+            if (f <= P) bits_set(&c->BC[f], x);
+            int64_t nfm = pl->nf[c->cm[x]];
+            if (nfm <= P) bits_set(&c->BN[nfm], x);
+        }
+    }
+    c->lo = 0;
+    return 1;
+}
+
+static void cls_free(Cls *c, int64_t P) {
+    free(c->lev); free(c->lval); free(c->cell_of); free(c->cstart); free(c->cm); free(c->clev);
+    free(c->lcell); free(c->mcell); free(c->mcn); free(c->cf); free(c->lfree);
+    bits_free(&c->BA);
+    bits_free(&c->LV);
+    for (int64_t v = 1; v <= P; v++) {
+        if (c->BN) bits_free(&c->BN[v]);
+        if (c->BC) bits_free(&c->BC[v]);
+        if (c->tree) free(c->tree[v]);
+        if (c->dirty) free(c->dirty[v]);
+        if (c->dlist) free(c->dlist[v]);
+    }
+    free(c->BN); free(c->BC); free(c->tree); free(c->dirty); free(c->dlist); free(c->dcount);
+}
+
+/* ---- taking a GPU -------------------------------------------------------------------------- */
+static void take(Pool *pl, int64_t g) {
+    int64_t m = pl->mi[g], a = pl->nf[m], P = pl->P;
+    pl->free[g] = 0;
+    pl->nf[m] = a - 1;
+    pl->n_free--;
+    for (int k = 0; k < pl->ncls; k++) {
+        Cls *c = &pl->cls[k];
+        int32_t x = c->cell_of[g], b = c->cf[x];
+        c->cf[x] = b - 1;
+        if (--c->lfree[c->lev[g]] == 0) bits_clr(&c->LV, c->lev[g]);
+        bits_clr(&c->BC[b], x);
+        if (b > 1) bits_set(&c->BC[b - 1], x);
+        else bits_clr(&c->BA, x);
+        for (int32_t i = 0; i < c->mcn[m]; i++) {
+            int32_t y = c->mcell[m * P + i];
+            if (c->cf[y] > 0) {
+                bits_clr(&c->BN[a], y);
+                bits_set(&c->BN[a - 1], y);
+            } else if (y == x) {
+                bits_clr(&c->BN[a], y);
+            }
+        }
+        for (int64_t n = 1; n <= P; n++)
+            if (c->tree[n] && !c->dirty[n][m]) {
+                c->dirty[n][m] = 1;
+                c->dlist[n][c->dcount[n]++] = (int32_t)m;
+            }
+    }
+}
+
+/* ---- queries ------------------------------------------------------------------------------- */
+/* the level of the n-th lowest free GPU (first_free's last), *below = free GPUs under it; -1 if
+ * fewer than n are free */
+static int32_t nth_level(Pool *pl, Cls *c, int64_t n, int64_t *below) {
+    if (n > pl->n_free || n < 1) return -1;
+    int64_t s = 0, l = bits_next(&c->LV, c->lo, c->nlev);
+    c->lo = (int32_t)l; /* no releases in a round: the lowest free level only rises */
+    while (s + c->lfree[l] < n) {
+        s += c->lfree[l];
+        l = bits_next(&c->LV, l + 1, c->nlev);
+    }
+    *below = s;
+    return (int32_t)l;
+}
+
+/* free GPUs of cell x, ascending, appended to out (at most lim) */
+static inline int64_t cell_emit(Pool *pl, Cls *c, int32_t x, int64_t *out, int64_t lim) {
+    int64_t k = 0;
+    for (int32_t p = c->cstart[x]; p < c->cstart[x + 1] && k < lim; p++) {
+        int64_t g = c->order[p];
+        if (pl->free[g]) out[k++] = g;
+    }
+    return k;
+}
+
+static int64_t level_emit(Pool *pl, Cls *c, int32_t l, int64_t *out, int64_t lim) {
+    int64_t k = 0;
+    int32_t hi = c->lcell[l + 1];
+    for (int64_t x = bits_next(&c->BA, c->lcell[l], hi); x >= 0 && k < lim;
+         x = bits_next(&c->BA, x + 1, hi))
+        k += cell_emit(pl, c, (int32_t)x, out + k, lim - k);
+    return k;
+}
+
+/* FreePool.pm_first: count 0 = free GPUs on the machine, 1 = of the same level there */
+static int64_t pm_first(Pool *pl, Cls *c, int64_t n, int count, int64_t *out, int32_t *lstar) {
+    int64_t below;
+    int32_t l = nth_level(pl, c, n, &below);
+    if (l < 0) return -1;
+    *lstar = l;
+    int64_t k = 0;
+    for (int64_t ll = c->lo; ll < l; ll = bits_next(&c->LV, ll + 1, c->nlev))
+        k += level_emit(pl, c, (int32_t)ll, out + k, n - k);
+    int64_t need = n - k;
+    if (c->lfree[l] == need) return k + level_emit(pl, c, l, out + k, need);
+    Bits *B = count == 0 ? c->BN : c->BC;
+    int64_t P = pl->P, lo = c->lcell[l], hi = c->lcell[l + 1];
+    int64_t dmax = n > P ? n : P;
+    for (int64_t d = 0; d <= dmax && k < n; d++) {
+        int64_t v1 = n - d, v2 = n + d;
+        Bits *b1 = (v1 >= 1 && v1 <= P) ? &B[v1] : NULL;
+        Bits *b2 = (d > 0 && v2 >= 1 && v2 <= P) ? &B[v2] : NULL;
+        if (!b1 && !b2) continue;
+        int64_t x1 = b1 ? bits_next(b1, lo, hi) : -1, x2 = b2 ? bits_next(b2, lo, hi) : -1;
+        while ((x1 >= 0 || x2 >= 0) && k < n) {
+            int64_t x;
+            if (x2 < 0 || (x1 >= 0 && x1 < x2)) {
+                x = x1;
+                x1 = bits_next(b1, x1 + 1, hi);
+            } else {
+                x = x2;
+                x2 = bits_next(b2, x2 + 1, hi);
+            }
+            k += cell_emit(pl, c, (int32_t)x, out + k, n - k);
+        }
+    }
+    return k;
+}
+
+/* free GPUs of machine m with level <= lmax, sorted by (level, index) */
+static int64_t machine_sorted(Pool *pl, Cls *c, int64_t m, int32_t lmax, int64_t *out) {
+    int64_t k = 0;
+    for (int64_t g = pl->mstart[m]; g < pl->mstart[m + 1]; g++) {
+        if (!pl->free[g] || c->lev[g] > lmax) continue;
+        int64_t j = k++;
+        while (j > 0 && c->lev[out[j - 1]] > c->lev[g]) {
+            out[j] = out[j - 1];
+            j--;
+        }
+        out[j] = g;
+    }
+    return k;
+}
+
+static int64_t leaf_key(Pool *pl, Cls *c, int64_t m, int64_t n) {
+    if (pl->nf[m] < n) return KEY_INF;
+    int64_t *tmp = pl->scratch2;
+    int64_t k = machine_sorted(pl, c, m, INT32_MAX, tmp);
+    (void)k;
+    return ((int64_t)c->lev[tmp[n - 1]] << 40) | (pl->nf[m] << 24) | m;
+}
+
+static int tree_build(Pool *pl, Cls *c, int64_t n) {
+    int64_t S = pl->S;
+    int64_t *t = malloc(sizeof(int64_t) * 2 * S);
+    uint8_t *d = calloc((size_t)pl->M + 1, 1);
+    int32_t *dl = malloc(sizeof(int32_t) * (pl->M + 1));
+    if (!t || !d || !dl) {
+        free(t); free(d); free(dl);
+        return 0;
+    }
+    for (int64_t i = 0; i < S; i++) t[S + i] = i < pl->M ? leaf_key(pl, c, i, n) : KEY_INF;
+    for (int64_t i = S - 1; i >= 1; i--) t[i] = t[2 * i] < t[2 * i + 1] ? t[2 * i] : t[2 * i + 1];
+    c->tree[n] = t;
+    c->dirty[n] = d;
+    c->dlist[n] = dl;
+    c->dcount[n] = 0;
+    return 1;
+}
+
+/* PAL's packed query (FreePool.best_within): the machine whose n-th lowest free score is lowest,
+ * ties fewest free GPUs then lowest machine; returns the machine (-1: none), *wlev its level */
+static int64_t best_within(Pool *pl, Cls *c, int64_t n, int32_t *wlev) {
+    if (n > pl->P) return -1;
+    if (!c->tree[n] && !tree_build(pl, c, n)) return -2;
+    int64_t *t = c->tree[n], S = pl->S;
+    for (int64_t i = 0; i < c->dcount[n]; i++) {
+        int64_t m = c->dlist[n][i];
+        c->dirty[n][m] = 0;
+        int64_t p = S + m;
+        t[p] = leaf_key(pl, c, m, n);
+        for (p >>= 1; p >= 1; p >>= 1) t[p] = t[2 * p] < t[2 * p + 1] ? t[2 * p] : t[2 * p + 1];
+    }
+    c->dcount[n] = 0;
+    if (t[1] == KEY_INF) return -1;
+    *wlev = (int32_t)(t[1] >> 40);
+    return t[1] & 0xFFFFFF;
+}
+
+/* the cell of class c on machine m at level l, -1 if none */
+static inline int32_t cell_at(Cls *c, int64_t m, int32_t l, int64_t P) {
+    for (int32_t i = 0; i < c->mcn[m]; i++) {
+        int32_t y = c->mcell[m * P + i];
+        if (c->clev[y] == l) return y;
+    }
+    return -1;
+}
+
+/* FreePool.fewest_machines(cls, n, lval[l]) where l is the level of the n-th lowest free GPU */
+static int64_t fewest(Pool *pl, Cls *c, int64_t n, int32_t l, int64_t *out) {
+    int64_t P = pl->P, lo = c->lcell[l], hi = c->lcell[l + 1];
+    int64_t *lowc = pl->lowc, *spec = pl->scratch, ns = 0;
+    /* machines with free GPUs below level l (fewer than n GPUs in all) */
+    for (int64_t ll = c->lo; ll < l; ll = bits_next(&c->LV, ll + 1, c->nlev)) {
+        for (int64_t x = bits_next(&c->BA, c->lcell[ll], c->lcell[ll + 1]); x >= 0;
+             x = bits_next(&c->BA, x + 1, c->lcell[ll + 1])) {
+            int64_t m = c->cm[x];
+            if (lowc[m] == 0) spec[ns++] = m;
+            lowc[m] += c->cf[x];
+        }
+    }
+    for (int64_t i = 1; i < ns; i++) { /* ascending machines */
+        int64_t v = spec[i], j = i;
+        while (j > 0 && spec[j - 1] > v) {
+            spec[j] = spec[j - 1];
+            j--;
+        }
+        spec[j] = v;
+    }
+    int64_t *scnt = spec + ns; /* count of eligible GPUs on each special machine */
+    for (int64_t i = 0; i < ns; i++) {
+        int32_t y = cell_at(c, spec[i], l, P);
+        scnt[i] = lowc[spec[i]] + (y >= 0 ? c->cf[y] : 0);
+    }
+    int64_t *used = scnt + ns, *ucnt = used + n, nu = 0, cum = 0, kth = -1, kcf = 0;
+    for (int64_t v = P; v >= 1 && kth < 0; v--) {
+        int64_t si = 0;
+        while (si < ns && scnt[si] != v) si++;
+        int64_t x = bits_next(&c->BC[v], lo, hi);
+        while (x >= 0 && lowc[c->cm[x]]) x = bits_next(&c->BC[v], x + 1, hi);
+        while (si < ns || x >= 0) {
+            int64_t m;
+            if (x < 0 || (si < ns && spec[si] < c->cm[x])) {
+                m = spec[si++];
+                while (si < ns && scnt[si] != v) si++;
+            } else {
+                m = c->cm[x];
+                x = bits_next(&c->BC[v], x + 1, hi);
+                while (x >= 0 && lowc[c->cm[x]]) x = bits_next(&c->BC[v], x + 1, hi);
+            }
+            if (cum + v >= n) {
+                kth = m;
+                kcf = v;
+                break;
+            }
+            used[nu] = m;
+            ucnt[nu++] = v;
+            cum += v;
+        }
+    }
+    int64_t rest = n - cum, last = kth;
+    for (int64_t v = rest; v < kcf; v++) {
+        int64_t best = -1;
+        for (int64_t i = 0; i < ns; i++)
+            if (scnt[i] == v) {
+                best = spec[i];
+                break;
+            }
+        int64_t x = bits_next(&c->BC[v], lo, hi);
+        while (x >= 0 && lowc[c->cm[x]]) x = bits_next(&c->BC[v], x + 1, hi);
+        if (x >= 0 && (best < 0 || c->cm[x] < best)) best = c->cm[x];
+        if (best >= 0) {
+            last = best;
+            break;
+        }
+    }
+    for (int64_t i = 0; i < ns; i++) lowc[spec[i]] = 0;
+    int64_t k = 0;
+    for (int64_t i = 0; i < nu; i++) k += machine_sorted(pl, c, used[i], l, out + k);
+    int64_t *tmp = pl->scratch2;
+    int64_t got = machine_sorted(pl, c, last, l, tmp);
+    for (int64_t i = 0; i < rest && i < got; i++) out[k++] = tmp[i];
+    return k;
+}
+
+/* ---- the round ----------------------------------------------------------------------------- */
+typedef struct {
+    int mode;     /* 0 PM-First, 1 PAL fewest-machines, 2 PAL artifact */
+    int ties;     /* PM-First multi-GPU count: 0 machine, 1 level */
+    int singles;  /* single-GPU runs' count: 0 machine, 1 level */
+    PyObject *choose; /* choose_cell(w, a, L) for the rare rounding-ambiguous case */
+} Rules;
+
+/* choose_cell: round(w, 12) <= round(t, 12); rounding is monotone, so only near-equal values
+ * need Python's round (the callable) */
+static int choose(const Rules *r, double w, double a, double L) {
+    double t = L * a;
+    if (w <= t) return 1;
+    if (w - t > 2e-12 * (1.0 + (t < 0 ? -t : t))) return 0;
+    PyObject *res = PyObject_CallFunction(r->choose, "ddd", w, a, L);
+    if (!res) return -1;
+    int ok = PyObject_IsTrue(res);
+    Py_DECREF(res);
+    return ok;
+}
+
+/* one job's pick into out; returns its size, 0 = does not fit, -1 = error */
+static int64_t pick(Pool *pl, const Rules *r, Cls *c, int64_t n, double L, int64_t *out) {
+    int32_t ls = 0, wl = 0;
+    int64_t k;
+    if (n > pl->n_free) return 0;
+    if (r->mode == 0) {
+        k = pm_first(pl, c, n, r->ties, out, &ls);
+        return k < 0 ? 0 : k;
+    }
+    int art = r->mode == 2;
+    if (n == 1 && !art) {
+        k = pm_first(pl, c, 1, 0, out, &ls);
+        return k < 0 ? 0 : k;
+    }
+    if (art) {
+        k = pm_first(pl, c, n, 1, out, &ls);
+    } else {
+        int64_t below;
+        ls = nth_level(pl, c, n, &below);
+        k = ls < 0 ? -1 : 0;
+    }
+    if (k < 0) return 0;
+    double a = c->lval[ls];
+    if (1 < n && n <= pl->P) {
+        int64_t m = best_within(pl, c, n, &wl);
+        if (m == -2) {
+            PyErr_NoMemory();
+            return -1;
+        }
+        if (m >= 0) {
+            int ch = choose(r, c->lval[wl], a, L);
+            if (ch < 0) return -1;
+            if (ch) {
+                int64_t *tmp = pl->scratch2;
+                machine_sorted(pl, c, m, INT32_MAX, tmp);
+                for (int64_t i = 0; i < n; i++) out[i] = tmp[i];
+                return n;
+            }
+        }
+    }
+    if (art) return k;
+    return fewest(pl, c, n, ls, out);
+}
+
+static int cmp64(const void *a, const void *b) {
+    int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
+    return (x > y) - (x < y);
+}
+
+static int record(PyObject *alloc, PyObject *id, int64_t *g, int64_t n) {
+    if (n > 16) qsort(g, (size_t)n, sizeof(int64_t), cmp64);
+    else
+        for (int64_t i = 1; i < n; i++) {
+            int64_t v = g[i], j = i;
+            while (j > 0 && g[j - 1] > v) {
+                g[j] = g[j - 1];
+                j--;
+            }
+            g[j] = v;
+        }
+    PyObject *t = PyTuple_New(n);
+    if (!t) return -1;
+    for (int64_t i = 0; i < n; i++) {
+        PyObject *v = PyLong_FromLongLong(g[i]);
+        if (!v) {
+            Py_DECREF(t);
+            return -1;
+        }
+        PyTuple_SET_ITEM(t, i, v);
+    }
+    PyObject_GC_UnTrack(t); /* ints only: never in a cycle, nothing for the collector to visit */
+    int rc = PyDict_SetItem(alloc, id, t);
+    Py_DECREF(t);
+    return rc;
+}
+
+static PyObject *S_gpus, *S_cls, *S_model;
+
+/* the class index of cls, initialising its state on first use (class_data(cls) -> (order, sorted)) */
+typedef struct {
+    PyObject *index; /* dict cls -> int */
+    PyObject *data;  /* callable */
+    Py_buffer *ob, *sb;
+    int cap;
+    PyObject *last; /* the class of the last lookup and its index */
+    long last_k;
+} Classes;
+
+static long class_of(Pool *pl, Classes *cs, PyObject *cls) {
+    if (cls == cs->last && cs->last_k >= 0) return cs->last_k; /* runs of one class object */
+    PyObject *v = PyDict_GetItemWithError(cs->index, cls);
+    if (v) {
+        Py_INCREF(cls); /* held, so that its address cannot be reused by another object */
+        Py_XSETREF(cs->last, cls);
+        cs->last_k = PyLong_AsLong(v);
+        return cs->last_k;
+    }
+    if (v) return PyLong_AsLong(v);
+    if (PyErr_Occurred()) return -1;
+    int k = pl->ncls;
+    if (k == cs->cap) {
+        int cap = cs->cap * 2 + 4;
+        Py_buffer *ob = realloc(cs->ob, sizeof(Py_buffer) * cap);
+        if (ob) cs->ob = ob;
+        Py_buffer *sb = realloc(cs->sb, sizeof(Py_buffer) * cap);
+        if (sb) cs->sb = sb;
+        Cls *cl = realloc(pl->cls, sizeof(Cls) * cap);
+        if (cl) pl->cls = cl;
+        if (!ob || !sb || !cl) {
+            PyErr_NoMemory();
+            return -1;
+        }
+        cs->cap = cap;
+    }
+    PyObject *t = PyObject_CallFunctionObjArgs(cs->data, cls, NULL);
+    if (!t) return -1;
+    if (!PyTuple_Check(t) || PyTuple_GET_SIZE(t) != 2) {
+        Py_DECREF(t);
+        PyErr_SetString(PyExc_TypeError, "place: class_data must return (order, sorted)");
+        return -1;
+    }
+    if (PyObject_GetBuffer(PyTuple_GET_ITEM(t, 0), &cs->ob[k], PyBUF_C_CONTIGUOUS) < 0) {
+        Py_DECREF(t);
+        return -1;
+    }
+    if (PyObject_GetBuffer(PyTuple_GET_ITEM(t, 1), &cs->sb[k], PyBUF_C_CONTIGUOUS) < 0) {
+        PyBuffer_Release(&cs->ob[k]);
+        Py_DECREF(t);
+        return -1;
+    }
+    Py_DECREF(t); /* the buffers keep the arrays alive */
+    pl->ncls++;
+    memset(&pl->cls[k], 0, sizeof(Cls));
+    if (cs->ob[k].len != pl->G * 8 || cs->sb[k].len != pl->G * 8) {
+        PyErr_SetString(PyExc_ValueError, "place: a class order has the wrong size");
+        return -1;
+    }
+    if (!cls_init(pl, &pl->cls[k], cs->ob[k].buf, cs->sb[k].buf)) {
+        PyErr_NoMemory();
+        return -1;
+    }
+    PyObject *iv = PyLong_FromLong(k);
+    if (!iv || PyDict_SetItem(cs->index, cls, iv) < 0) {
+        Py_XDECREF(iv);
+        return -1;
+    }
+    Py_DECREF(iv);
+    return k;
+}
+
+/* a job's GPU demand and class index; 0 on success */
+static int job_attrs(Pool *pl, Classes *cs, PyObject *job, long long *n, long *ci) {
+    PyObject *g = PyObject_GetAttr(job, S_gpus);
+    if (!g) return -1;
+    int over = 0;
+    *n = PyLong_AsLongLongAndOverflow(g, &over);
+    Py_DECREF(g);
+    if (*n == -1 && PyErr_Occurred()) return -1;
+    if (over) *n = over > 0 ? LLONG_MAX : 0; /* a demand beyond any cluster: a misfit */
+    PyObject *c = PyObject_GetAttr(job, S_cls);
+    if (!c) return -1;
+    *ci = class_of(pl, cs, c);
+    Py_DECREF(c);
+    return *ci < 0 ? -1 : 0;
+}
+
+/* L_across of a job: the per-model table, else the penalty (PlacementPolicy.locality) */
+static int job_locality(PyObject *job, PyObject *loc, double penalty, double *L) {
+    PyObject *m = PyObject_GetAttr(job, S_model);
+    if (!m) return -1;
+    *L = penalty;
+    if (m != Py_None) {
+        PyObject *v = PyDict_GetItemWithError(loc, m);
+        if (v) *L = PyFloat_AsDouble(v);
+        if (PyErr_Occurred()) {
+            Py_DECREF(m);
+            return -1;
+        }
+    }
+    Py_DECREF(m);
+    return 0;
+}
+
+static const char place_doc[] =
+    "place(mi, M, P, free, order, ids, start, mode, ties, singles, backfill, class_data, loc,"
+    " penalty, choose, alloc) -> (k, stopped)\n\n"
+    "Run a non-sticky PM-First / PAL round from job ``start`` of ``order`` (a list of jobs with"
+    " ``gpus``, ``cls``, ``model``) on: ``mi`` the machine of each GPU (int64, grouped by machine),"
+    " ``free`` (uint8, updated), ``class_data(cls)`` -> (score order int64, sorted scores float64),"
+    " ``loc`` model -> L_across (else ``penalty``), ``ids`` the job ids; the picks go into"
+    " ``alloc`` (job id -> sorted GPU tuple). Returns the last job decided and whether a misfit"
+    " stopped the round.";
+
+static PyObject *place(PyObject *self, PyObject *args) {
+    Py_buffer bmi, bfree;
+    Py_ssize_t M, P, start;
+    PyObject *order, *ids, *class_data, *loc, *chooser, *alloc;
+    int mode, ties, singles, backfill, gc_was = 0;
+    double penalty;
+    if (!PyArg_ParseTuple(args, "y*nnw*O!O!niiipOO!dOO!", &bmi, &M, &P, &bfree, &PyList_Type,
+                          &order, &PyTuple_Type, &ids, &start, &mode, &ties, &singles, &backfill,
+                          &class_data, &PyDict_Type, &loc, &penalty, &chooser, &PyDict_Type,
+                          &alloc))
+        return NULL;
+    PyObject *result = NULL;
+    Pool pl;
+    memset(&pl, 0, sizeof(pl));
+    Classes cs = {PyDict_New(), class_data, NULL, NULL, 0, NULL, -1};
+    int64_t *out = NULL;
+    Rules r = {mode, ties, singles, chooser};
+    int64_t G = bmi.len / (Py_ssize_t)sizeof(int64_t);
+    Py_ssize_t J = PyTuple_GET_SIZE(ids);
+    if (!cs.index) goto done;
+    if (bfree.len != G || PyList_GET_SIZE(order) != J || P < 1 || M < 1 || G >= (1 << 23) ||
+        M >= (1 << 24) || P >= (1 << 16)) {
+        PyErr_SetString(PyExc_ValueError, "place: inconsistent arguments");
+        goto done;
+    }
+    pl.G = G;
+    pl.M = M;
+    pl.P = P;
+    pl.mi = bmi.buf;
+    pl.free = bfree.buf;
+    pl.S = 1;
+    while (pl.S < M) pl.S <<= 1;
+    pl.mstart = calloc((size_t)M + 2, sizeof(int64_t));
+    pl.nf = calloc((size_t)M + 1, sizeof(int64_t));
+    pl.lowc = calloc((size_t)M + 1, sizeof(int64_t));
+    pl.scratch = malloc(sizeof(int64_t) * (4 * G + 4 * P + 16));
+    pl.scratch2 = malloc(sizeof(int64_t) * (P + 16));
+    out = malloc(sizeof(int64_t) * (G + 1));
+    if (!pl.mstart || !pl.nf || !pl.lowc || !pl.scratch || !pl.scratch2 || !out) {
+        PyErr_NoMemory();
+        goto done;
+    }
+    for (int64_t g = 0; g < G; g++) {
+        int64_t m = pl.mi[g];
+        if (m < 0 || m >= M || (g && m < pl.mi[g - 1])) {
+            PyErr_SetString(PyExc_ValueError, "place: GPUs must be grouped by machine");
+            goto done;
+        }
+        pl.mstart[m + 1]++;
+        if (pl.free[g]) {
+            pl.nf[m]++;
+            pl.n_free++;
+        }
+    }
+    for (int64_t m = 0; m < M; m++) {
+        if (pl.mstart[m + 1] > P) {
+            PyErr_SetString(PyExc_ValueError, "place: a machine has more than P GPUs");
+            goto done;
+        }
+        pl.mstart[m + 1] += pl.mstart[m];
+    }
+    int64_t k = start - 1, next_k = -1;
+    long long next_n = 0;
+    long next_ci = 0;
+    int stopped = 0;
+    gc_was = PyGC_Disable(); /* thousands of new tuples: no collections while they are made */
+    while (!stopped && k + 1 < J) {
+        k++;
+        if (pl.n_free == 0) {
+            k--;
+            break;
+        }
+        PyObject *job = PyList_GET_ITEM(order, k);
+        long long n = next_n;
+        long ci = next_ci;
+        if (k != next_k && job_attrs(&pl, &cs, job, &n, &ci) < 0) goto done;
+        if (n == 1) { /* a run of single-GPU jobs of one class */
+            int64_t e = k + 1;
+            while (e < J) {
+                long long ne;
+                long cie;
+                if (job_attrs(&pl, &cs, PyList_GET_ITEM(order, e), &ne, &cie) < 0) goto done;
+                if (ne != 1 || cie != ci) { /* read once: the next job of the loop */
+                    next_k = e;
+                    next_n = ne;
+                    next_ci = cie;
+                    break;
+                }
+                e++;
+            }
+            Cls *c = &pl.cls[ci]; /* after class_of: pl.cls may have moved */
+            int64_t run = e - k, got = 0;
+            int32_t ls;
+            while (got < run && pl.n_free > 0) {
+                int64_t g;
+                if (pm_first(&pl, c, 1, r.singles, &g, &ls) != 1) {
+                    PyErr_SetString(PyExc_RuntimeError, "place: internal error (single pick)");
+                    goto done;
+                }
+                take(&pl, g);
+                if (record(alloc, PyTuple_GET_ITEM(ids, k + got), &g, 1) < 0) goto done;
+                got++;
+            }
+            if (got < run && !backfill) {
+                k += got;
+                stopped = 1;
+                break;
+            }
+            k += run - 1;
+            continue;
+        }
+        double L = penalty;
+        if (mode != 0 && n > 1 && n <= P && job_locality(job, loc, penalty, &L) < 0) goto done;
+        int64_t got = n < 1 ? 0 : pick(&pl, &r, &pl.cls[ci], (int64_t)n, L, out);
+        if (got < 0) goto done;
+        if (got == 0) {
+            if (backfill) continue;
+            stopped = 1;
+            break;
+        }
+        if (got != n) {
+            PyErr_SetString(PyExc_RuntimeError, "place: internal error (pick size)");
+            goto done;
+        }
+        for (int64_t i = 0; i < got; i++) take(&pl, out[i]);
+        if (record(alloc, PyTuple_GET_ITEM(ids, k), out, got) < 0) goto done;
+    }
+    result = Py_BuildValue("(LO)", (long long)k, stopped ? Py_True : Py_False);
+done:
+    if (gc_was) PyGC_Enable();
+    for (int i = 0; i < pl.ncls; i++) {
+        cls_free(&pl.cls[i], pl.P);
+        PyBuffer_Release(&cs.ob[i]);
+        PyBuffer_Release(&cs.sb[i]);
+    }
+    Py_XDECREF(cs.index);
+    Py_XDECREF(cs.last);
+    free(cs.ob); free(cs.sb); free(pl.cls);
+    free(pl.mstart); free(pl.nf); free(pl.lowc); free(pl.scratch); free(pl.scratch2); free(out);
+    PyBuffer_Release(&bmi);
+    PyBuffer_Release(&bfree);
+    return result;
+}
+
+static PyMethodDef methods[] = {
+    {"place", place, METH_VARARGS, place_doc},
+    {NULL, NULL, 0, NULL},
+};
+
+static struct PyModuleDef module = {
+    PyModuleDef_HEAD_INIT, "_round_kernel",
+    "Compiled pick loop of non-sticky PM-First / PAL rounds (see solvers/round_kernel.py).", -1,
+    methods, NULL, NULL, NULL, NULL,
+};
+
+PyMODINIT_FUNC PyInit__round_kernel(void) {
+    S_gpus = PyUnicode_InternFromString("gpus");
+    S_cls = PyUnicode_InternFromString("cls");
+    S_model = PyUnicode_InternFromString("model");
+    if (!S_gpus || !S_cls || !S_model) return NULL;
+    return PyModule_Create(&module);
+}

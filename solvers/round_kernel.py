@@ -1,0 +1,93 @@
+"""The compiled pick loop of a PM-First / PAL round (``_round_kernel.c``), with the Python path
+(:meth:`.policy_round.PlacementPolicy.place` over :class:`.placement_engine.FreePool`) as the
+reference and fallback.
+
+The kernel covers non-sticky, ``migrate="always"`` rounds of :class:`.policies.PMFirstPolicy`
+(``ties`` ``machine`` / ``level``) and :class:`.policies.PALPolicy` (``fewest-machines`` /
+``artifact``), backfill on or off, resumed after a previous decision's common head, on clusters whose
+GPU indices are grouped by machine; its picks are the Python path's, GPU for GPU. Anything else runs in
+Python. ``FAIRPLACE_KERNEL`` chooses: ``auto`` (default: the kernel when built and applicable),
+``python`` (never), ``c`` (the kernel wherever applicable; an error if it was not built).
+"""
+
+from __future__ import annotations
+
+import os
+
+import numpy as np
+
+from fairplace.core.errors import OptionError
+from fairplace.formulations.lv import choose_cell
+
+from .pool_index import contiguous
+
+try:  # optional: built by setup.py when a C compiler is present
+    from . import _round_kernel as _ext
+except ImportError:  # pragma: no cover - depends on the install
+    _ext = None
+
+#: the environment variable choosing the path, and its values
+ENV = "FAIRPLACE_KERNEL"
+CHOICES = ("auto", "python", "c")
+#: mode codes of the C kernel
+PM_FIRST, PAL_FEWEST, PAL_ARTIFACT = 0, 1, 2
+_COUNT = {"machine": 0, "level": 1}
+
+
+def available() -> bool:
+    """True if the compiled kernel was built and imports."""
+    return _ext is not None
+
+
+def wanted() -> bool:
+    """Whether rounds the kernel covers should use it, from ``FAIRPLACE_KERNEL``."""
+    choice = os.environ.get(ENV, "auto").strip().lower() or "auto"
+    if choice not in CHOICES:
+        raise OptionError(ENV, f"expected one of {CHOICES}, got {choice!r}")
+    if choice == "c" and _ext is None:
+        raise OptionError(ENV, "set to 'c' but the compiled kernel is not built")
+    return choice != "python" and _ext is not None
+
+
+def run(pool, order, start, spec, backfill, policy, ids, alloc) -> tuple[int, bool]:
+    """Place ``order[start:]`` with the kernel into ``alloc`` (job id -> sorted GPU tuple), taking the
+    GPUs from ``pool`` (whose counts are stale afterwards: the round is over); ``spec`` = (mode,
+    PM-First multi-GPU count, singles count) (:meth:`.policy_round.PlacementPolicy._kernel_spec`);
+    ``policy`` gives L_across (``locality_by_model``, ``locality_penalty``). Returns (the index of
+    the last job decided, whether a misfit stopped the round), as the Python loop leaves them."""
+    mode, ties, singles = spec
+
+    def class_data(cls):  # each class's score order, sorted once (FreePool's sorted_cache)
+        order_ = np.ascontiguousarray(pool._order(cls), dtype=np.int64)
+        return order_, np.ascontiguousarray(pool._sorted_scores(cls), dtype=np.float64)
+
+    k, stopped = _ext.place(
+        np.ascontiguousarray(pool.mi, dtype=np.int64),
+        len(pool.cluster.machines),
+        max(pool.P, 1),
+        pool.free[: pool.G].view(np.uint8),
+        order if isinstance(order, list) else list(order),
+        ids,
+        start,
+        mode,
+        _COUNT[ties],
+        _COUNT[singles],
+        bool(backfill),
+        class_data,
+        dict(policy.locality_by_model),
+        float(policy.locality_penalty),
+        _choose_cell,
+        alloc,
+    )
+    return int(k), bool(stopped)
+
+
+def covers(pool) -> bool:
+    """True if the kernel can place on ``pool``'s cluster: GPUs grouped by machine, sizes in range."""
+    return 0 < pool.G < 2**23 and contiguous(pool.mi) and len(pool.cluster.machines) < 2**24
+
+
+def _choose_cell(w: float, a: float, L: float) -> bool:
+    """PAL's walk decision (:func:`~fairplace.formulations.lv.choose_cell`), for the kernel's
+    near-equal cases (it decides clear ones itself: rounding to 12 decimals is monotone)."""
+    return bool(choose_cell(w, a, L))
