@@ -78,12 +78,12 @@ class PMFirstPolicy(PlacementPolicy):
         return head + jobs[cut:]
 
     def _singles_count(self):
-        return "machine"
+        return self.ties  # a single-GPU job's pick is pm_first(cls, 1, count=ties), as in _pick
 
     def _kernel_spec(self):
         if not _stock(self, PMFirstPolicy):
             return None
-        return (round_kernel.PM_FIRST, self.ties, "machine")
+        return (round_kernel.PM_FIRST, self.ties, self.ties)
 
     def _pick(self, pool, job):
         return pool.pm_first(job.cls, job.gpus, count=self.ties)

@@ -190,3 +190,33 @@ def test_kernel_choice_is_checked(monkeypatch):
         round_kernel.wanted()
     monkeypatch.setenv(round_kernel.ENV, "auto")
     assert round_kernel.wanted() is False
+
+
+def _one_pick_per_job(policy, state, queue):
+    """The definition of a non-sticky round: each job in processing order gets ``policy._pick``
+    (no batched runs of single-GPU jobs, no kernel)."""
+    from fairplace.solvers.placement_engine import FreePool
+
+    pool = FreePool(state.cluster, state.scores, np.ones(len(state.cluster), dtype=bool))
+    alloc = {}
+    for job in policy._order(list(queue), len(state.cluster)):
+        g = policy._pick(pool, job) if job.gpus <= pool.n_free else None
+        if g is None:
+            if policy.backfill:
+                continue
+            break
+        pool.take(g)
+        alloc[job.id] = tuple(sorted(int(x) for x in g))
+    return alloc
+
+
+@settings(
+    max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+@given(rounds())
+def test_batched_single_gpu_runs_equal_one_pick_per_job(monkeypatch, case):
+    # every tie rule, PM-First's ``level`` included: its single-GPU jobs count same-score GPUs too
+    state, queue, policy, _ = case
+    want = _one_pick_per_job(policy, state, queue)
+    for path in ("python", "c") if round_kernel.available() else ("python",):
+        assert _place(monkeypatch, path, policy, state, queue).allocation == want
