@@ -32,6 +32,7 @@ def solve_compact_pf(
     lp_first: bool = True,
     reduced: bool | None = None,
     budget: Budget | None = None,
+    aggregate: bool = True,
 ):
     """(raw result, decoded choice or None, program) of the compact PF (optionally without some apps).
 
@@ -54,7 +55,9 @@ def solve_compact_pf(
         msg = "time limit reached before the PF was started"
         return RawResult("time_limit", None, None, None, 0.0, msg), None, None
     offer = tuple(int(g) for g in offer)
-    plain = CompactProgram(cluster, offer, tuple(apps), frozenset(exclude), reduced=False)
+    plain = CompactProgram(
+        cluster, offer, tuple(apps), frozenset(exclude), reduced=False, aggregate=aggregate
+    )
     racks = replace(plain, rack_cells=True)
     if reduced is None:
         reduced = np.unique(cluster.machine_index[list(offer)]).size <= REDUCED_MAX_MACHINES
