@@ -15,6 +15,7 @@ from fairplace.formulations.program import RawResult
 from . import highs  # live-model LP loops (build/read) have no back-end equivalent
 from .backends import get_backend
 from .budget import Budget, budget_for
+from .compact_bb import branch_and_bound
 from .compact_lp import Choice, fixed_cells, from_lp, has_rack_selectors, lp_cells
 from .options import SolveOptions
 
@@ -72,12 +73,19 @@ def solve_compact_pf(
             milp = prog.to_milp()
             if not milp.n_cols:
                 break
-            h = highs.build(milp.relaxed(), o)
+            lp_model = milp.relaxed()
+            h = highs.build(lp_model, o)
             h.run()
-            lp = highs.read(h, milp.relaxed(), 0.0)
+            lp = highs.read(h, lp_model, 0.0)
             if lp.status == "optimal":
                 lp_bound = lp.objective if lp_bound is None else min(lp_bound, lp.objective)
-            if lp.status != "optimal" or lp_cells(prog, lp.x) is None:
+            if lp.status != "optimal":
+                continue
+            if lp_cells(prog, lp.x) is None:  # a few split apps: branch on their cells
+                hit = branch_and_bound(prog, milp, h, lp_model, opts, budget)
+                if hit is not None:
+                    res, choice = hit
+                    return replace(res, seconds=time.perf_counter() - t0), choice, prog
                 continue
             hit = from_lp(prog, milp, lp, opts, placement_milp=False, budget=budget)
             if hit is not None:
