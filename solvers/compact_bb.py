@@ -35,6 +35,8 @@ from .options import SolveOptions
 
 #: most LPs one branch and bound may solve before giving up (then the full MILP runs)
 NODE_LIMIT = 60
+#: simplex iterations one node's LP may take (a stalling re-solve ends the search, not the solve)
+NODE_ITERATIONS = 20_000
 
 
 def branch_and_bound(
@@ -66,6 +68,8 @@ def branch_and_bound(
     presolve = h.getOptionValue("presolve")[1]
     h.setOptionValue("simplex_strategy", 1)  # dual: bound changes keep the basis dual feasible
     h.setOptionValue("presolve", "off")  # keep the basis between re-solves
+    iter_limit = h.getOptionValue("simplex_iteration_limit")[1]
+    h.setOptionValue("simplex_iteration_limit", NODE_ITERATIONS)  # a stalling LP: give up
     best = None  # (value, RawResult, choice)
     if start is not None:  # e.g. PF minus i for PF_{-i}
         best = _incumbent(prog, milp, start)
@@ -121,6 +125,7 @@ def branch_and_bound(
         h.changeColsBounds(zcols.size, zcols, lb0, ub0)
         h.setOptionValue("simplex_strategy", strategy)
         h.setOptionValue("presolve", presolve)
+        h.setOptionValue("simplex_iteration_limit", iter_limit)
     if best is None:
         if why is not None:
             why.append(f"infeasible after {nodes} nodes")

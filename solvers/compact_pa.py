@@ -30,8 +30,7 @@ from fairplace.formulations.pf import PFValue
 
 from . import highs
 from .budget import Budget, budget_for
-from .compact_bb import branch_and_bound
-from .compact_lp import Choice, from_lp, lp_cells
+from .compact_lp import Choice, from_lp
 from .compact_pf import solve_compact_pf
 from .options import SolveOptions
 
@@ -146,8 +145,6 @@ def payments(
                 if lp.status == "optimal"
                 else None
             )
-            if hit is None and lp.status == "optimal" and lp_cells(prog, lp.x, i) is None:
-                hit = branch_and_bound(prog, milp, h, lp_model, opts, budget, skip=i)
             if cols.size:
                 h.changeColsCost(cols.size, cols, milp.c[cols])
             out.append((i, None if hit is None else _others(prog, hit[1], i)))
