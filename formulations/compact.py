@@ -31,6 +31,7 @@ import numpy as np
 from fairplace.core.domain import AgentApp, AuctionInstance, Cluster
 
 from .agents import Group, RhoTable, free_gpus, groups, rho_table
+from .compact_agg import Aggregation, agg_decode, agg_rows, agg_start, agg_total_rows, aggregation
 from .compact_sym import place_rows, relabel, symmetry_rows, total_rows
 from .pf import PFValue
 from .program import MILP, Rows
@@ -106,6 +107,9 @@ class CompactProgram:
     #: per-(rack, cell) selectors for spread-1 cells even when not ``reduced`` (few racks, and the
     #: LP then knows which racks can hold a cell; ``compact_sym`` item 1 with P = racks)
     rack_cells: bool = False
+    #: spread-0 cells on machine kinds x patterns instead of per machine (``compact_agg``); falls
+    #: back to per machine when a kind has too many patterns (``agg`` is None)
+    aggregate: bool = False
 
     def per_cell(self, s: int) -> bool:
         """Whether spread-``s`` places have one selector per (place, cell) (else one per place)."""
@@ -236,27 +240,29 @@ class CompactProgram:
     def layout(self) -> tuple[int, list[dict]]:
         """Per active app: z (cells); usage counts by type at the granularity its cell needs —
         f[m, t] (spread 0, one machine y_m), h[k, t] (spread 1, one rack r_k), g[t] (spread 2)."""
-        classes = tuple(dict.fromkeys(a.cls for a in self.apps))
         machines = sorted({g.machine for g in self.groups})
         racks = sorted({g.rack for g in self.groups})
         T = range(len(self.types))
+        agg = self.agg
         col, meta = 0, []
         for i in self.active:
             a = self.apps[i]
             cells = self.feasible_cells(i)
-            ci = classes.index(a.cls)
-            e = {"i": i, "cells": cells, "z": col}
-            e["lev"] = [a.table.level(t[ci]) for t in self.types]
+            e = {"i": i, "cells": cells, "z": col, "lev": self._lev[i]}
             col += len(cells)
             spreads = {s for _, s, _ in cells}
             ms = [a.held_machine] if a.held_machine >= 0 else machines
             rs = [a.held_rack] if a.held_rack >= 0 else racks
-            e["f"], e["h"], e["g"], e["y"], e["r"] = {}, {}, {}, {}, {}
+            e["f"], e["h"], e["g"], e["y"], e["r"], e["a"], e["acell"] = {}, {}, {}, {}, {}, {}, {}
+            if agg is not None:  # spread 0: one selector per (kind, slot)
+                for j, sl in agg.app_slots.get(i, {}).items():
+                    for s, k in sl.items():
+                        e["a"][j, s], e["acell"][j, s], col = col, k, col + 1
             for s, sel, block, places, held, kind in (
                 (0, "y", "f", ms, a.held_machine, "m"),
                 (1, "r", "h", rs, a.held_rack, "k"),
             ):
-                if s not in spreads:
+                if s not in spreads or (s == 0 and agg is not None):
                     continue
                 for p in places:
                     for t in T:
@@ -279,7 +285,23 @@ class CompactProgram:
                 for t in T:
                     e["g"][(t,)], col = col, col + 1
             meta.append(e)
-        return col, meta
+        return col + (len(agg.m_cols) if agg is not None else 0), meta
+
+    @cached_property
+    def _lev(self) -> dict[int, list[int]]:
+        """Each active app's level index per type."""
+        classes = tuple(dict.fromkeys(a.cls for a in self.apps))
+        out = {}
+        for i in self.active:
+            a = self.apps[i]
+            ci = classes.index(a.cls)
+            out[i] = [a.table.level(t[ci]) for t in self.types]
+        return out
+
+    @cached_property
+    def agg(self) -> Aggregation | None:
+        """The machine aggregation (``compact_agg``) when ``aggregate`` and it is small enough."""
+        return aggregation(self, self._lev) if self.aggregate else None
 
     def cell_gain(self, i: int, cell: tuple[int, int, int]) -> float:
         a = self.apps[i]
@@ -298,7 +320,8 @@ class CompactProgram:
         c, ub = np.zeros(n_cols), np.ones(n_cols)
         rows = Rows()
         add = rows.add
-        usage: dict[tuple, list[int]] = {}  # capacity key -> usage columns
+        usage: dict[tuple, list[tuple[int, float]]] = {}  # capacity key -> usage columns
+        agg = self.agg
         for e in meta:
             i, a, cells = e["i"], self.apps[e["i"]], e["cells"]
             nmax = a.table.n_max
@@ -309,7 +332,7 @@ class CompactProgram:
             level_cols: dict[int, list[int]] = {}
             for s, block in ((0, e["f"]), (1, e["h"]), (2, e["g"])):
                 cz = [(z, -float(n)) for z, (n, sc, _) in zip(zc, cells, strict=True) if sc == s]
-                if not cz:
+                if not cz or (s == 0 and agg is not None):  # aggregated: rows in agg_rows
                     continue
                 add([(col, 1.0) for col in block.values()] + cz, 0.0, 0.0)
                 for key, col in block.items():
@@ -322,7 +345,7 @@ class CompactProgram:
                         cap_keys = [("t", t)]
                     ub[col] = float(min(self.cap[cap_keys[0]], nmax))
                     for ck in cap_keys:
-                        usage.setdefault(ck, []).append(col)
+                        usage.setdefault(ck, []).append((col, 1.0))
                     level_cols.setdefault(e["lev"][t], []).append(col)
             for sel, block, s in (("y", "f", 0), ("r", "h", 1)):
                 if e[sel]:
@@ -332,12 +355,18 @@ class CompactProgram:
                 cs = [col for lv, cl in level_cols.items() if lv >= v for col in cl]
                 if cs:
                     cz = [
-                        (z, -float(n)) for z, (n, _, vc) in zip(zc, cells, strict=True) if vc >= v
+                        (z, -float(n))
+                        for z, (n, sc, vc) in zip(zc, cells, strict=True)
+                        if vc >= v and (sc or agg is None)  # aggregated spread 0: exact slots
                     ]
                     add([(col, 1.0) for col in cs] + cz, -np.inf, 0.0)
+        if agg is not None:
+            agg_rows(self, meta, n_cols - len(agg.m_cols), add, usage, ub)
         for key, cs in usage.items():
-            add([(col, 1.0) for col in cs], -np.inf, float(self.cap[key]))
-        if self.reduced:
+            add(cs, -np.inf, float(self.cap[key]))
+        if self.reduced and agg is not None:
+            agg_total_rows(self, meta, n_cols - len(agg.m_cols), add)
+        elif self.reduced:
             total_rows(self, meta, add)
             symmetry_rows(self, meta, add)
         row_lb, row_ub = rows.bounds()
@@ -385,6 +414,8 @@ class CompactProgram:
             if n:
                 raise ValueError("compact decode: capacity rows violated")
 
+        if self.agg is not None:
+            agg_decode(self, x, meta, take, chosen)
         for block in ("f", "h", "g"):
             for e in meta:
                 if e["i"] not in chosen:
@@ -414,7 +445,8 @@ class CompactProgram:
             g: (grp.machine, grp.rack, tpos[grp.scores]) for grp in self.groups for g in grp.gpus
         }
         perm: dict[int, int] = {}
-        if self.reduced:  # the symmetry rows' canonical machine order
+        on0: dict[int, dict[int, dict[int, int]]] = {}  # aggregated: app -> {machine: {type: n}}
+        if self.reduced and self.agg is None:  # the symmetry rows' canonical machine order
             on = {
                 e["i"]: where[choice[e["i"]][1][0]][0] for e in meta if e["y"] and e["i"] in choice
             }
@@ -429,7 +461,10 @@ class CompactProgram:
             kc = kc if self.per_cell(cell[1]) else -1
             for g in gpus:
                 m, k, t = where[g]
-                if cell[1] == 0:
+                if cell[1] == 0 and self.agg is not None:
+                    per_t = on0.setdefault(e["i"], {}).setdefault(m, {})
+                    per_t[t] = per_t.get(t, 0) + 1
+                elif cell[1] == 0:
                     m = perm.get(m, m)
                     x[e["f"][m, t]] += 1.0
                     if e["y"]:
@@ -440,6 +475,8 @@ class CompactProgram:
                         x[e["r"][k, kc]] = 1.0
                 else:
                     x[e["g"][(t,)]] += 1.0
+        if self.agg is not None:
+            agg_start(self, x, meta, on0)
         return x
 
     def value(self, choice: dict) -> PFValue:

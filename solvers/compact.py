@@ -70,10 +70,13 @@ def solve_compact_auction(
     ids: list[str] | None = None,
     reduced: bool | None = None,
     budget: Budget | None = None,
+    aggregate: bool = True,
 ) -> Solution:
     """PF + PA over the agent-form apps of ``inst`` (or the given compact ``apps``) on ``offer``.
     ``reduced``: formulation of full-MILP fallbacks (None: by offer size, see :func:`solve_compact_pf`;
-    True / False force the tightened / plain one; the optima are the same). ``budget`` (default:
+    True / False force the tightened / plain one; the optima are the same). ``aggregate``: spread-0
+    cells over machine kinds and patterns (``formulations/compact_agg.py``; False: per machine,
+    the formulation before it; same optima). ``budget`` (default:
     ``opts.time_limit`` from now) bounds the whole auction (module docstring)."""
     t0 = time.perf_counter()
     budget = budget_for(opts, budget)
@@ -88,7 +91,9 @@ def solve_compact_auction(
 
         offer = free_gpus(inst)
     ids = ids or [a.table.app_id for a in apps]
-    res, choice, prog = solve_compact_pf(cl, offer, apps, opts, reduced=reduced, budget=budget)
+    res, choice, prog = solve_compact_pf(
+        cl, offer, apps, opts, reduced=reduced, budget=budget, aggregate=aggregate
+    )
     if choice is None:
         sol = unsolved(
             name, res, time.perf_counter() - t0, rounding, ids if payments_ else [], True
@@ -101,7 +106,7 @@ def solve_compact_auction(
     if payments_:
         ci, st, k = payments(
             prog, choice, opts, parallel=opts.parallel, reduced=reduced, budget=budget
-        )
+        )  # PF_{-i} on the PF's formulation (``prog.aggregate``)
         n_solves += k - sum(s == NOT_RUN for s in st.values())
         c.update(ci)
         inexact = [ids[i] for i, s in sorted(st.items()) if s != "optimal"]

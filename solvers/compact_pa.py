@@ -94,6 +94,7 @@ def payments(
             start,
             reduced=reduced,
             budget=budget,
+            aggregate=prog.aggregate,
         )
         if ch is None:
             return i, res.status, None

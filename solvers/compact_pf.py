@@ -15,6 +15,7 @@ from fairplace.formulations.program import RawResult
 from . import highs  # live-model LP loops (build/read) have no back-end equivalent
 from .backends import get_backend
 from .budget import Budget, budget_for
+from .compact_bb import branch_and_bound
 from .compact_lp import Choice, fixed_cells, from_lp, has_rack_selectors, lp_cells
 from .options import SolveOptions
 
@@ -32,12 +33,15 @@ def solve_compact_pf(
     lp_first: bool = True,
     reduced: bool | None = None,
     budget: Budget | None = None,
+    aggregate: bool = True,
 ):
     """(raw result, decoded choice or None, program) of the compact PF (optionally without some apps).
 
     ``lp_first``: solve the LP relaxation of the plain program; when its cell selectors are integral
-    (the usual case) place those cells (greedy ``pack``, else a placement-only MILP). A placement
-    reaching the LP bound is optimal. Failing that, the same with per-(rack, cell) selectors
+    (the usual case) place those cells (greedy ``pack``, else a placement-only MILP); when a few
+    are split, branch on them (``compact_bb``: LPs on one live model). A placement reaching the
+    LP bound is optimal. ``aggregate``: spread-0 cells over machine kinds and patterns
+    (``formulations/compact_agg.py``; same optima, far fewer columns) in every program here. Failing that, the same with per-(rack, cell) selectors
     (``rack_cells``: the LP then knows which racks hold enough GPUs of a level for a cell, so
     large spread-1 cells that the plain LP over-packs into one rack become placeable; its LP is
     larger, so it is the second try). Otherwise the full MILP runs (warm-started with ``start``), on
@@ -54,7 +58,9 @@ def solve_compact_pf(
         msg = "time limit reached before the PF was started"
         return RawResult("time_limit", None, None, None, 0.0, msg), None, None
     offer = tuple(int(g) for g in offer)
-    plain = CompactProgram(cluster, offer, tuple(apps), frozenset(exclude), reduced=False)
+    plain = CompactProgram(
+        cluster, offer, tuple(apps), frozenset(exclude), reduced=False, aggregate=aggregate
+    )
     racks = replace(plain, rack_cells=True)
     if reduced is None:
         reduced = np.unique(cluster.machine_index[list(offer)]).size <= REDUCED_MAX_MACHINES
@@ -69,12 +75,19 @@ def solve_compact_pf(
             milp = prog.to_milp()
             if not milp.n_cols:
                 break
-            h = highs.build(milp.relaxed(), o)
+            lp_model = milp.relaxed()
+            h = highs.build(lp_model, o)
             h.run()
-            lp = highs.read(h, milp.relaxed(), 0.0)
+            lp = highs.read(h, lp_model, 0.0)
             if lp.status == "optimal":
                 lp_bound = lp.objective if lp_bound is None else min(lp_bound, lp.objective)
-            if lp.status != "optimal" or lp_cells(prog, lp.x) is None:
+            if lp.status != "optimal":
+                continue
+            if lp_cells(prog, lp.x) is None:  # a few split apps: branch on their cells
+                hit = branch_and_bound(prog, milp, h, lp_model, opts, budget)
+                if hit is not None:
+                    res, choice = hit
+                    return replace(res, seconds=time.perf_counter() - t0), choice, prog
                 continue
             hit = from_lp(prog, milp, lp, opts, placement_milp=False, budget=budget)
             if hit is not None:
