@@ -57,6 +57,10 @@ def test_bench_table_and_list(capsys):
     assert "name" in capsys.readouterr().out
     assert cli.main(["bench", "--list", "--only", "batch"]) == 0
     assert "batch_medium_2_workers" in capsys.readouterr().out
+    # a full name selects that case alone, though other names contain it
+    assert cli.main(["bench", "--list", "--only", "auction_pa_compact_1024"]) == 0
+    listed = capsys.readouterr().out.split()
+    assert "auction_pa_compact_1024" in listed and "auction_pa_compact_1024x16" not in listed
 
 
 def test_isolated_cases_report_errors_and_timeouts():

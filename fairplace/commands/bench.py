@@ -16,7 +16,12 @@ HELP = "run the benchmarks, each next to its target"
 def add_arguments(p) -> None:
     p.add_argument("--quick", action="store_true", help="fewer repetitions (same sizes)")
     p.add_argument("--json", action="store_true", help="print a JSON list of results")
-    p.add_argument("--only", default=None, metavar="TEXT", help="cases whose name contains TEXT")
+    p.add_argument(
+        "--only",
+        default=None,
+        metavar="TEXT",
+        help="the case named TEXT, else the cases whose name contains TEXT",
+    )
     p.add_argument("--list", action="store_true", help="list the cases and their targets")
     p.add_argument(
         "--scaling",
@@ -127,8 +132,9 @@ def run(args) -> int:
     if args.scaling:
         return _scaling(args)
     cases = collect()
-    if args.only:
-        cases = [c for c in cases if args.only in c[1]]
+    if args.only:  # a case's full name selects that case alone, else every name containing it
+        exact = [c for c in cases if c[1] == args.only]
+        cases = exact or [c for c in cases if args.only in c[1]]
     if args.list:
         for module, name, _, target in cases:
             print(f"{name:<34} {_fmt(target):>8}  ({module})")
