@@ -29,7 +29,7 @@ from fairplace.formulations.compact import CompactProgram
 from fairplace.formulations.program import RawResult
 
 from . import highs
-from .compact_lp import from_lp
+from .compact_lp import from_lp, selectors
 from .compact_pack import PACK_RULES, pack
 from .options import SolveOptions
 
@@ -151,15 +151,11 @@ def _incumbent(prog: CompactProgram, milp, choice: dict):
 def _rounded(prog: CompactProgram, milp, x: np.ndarray, skip: int | None):
     """An incumbent from an LP point: integral apps keep their cell, split apps take their
     smallest cell with z > 0 (fewer GPUs), placed by the greedy ``pack``; None if none fits."""
-    _, meta = prog.layout
     cells = {}
-    for e in meta:
-        if e["i"] == skip:
-            continue
-        zs = x[e["z"] : e["z"] + len(e["cells"])]
-        on = [k for k in np.flatnonzero(zs > 1e-7)]
-        if on:
-            cells[e["i"]] = min((e["cells"][k] for k in on), key=lambda c: (c[0], -c[1], -c[2]))
+    for i, cs, zs in selectors(prog, x, skip):
+        on = np.flatnonzero(zs > 1e-7)
+        if on.size:
+            cells[i] = min((cs[k] for k in on), key=lambda c: (c[0], -c[1], -c[2]))
     for rule in PACK_RULES:
         choice = pack(prog, cells, rule)
         if choice is not None:

@@ -26,20 +26,24 @@ def has_rack_selectors(prog: CompactProgram) -> bool:
     )
 
 
+def selectors(prog: CompactProgram, x: np.ndarray, skip: int | None = None):
+    """(app index, its cells, its cell selectors z_ic in ``x``) of every app but ``skip``."""
+    _, meta = prog.layout
+    for e in meta:
+        if e["i"] != skip:
+            yield e["i"], e["cells"], x[e["z"] : e["z"] + len(e["cells"])]
+
+
 def lp_cells(prog: CompactProgram, x: np.ndarray, skip: int | None = None) -> dict | None:
     """{app index: cell} when every cell selector of the LP point (apps other than ``skip``) is
     integral, else None."""
-    _, meta = prog.layout
     cells = {}
-    for e in meta:
-        if e["i"] == skip:
-            continue
-        zs = x[e["z"] : e["z"] + len(e["cells"])]
+    for i, cs, zs in selectors(prog, x, skip):
         if zs.size and np.abs(zs - np.round(zs)).max() > 1e-7:
             return None
         on = np.flatnonzero(zs > 0.5)
         if on.size:
-            cells[e["i"]] = e["cells"][int(on[0])]
+            cells[i] = cs[int(on[0])]
     return cells
 
 
