@@ -8,9 +8,10 @@ import time
 import pandas as pd
 
 from fairplace.instances import suites
-from fairplace.runs import batch
 from fairplace.runs import batch_plan as bp
-from fairplace.runs.batch import DriverSlot, run_batch
+from fairplace.runs import batch_worker
+from fairplace.runs.batch import run_batch
+from fairplace.runs.batch_worker import DriverSlot
 
 
 def _rows(df: pd.DataFrame) -> pd.DataFrame:
@@ -24,13 +25,13 @@ def test_local_batch_driver_solves_the_largest_task_and_rows_match_in_process(
     todo = [(n, "exact", p) for n, p in items]
     largest = todo[bp.largest_first(bp.task_efforts(todo))[0]][0]
     solved_here = []
-    real = batch.solve_task
+    real = batch_worker.solve_task
 
     def recording(name, solver, payload, time_limit=None):  # only the driver's calls reach the list
         solved_here.append(name)
         return real(name, solver, payload, time_limit)
 
-    monkeypatch.setattr(batch, "solve_task", recording)
+    monkeypatch.setattr(batch_worker, "solve_task", recording)
     df = run_batch(items, ["exact"], workers=2, in_process=False, out=tmp_path / "a.jsonl",
                    progress=False)  # fmt: skip
     rep = df.attrs["batch"]
@@ -47,8 +48,8 @@ def test_driver_slot_turns_a_failure_into_error_rows(monkeypatch):
     def boom(*_a, **_k):
         raise RuntimeError("solver exploded")
 
-    monkeypatch.setattr(batch, "solve_task", boom)
-    monkeypatch.setattr(batch, "warm", lambda solvers: None)
+    monkeypatch.setattr(batch_worker, "solve_task", boom)
+    monkeypatch.setattr(batch_worker, "warm", lambda solvers: None)
     slot = DriverSlot(["exact"], None)
     assert slot.take() is None and not slot.busy
     slot.start((0, [("i1", "exact", {}), ("i2", "exact", {})]))

@@ -45,7 +45,6 @@ from __future__ import annotations
 
 import logging
 import math
-import threading
 import time
 import uuid
 from collections.abc import Iterator, Sequence
@@ -75,7 +74,7 @@ from fairplace.runs.batch_results import (
 )
 from fairplace.runs.batch_results import append_row as _append
 from fairplace.runs.batch_results import repair_journal as _repair
-from fairplace.runs.batch_worker import solve_chunk, solve_task, warm, warm_plugin
+from fairplace.runs.batch_worker import DriverSlot, solve_chunk, solve_task, warm, warm_plugin
 from fairplace.runs.dask_cluster import close_quietly, local_cluster
 
 #: results table formats by extension (``.jsonl``: the journal is the table).
@@ -359,46 +358,6 @@ def _drive(
                 fut.release()
                 bar.advance(len(rows))
                 submit(ac)
-
-
-class DriverSlot:
-    """This process as one more solver of a local batch: a daemon thread solving one group of tasks
-    at a time (imports and first calls first, :func:`warm`, outside every row's clock). Polled by the
-    driver loop: :meth:`take` returns the finished group's rows once, else None. A daemon thread, so
-    Ctrl-C is not held up by a running solve (whose row is then lost, as a killed worker's)."""
-
-    def __init__(self, solvers: Sequence[str], time_limit: float | None):
-        self.solvers, self.time_limit = tuple(solvers), time_limit
-        self.busy = False
-        self._rows: list[dict] | None = None
-        self._thread: threading.Thread | None = None
-        self._warm = False
-
-    def start(self, group: tuple[int, list[tuple]]) -> None:
-        _, tasks = group
-        self.busy, self._rows = True, None
-
-        def run() -> None:
-            try:
-                if not self._warm:
-                    warm(self.solvers)
-                    self._warm = True
-                self._rows = [solve_task(n, s, p, self.time_limit) for n, s, p in tasks]
-            except BaseException as exc:  # noqa: BLE001 - a row, as a worker's failure is
-                msg = f"{type(exc).__name__}: {exc}"
-                self._rows = [
-                    {"instance": n, "solver": s, "status": "error", "message": msg}
-                    for n, s, _ in tasks
-                ]
-
-        self._thread = threading.Thread(target=run, daemon=True, name="fairplace-driver-solver")
-        self._thread.start()
-
-    def take(self) -> list[dict] | None:
-        if not self.busy or self._thread.is_alive():
-            return None
-        self.busy = False
-        return self._rows
 
 
 class _NoWorkersWatch:

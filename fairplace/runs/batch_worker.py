@@ -1,5 +1,6 @@
 """The worker side of a batch: solve one (instance, solver) task or a chunk of them, never raising;
-and :func:`warm`, the one-time imports done before any task is timed.
+:func:`warm`, the one-time imports done before any task is timed; and :class:`DriverSlot`, the
+driver process as one more solver of a local batch.
 
 Local clusters start their workers with this module as a Dask *preload* (``dask_setup`` runs
 :func:`warm` while the worker starts, in parallel on every worker), and an in-process batch calls
@@ -10,6 +11,7 @@ Local clusters start their workers with this module as a Dask *preload* (``dask_
 from __future__ import annotations
 
 import math
+import threading
 import time
 from collections.abc import Sequence
 
@@ -132,3 +134,43 @@ def _primary(inst, sol) -> dict:
     if "placed" in opt:
         out["optimum_placed"] = int(opt["placed"])
     return out
+
+
+class DriverSlot:
+    """This process as one more solver of a local batch: a daemon thread solving one group of tasks
+    at a time (imports and first calls first, :func:`warm`, outside every row's clock). Polled by the
+    driver loop: :meth:`take` returns the finished group's rows once, else None. A daemon thread, so
+    Ctrl-C is not held up by a running solve (whose row is then lost, as a killed worker's)."""
+
+    def __init__(self, solvers: Sequence[str], time_limit: float | None):
+        self.solvers, self.time_limit = tuple(solvers), time_limit
+        self.busy = False
+        self._rows: list[dict] | None = None
+        self._thread: threading.Thread | None = None
+        self._warm = False
+
+    def start(self, group: tuple[int, list[tuple]]) -> None:
+        _, tasks = group
+        self.busy, self._rows = True, None
+
+        def run() -> None:
+            try:
+                if not self._warm:
+                    warm(self.solvers)
+                    self._warm = True
+                self._rows = [solve_task(n, s, p, self.time_limit) for n, s, p in tasks]
+            except BaseException as exc:  # noqa: BLE001 - a row, as a worker's failure is
+                msg = f"{type(exc).__name__}: {exc}"
+                self._rows = [
+                    {"instance": n, "solver": s, "status": "error", "message": msg}
+                    for n, s, _ in tasks
+                ]
+
+        self._thread = threading.Thread(target=run, daemon=True, name="fairplace-driver-solver")
+        self._thread.start()
+
+    def take(self) -> list[dict] | None:
+        if not self.busy or self._thread.is_alive():
+            return None
+        self.busy = False
+        return self._rows
