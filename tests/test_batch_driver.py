@@ -51,10 +51,13 @@ def test_driver_slot_turns_a_failure_into_error_rows(monkeypatch):
     monkeypatch.setattr(batch_worker, "solve_task", boom)
     monkeypatch.setattr(batch_worker, "warm", lambda solvers: None)
     slot = DriverSlot(["exact"], None)
-    assert slot.take() is None and not slot.busy
-    slot.start((0, [("i1", "exact", {}), ("i2", "exact", {})]))
-    while (rows := slot.take()) is None:
+    assert slot.drain() == [] and not slot.busy
+    groups = iter([(0, [("i1", "exact", {}), ("i2", "exact", {})]), (1, [("i3", "exact", {})])])
+    slot.start(lambda: next(groups, None))
+    rows = []
+    while slot.busy:
+        rows += slot.drain()
         time.sleep(0.01)
-    assert not slot.busy and [r["instance"] for r in rows] == ["i1", "i2"]
+    assert [r["instance"] for r in rows] == ["i1", "i2", "i3"]  # every group, once, in order
     assert {r["status"] for r in rows} == {"error"}
     assert "RuntimeError: solver exploded" in rows[0]["message"]

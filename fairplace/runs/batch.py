@@ -45,6 +45,7 @@ from __future__ import annotations
 
 import logging
 import math
+import threading
 import time
 import uuid
 from collections.abc import Iterator, Sequence
@@ -251,10 +252,11 @@ def _run_locked(
         report |= {"workers": 1, "startup_seconds": t1 - t0, "solve_seconds": t2 - t1}
     elif todo:
         groups = [(g[0], [todo[k] for k in g]) for g in chunks(order, efforts)]
+        source = _shared(groups)
         here = None
         if not scheduler_address and workers >= 2 and driver_solves:
             here = DriverSlot(solvers, time_limit)
-            here.start(groups.pop(0))  # the largest group starts now, while the cluster starts
+            here.start(source)  # solving from now on, while the cluster starts
         t0 = time.perf_counter()
         client = cluster = None
         try:
@@ -271,14 +273,15 @@ def _run_locked(
                     f"on a local Dask cluster: {workers - 1} worker process(es) and this process"
                 )
             _drive(
-                client, groups, len(todo), jpath, time_limit, progress, max_in_flight,
+                client, source, len(todo), jpath, time_limit, progress, max_in_flight,
                 no_workers_timeout, here,
             )  # fmt: skip
             t2 = time.perf_counter()
         finally:
-            if here is not None:  # a group the driver finished is journaled whatever happened
+            if here is not None:  # rows the driver finished are journaled whatever happened
+                here.stop()
                 with open(jpath, "a") as f:
-                    append_rows(f, here.take() or [])
+                    append_rows(f, here.drain())
             close_quietly(client, cluster)
         report |= {"startup_seconds": t1 - t0, "solve_seconds": t2 - t1}
         report["close_seconds"] = time.perf_counter() - t2
@@ -297,24 +300,36 @@ def _solve_here(todo, jpath: Path, time_limit, progress: bool | ProgressBar) -> 
             bar.advance()
 
 
+def _shared(groups: list):
+    """A thread-safe ``next`` over ``groups``: None when they are used up."""
+    queue: Iterator = iter(groups)
+    lock = threading.Lock()
+
+    def source():
+        with lock:
+            return next(queue, None)
+
+    return source
+
+
 def _drive(
-    client, groups, n_tasks: int, jpath: Path, time_limit, progress, max_in_flight,
+    client, source, n_tasks: int, jpath: Path, time_limit, progress, max_in_flight,
     no_workers_timeout: float | None = 120.0, here: DriverSlot | None = None,
 ):  # fmt: skip
-    """Submit ``groups`` ((key position, [task, ...]) in submission order) at most ``limit`` at a
-    time and journal each finished group's rows (one fsync per group) as it arrives. ``here``:
-    this process solves too; it takes the next group whenever it is idle, so Dask gets only about
-    one group per worker ahead (a group queued on Dask is one the driver cannot take)."""
+    """Submit the groups ``source()`` returns ((key position, [task, ...]) in submission order, None
+    at the end) at most ``limit`` at a time and journal each finished group's rows (one fsync per
+    group) as it arrives. ``here``: this process solves too, taking groups from the same source
+    whenever it is idle, so Dask gets one group per worker at a time (a group queued on Dask is
+    one the driver cannot take)."""
     from dask.distributed import as_completed
 
     n_workers = max(1, len(client.scheduler_info().get("workers", {})))
-    limit = max_in_flight or (n_workers + 1 if here else max(8, 4 * n_workers))
+    limit = max_in_flight or (n_workers if here else max(8, 4 * n_workers))
     run_id = uuid.uuid4().hex[:8]
-    queue: Iterator = iter(groups)
     meta: dict = {}
 
     def submit(ac) -> None:
-        nxt = next(queue, None)
+        nxt = source()
         if nxt is None:
             return
         k, tasks = nxt
@@ -332,12 +347,9 @@ def _drive(
     watch = _NoWorkersWatch(client, no_workers_timeout, jpath)
     with progress_bar(n_tasks, "solving", progress) as bar, open(jpath, "a") as f:
         while not ac.is_empty() or (here is not None and here.busy):
-            if here is not None and (rows := here.take()) is not None:
+            if here is not None and (rows := here.drain()):
                 append_rows(f, rows)
                 bar.advance(len(rows))
-                nxt = next(queue, None)
-                if nxt is not None:
-                    here.start(nxt)
                 continue
             if not ac.has_ready():
                 watch.check()  # raises if the cluster has had no worker for too long

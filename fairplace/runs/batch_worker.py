@@ -137,40 +137,54 @@ def _primary(inst, sol) -> dict:
 
 
 class DriverSlot:
-    """This process as one more solver of a local batch: a daemon thread solving one group of tasks
-    at a time (imports and first calls first, :func:`warm`, outside every row's clock). Polled by the
-    driver loop: :meth:`take` returns the finished group's rows once, else None. A daemon thread, so
-    Ctrl-C is not held up by a running solve (whose row is then lost, as a killed worker's)."""
+    """This process as one more solver of a local batch: a daemon thread that takes groups of tasks
+    from ``source`` (a callable returning the next (key, [task, ...]) or None; shared with the Dask
+    submitter, so it must be thread-safe) and solves them until it returns None, from before the
+    cluster is up (imports and first calls first, :func:`warm`, outside every row's clock). The
+    driver loop journals what :meth:`drain` returns. :meth:`stop` (the batch ends, e.g. on Ctrl-C)
+    lets the running group finish, so its rows can still be journaled and the process never exits
+    under a running solver, and takes no further group."""
 
     def __init__(self, solvers: Sequence[str], time_limit: float | None):
         self.solvers, self.time_limit = tuple(solvers), time_limit
-        self.busy = False
-        self._rows: list[dict] | None = None
+        self._done: list[list[dict]] = []
+        self._lock = threading.Lock()
         self._thread: threading.Thread | None = None
-        self._warm = False
+        self._stopped = threading.Event()
 
-    def start(self, group: tuple[int, list[tuple]]) -> None:
-        _, tasks = group
-        self.busy, self._rows = True, None
+    def stop(self) -> None:
+        """Take no further group; wait for the running one."""
+        self._stopped.set()
+        if self._thread is not None:
+            self._thread.join()
 
+    def start(self, source) -> None:
         def run() -> None:
-            try:
-                if not self._warm:
-                    warm(self.solvers)
-                    self._warm = True
-                self._rows = [solve_task(n, s, p, self.time_limit) for n, s, p in tasks]
-            except BaseException as exc:  # noqa: BLE001 - a row, as a worker's failure is
-                msg = f"{type(exc).__name__}: {exc}"
-                self._rows = [
-                    {"instance": n, "solver": s, "status": "error", "message": msg}
-                    for n, s, _ in tasks
-                ]
+            warm(self.solvers)
+            while not self._stopped.is_set() and (group := source()) is not None:
+                tasks = group[1]
+                try:
+                    rows = [solve_task(n, s, p, self.time_limit) for n, s, p in tasks]
+                except BaseException as exc:  # noqa: BLE001 - a row, as a worker's failure is
+                    msg = f"{type(exc).__name__}: {exc}"
+                    rows = [
+                        {"instance": n, "solver": s, "status": "error", "message": msg}
+                        for n, s, _ in tasks
+                    ]
+                with self._lock:
+                    self._done.append(rows)
 
         self._thread = threading.Thread(target=run, daemon=True, name="fairplace-driver-solver")
         self._thread.start()
 
-    def take(self) -> list[dict] | None:
-        if not self.busy or self._thread.is_alive():
-            return None
-        self.busy = False
-        return self._rows
+    @property
+    def busy(self) -> bool:
+        """Still solving, or holding rows not yet drained."""
+        alive = self._thread is not None and self._thread.is_alive()
+        return alive or bool(self._done)
+
+    def drain(self) -> list[dict]:
+        """The rows finished since the last call (each group's rows once)."""
+        with self._lock:
+            done, self._done = self._done, []
+        return [r for rows in done for r in rows]
