@@ -41,7 +41,8 @@ def solve_compact_pf(
     (the usual case) place those cells (greedy ``pack``, else a placement-only MILP); when a few
     are split, branch on them (``compact_bb``: LPs on one live model). A placement reaching the
     LP bound is optimal. ``aggregate``: spread-0 cells over machine kinds and patterns
-    (``formulations/compact_agg.py``; same optima, far fewer columns) in every program here. Failing that, the same with per-(rack, cell) selectors
+    (``formulations/compact_agg.py``; same optima, far fewer columns) in every program here.
+    Failing that, the same with per-(rack, cell) selectors
     (``rack_cells``: the LP then knows which racks hold enough GPUs of a level for a cell, so
     large spread-1 cells that the plain LP over-packs into one rack become placeable; its LP is
     larger, so it is the second try). Otherwise the full MILP runs (warm-started with ``start``), on
