@@ -9,6 +9,10 @@ PA needs PF_{-i} for every app i holding a PF bundle. Made cheap by:
   basis stays primal feasible, so primal simplex re-optimises in ~100 iterations (fixing i's
   selectors to 0 instead needs dual simplex, ~10^4 degenerate iterations at 128 apps). When the
   LP's cells of the others are integral and can be placed at the LP bound, PF_{-i} is that bound;
+* split LPs (one or two apps between two cells; ~3/4 of them at 1,024 GPUs x 256 apps): a dive
+  and reduced-cost fixing on the same live model, then a small MILP (``compact_rc``); its first
+  incumbent is PF minus i or, better, the PF_{-j} optimum of an app j with i's PF cell with i put
+  in j's place (``compact_rc.swap_in``; apps are visited grouped by PF cell for that);
 * warm starts: PF minus i is feasible for PF_{-i} and is handed to HiGHS as the first incumbent;
 * a thread pool (HiGHS releases the GIL), as in ``solvers/auction.py``.
 
@@ -30,8 +34,9 @@ from fairplace.formulations.pf import PFValue
 
 from . import highs
 from .budget import Budget, budget_for
-from .compact_lp import Choice, from_lp
+from .compact_lp import Choice, from_lp, lp_cells
 from .compact_pf import solve_compact_pf
+from .compact_rc import leave_one_out, swap_in
 from .options import SolveOptions
 
 
@@ -116,6 +121,7 @@ def payments(
         h.setOptionValue("presolve", "off")  # keep the basis between re-solves
         h.setOptionValue("simplex_strategy", 4)  # primal: the PF basis stays primal feasible
         out = []
+        solved: dict[int, Choice] = {}  # PF_{-i} optima of this chain: starts for the next ones
         for i in chunk:
             o = budget.options(opts)
             if o is None:
@@ -140,16 +146,20 @@ def payments(
                     h.changeColsCost(cols.size, cols, milp.c[cols])
                 out.append((i, value_with[i]))  # PF_{-i} = PF minus i: c_i = 1
                 continue
-            hit = (
-                from_lp(prog, milp, lp, opts, skip=i, budget=budget)
-                if lp.status == "optimal"
-                else None
-            )
+            hit = None
+            if lp.status == "optimal":
+                hit = from_lp(prog, milp, lp, opts, skip=i, budget=budget)
+                if hit is None and lp_cells(prog, lp.x, i) is None:  # split apps
+                    starts = _starts(prog, choice, solved, i)
+                    hit = leave_one_out(prog, milp, h, lp_model, opts, budget, i, starts)
+                if hit is not None:
+                    solved[i] = hit[1]
             if cols.size:
                 h.changeColsCost(cols.size, cols, milp.c[cols])
             out.append((i, None if hit is None else _others(prog, hit[1], i)))
         return out
 
+    todo = sorted(todo, key=lambda i: (choice[i][0], i))  # alike apps in a row: ``_starts``
     chunks = [todo[k::2] for k in range(2)] if parallel and len(todo) > 1 else [todo]
     with ThreadPoolExecutor(max_workers=len(chunks)) as ex:
         results = [r for part in ex.map(lp_chain, [ch for ch in chunks if ch]) for r in part]
@@ -187,6 +197,19 @@ def _lp_proves_one(prog: CompactProgram, i: int, lp_value: float, with_i: PFValu
     if any(apps[j].w_empty is None for j in prog.active):
         return False
     return lp_value - apps[i].w_empty <= with_i.log_sum + 1e-9
+
+
+def _starts(prog: CompactProgram, choice: Choice, solved: dict, j: int) -> tuple[dict, ...]:
+    """Starts for PF_{-j}: PF minus j, then ``swap_in`` of the latest PF_{-i} optima of apps
+    with j's PF cell (up to 3) and of the latest two others."""
+    same = [i for i in reversed(solved) if choice[i][0] == choice[j][0]][:3]
+    recent = [i for i in reversed(solved) if i not in same][:2]
+    out = [{k: v for k, v in choice.items() if k != j}]
+    for i in same + recent:
+        s = swap_in(choice, solved[i], i, j, prog.apps[i], prog.cluster)
+        if s is not None:
+            out.append(s)
+    return tuple(out)
 
 
 #: marks a leave-one-out problem not started because the budget was spent

@@ -1,0 +1,258 @@
+"""Leave-one-out PF_{-i} by diving and reduced-cost fixing (exact; the payments' hard case).
+
+On contended offers (1,024 GPUs x 256 apps) ~3/4 of the leave-one-out LPs split one or two apps:
+the capacity rows act as a knapsack over GPU counts, and branching on one selector moves the split
+to another app (tens of LPs per branch). What closes them fast is a good incumbent: given one, the
+LP's duals prove most columns can only take their LP value in any better point, and the MILP left
+has a few hundred columns. For  max c x + c0  s.t.  rl <= A x <= ru,  l <= x <= u  and any row
+prices y (here: the leave-one-out LP's duals), weak duality gives, with d = c - A'y,
+
+    c x + c0 <= UB(y) = c0 + sum_r max(y_r rl_r, y_r ru_r) + sum_j max(d_j l_j, d_j u_j)
+
+for every feasible x (:func:`lagrangian_bound`; valid for any y, so HiGHS' dual accuracy only
+affects how much is fixed, never correctness). Moving an integer x_j one step off its best bound
+costs |d_j|: when UB(y) - |d_j| < incumbent - tol, every point better than the incumbent has x_j
+at that bound (:func:`fix_by_reduced_cost`). The incumbent comes from PF minus i (the ``start``)
+and a *dive* on the live LP model: fix the largest fractional cell selector to 1, re-solve by dual
+simplex, until the cells are integral and placed (``compact_lp.from_lp``). HiGHS then solves the
+fixed MILP, warm-started with the incumbent; its optimum (or the incumbent, if HiGHS finds nothing
+better) is PF_{-i}.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import replace
+
+import numpy as np
+
+from fairplace.formulations.compact import CompactProgram
+from fairplace.formulations.program import MILP, RawResult
+
+from . import highs
+from .backends import get_backend
+from .compact_bb import _incumbent
+from .compact_lp import from_lp
+from .options import SolveOptions
+
+#: most LPs one dive may solve (each fixes one cell selector to 1)
+DIVE_LIMIT = 60
+#: the dive runs when the best start is further than this below the LP optimum (a start from a
+#: similar app's PF_{-j} is usually optimal: ~1e-3 below; PF minus i: ~0.5)
+DIVE_GAP = 0.01
+#: a column is fixed only if leaving its bound loses this much more than the incumbent's gap
+FIX_MARGIN = 1e-6
+
+
+def lagrangian_bound(milp: MILP, y: np.ndarray) -> tuple[float, np.ndarray]:
+    """(UB(y), d = c - A'y) for a max problem (module docstring); a row price whose side is
+    unbounded (y_r > 0 with ru_r = inf, y_r < 0 with rl_r = -inf) is taken as 0."""
+    y = np.where((y > 0) & np.isinf(milp.row_ub), 0.0, y)
+    y = np.where((y < 0) & np.isinf(milp.row_lb), 0.0, y)
+    d = milp.c - milp.A.T @ y
+    rows = np.where(y > 0, y * np.where(np.isinf(milp.row_ub), 0.0, milp.row_ub), 0.0)
+    rows += np.where(y < 0, y * np.where(np.isinf(milp.row_lb), 0.0, milp.row_lb), 0.0)
+    cols = np.maximum(d * milp.col_lb, d * milp.col_ub)
+    return float(milp.offset + rows.sum() + cols.sum()), d
+
+
+def fix_by_reduced_cost(
+    milp: MILP, y: np.ndarray, incumbent: float, margin: float = FIX_MARGIN
+) -> tuple[np.ndarray, np.ndarray, float]:
+    """(col_lb, col_ub, UB(y)) with every integer column fixed at its best bound whose one-step
+    move costs more than UB(y) - incumbent + ``margin`` (module docstring): no point better than
+    ``incumbent`` is lost. Needs finite column bounds."""
+    ub_y, d = lagrangian_bound(milp, y)
+    lb, ub = milp.col_lb.copy(), milp.col_ub.copy()
+    if not np.isfinite(ub_y):
+        return lb, ub, ub_y
+    out = milp.integrality & (ub_y - np.abs(d) < incumbent - margin) & (ub > lb)
+    at_lb = out & (d < 0)
+    at_ub = out & (d > 0)
+    ub[at_lb] = lb[at_lb]
+    lb[at_ub] = ub[at_ub]
+    return lb, ub, ub_y
+
+
+def forcing_rows(
+    milp: MILP, lb: np.ndarray, ub: np.ndarray, passes: int = 3
+) -> tuple[np.ndarray, np.ndarray]:
+    """Column bounds after fixing the columns of *forcing* rows: a row whose largest activity
+    over the bounds is its lower side (or least activity its upper side) holds only with every
+    column at the bound giving that activity (e.g. a count row  sum_q x_iq = sum_c n_c z_ic
+    once app i's cells are fixed to 0 forces its x_iq to 0). Exact; ``passes`` rounds."""
+    A = milp.A.tocsr()
+    pos, neg = A.maximum(0), A.minimum(0)
+    lb, ub = lb.copy(), ub.copy()
+    for _ in range(passes):
+        lo = pos @ lb + neg @ ub  # least activity of each row
+        hi = pos @ ub + neg @ lb
+        up = hi <= milp.row_lb + 1e-9  # every column at its activity-maximising bound
+        down = lo >= milp.row_ub - 1e-9
+        if not (up.any() or down.any()):
+            break
+        to_ub = (pos[up].getnnz(axis=0) > 0) | (neg[down].getnnz(axis=0) > 0)
+        to_lb = (pos[down].getnnz(axis=0) > 0) | (neg[up].getnnz(axis=0) > 0)
+        changed = (to_ub & (lb < ub)) | (to_lb & (lb < ub))
+        if not changed.any():
+            break
+        lb = np.where(to_ub, ub, lb)
+        ub = np.where(to_lb, lb, ub)
+    return lb, ub
+
+
+def restrict(milp: MILP, lb: np.ndarray, ub: np.ndarray) -> tuple[MILP, np.ndarray]:
+    """(the MILP over the columns with lb < ub, that mask): fixed columns moved into the row
+    sides and the offset, rows left without columns dropped."""
+    free = lb < ub
+    xf = np.where(free, 0.0, lb)
+    act = milp.A @ xf
+    A = milp.A.tocsc()[:, free].tocsr()
+    keep = np.diff(A.indptr) > 0
+    return (
+        MILP(
+            c=milp.c[free],
+            A=A[keep],
+            row_lb=(milp.row_lb - act)[keep],
+            row_ub=(milp.row_ub - act)[keep],
+            col_lb=lb[free],
+            col_ub=ub[free],
+            integrality=milp.integrality[free],
+            sense=milp.sense,
+            offset=milp.offset + float(milp.c @ xf),
+        ),
+        free,
+    )
+
+
+def leave_one_out(
+    prog: CompactProgram,
+    milp: MILP,
+    h,
+    lp_model: MILP,
+    opts: SolveOptions,
+    budget,
+    skip: int,
+    starts: tuple[dict, ...] = (),
+):
+    """(RawResult, choice) of PF_{-skip}, or None (budget spent, or HiGHS did not finish).
+
+    ``h``: the live model of ``lp_model`` (the relaxation of ``milp``, app ``skip``'s gains set to
+    0) at its optimum; its bounds and options are restored, not its solution. ``milp``: the full
+    program; app ``skip``'s selectors are fixed to 0 here, so values are PF_{-skip} + w_skip0
+    (as in ``compact_bb``). ``starts``: choices without ``skip`` (PF minus skip, :func:`swap_in`
+    of other apps' PF_{-j}); the best feasible one is the first incumbent, and the dive runs only
+    when it is more than :data:`DIVE_GAP` below the LP."""
+    t0 = time.perf_counter()
+    _, meta = prog.layout
+    (e,) = [e for e in meta if e["i"] == skip]
+    mine = np.arange(e["z"], e["z"] + len(e["cells"]))
+    c = milp.c.copy()
+    c[mine] = 0.0
+    col_ub = milp.col_ub.copy()
+    col_ub[mine] = 0.0
+    loo = replace(milp, c=c, col_ub=col_ub)
+    sol = h.getSolution()
+    y = np.asarray(sol.row_dual, dtype=float)
+    x = np.asarray(sol.col_value, dtype=float)
+    x[mine] = 0.0
+    root = loo.value(x)
+    best = None
+    for start in sorted(starts, key=lambda ch: -prog.value(ch).log_sum):
+        best = _incumbent(prog, loo, start)  # the best start that is feasible (usually the first)
+        if best is not None:
+            break
+    if best is None or root - best[0] > DIVE_GAP:
+        dived = _dive(prog, loo, h, lp_model, opts, budget, skip, best)
+        if dived is not None and (best is None or dived[0] > best[0]):
+            best = dived
+    if best is None:
+        return None
+    lb, ub, ub_y = fix_by_reduced_cost(loo, y, best[0])
+    tol = max(opts.mip_abs_gap, opts.mip_rel_gap * abs(best[0]), 1e-9)
+    if ub_y <= best[0] + tol:  # the incumbent reaches the bound: optimal without a MILP
+        res, choice = best[1], best[2]
+        return replace(res, bound=ub_y, seconds=time.perf_counter() - t0), choice
+    o = budget.options(opts)
+    if o is None:
+        return None
+    lb, ub = forcing_rows(loo, lb, ub)
+    small, free = restrict(loo, lb, ub)
+    res = get_backend("highs").solve(small, o, start=best[1].x[free])
+    if res.status != "optimal":
+        return None
+    if res.has_solution and res.objective > best[0]:
+        x = lb.copy()
+        x[free] = np.round(res.x)
+        if loo.is_feasible(x) and loo.value(x) > best[0]:
+            best = (loo.value(x), replace(res, x=x, objective=loo.value(x)), prog.decode(x))
+    msg = "optimal (dive and reduced-cost fixing)"
+    out = replace(best[1], status="optimal", bound=max(best[0], res.bound or best[0]), message=msg)
+    return replace(out, seconds=time.perf_counter() - t0), best[2]
+
+
+def _dive(prog, loo: MILP, h, lp_model: MILP, opts, budget, skip: int, best):
+    """(value, RawResult, choice) of the first integral, placeable node of a dive from the live
+    LP ``h`` (largest fractional selector fixed to 1 per LP), or None; stops early when an LP
+    value falls to ``best``'s. Restores ``h``'s bounds and options (not its solution)."""
+    _, meta = prog.layout
+    zcols = np.concatenate(
+        [np.arange(e["z"], e["z"] + len(e["cells"])) for e in meta if e["i"] != skip] or [[]]
+    ).astype(np.int32)
+    mine = np.concatenate(
+        [np.arange(e["z"], e["z"] + len(e["cells"])) for e in meta if e["i"] == skip] or [[]]
+    ).astype(np.int32)
+    if not zcols.size:
+        return None
+    lb0, ub0 = lp_model.col_lb[zcols].copy(), lp_model.col_ub[zcols].copy()
+    lb = lb0.copy()
+    strategy = h.getOptionValue("simplex_strategy")[1]
+    iter_limit = h.getOptionValue("simplex_iteration_limit")[1]
+    h.setOptionValue("simplex_strategy", 1)  # dual: a bound change keeps the basis dual feasible
+    h.setOptionValue("simplex_iteration_limit", 20_000)
+    try:
+        for _ in range(DIVE_LIMIT):
+            x = np.asarray(h.getSolution().col_value, dtype=float)
+            x[mine] = 0.0
+            v = loo.value(x)
+            if best is not None and v <= best[0]:
+                return None  # the dive cannot beat the incumbent
+            z = x[zcols]
+            frac = np.abs(z - np.round(z))
+            if frac.max() <= 1e-7:
+                lp = RawResult("optimal", x, v, v, 0.0)
+                hit = from_lp(prog, loo, lp, opts, skip=skip, budget=budget)
+                return None if hit is None else (hit[0].objective, hit[0], hit[1])
+            if budget.options(opts) is None:
+                return None
+            k = int(np.argmax(np.where(frac > 1e-7, z, -1.0)))
+            lb[k] = 1.0
+            h.changeColsBounds(zcols.size, zcols, lb, ub0)
+            h.run()
+            if highs.read(h, lp_model, 0.0).status != "optimal":
+                return None
+        return None
+    finally:
+        h.changeColsBounds(zcols.size, zcols, lb0, ub0)
+        h.setOptionValue("simplex_strategy", strategy)
+        h.setOptionValue("simplex_iteration_limit", iter_limit)
+
+
+def swap_in(pf: dict, sol: dict, i: int, j: int, app, cluster) -> dict | None:
+    """A start for PF_{-j} from a solution ``sol`` of PF_{-i}: j leaves, and i (absent from
+    ``sol``) takes its PF bundle if still free in ``sol``, else its best sub-bundle of j's GPUs
+    there (``app``: app i). Exact only as a feasible point: the caller checks it (apps with the
+    same PF cell make it optimal more often than not)."""
+    from .compact_pack import best_subbundle
+
+    if j not in sol or i not in pf:
+        return None
+    out = {k: v for k, v in sol.items() if k != j}
+    used = {g for _, gpus in out.values() for g in gpus}
+    if not used.intersection(pf[i][1]):
+        out[i] = pf[i]
+        return out
+    sub = best_subbundle(app, cluster, sol[j][1], len(sol[j][1]))
+    if sub is not None:
+        out[i] = sub
+    return out

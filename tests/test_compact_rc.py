@@ -1,0 +1,145 @@
+"""Leave-one-out PF_{-i} by diving and reduced-cost fixing (``solvers/compact_rc.py``): the bound
+is valid for any prices, fixing keeps every better point, and PF_{-i} and the payments equal those
+of full MILPs."""
+
+from dataclasses import replace
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from test_compact_shortcuts import _full_path_payments
+
+from fairplace.formulations.agents import free_gpus
+from fairplace.formulations.compact import CompactProgram, compact_apps
+from fairplace.instances.generators import random_agent_auction
+from fairplace.solvers import compact_rc, highs
+from fairplace.solvers.budget import Budget
+from fairplace.solvers.compact_lp import lp_cells
+from fairplace.solvers.options import SolveOptions
+
+EXACT = SolveOptions(presolve=False)  # HiGHS 1.16 presolve can stop short on these programs
+
+
+def _pf(seed: int = 1, apps: int = 16, machines: int = 16):
+    inst = random_agent_auction(apps=apps, machines=machines, machines_per_rack=4, seed=seed)
+    apps_, offer = compact_apps(inst), tuple(int(g) for g in free_gpus(inst))
+    return CompactProgram(inst.cluster, offer, apps_, reduced=False, aggregate=True)
+
+
+def _loo_lp(pf: CompactProgram, milp, i: int):
+    """The live leave-one-out LP (PF with i's gains set to 0) at its optimum."""
+    lp_model = milp.relaxed()
+    h = highs.build(lp_model, SolveOptions())
+    e = next(e for e in pf.layout[1] if e["i"] == i)
+    cols = np.arange(e["z"], e["z"] + len(e["cells"]), dtype=np.int32)
+    h.changeColsCost(cols.size, cols, np.zeros(cols.size))
+    h.run()
+    return h, lp_model
+
+
+@pytest.fixture(scope="module")
+def pf_case():
+    """PF_{-0} of 20 apps on 48 GPUs: a program whose LP optimum is above its MILP optimum."""
+    pf = replace(_pf(1, apps=20, machines=12), exclude=frozenset({0}))
+    milp = pf.to_milp()
+    res = highs.solve(milp, EXACT)
+    lp = highs.solve(milp.relaxed(), SolveOptions())
+    assert lp.objective > res.objective + 1e-4  # an integrality gap to close
+    return pf, milp, res
+
+
+@settings(max_examples=25, deadline=None)
+@given(st.integers(0, 2**31 - 1), st.floats(0.0, 3.0))
+def test_lagrangian_bound_holds_for_any_prices(pf_case, seed, scale):
+    """UB(y) >= the MILP optimum for random prices y, and = the LP optimum at the LP's duals."""
+    _, milp, res = pf_case
+    y = np.random.default_rng(seed).normal(0.0, scale, milp.n_rows)
+    assert compact_rc.lagrangian_bound(milp, y)[0] >= res.objective - 1e-9
+    h = highs.build(milp.relaxed(), SolveOptions())
+    h.run()
+    lp = highs.read(h, milp.relaxed(), 0.0)
+    duals = np.asarray(h.getSolution().row_dual)
+    assert abs(compact_rc.lagrangian_bound(milp, duals)[0] - lp.objective) < 1e-6
+
+
+@settings(max_examples=6, deadline=None)
+@given(st.floats(0.0, 0.2))
+def test_fixing_and_restricting_keep_the_optimum(pf_case, below):
+    """Fixing by reduced cost for an incumbent at or below the optimum, then forcing rows and
+    dropping fixed columns, leaves a MILP with the same optimum (mapped back: a feasible point)."""
+    _, milp, res = pf_case
+    h = highs.build(milp.relaxed(), SolveOptions())
+    h.run()
+    y = np.asarray(h.getSolution().row_dual)
+    lb, ub, _ = compact_rc.fix_by_reduced_cost(milp, y, res.objective - below)
+    assert (lb == ub).sum() > 0  # something is fixed
+    lb, ub = compact_rc.forcing_rows(milp, lb, ub)
+    small, free = compact_rc.restrict(milp, lb, ub)
+    assert small.n_cols < milp.n_cols
+    got = highs.solve(small, EXACT)
+    assert got.status == "optimal"
+    assert abs(got.objective - res.objective) < 1e-7
+    x = lb.copy()
+    x[free] = np.round(got.x)
+    assert milp.is_feasible(x) and abs(milp.value(x) - res.objective) < 1e-7
+
+
+def test_leave_one_out_equals_the_full_milp():
+    """PF_{-i} from the dive and the fixed MILP, for every i whose leave-one-out LP splits apps,
+    with PF minus i as the only start and with a ``swap_in`` start from another app's PF_{-j}
+    (20 apps on 48 GPUs: 19 of the 20 leave-one-out LPs split)."""
+    pf = _pf(1, apps=20, machines=12)
+    milp = pf.to_milp()
+    res = highs.solve(milp, EXACT)
+    pf_choice = pf.decode(res.x)
+    split, solved = 0, {}
+    for i in sorted(pf_choice):
+        truth = highs.solve(replace(pf, exclude=frozenset({i})).to_milp(), EXACT)
+        assert truth.status == "optimal"
+        h, lp_model = _loo_lp(pf, milp, i)
+        x = highs.read(h, lp_model, 0.0).x
+        if lp_cells(pf, x, i) is not None:
+            continue
+        split += 1
+        minus_i = {j: v for j, v in pf_choice.items() if j != i}
+        starts = [(minus_i,)]
+        for j, sol in solved.items():
+            s = compact_rc.swap_in(pf_choice, sol, j, i, pf.apps[j], pf.cluster)
+            assert s is not None and i not in s
+            starts.append((minus_i, s))
+        for st_ in starts[:2]:
+            h, lp_model = _loo_lp(pf, milp, i)
+            hit = compact_rc.leave_one_out(
+                pf, milp, h, lp_model, SolveOptions(), Budget.begin(None), i, st_
+            )
+            assert hit is not None
+            got, choice = hit
+            assert i not in choice
+            value = replace(pf, exclude=frozenset({i})).value(choice).log_sum
+            assert abs(value - truth.objective) < 1e-7
+        solved[i] = choice
+    assert split >= 10  # the instance does exercise the split case
+
+
+def test_payments_equal_full_milps_when_leave_one_out_lps_split():
+    """The whole auction: every c_i equals c_i of PF_{-i} solved as its own full MILP, and the
+    dive / fixing path did run."""
+    from fairplace.solvers import compact_pa
+    from fairplace.solvers.compact import solve_compact_auction
+
+    inst = random_agent_auction(apps=20, machines=12, machines_per_rack=4, seed=1)
+    calls = []
+    run = compact_pa.leave_one_out
+
+    def spy(*a, **k):
+        calls.append(a[6])
+        return run(*a, **k)
+
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(compact_pa, "leave_one_out", spy)
+        sol = solve_compact_auction(inst)
+    assert sol.status == "optimal" and calls
+    want = _full_path_payments(inst, sol)
+    for a, c in want.items():
+        assert abs(sol.payments[a] - c) < 1e-7, (a, sol.payments[a], c)
