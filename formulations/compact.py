@@ -46,8 +46,9 @@ class CompactApp:
     held_machine: int = -1  # the single held machine (-1: none or several)
     held_rack: int = -1  # the single held rack (-1: none or several)
 
-    @property
+    @cached_property
     def w_empty(self) -> float | None:
+        """w_i0 = -log rho_i(nothing) (None when unbounded); cached: read per app per value."""
         r = self.table.rho_empty
         return None if r is None else -float(np.log(r))
 

@@ -178,6 +178,9 @@ def leave_one_out(
         return None
     lb, ub = forcing_rows(loo, lb, ub)
     small, free = restrict(loo, lb, ub)
+    # restarts on: with the incumbent most columns go inactive at the root and HiGHS restarts on
+    # what is left (8 such MILPs of 1,024 GPUs x 256 apps, best of 5: 0.42 s, without: 0.59 s)
+    o = o.with_(mip_allow_restart=True)
     res = get_backend("highs").solve(small, o, start=best[1].x[free])
     if res.status != "optimal":
         return None
