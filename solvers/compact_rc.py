@@ -12,11 +12,15 @@ prices y (here: the leave-one-out LP's duals), weak duality gives, with d = c - 
 for every feasible x (:func:`lagrangian_bound`; valid for any y, so HiGHS' dual accuracy only
 affects how much is fixed, never correctness). Moving an integer x_j one step off its best bound
 costs |d_j|: when UB(y) - |d_j| < incumbent - tol, every point better than the incumbent has x_j
-at that bound (:func:`fix_by_reduced_cost`). The incumbent comes from PF minus i (the ``start``)
-and a *dive* on the live LP model: fix the largest fractional cell selector to 1, re-solve by dual
-simplex, until the cells are integral and placed (``compact_lp.from_lp``). HiGHS then solves the
-fixed MILP, warm-started with the incumbent; its optimum (or the incumbent, if HiGHS finds nothing
-better) is PF_{-i}.
+at that bound (:func:`fix_by_reduced_cost`). The incumbent is the best of PF minus i and, far
+better, the PF_{-j} optimum of an app j with i's PF cell with i put in j's place (:func:`swap_in`:
+usually optimal already); failing a close one, a *dive* on the live LP model (fix the largest
+fractional cell selector to 1, re-solve by dual simplex, until the cells are integral and placed,
+``compact_lp.from_lp``). Forcing rows then fix what the fixed columns imply, the fixed columns leave
+the program (:func:`restrict`: ~1,000 of ~29,000 columns are left) and HiGHS solves the rest,
+warm-started with the incumbent; its optimum (or the incumbent, if it finds nothing better) is
+PF_{-i}. Measured on 1,024 GPUs x 256 apps, PF_{-i} equals HiGHS' full MILP (8-13 s each) on the
+apps checked.
 """
 
 from __future__ import annotations
@@ -158,7 +162,7 @@ def leave_one_out(
     x[mine] = 0.0
     root = loo.value(x)
     best = None
-    for start in sorted(starts, key=lambda ch: -prog.value(ch).log_sum):
+    for start in sorted(starts, key=lambda ch: _rank(prog.value(ch)), reverse=True):
         best = _incumbent(prog, loo, start)  # the best start that is feasible (usually the first)
         if best is not None:
             break
@@ -187,11 +191,17 @@ def leave_one_out(
     if res.has_solution and res.objective > best[0]:
         x = lb.copy()
         x[free] = np.round(res.x)
-        if loo.is_feasible(x) and loo.value(x) > best[0]:
+        if not loo.is_feasible(x):  # never expected: let the caller's full solve decide
+            return None
+        if loo.value(x) > best[0]:
             best = (loo.value(x), replace(res, x=x, objective=loo.value(x)), prog.decode(x))
     msg = "optimal (dive and reduced-cost fixing)"
     out = replace(best[1], status="optimal", bound=max(best[0], res.bound or best[0]), message=msg)
     return replace(out, seconds=time.perf_counter() - t0), best[2]
+
+
+def _rank(v) -> tuple[int, float]:
+    return v.n_unbounded_served, v.log_sum
 
 
 def _dive(prog, loo: MILP, h, lp_model: MILP, opts, budget, skip: int, best):
