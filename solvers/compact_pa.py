@@ -36,7 +36,7 @@ from . import highs
 from .budget import Budget, budget_for
 from .compact_lp import Choice, from_lp, lp_cells
 from .compact_pf import solve_compact_pf
-from .compact_rc import leave_one_out, swap_in
+from .compact_rc import leave_one_out, row_signs, swap_in
 from .options import SolveOptions
 
 
@@ -122,6 +122,7 @@ def payments(
         h.setOptionValue("simplex_strategy", 4)  # primal: the PF basis stays primal feasible
         out = []
         solved: dict[int, Choice] = {}  # PF_{-i} optima of this chain: starts for the next ones
+        signs = row_signs(milp)
         for i in chunk:
             o = budget.options(opts)
             if o is None:
@@ -148,10 +149,11 @@ def payments(
                 continue
             hit = None
             if lp.status == "optimal":
-                hit = from_lp(prog, milp, lp, opts, skip=i, budget=budget)
-                if hit is None and lp_cells(prog, lp.x, i) is None:  # split apps
+                if lp_cells(prog, lp.x, i) is None:  # split apps
                     starts = _starts(prog, choice, solved, i)
-                    hit = leave_one_out(prog, milp, h, lp_model, opts, budget, i, starts)
+                    hit = leave_one_out(prog, milp, h, lp_model, opts, budget, i, starts, signs)
+                else:
+                    hit = from_lp(prog, milp, lp, opts, skip=i, budget=budget)
                 if hit is not None:
                     solved[i] = hit[1]
             if cols.size:
@@ -159,9 +161,14 @@ def payments(
             out.append((i, None if hit is None else _others(prog, hit[1], i)))
         return out
 
-    todo = sorted(todo, key=lambda i: (choice[i][0], i))  # alike apps in a row: ``_starts``
-    chunks = [todo[k::2] for k in range(2)] if parallel and len(todo) > 1 else [todo]
-    with ThreadPoolExecutor(max_workers=len(chunks)) as ex:
+    # alike apps in a row, in contiguous chains: every app after the first of its PF cell in a
+    # chain starts from an alike app's PF_{-j} (``_starts``); CHAINS of them on 2 threads balance
+    # the load, each chain on its own model (the same results whichever thread runs it)
+    todo = sorted(todo, key=lambda i: (choice[i][0], i))
+    k = min(CHAINS, max(2, len(todo) // 16)) if parallel and len(todo) > 1 else 1
+    cut = np.linspace(0, len(todo), k + 1).round().astype(int)
+    chunks = [todo[a:b] for a, b in zip(cut[:-1], cut[1:], strict=True)]
+    with ThreadPoolExecutor(max_workers=min(2, len(chunks))) as ex:
         results = [r for part in ex.map(lp_chain, [ch for ch in chunks if ch]) for r in part]
     hard = []
     for i, val in results:
@@ -211,6 +218,9 @@ def _starts(prog: CompactProgram, choice: Choice, solved: dict, j: int) -> tuple
             out.append(s)
     return tuple(out)
 
+
+#: leave-one-out chains (each on its own LP model) shared by the 2 threads of the payments
+CHAINS = 4
 
 #: marks a leave-one-out problem not started because the budget was spent
 NOT_RUN = "not_run"

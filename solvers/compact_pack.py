@@ -18,7 +18,7 @@ def best_subbundle(
     if cap <= 0 or not bundle:
         return None
     idx = np.asarray(bundle, np.int64)
-    lev = np.array([t.level(v) for v in cluster.pm_vector(app.cls)[idx]])
+    lev = np.array([t.level(cluster.gpus[g].pm_score(app.cls)) for g in idx])  # bundle only
     mach, rack = cluster.machine_index[idx], cluster.rack_index[idx]
     best, best_rho = None, t.rho[0, t.held_spread, max(t.held_level, 0)]
     for cell in app.cells:

@@ -78,15 +78,21 @@ def fix_by_reduced_cost(
     return lb, ub, ub_y
 
 
+def row_signs(milp: MILP):
+    """(A+, A-): the positive and negative parts of ``milp.A`` (CSR), for :func:`forcing_rows`."""
+    A = milp.A.tocsr()
+    return A.maximum(0), A.minimum(0)
+
+
 def forcing_rows(
-    milp: MILP, lb: np.ndarray, ub: np.ndarray, passes: int = 3
+    milp: MILP, lb: np.ndarray, ub: np.ndarray, passes: int = 3, signs=None
 ) -> tuple[np.ndarray, np.ndarray]:
     """Column bounds after fixing the columns of *forcing* rows: a row whose largest activity
     over the bounds is its lower side (or least activity its upper side) holds only with every
     column at the bound giving that activity (e.g. a count row  sum_q x_iq = sum_c n_c z_ic
-    once app i's cells are fixed to 0 forces its x_iq to 0). Exact; ``passes`` rounds."""
-    A = milp.A.tocsr()
-    pos, neg = A.maximum(0), A.minimum(0)
+    once app i's cells are fixed to 0 forces its x_iq to 0). Exact; ``passes`` rounds; ``signs``:
+    :func:`row_signs` of ``milp`` when already at hand."""
+    pos, neg = signs if signs is not None else row_signs(milp)
     lb, ub = lb.copy(), ub.copy()
     for _ in range(passes):
         lo = pos @ lb + neg @ ub  # least activity of each row
@@ -138,6 +144,7 @@ def leave_one_out(
     budget,
     skip: int,
     starts: tuple[dict, ...] = (),
+    signs=None,
 ):
     """(RawResult, choice) of PF_{-skip}, or None (budget spent, or HiGHS did not finish).
 
@@ -146,7 +153,7 @@ def leave_one_out(
     program; app ``skip``'s selectors are fixed to 0 here, so values are PF_{-skip} + w_skip0
     (as in ``compact_bb``). ``starts``: choices without ``skip`` (PF minus skip, :func:`swap_in`
     of other apps' PF_{-j}); the best feasible one is the first incumbent, and the dive runs only
-    when it is more than :data:`DIVE_GAP` below the LP."""
+    when it is more than :data:`DIVE_GAP` below the LP. ``signs``: :func:`row_signs` of ``milp``."""
     t0 = time.perf_counter()
     _, meta = prog.layout
     (e,) = [e for e in meta if e["i"] == skip]
@@ -180,7 +187,7 @@ def leave_one_out(
     o = budget.options(opts)
     if o is None:
         return None
-    lb, ub = forcing_rows(loo, lb, ub)
+    lb, ub = forcing_rows(loo, lb, ub, signs=signs)
     small, free = restrict(loo, lb, ub)
     # restarts on: with the incumbent most columns go inactive at the root and HiGHS restarts on
     # what is left (8 such MILPs of 1,024 GPUs x 256 apps, best of 5: 0.42 s, without: 0.59 s)

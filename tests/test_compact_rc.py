@@ -143,3 +143,17 @@ def test_payments_equal_full_milps_when_leave_one_out_lps_split():
     want = _full_path_payments(inst, sol)
     for a, c in want.items():
         assert abs(sol.payments[a] - c) < 1e-7, (a, sol.payments[a], c)
+
+
+def test_chains_on_threads_are_deterministic_and_equal_one_chain():
+    """The leave-one-out chains (two here, on 2 threads) give the same payments on every run,
+    and those of a single chain (parallel=False) up to float noise."""
+    from fairplace.solvers.compact import solve_compact_auction
+
+    inst = random_agent_auction(apps=20, machines=12, machines_per_rack=4, seed=2)
+    a, b = solve_compact_auction(inst), solve_compact_auction(inst)
+    one = solve_compact_auction(inst, SolveOptions(parallel=False))
+    assert a.status == b.status == one.status == "optimal"
+    assert a.payments == b.payments
+    assert all(abs(a.payments[k] - one.payments[k]) < 1e-9 for k in one.payments)
+    assert sum(c < 1 - 1e-9 for c in a.payments.values()) >= 5  # payments that are not trivial
