@@ -13,6 +13,7 @@ to optimality are listed in ``extra['payments_inexact']`` (c_i from the best inc
 from __future__ import annotations
 
 import time
+from collections import Counter
 from dataclasses import replace as dc_replace
 
 from fairplace.core.domain import AuctionInstance
@@ -98,14 +99,21 @@ def solve_compact_auction(
         sol = unsolved(
             name, res, time.perf_counter() - t0, rounding, ids if payments_ else [], True
         )
-        return dc_replace(sol, extra={**sol.extra, "cells": {}})
+        return dc_replace(sol, extra={**sol.extra, "cells": {}, "loo_routes": {}})
     status = res.status
     c = {i: 1.0 for i in range(len(apps))}
     n_solves, k = 1, 0
     inexact: list[str] = []
+    routes: dict[int, str] = {}
     if payments_:
         ci, st, k = payments(
-            prog, choice, opts, parallel=opts.parallel, reduced=reduced, budget=budget
+            prog,
+            choice,
+            opts,
+            parallel=opts.parallel,
+            reduced=reduced,
+            budget=budget,
+            routes=routes,
         )  # PF_{-i} on the PF's formulation (``prog.aggregate``)
         n_solves += k - sum(s == NOT_RUN for s in st.values())
         c.update(ci)
@@ -144,6 +152,8 @@ def solve_compact_auction(
             "cells": {ids[i]: list(choice[i][0]) for i in choice},
             "loo_solves": k if payments_ else 0,
             "milp_solves": n_solves,
+            # how each PF_{-i} was settled, counted per route (``compact_pa.ROUTES``)
+            "loo_routes": dict(sorted(Counter(routes.values()).items())),
             # c_i of these apps rests on a PF_{-i} not solved to optimality (time limit: the best
             # incumbent; no point at all: c_i = 1)
             "payments_inexact": inexact,

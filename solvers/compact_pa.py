@@ -59,10 +59,13 @@ def payments(
     parallel: bool = True,
     reduced: bool | None = None,
     budget: Budget | None = None,
+    routes: dict[int, str] | None = None,
 ) -> tuple[dict[int, float], dict[int, str], int]:
     """({i: c_i}, {i: status of PF_{-i}}, number of leave-one-out problems); ``reduced``: the
     formulation of full leave-one-out MILPs (see :func:`solve_compact_pf`); ``budget``: no LP / MILP starts
-    once it is spent (status :data:`NOT_RUN`, c_i = 1)."""
+    once it is spent (status :data:`NOT_RUN`, c_i = 1). ``routes``, if given, is filled with how
+    each PF_{-i} was settled (:data:`ROUTES`)."""
+    routes = {} if routes is None else routes
     budget = budget_for(opts, budget)
     apps = prog.apps
     value_with = {i: _others(prog, choice, i) for i in choice}
@@ -79,11 +82,13 @@ def payments(
             ub = sum(best[j] for j in others)
             if value_with[i].log_sum >= ub - 1e-9:
                 c[i], status[i] = 1.0, "optimal"  # the others cannot do better without i
+                routes[i] = "best_values"
                 continue
         todo.append(i)
     if todo and budget.options(opts) is None:  # spent before the first leave-one-out problem
         c.update(dict.fromkeys(todo, 1.0))
         status.update(dict.fromkeys(todo, NOT_RUN))
+        routes.update(dict.fromkeys(todo, NOT_RUN))
         return c, status, len(todo)
 
     def one(i: int):
@@ -114,7 +119,7 @@ def payments(
         lp_model = milp.relaxed()
         o = budget.options(opts)
         if o is None:
-            return [(i, NOT_RUN) for i in chunk]
+            return [(i, NOT_RUN, NOT_RUN) for i in chunk]
         h = highs.build(lp_model, o)
         h.run()
         basis = h.getBasis()
@@ -126,7 +131,7 @@ def payments(
         for i in chunk:
             o = budget.options(opts)
             if o is None:
-                out.append((i, NOT_RUN))
+                out.append((i, NOT_RUN, NOT_RUN))
                 continue
             if o.time_limit is not None:  # HiGHS' run time is cumulative over re-solves
                 h.setOptionValue("time_limit", float(h.getRunTime() + o.time_limit))
@@ -145,20 +150,25 @@ def payments(
             if lp.status == "optimal" and _lp_proves_one(prog, i, lp.objective, value_with[i]):
                 if cols.size:
                     h.changeColsCost(cols.size, cols, milp.c[cols])
-                out.append((i, value_with[i]))  # PF_{-i} = PF minus i: c_i = 1
+                out.append((i, value_with[i], "lp_bound"))  # PF_{-i} = PF minus i: c_i = 1
                 continue
-            hit = None
+            hit, route = None, "full"
             if lp.status == "optimal":
                 if lp_cells(prog, lp.x, i) is None:  # split apps
                     starts = _starts(prog, choice, solved, i)
                     hit = leave_one_out(prog, milp, h, lp_model, opts, budget, i, starts, signs)
+                    route = "fixing"
                 else:
                     hit = from_lp(prog, milp, lp, opts, skip=i, budget=budget)
+                    route = "lp_cells"
                 if hit is not None:
                     solved[i] = hit[1]
             if cols.size:
                 h.changeColsCost(cols.size, cols, milp.c[cols])
-            out.append((i, None if hit is None else _others(prog, hit[1], i)))
+            if hit is None:
+                out.append((i, None, "full"))
+            else:
+                out.append((i, _others(prog, hit[1], i), route))
         return out
 
     # alike apps in a row, in contiguous chains: every app after the first of its PF cell in a
@@ -171,7 +181,8 @@ def payments(
     with ThreadPoolExecutor(max_workers=min(2, len(chunks))) as ex:
         results = [r for part in ex.map(lp_chain, [ch for ch in chunks if ch]) for r in part]
     hard = []
-    for i, val in results:
+    for i, val, route in results:
+        routes[i] = route
         if val is NOT_RUN:
             status[i], c[i] = NOT_RUN, 1.0
         elif val is None:
@@ -187,6 +198,8 @@ def payments(
     try:
         for i, st, val in runner(one, hard):
             status[i] = st
+            if st == NOT_RUN:
+                routes[i] = NOT_RUN
             c[i] = pa.payment(value_with[i], val) if val is not None else 1.0
     finally:
         if pool is not None:
@@ -219,11 +232,16 @@ def _starts(prog: CompactProgram, choice: Choice, solved: dict, j: int) -> tuple
     return tuple(out)
 
 
-#: leave-one-out chains (each on its own LP model) shared by the 2 threads of the payments
-CHAINS = 4
-
 #: marks a leave-one-out problem not started because the budget was spent
 NOT_RUN = "not_run"
+
+#: how a PF_{-i} was settled (``payments(routes=...)``, ``extra['loo_routes']``): c_i = 1 from
+#: every other app's best value alone / from the leave-one-out LP bound; the LP's cells placed at
+#: its bound; split LP closed by ``compact_rc``; its own solve (``solve_compact_pf``); not started
+ROUTES = ("best_values", "lp_bound", "lp_cells", "fixing", "full", NOT_RUN)
+
+#: leave-one-out chains (each on its own LP model) shared by the 2 threads of the payments
+CHAINS = 4
 
 
 def _others(prog: CompactProgram, choice: Choice, i: int) -> PFValue:

@@ -140,6 +140,9 @@ def test_payments_equal_full_milps_when_leave_one_out_lps_split():
         mp.setattr(compact_pa, "leave_one_out", spy)
         sol = solve_compact_auction(inst)
     assert sol.status == "optimal" and calls
+    routes = sol.extra["loo_routes"]  # every PF app's PF_{-i}, counted by how it was settled
+    assert sum(routes.values()) == len(sol.pf_allocation)
+    assert set(routes) <= set(compact_pa.ROUTES) and routes.get("fixing", 0) >= 1
     want = _full_path_payments(inst, sol)
     for a, c in want.items():
         assert abs(sol.payments[a] - c) < 1e-7, (a, sol.payments[a], c)

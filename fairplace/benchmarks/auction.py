@@ -45,6 +45,7 @@ def _timed_pa(inst) -> dict:
         "status": sol.status,
         "objective": sol.objective,
         "milp_solves": sol.extra["milp_solves"],
+        "loo_routes": sol.extra["loo_routes"],
         "leftover": len(sol.leftover or []),
     }
 
