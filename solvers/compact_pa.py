@@ -9,8 +9,9 @@ PA needs PF_{-i} for every app i holding a PF bundle. Made cheap by:
   basis stays primal feasible, so primal simplex re-optimises in ~100 iterations (fixing i's
   selectors to 0 instead needs dual simplex, ~10^4 degenerate iterations at 128 apps). When the
   LP's cells of the others are integral and can be placed at the LP bound, PF_{-i} is that bound;
-* split LPs (one or two apps between two cells; ~3/4 of them at 1,024 GPUs x 256 apps): a dive
-  and reduced-cost fixing on the same live model, then a small MILP (``compact_rc``); its first
+* split LPs (one or two apps between two cells; ~3/4 of them at 1,024 GPUs x 256 apps), and
+  integral LP cells that cannot be placed at the LP bound: a dive and reduced-cost fixing on the
+  same live model, then a small MILP (``compact_rc``); its first
   incumbent is PF minus i or, better, the PF_{-j} optimum of an app j with i's PF cell with i put
   in j's place (``compact_rc.swap_in``; apps are visited grouped by PF cell for that);
 * warm starts: PF minus i is feasible for PF_{-i} and is handed to HiGHS as the first incumbent;
@@ -154,13 +155,13 @@ def payments(
                 continue
             hit, route = None, "full"
             if lp.status == "optimal":
-                if lp_cells(prog, lp.x, i) is None:  # split apps
+                if lp_cells(prog, lp.x, i) is not None:  # integral cells: place them
+                    hit = from_lp(prog, milp, lp, opts, skip=i, budget=budget)
+                    route = "lp_cells"
+                if hit is None:  # split apps, or cells that cannot be placed at the LP bound
                     starts = _starts(prog, choice, solved, i)
                     hit = leave_one_out(prog, milp, h, lp_model, opts, budget, i, starts, signs)
                     route = "fixing"
-                else:
-                    hit = from_lp(prog, milp, lp, opts, skip=i, budget=budget)
-                    route = "lp_cells"
                 if hit is not None:
                     solved[i] = hit[1]
             if cols.size:
