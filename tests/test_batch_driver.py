@@ -3,6 +3,7 @@ cluster starts, its rows equal the workers' and the in-process ones, and a failu
 
 from __future__ import annotations
 
+import threading
 import time
 
 import pandas as pd
@@ -61,3 +62,69 @@ def test_driver_slot_turns_a_failure_into_error_rows(monkeypatch):
     assert [r["instance"] for r in rows] == ["i1", "i2", "i3"]  # every group, once, in order
     assert {r["status"] for r in rows} == {"error"}
     assert "RuntimeError: solver exploded" in rows[0]["message"]
+
+
+def test_dask_gets_two_groups_at_once_each_is_taken_once_and_dask_done_comes_under_the_driver(
+    tmp_path, monkeypatch
+):
+    """``_drive`` with the driver solving too: the Dask worker is handed 2 groups (PREFETCH) before any
+    result is back (its next group waits on the worker, not on this process), every group is taken
+    by exactly one side, the rows equal direct solves, and ``on_dask_done`` (the batch closes the
+    cluster there) runs once, while the driver still solves its group, whose rows are journaled."""
+    from dask.distributed import Client, LocalCluster
+
+    from fairplace.runs import batch
+
+    items = suites.suite_items("small")[:8]
+    todo = [(n, "exact", p) for n, p in items]
+    groups = [(k, [todo[k]]) for k in bp.largest_first(bp.task_efforts(todo))]
+    events = []  # (thread, "take" | "journal", instance names), in order
+    real_source = batch._shared(groups)
+
+    def source():
+        g = real_source()
+        if g is not None:
+            events.append((threading.current_thread().name, "take", [t[0] for t in g[1]]))
+        return g
+
+    real_append = batch.append_rows
+
+    def append_rows(f, rows):
+        events.append((threading.current_thread().name, "journal", [r["instance"] for r in rows]))
+        return real_append(f, rows)
+
+    monkeypatch.setattr(batch, "append_rows", append_rows)
+    dask_done = threading.Event()
+    real_solve = batch_worker.solve_task
+
+    def driver_solve(*args):  # the driver's group waits until Dask has finished everything else
+        assert dask_done.wait(120), "on_dask_done was not called while the driver solved"
+        return real_solve(*args)
+
+    monkeypatch.setattr(batch_worker, "solve_task", driver_solve)  # the Dask worker calls the real
+    calls = []
+    here = DriverSlot(["exact"], None)
+
+    def on_dask_done():
+        calls.append(here.busy)
+        dask_done.set()
+
+    jpath = tmp_path / "r.jsonl"
+    with LocalCluster(n_workers=1, threads_per_worker=1, processes=False,
+                      dashboard_address=":0") as cl, Client(cl) as client:  # fmt: skip
+        here.start(source)
+        batch._drive(client, source, len(todo), jpath, None, False, None, None, here,
+                     on_dask_done=on_dask_done)  # fmt: skip
+    here.stop()
+    assert calls == [True]  # once, with the driver still solving
+    main = [(kind, names) for who, kind, names in events if who == "MainThread"]
+    assert batch.PREFETCH == 2 and [kind for kind, _ in main[:3]] == ["take", "take", "journal"]
+    taken = [n for _, kind, names in events if kind == "take" for n in names]
+    journaled = [n for _, kind, names in events if kind == "journal" for n in names]
+    assert sorted(taken) == sorted(journaled) == sorted(n for n, _, _ in todo)  # each once
+    got = {r["instance"]: r for r in batch.read_journal(jpath)}
+    assert len(got) == len(todo)
+    for name, solver, payload in todo:
+        want = real_solve(name, solver, payload)
+        assert got[name]["status"] == want["status"]
+        assert abs(got[name]["objective"] - want["objective"]) < 1e-9

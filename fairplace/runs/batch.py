@@ -82,6 +82,11 @@ from fairplace.runs.dask_cluster import close_quietly, local_cluster
 OUT_SUFFIXES = (".parquet", ".csv", ".jsonl")
 log = logging.getLogger(__name__)
 
+#: groups a Dask worker holds at a time when this process solves too (one running, one queued: the
+#: worker's next group is not held up by this process, whose solver thread competes for the GIL
+#: with Dask's scheduler and client; the tail costs at most one small group of balance).
+PREFETCH = 2
+
 #: error rows that say nothing about the instance (the infrastructure failed): ``resume`` runs them again.
 RETRY_ON_RESUME = ("KilledWorker", "CancelledError", "CommClosedError", "FutureCancelledError")
 
@@ -259,6 +264,14 @@ def _run_locked(
             here.start(source)  # solving from now on, while the cluster starts
         t0 = time.perf_counter()
         client = cluster = None
+        closed: list[float] = []  # when the close started and ended (it runs once)
+
+        def close() -> None:
+            if not closed:
+                closed.append(time.perf_counter())
+                close_quietly(client, cluster)
+                closed.append(time.perf_counter())
+
         try:
             client, cluster = _client(workers - (here is not None), scheduler_address)
             client.register_plugin(warm_plugin(solvers))  # imports + first calls, every worker
@@ -274,7 +287,7 @@ def _run_locked(
                 )
             _drive(
                 client, source, len(todo), jpath, time_limit, progress, max_in_flight,
-                no_workers_timeout, here,
+                no_workers_timeout, here, on_dask_done=close if cluster is not None else None,
             )  # fmt: skip
             t2 = time.perf_counter()
         finally:
@@ -282,9 +295,11 @@ def _run_locked(
                 here.stop()
                 with open(jpath, "a") as f:
                     append_rows(f, here.drain())
-            close_quietly(client, cluster)
+            close()
         report |= {"startup_seconds": t1 - t0, "solve_seconds": t2 - t1}
-        report["close_seconds"] = time.perf_counter() - t2
+        # a local cluster closes as soon as Dask has nothing left, under the driver's last group
+        report["close_seconds"] = closed[1] - closed[0]
+        report["close_overlapped"] = closed[1] <= t2
     df = to_frame(read_journal(jpath))
     if not tmp:
         write_table(df, out)
@@ -314,17 +329,19 @@ def _shared(groups: list):
 
 def _drive(
     client, source, n_tasks: int, jpath: Path, time_limit, progress, max_in_flight,
-    no_workers_timeout: float | None = 120.0, here: DriverSlot | None = None,
+    no_workers_timeout: float | None = 120.0, here: DriverSlot | None = None, on_dask_done=None,
 ):  # fmt: skip
     """Submit the groups ``source()`` returns ((key position, [task, ...]) in submission order, None
     at the end) at most ``limit`` at a time and journal each finished group's rows (one fsync per
     group) as it arrives. ``here``: this process solves too, taking groups from the same source
-    whenever it is idle, so Dask gets one group per worker at a time (a group queued on Dask is
-    one the driver cannot take)."""
+    whenever it is idle, and Dask gets :data:`PREFETCH` groups per worker at a time (one running,
+    one queued on the worker, so it starts the next group without waiting for this process; a
+    group queued on Dask is one the driver cannot take). ``on_dask_done``: called once when Dask
+    has nothing left to do (the source is used up) while ``here`` still solves."""
     from dask.distributed import as_completed
 
     n_workers = max(1, len(client.scheduler_info().get("workers", {})))
-    limit = max_in_flight or (n_workers if here else max(8, 4 * n_workers))
+    limit = max_in_flight or (PREFETCH * n_workers if here else max(8, 4 * n_workers))
     run_id = uuid.uuid4().hex[:8]
     meta: dict = {}
 
@@ -350,6 +367,12 @@ def _drive(
             if here is not None and (rows := here.drain()):
                 append_rows(f, rows)
                 bar.advance(len(rows))
+                continue
+            if ac.is_empty():  # only the driver's groups are left
+                if on_dask_done is not None:
+                    on_dask_done()
+                    on_dask_done = None
+                time.sleep(0.01)
                 continue
             if not ac.has_ready():
                 watch.check()  # raises if the cluster has had no worker for too long
