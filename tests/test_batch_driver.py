@@ -3,16 +3,19 @@ cluster starts, its rows equal the workers' and the in-process ones, and a failu
 
 from __future__ import annotations
 
+import math
 import threading
 import time
 
 import pandas as pd
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from fairplace.instances import suites
 from fairplace.runs import batch_plan as bp
 from fairplace.runs import batch_worker
 from fairplace.runs.batch import run_batch
-from fairplace.runs.batch_worker import DriverSlot
+from fairplace.runs.batch_worker import DriverSlot, GroupSource
 
 
 def _rows(df: pd.DataFrame) -> pd.DataFrame:
@@ -77,15 +80,18 @@ def test_dask_gets_two_groups_at_once_each_is_taken_once_and_dask_done_comes_und
 
     items = suites.suite_items("small")[:8]
     todo = [(n, "exact", p) for n, p in items]
-    groups = [(k, [todo[k]]) for k in bp.largest_first(bp.task_efforts(todo))]
+    efforts = bp.task_efforts(todo)
+    groups = [(k, [todo[k]]) for k in bp.largest_first(efforts)]
     events = []  # (thread, "take" | "journal", instance names), in order
-    real_source = batch._shared(groups)
 
-    def source():
-        g = real_source()
-        if g is not None:
-            events.append((threading.current_thread().name, "take", [t[0] for t in g[1]]))
-        return g
+    class Recording(GroupSource):
+        def take(self, reserve=0.0):
+            g = super().take(reserve)
+            if g is not None:
+                events.append((threading.current_thread().name, "take", [t[0] for t in g[1]]))
+            return g
+
+    source = Recording(groups, {(n, s): e for (n, s, _), e in zip(todo, efforts, strict=True)})
 
     real_append = batch.append_rows
 
@@ -128,3 +134,40 @@ def test_dask_gets_two_groups_at_once_each_is_taken_once_and_dask_done_comes_und
         want = real_solve(name, solver, payload)
         assert got[name]["status"] == want["status"]
         assert abs(got[name]["objective"] - want["objective"]) < 1e-9
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    st.lists(st.lists(st.floats(0.0, 100.0), min_size=1, max_size=3), min_size=1, max_size=12),
+    st.lists(st.tuples(st.booleans(), st.floats(0.0, 5.0)), max_size=30),
+    st.floats(0.01, 10.0),
+)
+def test_group_source_hands_out_each_group_once_in_order_and_reserves_only_the_tail(
+    sizes, calls, seconds_per_effort
+):
+    """Interleaved takes of the driver (no reserve) and of Dask (a reserve, in seconds): every group
+    comes out once, in submission order; Dask gets None only while the groups left are estimated
+    (their effort times the observed seconds per effort unit) at <= its reserve."""
+    tasks = [[(f"i{g}-{t}", "exact", None) for t in range(len(ts))] for g, ts in enumerate(sizes)]
+    effort_of = {
+        (n, s): e
+        for g, ts in zip(tasks, sizes, strict=True)
+        for (n, s, _), e in zip(g, ts, strict=True)
+    }
+    source = GroupSource(list(enumerate(tasks)), effort_of)
+    assert source.take(reserve=1e9) == (0, tasks[0])  # nothing observed yet: no reserve
+    out = [0]
+    source.observe([{"instance": n, "solver": s, "wall_seconds": e * seconds_per_effort}
+                    for (n, s), e in effort_of.items()])  # fmt: skip
+    for dask, reserve in calls:
+        left = sum(sum(ts) for ts in sizes[out[-1] + 1 :]) * seconds_per_effort
+        left = left if any(map(any, sizes)) else math.inf  # no effort observed: no estimate
+        g = source.take(reserve if dask else 0.0)
+        if g is None:
+            assert out[-1] + 1 == len(tasks) or (dask and left <= reserve + 1e-9)
+        else:
+            assert g[0] == out[-1] + 1 and (not dask or left > reserve - 1e-9)
+            out.append(g[0])
+    while (g := source()) is not None:
+        out.append(g[0])
+    assert out == list(range(len(tasks)))

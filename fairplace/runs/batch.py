@@ -45,10 +45,9 @@ from __future__ import annotations
 
 import logging
 import math
-import threading
 import time
 import uuid
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 from pathlib import Path
 
 import pandas as pd
@@ -75,7 +74,14 @@ from fairplace.runs.batch_results import (
 )
 from fairplace.runs.batch_results import append_row as _append
 from fairplace.runs.batch_results import repair_journal as _repair
-from fairplace.runs.batch_worker import DriverSlot, solve_chunk, solve_task, warm, warm_plugin
+from fairplace.runs.batch_worker import (
+    DriverSlot,
+    GroupSource,
+    solve_chunk,
+    solve_task,
+    warm,
+    warm_plugin,
+)
 from fairplace.runs.dask_cluster import close_quietly, local_cluster
 
 #: results table formats by extension (``.jsonl``: the journal is the table).
@@ -86,6 +92,9 @@ log = logging.getLogger(__name__)
 #: worker's next group is not held up by this process, whose solver thread competes for the GIL
 #: with Dask's scheduler and client; the tail costs at most one small group of balance).
 PREFETCH = 2
+#: estimated seconds of the last groups a local batch leaves to the driver, which solves them while
+#: the cluster closes (~0.2-0.25 s measured on 2 cores: the worker process exits, the nanny reaps it)
+CLOSE_RESERVE = 0.25
 
 #: error rows that say nothing about the instance (the infrastructure failed): ``resume`` runs them again.
 RETRY_ON_RESUME = ("KilledWorker", "CancelledError", "CommClosedError", "FutureCancelledError")
@@ -257,7 +266,9 @@ def _run_locked(
         report |= {"workers": 1, "startup_seconds": t1 - t0, "solve_seconds": t2 - t1}
     elif todo:
         groups = [(g[0], [todo[k] for k in g]) for g in chunks(order, efforts)]
-        source = _shared(groups)
+        source = GroupSource(
+            groups, {(n, s): e for (n, s, _), e in zip(todo, efforts, strict=True)}
+        )
         here = None
         if not scheduler_address and workers >= 2 and driver_solves:
             here = DriverSlot(solvers, time_limit)
@@ -315,38 +326,27 @@ def _solve_here(todo, jpath: Path, time_limit, progress: bool | ProgressBar) -> 
             bar.advance()
 
 
-def _shared(groups: list):
-    """A thread-safe ``next`` over ``groups``: None when they are used up."""
-    queue: Iterator = iter(groups)
-    lock = threading.Lock()
-
-    def source():
-        with lock:
-            return next(queue, None)
-
-    return source
-
-
 def _drive(
     client, source, n_tasks: int, jpath: Path, time_limit, progress, max_in_flight,
     no_workers_timeout: float | None = 120.0, here: DriverSlot | None = None, on_dask_done=None,
 ):  # fmt: skip
-    """Submit the groups ``source()`` returns ((key position, [task, ...]) in submission order, None
-    at the end) at most ``limit`` at a time and journal each finished group's rows (one fsync per
+    """Submit the groups ``source`` hands out (:class:`GroupSource`) at most ``limit`` at a time and journal each finished group's rows (one fsync per
     group) as it arrives. ``here``: this process solves too, taking groups from the same source
     whenever it is idle, and Dask gets :data:`PREFETCH` groups per worker at a time (one running,
     one queued on the worker, so it starts the next group without waiting for this process; a
-    group queued on Dask is one the driver cannot take). ``on_dask_done``: called once when Dask
-    has nothing left to do (the source is used up) while ``here`` still solves."""
+    group queued on Dask is one the driver cannot take). ``on_dask_done`` (a local cluster's
+    close): Dask leaves the last groups, estimated at :data:`CLOSE_RESERVE` seconds, to ``here``,
+    and ``on_dask_done`` is called once when Dask has nothing left while ``here`` still solves."""
     from dask.distributed import as_completed
 
     n_workers = max(1, len(client.scheduler_info().get("workers", {})))
     limit = max_in_flight or (PREFETCH * n_workers if here else max(8, 4 * n_workers))
+    reserve = CLOSE_RESERVE if here is not None and on_dask_done is not None else 0.0
     run_id = uuid.uuid4().hex[:8]
     meta: dict = {}
 
     def submit(ac) -> None:
-        nxt = source()
+        nxt = source.take(reserve)
         if nxt is None:
             return
         k, tasks = nxt
@@ -366,6 +366,7 @@ def _drive(
         while not ac.is_empty() or (here is not None and here.busy):
             if here is not None and (rows := here.drain()):
                 append_rows(f, rows)
+                source.observe(rows)
                 bar.advance(len(rows))
                 continue
             if ac.is_empty():  # only the driver's groups are left
@@ -390,6 +391,7 @@ def _drive(
                         for n, s, _ in tasks
                     ]
                 append_rows(f, rows)
+                source.observe(rows)
                 fut.release()
                 bar.advance(len(rows))
                 submit(ac)
