@@ -4,9 +4,12 @@ How tasks run (:mod:`fairplace.runs.batch_plan`): largest estimated effort first
 small instances) share one Dask task, a chunk; small suites (``--workers 1``, <= 4 tasks or a small
 estimated effort) are solved in this process without a cluster. On a local cluster this process is one
 of the ``workers`` solvers (:class:`DriverSlot`): it starts the largest task before the cluster is up
-and takes the next one whenever it is idle, so the start-up costs no solving time. Local clusters' workers import the
-solver stack as they start (:mod:`fairplace.runs.batch_worker`), and the in-process path does so before
-its first task, so no row's ``seconds`` / ``wall_seconds`` includes one-time imports.
+and takes the next group from the shared :class:`GroupSource` whenever it is idle, so the start-up
+costs no solving time; each Dask worker holds :data:`PREFETCH` groups (its next one queued on the
+worker), and the last groups (~:data:`CLOSE_RESERVE` s) are left to this process, which solves them
+while the cluster closes. Local clusters' workers import the solver stack as they start
+(:mod:`fairplace.runs.batch_worker`), and the in-process path does so before its first task, so no
+row's ``seconds`` / ``wall_seconds`` includes one-time imports.
 
 Storage (the durability contract): every finished result is appended as one JSON line to the *journal*
 ``<out>.jsonl`` (``out`` itself when it ends in ``.jsonl``) and flushed + fsync'ed before the next result
