@@ -147,7 +147,8 @@ def test_group_source_hands_out_each_group_once_in_order_and_reserves_only_the_t
 ):
     """Interleaved takes of the driver (no reserve) and of Dask (a reserve, in seconds): every group
     comes out once, in submission order; Dask gets None only while the groups left are estimated
-    (their effort times the observed seconds per effort unit) at <= its reserve."""
+    (their effort times the observed seconds per effort unit) at <= its reserve. Without an
+    observed effort (all zero) nothing is estimated: the groups left count as infinite."""
     tasks = [[(f"i{g}-{t}", "exact", None) for t in range(len(ts))] for g, ts in enumerate(sizes)]
     effort_of = {
         (n, s): e
@@ -155,10 +156,14 @@ def test_group_source_hands_out_each_group_once_in_order_and_reserves_only_the_t
         for (n, s, _), e in zip(g, ts, strict=True)
     }
     source = GroupSource(list(enumerate(tasks)), effort_of)
-    assert source.take(reserve=1e9) == (0, tasks[0])  # nothing observed yet: no reserve
+    assert source.seconds(tasks[0]) == 0.0  # nothing observed yet: no estimate, no reserve
+    assert source.take(reserve=1e9) == (0, tasks[0])
     out = [0]
     source.observe([{"instance": n, "solver": s, "wall_seconds": e * seconds_per_effort}
                     for (n, s), e in effort_of.items()])  # fmt: skip
+    assert math.isclose(
+        source.seconds(tasks[-1]), sum(sizes[-1]) * seconds_per_effort, abs_tol=1e-9
+    )
     for dask, reserve in calls:
         left = sum(sum(ts) for ts in sizes[out[-1] + 1 :]) * seconds_per_effort
         left = left if any(map(any, sizes)) else math.inf  # no effort observed: no estimate

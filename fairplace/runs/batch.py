@@ -338,8 +338,9 @@ def _drive(
     whenever it is idle, and Dask gets :data:`PREFETCH` groups per worker at a time (one running,
     one queued on the worker, so it starts the next group without waiting for this process; a
     group queued on Dask is one the driver cannot take). ``on_dask_done`` (a local cluster's
-    close): Dask leaves the last groups, estimated at :data:`CLOSE_RESERVE` seconds, to ``here``,
-    and ``on_dask_done`` is called once when Dask has nothing left while ``here`` still solves."""
+    close): Dask leaves the last groups to ``here`` (estimated at :data:`CLOSE_RESERVE` seconds
+    plus what Dask still holds, which runs first), and ``on_dask_done`` is called once when Dask
+    has nothing left while ``here`` still solves."""
     from dask.distributed import as_completed
 
     n_workers = max(1, len(client.scheduler_info().get("workers", {})))
@@ -349,7 +350,9 @@ def _drive(
     meta: dict = {}
 
     def submit(ac) -> None:
-        nxt = source.take(reserve)
+        # the groups Dask still holds run before this one: the driver's share is the rest
+        held = source.seconds([t for tasks in meta.values() for t in tasks]) if reserve else 0.0
+        nxt = source.take(reserve + held if reserve else 0.0)
         if nxt is None:
             return
         k, tasks = nxt

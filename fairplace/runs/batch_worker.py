@@ -226,6 +226,14 @@ class GroupSource:
             return math.inf
         return self._suffix[self._next] * self._seconds / self._effort
 
+    def seconds(self, tasks: Sequence[tuple]) -> float:
+        """Estimated seconds of (instance, solver, ...) tasks (0 before any finished row)."""
+        with self._lock:
+            if not (self._effort > 0 and self._seconds > 0):
+                return 0.0
+            effort = sum(self._effort_of.get((t[0], t[1]), 0.0) for t in tasks)
+            return effort * self._seconds / self._effort
+
     def observe(self, rows: Sequence[dict]) -> None:
         """Finished rows: their ``wall_seconds`` against their estimated effort."""
         with self._lock:
