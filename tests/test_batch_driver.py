@@ -67,6 +67,25 @@ def test_driver_slot_turns_a_failure_into_error_rows(monkeypatch):
     assert "RuntimeError: solver exploded" in rows[0]["message"]
 
 
+def test_driver_slot_outlives_a_failed_warm_up(monkeypatch):
+    """The driver owes a local batch its last groups (Dask leaves them to it): a warm-up that
+    raises must not end its thread."""
+
+    def broken(solvers):
+        raise ImportError("no HiGHS here")
+
+    monkeypatch.setattr(batch_worker, "warm", broken)
+    monkeypatch.setattr(batch_worker, "solve_task", lambda n, s, p, t=None: {"instance": n})
+    slot = DriverSlot(["exact"], None)
+    groups = iter([(0, [("i1", "exact", {})]), (1, [("i2", "exact", {})])])
+    slot.start(lambda: next(groups, None))
+    rows = []
+    while slot.busy:
+        rows += slot.drain()
+        time.sleep(0.01)
+    assert [r["instance"] for r in rows] == ["i1", "i2"] and not slot.solving
+
+
 def test_dask_gets_two_groups_at_once_each_is_taken_once_and_dask_done_comes_under_the_driver(
     tmp_path, monkeypatch
 ):

@@ -351,8 +351,9 @@ def _drive(
 
     def submit(ac) -> None:
         # the groups Dask still holds run before this one: the driver's share is the rest
-        held = source.seconds([t for tasks in meta.values() for t in tasks]) if reserve else 0.0
-        nxt = source.take(reserve + held if reserve else 0.0)
+        keep = reserve and here.solving  # a driver that has ended takes nothing more
+        held = source.seconds([t for tasks in meta.values() for t in tasks]) if keep else 0.0
+        nxt = source.take(reserve + held if keep else 0.0)
         if nxt is None:
             return
         k, tasks = nxt

@@ -160,7 +160,10 @@ class DriverSlot:
 
     def start(self, source) -> None:
         def run() -> None:
-            warm(self.solvers)
+            try:  # the thread must outlive a failed warm-up: it owes the batch its last groups
+                warm(self.solvers)
+            except Exception:  # noqa: BLE001, S110 - the tasks report what is broken
+                pass
             while not self._stopped.is_set() and (group := source()) is not None:
                 tasks = group[1]
                 try:
@@ -176,6 +179,11 @@ class DriverSlot:
 
         self._thread = threading.Thread(target=run, daemon=True, name="fairplace-driver-solver")
         self._thread.start()
+
+    @property
+    def solving(self) -> bool:
+        """The thread still runs (it stops only when the source is used up or on :meth:`stop`)."""
+        return self._thread is not None and self._thread.is_alive()
 
     @property
     def busy(self) -> bool:
