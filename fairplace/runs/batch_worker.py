@@ -160,7 +160,10 @@ class DriverSlot:
 
     def start(self, source) -> None:
         def run() -> None:
-            warm(self.solvers)
+            try:  # the thread must outlive a failed warm-up: it owes the batch its last groups
+                warm(self.solvers)
+            except Exception:  # noqa: BLE001, S110 - the tasks report what is broken
+                pass
             while not self._stopped.is_set() and (group := source()) is not None:
                 tasks = group[1]
                 try:
@@ -178,6 +181,11 @@ class DriverSlot:
         self._thread.start()
 
     @property
+    def solving(self) -> bool:
+        """The thread still runs (it stops only when the source is used up or on :meth:`stop`)."""
+        return self._thread is not None and self._thread.is_alive()
+
+    @property
     def busy(self) -> bool:
         """Still solving, or holding rows not yet drained."""
         alive = self._thread is not None and self._thread.is_alive()
@@ -188,3 +196,60 @@ class DriverSlot:
         with self._lock:
             done, self._done = self._done, []
         return [r for rows in done for r in rows]
+
+
+class GroupSource:
+    """A batch's task groups in submission order (largest first), shared by the Dask submitter and
+    the driver's solver thread (:class:`DriverSlot` calls it): thread-safe, each group handed out
+    once. ``take()``: the next (key, [task, ...]), None at the end. ``take(reserve)`` (the Dask
+    submitter of a local cluster): None instead once the groups left, this one included, are
+    estimated at <= ``reserve`` seconds, so the driver solves them while the cluster closes.
+    Estimated seconds = the groups' effort (:func:`~fairplace.runs.batch_plan.effort`) times the
+    wall seconds per effort unit of the rows finished so far (:meth:`observe`); none before."""
+
+    def __init__(self, groups: Sequence[tuple], effort_of: dict):
+        self._groups = list(groups)
+        self._effort_of = dict(effort_of)  # (instance, solver) -> estimated effort
+        efforts = [sum(self._effort_of.get((n, s), 0.0) for n, s, _ in g[1]) for g in self._groups]
+        self._suffix = [0.0] * (len(efforts) + 1)  # effort of the groups from position i on
+        for i in range(len(efforts) - 1, -1, -1):
+            self._suffix[i] = self._suffix[i + 1] + efforts[i]
+        self._next = 0
+        self._seconds = self._effort = 0.0
+        self._lock = threading.Lock()
+
+    def __call__(self):
+        return self.take()
+
+    def take(self, reserve: float = 0.0):
+        with self._lock:
+            if self._next >= len(self._groups) or (reserve > 0 and self.left_seconds() <= reserve):
+                return None
+            self._next += 1
+            return self._groups[self._next - 1]
+
+    def left_seconds(self) -> float:
+        """Estimated seconds of the groups not taken yet (inf before any finished row)."""
+        if not (self._effort > 0 and self._seconds > 0):
+            return math.inf
+        return self._suffix[self._next] * self._seconds / self._effort
+
+    def seconds(self, tasks: Sequence[tuple]) -> float:
+        """Estimated seconds of (instance, solver, ...) tasks (0 before any finished row)."""
+        with self._lock:
+            if not (self._effort > 0 and self._seconds > 0):
+                return 0.0
+            effort = sum(self._effort_of.get((t[0], t[1]), 0.0) for t in tasks)
+            return effort * self._seconds / self._effort
+
+    def observe(self, rows: Sequence[dict]) -> None:
+        """Finished rows: their ``wall_seconds`` against their estimated effort."""
+        with self._lock:
+            for r in rows:
+                e, w = (
+                    self._effort_of.get((r.get("instance"), r.get("solver"))),
+                    r.get("wall_seconds"),
+                )
+                if e and isinstance(w, (int, float)) and math.isfinite(w) and w >= 0:
+                    self._effort += e
+                    self._seconds += w
