@@ -55,7 +55,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from fairplace.core.errors import ClusterUnavailable, OptionError, UnknownSolver
+from fairplace.core.errors import OptionError, UnknownSolver
 from fairplace.core.limits import check_workers
 from fairplace.core.progress import ProgressBar, progress_bar
 from fairplace.runs.batch_plan import (
@@ -63,6 +63,7 @@ from fairplace.runs.batch_plan import (
     chunks,
     in_process_rule,
     largest_first,
+    resolve_suite,
     task_efforts,
 )
 from fairplace.runs.batch_results import (
@@ -85,7 +86,7 @@ from fairplace.runs.batch_worker import (
     warm,
     warm_plugin,
 )
-from fairplace.runs.dask_cluster import close_quietly, local_cluster
+from fairplace.runs.dask_cluster import NoWorkersWatch, close_quietly, local_cluster
 
 #: results table formats by extension (``.jsonl``: the journal is the table).
 OUT_SUFFIXES = (".parquet", ".csv", ".jsonl")
@@ -101,28 +102,6 @@ CLOSE_RESERVE = 0.25
 
 #: error rows that say nothing about the instance (the infrastructure failed): ``resume`` runs them again.
 RETRY_ON_RESUME = ("KilledWorker", "CancelledError", "CommClosedError", "FutureCancelledError")
-
-
-# --- suite resolution -----------------------------------------------------------------------------
-def resolve_suite(suite) -> list[tuple[str, object]]:
-    """(instance name, payload) pairs of a registered suite name, a folder of JSON files, or a list."""
-    from fairplace.instances import suites
-
-    if not isinstance(suite, (str, Path)):
-        return [(str(n), p) for n, p in suite]
-    if isinstance(suite, str) and suite in suites.suite_names():
-        return suites.suite_items(suite)
-    folder = Path(suite)
-    if not folder.is_dir():
-        raise OptionError(
-            "SUITE",
-            f"{suite!r} is neither a registered suite ({', '.join(suites.suite_names())}) "
-            "nor a folder of instance JSON files",
-        )
-    files = sorted(folder.glob("*.json"))
-    if not files:
-        raise OptionError("SUITE", f"folder {str(folder)!r} holds no *.json instance files")
-    return [(p.stem, str(p.resolve())) for p in files]
 
 
 # --- the driver -----------------------------------------------------------------------------------
@@ -368,7 +347,7 @@ def _drive(
     ac = as_completed()
     for _ in range(limit):
         submit(ac)
-    watch = _NoWorkersWatch(client, no_workers_timeout, jpath)
+    watch = NoWorkersWatch(client, no_workers_timeout, jpath)
     with progress_bar(n_tasks, "solving", progress) as bar, open(jpath, "a") as f:
         while not ac.is_empty() or (here is not None and here.busy):
             if here is not None and (rows := here.drain()):
@@ -404,33 +383,6 @@ def _drive(
                 submit(ac)
 
 
-class _NoWorkersWatch:
-    """Raises :class:`ClusterUnavailable` once the scheduler has had no worker for ``timeout`` s
-    (Dask itself would wait forever); polls the scheduler at most once a second."""
-
-    def __init__(self, client, timeout: float | None, jpath: Path):
-        self.client, self.timeout, self.jpath = client, timeout, jpath
-        self.last_poll = 0.0
-        self.since: float | None = None
-
-    def check(self) -> None:
-        now = time.monotonic()
-        if self.timeout is None or now - self.last_poll < 1.0:
-            return
-        self.last_poll = now
-        if self.client.nthreads():
-            self.since = None
-            return
-        self.since = self.since or now
-        if now - self.since >= self.timeout:
-            done = len(read_journal(self.jpath))
-            raise ClusterUnavailable(
-                "batch",
-                f"no Dask worker for {self.timeout:g} s; {done} rows are safe in {self.jpath}: "
-                "start workers and rerun with --resume",
-            )
-
-
 __all__ = [
     "IN_PROCESS_MAX_TASKS",
     "DriverSlot",
@@ -438,6 +390,7 @@ __all__ = [
     "run_batch",
     "solve_task",
     "read_journal",
+    "resolve_suite",
     "journal_path",
     "to_frame",
     "summarize",

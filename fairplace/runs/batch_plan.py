@@ -21,6 +21,8 @@ import json
 from collections.abc import Sequence
 from pathlib import Path
 
+from fairplace.core.errors import OptionError
+
 #: effort multiplier per solver name (others: :data:`DEFAULT_WEIGHT`).
 SOLVER_WEIGHT = {"exact": 1.0, "highs": 1.0, "compact": 1.0, "pyomo": 2.0, "cvxpy": 2.0}
 SOLVER_WEIGHT |= {"relaxation": 0.2}
@@ -136,3 +138,25 @@ def in_process_rule(
             "(~ms; less than a local cluster's start-up)"
         )
     return False, f"on a local Dask cluster of {workers} worker processes"
+
+
+# --- suite resolution -----------------------------------------------------------------------------
+def resolve_suite(suite) -> list[tuple[str, object]]:
+    """(instance name, payload) pairs of a registered suite name, a folder of JSON files, or a list."""
+    from fairplace.instances import suites
+
+    if not isinstance(suite, (str, Path)):
+        return [(str(n), p) for n, p in suite]
+    if isinstance(suite, str) and suite in suites.suite_names():
+        return suites.suite_items(suite)
+    folder = Path(suite)
+    if not folder.is_dir():
+        raise OptionError(
+            "SUITE",
+            f"{suite!r} is neither a registered suite ({', '.join(suites.suite_names())}) "
+            "nor a folder of instance JSON files",
+        )
+    files = sorted(folder.glob("*.json"))
+    if not files:
+        raise OptionError("SUITE", f"folder {str(folder)!r} holds no *.json instance files")
+    return [(p.stem, str(p.resolve())) for p in files]

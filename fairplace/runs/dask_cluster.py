@@ -20,6 +20,10 @@ import logging
 import signal
 import sys
 import threading
+import time
+from pathlib import Path
+
+from fairplace.core.errors import ClusterUnavailable
 
 #: dask config while the cluster starts: no HTTP routes on the scheduler or the workers.
 NO_HTTP = {"distributed.scheduler.http.routes": [], "distributed.worker.http.routes": []}
@@ -84,3 +88,32 @@ def close_quietly(client, cluster=None) -> None:
             continue
         with contextlib.suppress(Exception), sigint_ignored():
             obj.close()
+
+
+class NoWorkersWatch:
+    """Raises :class:`ClusterUnavailable` once the scheduler has had no worker for ``timeout`` s
+    (Dask itself would wait forever); polls the scheduler at most once a second."""
+
+    def __init__(self, client, timeout: float | None, jpath: Path):
+        self.client, self.timeout, self.jpath = client, timeout, jpath
+        self.last_poll = 0.0
+        self.since: float | None = None
+
+    def check(self) -> None:
+        now = time.monotonic()
+        if self.timeout is None or now - self.last_poll < 1.0:
+            return
+        self.last_poll = now
+        if self.client.nthreads():
+            self.since = None
+            return
+        self.since = self.since or now
+        if now - self.since >= self.timeout:
+            from fairplace.runs.batch_results import read_journal
+
+            done = len(read_journal(self.jpath))
+            raise ClusterUnavailable(
+                "batch",
+                f"no Dask worker for {self.timeout:g} s; {done} rows are safe in {self.jpath}: "
+                "start workers and rerun with --resume",
+            )
