@@ -115,13 +115,18 @@ def payments(
     _, meta = prog.layout
     by = {e["i"]: e for e in meta}
 
+    lp_model = milp.relaxed()
+    pf_basis = None  # the PF LP's optimal basis, solved once: each chain's model starts from it
+
     def lp_chain(chunk: list[int]):
         """Leave-one-out LPs on one model: i's gains set to 0, primal simplex from the PF basis."""
-        lp_model = milp.relaxed()
         o = budget.options(opts)
         if o is None:
             return [(i, NOT_RUN, NOT_RUN) for i in chunk]
         h = highs.build(lp_model, o)
+        if pf_basis is not None:
+            h.setOptionValue("presolve", "off")
+            h.setBasis(pf_basis)
         h.run()
         basis = h.getBasis()
         h.setOptionValue("presolve", "off")  # keep the basis between re-solves
@@ -179,6 +184,12 @@ def payments(
     k = min(CHAINS, max(2, len(todo) // 16)) if parallel and len(todo) > 1 else 1
     cut = np.linspace(0, len(todo), k + 1).round().astype(int)
     chunks = [todo[a:b] for a, b in zip(cut[:-1], cut[1:], strict=True)]
+    o = budget.options(opts)
+    if len(chunks) > 1 and o is not None:  # one PF LP solve, not one per chain
+        h0 = highs.build(lp_model, o)
+        h0.run()
+        if highs.read(h0, lp_model, 0.0).status == "optimal":
+            pf_basis = h0.getBasis()
     with ThreadPoolExecutor(max_workers=min(2, len(chunks))) as ex:
         results = [r for part in ex.map(lp_chain, [ch for ch in chunks if ch]) for r in part]
     hard = []
