@@ -29,7 +29,7 @@ from fairplace.formulations.compact import CompactProgram
 from fairplace.formulations.program import RawResult
 
 from . import highs
-from .compact_lp import from_lp, selectors
+from .compact_lp import from_lp, selector_columns, selectors
 from .compact_pack import PACK_RULES, pack
 from .options import SolveOptions
 
@@ -55,13 +55,7 @@ def branch_and_bound(
     costs 0 in the live model ``h`` of ``lp_model``), or None (module docstring). ``h`` is
     left with its column bounds and simplex strategy as found."""
     t0 = time.perf_counter()
-    _, meta = prog.layout
-    zcols = np.concatenate(
-        [np.arange(e["z"], e["z"] + len(e["cells"])) for e in meta if e["i"] != skip] or [[]]
-    ).astype(np.int32)
-    skip_cols = np.concatenate(
-        [np.arange(e["z"], e["z"] + len(e["cells"])) for e in meta if e["i"] == skip] or [[]]
-    ).astype(np.int32)
+    zcols, skip_cols = selector_columns(prog, skip)
     lb0, ub0 = lp_model.col_lb[zcols].copy(), lp_model.col_ub[zcols].copy()
     pos = {int(c): k for k, c in enumerate(zcols)}
     strategy = h.getOptionValue("simplex_strategy")[1]  # (status, value)

@@ -34,6 +34,17 @@ def selectors(prog: CompactProgram, x: np.ndarray, skip: int | None = None):
             yield e["i"], e["cells"], x[e["z"] : e["z"] + len(e["cells"])]
 
 
+def selector_columns(
+    prog: CompactProgram, skip: int | None = None
+) -> tuple[np.ndarray, np.ndarray]:
+    """(cell-selector columns of every app but ``skip``, those of ``skip``), as int32 arrays."""
+    _, meta = prog.layout
+    parts: tuple[list, list] = ([], [])
+    for e in meta:
+        parts[e["i"] == skip].append(np.arange(e["z"], e["z"] + len(e["cells"])))
+    return tuple(np.concatenate(p or [[]]).astype(np.int32) for p in parts)  # type: ignore[return-value]
+
+
 def lp_cells(prog: CompactProgram, x: np.ndarray, skip: int | None = None) -> dict | None:
     """{app index: cell} when every cell selector of the LP point (apps other than ``skip``) is
     integral, else None."""

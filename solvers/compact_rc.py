@@ -36,7 +36,7 @@ from fairplace.formulations.program import MILP, RawResult
 from . import highs
 from .backends import get_backend
 from .compact_bb import _incumbent
-from .compact_lp import from_lp
+from .compact_lp import from_lp, selector_columns
 from .options import SolveOptions
 
 #: most LPs one dive may solve (each fixes one cell selector to 1)
@@ -215,13 +215,7 @@ def _dive(prog, loo: MILP, h, lp_model: MILP, opts, budget, skip: int, best):
     """(value, RawResult, choice) of the first integral, placeable node of a dive from the live
     LP ``h`` (largest fractional selector fixed to 1 per LP), or None; stops early when an LP
     value falls to ``best``'s. Restores ``h``'s bounds and options (not its solution)."""
-    _, meta = prog.layout
-    zcols = np.concatenate(
-        [np.arange(e["z"], e["z"] + len(e["cells"])) for e in meta if e["i"] != skip] or [[]]
-    ).astype(np.int32)
-    mine = np.concatenate(
-        [np.arange(e["z"], e["z"] + len(e["cells"])) for e in meta if e["i"] == skip] or [[]]
-    ).astype(np.int32)
+    zcols, mine = selector_columns(prog, skip)
     if not zcols.size:
         return None
     lb0, ub0 = lp_model.col_lb[zcols].copy(), lp_model.col_ub[zcols].copy()
