@@ -196,3 +196,25 @@ def test_ctrl_c_closes_the_cluster_quietly(tmp_path):
     ]
     assert read_journal(journal_path(out))  # the finished rows are kept
     assert not Path(str(journal_path(out)) + ".lock").exists()
+
+
+def test_ctrl_c_during_the_close_is_delivered_after_it():
+    """A SIGINT while the cluster closes (which can overlap the driver's last solves) is neither
+    lost nor raised half-way: both objects close, then KeyboardInterrupt."""
+    from fairplace.runs.dask_cluster import close_quietly
+
+    closed = []
+
+    class Interrupted:
+        def close(self):
+            os.kill(os.getpid(), signal.SIGINT)  # a Ctrl-C, mid-close
+            closed.append("client")
+
+    class Cluster:
+        def close(self):
+            closed.append("cluster")
+
+    with pytest.raises(KeyboardInterrupt):
+        close_quietly(Interrupted(), Cluster())
+    assert closed == ["client", "cluster"]
+    assert signal.getsignal(signal.SIGINT) is signal.default_int_handler

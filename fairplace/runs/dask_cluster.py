@@ -81,13 +81,34 @@ def local_cluster(workers: int, preload: bool = True):
         )
 
 
+@contextlib.contextmanager
+def sigint_deferred():
+    """Hold SIGINT back while the block runs (main thread only; elsewhere a no-op): a Ctrl-C that
+    arrives meanwhile goes to the previous handler once the block is done (KeyboardInterrupt by
+    default), so it is neither lost nor raised half-way through the block."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    got: list[int] = []
+    old = signal.signal(signal.SIGINT, lambda signum, frame: got.append(signum))
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, old)
+    if got and callable(old):
+        old(signal.SIGINT, None)
+
+
 def close_quietly(client, cluster=None) -> None:
-    """Close a client and its cluster, swallowing the errors of a cluster torn down mid-task."""
-    for obj in (client, cluster):
-        if obj is None:
-            continue
-        with contextlib.suppress(Exception), sigint_ignored():
-            obj.close()
+    """Close a client and its cluster, swallowing the errors of a cluster torn down mid-task. A
+    Ctrl-C during the close is delivered after it (the close may overlap the driver's last
+    solves: the batch must still stop, not finish, on a Ctrl-C)."""
+    with sigint_deferred():
+        for obj in (client, cluster):
+            if obj is None:
+                continue
+            with contextlib.suppress(Exception):
+                obj.close()
 
 
 class NoWorkersWatch:
