@@ -116,6 +116,7 @@ def payments(
     by = {e["i"]: e for e in meta}
 
     lp_model = milp.relaxed()
+    signs = row_signs(milp)  # for the forcing rows of every chain's fixed MILPs
     pf_basis = None  # the PF LP's optimal basis, solved once: each chain's model starts from it
 
     def lp_chain(chunk: list[int]):
@@ -133,7 +134,6 @@ def payments(
         h.setOptionValue("simplex_strategy", 4)  # primal: the PF basis stays primal feasible
         out = []
         solved: dict[int, Choice] = {}  # PF_{-i} optima of this chain: starts for the next ones
-        signs = row_signs(milp)
         for i in chunk:
             o = budget.options(opts)
             if o is None:

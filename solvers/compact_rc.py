@@ -37,6 +37,7 @@ from . import highs
 from .backends import get_backend
 from .compact_bb import _incumbent
 from .compact_lp import from_lp, selector_columns
+from .compact_pack import best_subbundle
 from .options import SolveOptions
 
 #: most LPs one dive may solve (each fixes one cell selector to 1)
@@ -103,8 +104,7 @@ def forcing_rows(
             break
         to_ub = (pos[up].getnnz(axis=0) > 0) | (neg[down].getnnz(axis=0) > 0)
         to_lb = (pos[down].getnnz(axis=0) > 0) | (neg[up].getnnz(axis=0) > 0)
-        changed = (to_ub & (lb < ub)) | (to_lb & (lb < ub))
-        if not changed.any():
+        if not ((to_ub | to_lb) & (lb < ub)).any():
             break
         lb = np.where(to_ub, ub, lb)
         ub = np.where(to_lb, lb, ub)
@@ -200,8 +200,9 @@ def leave_one_out(
         x[free] = np.round(res.x)
         if not loo.is_feasible(x):  # never expected: let the caller's full solve decide
             return None
-        if loo.value(x) > best[0]:
-            best = (loo.value(x), replace(res, x=x, objective=loo.value(x)), prog.decode(x))
+        v = loo.value(x)
+        if v > best[0]:
+            best = (v, replace(res, x=x, objective=v), prog.decode(x))
     msg = "optimal (dive and reduced-cost fixing)"
     out = replace(best[1], status="optimal", bound=max(best[0], res.bound or best[0]), message=msg)
     return replace(out, seconds=time.perf_counter() - t0), best[2]
@@ -226,7 +227,10 @@ def _dive(prog, loo: MILP, h, lp_model: MILP, opts, budget, skip: int, best):
     h.setOptionValue("simplex_iteration_limit", 20_000)
     try:
         for _ in range(DIVE_LIMIT):
-            x = np.asarray(h.getSolution().col_value, dtype=float)
+            lp = highs.read(h, lp_model, 0.0)  # the leave-one-out LP, then each dive LP
+            if lp.status != "optimal":
+                return None
+            x = lp.x.copy()
             x[mine] = 0.0
             v = loo.value(x)
             if best is not None and v <= best[0]:
@@ -243,8 +247,6 @@ def _dive(prog, loo: MILP, h, lp_model: MILP, opts, budget, skip: int, best):
             lb[k] = 1.0
             h.changeColsBounds(zcols.size, zcols, lb, ub0)
             h.run()
-            if highs.read(h, lp_model, 0.0).status != "optimal":
-                return None
         return None
     finally:
         h.changeColsBounds(zcols.size, zcols, lb0, ub0)
@@ -257,8 +259,6 @@ def swap_in(pf: dict, sol: dict, i: int, j: int, app, cluster) -> dict | None:
     ``sol``) takes its PF bundle if still free in ``sol``, else its best sub-bundle of j's GPUs
     there (``app``: app i). Exact only as a feasible point: the caller checks it (apps with the
     same PF cell make it optimal more often than not)."""
-    from .compact_pack import best_subbundle
-
     if j not in sol or i not in pf:
         return None
     out = {k: v for k, v in sol.items() if k != j}

@@ -313,8 +313,8 @@ def _drive(
     no_workers_timeout: float | None = 120.0, here: DriverSlot | None = None, on_dask_done=None,
 ):  # fmt: skip
     """Submit the groups ``source`` hands out (:class:`GroupSource`) at most ``limit`` at a time
-    and journal each finished group's rows (one fsync per group) as it arrives. ``here``: this process solves too, taking groups from the same source
-    whenever it is idle, and Dask gets :data:`PREFETCH` groups per worker at a time (one running,
+    and journal each finished group's rows (one fsync per group) as it arrives. ``here``: this
+    process solves too, taking groups from the same source whenever it is idle, and Dask gets :data:`PREFETCH` groups per worker at a time (one running,
     one queued on the worker, so it starts the next group without waiting for this process; a
     group queued on Dask is one the driver cannot take). ``on_dask_done`` (a local cluster's
     close): Dask leaves the last groups to ``here`` (estimated at :data:`CLOSE_RESERVE` seconds
