@@ -15,6 +15,7 @@ import sys
 from importlib import import_module
 
 from fairplace import __version__
+from fairplace.core.blas import one_blas_thread
 from fairplace.core.errors import FairplaceError
 
 COMMANDS = (
@@ -94,7 +95,8 @@ def main(argv: list[str] | None = None) -> int:
     parser = build_parser(only=command)
     args = parser.parse_args(argv)
     try:
-        code = int(args._run(args) or 0)
+        with one_blas_thread():  # fairplace parallelises itself (core/blas.py)
+            code = int(args._run(args) or 0)
         sys.stdout.flush()  # a closed pipe shows here, not at interpreter exit
         return code
     except BrokenPipeError:

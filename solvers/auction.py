@@ -23,6 +23,7 @@ from concurrent.futures import ThreadPoolExecutor
 import numpy as np
 import scipy.sparse as sp
 
+from fairplace.core.blas import one_blas_thread
 from fairplace.core.domain import AuctionInstance
 from fairplace.core.solution import Solution
 from fairplace.formulations import pa
@@ -149,7 +150,7 @@ def solve_auction(
     jobs = [*((loo, i) for i in todo), *(((tie, None),) if want_tie else ())]
     run = lambda job: job[0]() if job[1] is None else job[0](job[1])  # noqa: E731
     if opts.parallel and caps.thread_safe and len(jobs) > 1:
-        with ThreadPoolExecutor(max_workers=2) as pool:
+        with one_blas_thread(), ThreadPoolExecutor(max_workers=2) as pool:
             results = list(pool.map(run, jobs))
     else:
         results = list(map(run, jobs))

@@ -29,6 +29,7 @@ from dataclasses import replace
 
 import numpy as np
 
+from fairplace.core.blas import one_blas_thread
 from fairplace.formulations import pa
 from fairplace.formulations.compact import CompactProgram
 from fairplace.formulations.pf import PFValue
@@ -66,6 +67,11 @@ def payments(
     formulation of full leave-one-out MILPs (see :func:`solve_compact_pf`); ``budget``: no LP / MILP starts
     once it is spent (status :data:`NOT_RUN`, c_i = 1). ``routes``, if given, is filled with how
     each PF_{-i} was settled (:data:`ROUTES`)."""
+    with one_blas_thread():  # its spinning thread would take the second solver thread's core
+        return _payments(prog, choice, opts, parallel, reduced, budget, routes)
+
+
+def _payments(prog, choice, opts, parallel, reduced, budget, routes):
     routes = {} if routes is None else routes
     budget = budget_for(opts, budget)
     apps = prog.apps

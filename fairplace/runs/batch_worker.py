@@ -15,6 +15,7 @@ import threading
 import time
 from collections.abc import Sequence
 
+from fairplace.core.blas import one_blas_thread
 from fairplace.core.errors import UnknownSolver
 
 #: a one-GPU auction and a one-job placement: :func:`warm` solves them once with each solver
@@ -75,7 +76,10 @@ def warm_plugin(solvers: Sequence[str]):
 
 
 def dask_setup(worker=None) -> None:
-    """Dask preload hook: warm the HiGHS stack (``exact``) while the worker starts."""
+    """Dask preload hook: one BLAS thread for the worker's life (``core/blas.py``: an idle
+    OpenBLAS thread spins on the core the other workers need), then warm the HiGHS stack
+    (``exact``) while the worker starts."""
+    one_blas_thread()
     warm()
 
 

@@ -1,0 +1,20 @@
+"""One BLAS thread while fairplace runs its own threads and processes.
+
+numpy's OpenBLAS keeps a worker thread per core that busy-waits for a while after every call it
+splits over threads (a dense dot of ~30,000 entries is one). fairplace parallelises itself (the
+leave-one-out solves on 2 threads, the batch driver beside its Dask workers), and a spinning BLAS
+thread takes the core one of those needs: on 2 cores, the payments of 1,024 GPUs x 256 apps burnt
+~40% of a core in an idle BLAS thread (CPU 52-59 s for 30-33 s of wall time; with one BLAS thread
+CPU 43 s, wall 24-28 s). Nothing here does dense linear algebra large enough to gain from BLAS
+threads.
+"""
+
+from __future__ import annotations
+
+from threadpoolctl import threadpool_limits
+
+
+def one_blas_thread():
+    """A context manager (also effective for the whole process if never exited) limiting BLAS
+    libraries (OpenBLAS, MKL, BLIS) to one thread; the previous limits come back on exit."""
+    return threadpool_limits(limits=1, user_api="blas")
