@@ -1,4 +1,4 @@
-"""Leave-one-out PF_{-i} by diving and reduced-cost fixing (exact; the payments' hard case).
+"""Leave-one-out PF_{-i} by reduced-cost fixing (exact; the payments' hard case).
 
 On contended offers (1,024 GPUs x 256 apps) ~3/4 of the leave-one-out LPs split one or two apps:
 the capacity rows act as a knapsack over GPU counts, and branching on one selector moves the split
@@ -11,16 +11,21 @@ prices y (here: the leave-one-out LP's duals), weak duality gives, with d = c - 
 
 for every feasible x (:func:`lagrangian_bound`; valid for any y, so HiGHS' dual accuracy only
 affects how much is fixed, never correctness). Moving an integer x_j one step off its best bound
-costs |d_j|: when UB(y) - |d_j| < incumbent - tol, every point better than the incumbent has x_j
-at that bound (:func:`fix_by_reduced_cost`). The incumbent is the best of PF minus i and, far
-better, the PF_{-j} optimum of an app j with i's PF cell with i put in j's place (:func:`swap_in`:
-usually optimal already); failing a close one, a *dive* on the live LP model (fix the largest
-fractional cell selector to 1, re-solve by dual simplex, until the cells are integral and placed,
-``compact_lp.from_lp``). Forcing rows then fix what the fixed columns imply, the fixed columns leave
-the program (:func:`restrict`: ~1,000 of ~29,000 columns are left) and HiGHS solves the rest,
-warm-started with the incumbent; its optimum (or the incumbent, if it finds nothing better) is
-PF_{-i}. Measured on 1,024 GPUs x 256 apps, PF_{-i} equals HiGHS' full MILP (8-13 s each) on the
-apps checked.
+costs |d_j|: when UB(y) - |d_j| < L - tol, every point of value >= L has x_j at that bound
+(:func:`fix_by_reduced_cost`). Forcing rows then fix what the fixed columns imply, the fixed
+columns leave the program (:func:`restrict`: ~1,000 of ~29,000 columns are left) and HiGHS solves
+the rest (:func:`_fixed_milp`). Its optimum is PF_{-i} whenever it is >= L. The floor L is
+
+* the best start when it is within :data:`TARGET_GAP` of the bound: the PF_{-j} optimum of an
+  app j with i's PF cell with i put in j's place (:func:`swap_in`; usually optimal already), or
+  PF minus i; it is also HiGHS' warm start, so the small MILP always reaches L;
+* else the target UB(y) - TARGET_GAP (every leave-one-out optimum of 1,024 GPUs x 256 apps lies
+  within 2.7e-3 of its LP); only if that MILP has no point >= the target does a *dive* on the
+  live LP model (fix the largest fractional cell selector to 1, re-solve by dual simplex, until
+  the cells are integral and placed, ``compact_lp.from_lp``) look for an incumbent to use as L.
+
+Measured on 1,024 GPUs x 256 apps, PF_{-i} equals HiGHS' full MILP (8-13 s each) on the apps
+checked.
 """
 
 from __future__ import annotations
@@ -42,11 +47,12 @@ from .options import SolveOptions
 
 #: most LPs one dive may solve (each fixes one cell selector to 1)
 DIVE_LIMIT = 60
-#: the dive runs when the best start is further than this below the LP optimum (a start from a
-#: similar app's PF_{-j} is usually optimal: ~1e-3 below; PF minus i: ~0.5)
-DIVE_GAP = 0.01
 #: a column is fixed only if leaving its bound loses this much more than the incumbent's gap
 FIX_MARGIN = 1e-6
+#: with no start this close to the bound, the first small MILP keeps only the points within this
+#: of the bound (1,024 GPUs x 256 apps: every leave-one-out optimum was 7e-5 to 2.7e-3 below its
+#: LP); only if its optimum is below that does a dive look for an incumbent
+TARGET_GAP = 0.01
 
 
 def lagrangian_bound(milp: MILP, y: np.ndarray) -> tuple[float, np.ndarray]:
@@ -152,8 +158,10 @@ def leave_one_out(
     0) at its optimum; its bounds and options are restored, not its solution. ``milp``: the full
     program; app ``skip``'s selectors are fixed to 0 here, so values are PF_{-skip} + w_skip0
     (as in ``compact_bb``). ``starts``: choices without ``skip`` (PF minus skip, :func:`swap_in`
-    of other apps' PF_{-j}); the best feasible one is the first incumbent, and the dive runs only
-    when it is more than :data:`DIVE_GAP` below the LP. ``signs``: :func:`row_signs` of ``milp``."""
+    of other apps' PF_{-j}); the best feasible one is the incumbent when it is within
+    :data:`TARGET_GAP` of the LP bound; else the first small MILP keeps the points within
+    TARGET_GAP of the bound, and only if it has none does a dive look for an incumbent.
+    ``signs``: :func:`row_signs` of ``milp``."""
     t0 = time.perf_counter()
     _, meta = prog.layout
     (e,) = [e for e in meta if e["i"] == skip]
@@ -163,49 +171,70 @@ def leave_one_out(
     col_ub = milp.col_ub.copy()
     col_ub[mine] = 0.0
     loo = replace(milp, c=c, col_ub=col_ub)
-    sol = h.getSolution()
-    y = np.asarray(sol.row_dual, dtype=float)
-    x = np.asarray(sol.col_value, dtype=float)
-    x[mine] = 0.0
-    root = loo.value(x)
+    y = np.asarray(h.getSolution().row_dual, dtype=float)
     best = None
     for start in sorted(starts, key=lambda ch: _rank(prog.value(ch)), reverse=True):
         best = _incumbent(prog, loo, start)  # the best start that is feasible (usually the first)
         if best is not None:
             break
-    if best is None or root - best[0] > DIVE_GAP:
-        dived = _dive(prog, loo, h, lp_model, opts, budget, skip, best)
+    ub_y, _ = lagrangian_bound(loo, y)
+    tol = max(opts.mip_abs_gap, opts.mip_rel_gap * abs(ub_y), 1e-9)
+    if best is not None and ub_y <= best[0] + tol:  # the start reaches the bound: optimal
+        return replace(best[1], bound=ub_y, seconds=time.perf_counter() - t0), best[2]
+    target = ub_y - TARGET_GAP
+    if best is None or best[0] < target:
+        # a poor start: every point within TARGET_GAP of the bound survives fixing at the target;
+        # if the small MILP's optimum reaches the target, it is PF_{-i}
+        hit = _fixed_milp(prog, loo, y, target, None, opts, budget, signs)
+        if hit is not None and hit[0] >= target:
+            return _done(hit, t0)
+        dived = _dive(prog, loo, h, lp_model, opts, budget, skip, best)  # below it: an incumbent
         if dived is not None and (best is None or dived[0] > best[0]):
             best = dived
     if best is None:
         return None
-    lb, ub, ub_y = fix_by_reduced_cost(loo, y, best[0])
-    tol = max(opts.mip_abs_gap, opts.mip_rel_gap * abs(best[0]), 1e-9)
-    if ub_y <= best[0] + tol:  # the incumbent reaches the bound: optimal without a MILP
-        res, choice = best[1], best[2]
-        return replace(res, bound=ub_y, seconds=time.perf_counter() - t0), choice
+    hit = _fixed_milp(prog, loo, y, best[0], best, opts, budget, signs)
+    return None if hit is None else _done(hit, t0)
+
+
+def _done(hit, t0: float):
+    v, res, choice = hit
+    msg = "optimal (reduced-cost fixing)"
+    out = replace(res, status="optimal", bound=max(v, res.bound or v), message=msg)
+    return replace(out, seconds=time.perf_counter() - t0), choice
+
+
+def _fixed_milp(prog, loo: MILP, y, floor: float, best, opts, budget, signs):
+    """(value, RawResult, choice) of the best point of value >= ``floor`` (``best``, a point of
+    value ``floor``, if nothing is better), or None (budget spent, HiGHS did not finish, or no
+    such point when ``best`` is None): every integer column whose move off its best bound costs
+    more than UB(y) - ``floor`` is fixed (:func:`fix_by_reduced_cost`), forcing rows fix what
+    that implies, and HiGHS solves the columns left, warm-started with ``best``."""
     o = budget.options(opts)
     if o is None:
         return None
+    lb, ub, _ = fix_by_reduced_cost(loo, y, floor)
     lb, ub = forcing_rows(loo, lb, ub, signs=signs)
     small, free = restrict(loo, lb, ub)
     # restarts on: with the incumbent most columns go inactive at the root and HiGHS restarts on
-    # what is left (8 such MILPs of 1,024 GPUs x 256 apps, best of 5: 0.42 s, without: 0.59 s)
-    o = o.with_(mip_allow_restart=True)
-    res = get_backend("highs").solve(small, o, start=best[1].x[free])
+    # what is left (8 such MILPs of 1,024 GPUs x 256 apps, best of 5: 0.42 s, without: 0.59 s);
+    # presolve's initial sweep only and no feasibility jump: the start is usually optimal and
+    # full presolve (probing) was half of each solve (all 216 such MILPs of that instance,
+    # replayed: 15-18 s -> 8-9 s, the same optima)
+    o = o.with_(mip_allow_restart=True, presolve_mode=1, mip_feasibility_jump=False)
+    start = None if best is None else best[1].x[free]
+    res = get_backend("highs").solve(small, o, start=start)
     if res.status != "optimal":
-        return None
-    if res.has_solution and res.objective > best[0]:
+        return None if best is None or res.status != "infeasible" else best
+    if res.has_solution and (best is None or res.objective > best[0]):
         x = lb.copy()
         x[free] = np.round(res.x)
         if not loo.is_feasible(x):  # never expected: let the caller's full solve decide
             return None
         v = loo.value(x)
-        if v > best[0]:
-            best = (v, replace(res, x=x, objective=v), prog.decode(x))
-    msg = "optimal (dive and reduced-cost fixing)"
-    out = replace(best[1], status="optimal", bound=max(best[0], res.bound or best[0]), message=msg)
-    return replace(out, seconds=time.perf_counter() - t0), best[2]
+        if best is None or v > best[0]:
+            return v, replace(res, x=x, objective=v), prog.decode(x)
+    return best
 
 
 def _rank(v) -> tuple[int, float]:

@@ -1,4 +1,4 @@
-"""Leave-one-out PF_{-i} by diving and reduced-cost fixing (``solvers/compact_rc.py``): the bound
+"""Leave-one-out PF_{-i} by reduced-cost fixing (``solvers/compact_rc.py``): the bound
 is valid for any prices, fixing keeps every better point, and PF_{-i} and the payments equal those
 of full MILPs."""
 
@@ -85,10 +85,27 @@ def test_fixing_and_restricting_keep_the_optimum(pf_case, below):
     assert milp.is_feasible(x) and abs(milp.value(x) - res.objective) < 1e-7
 
 
-def test_leave_one_out_equals_the_full_milp():
-    """PF_{-i} from the dive and the fixed MILP, for every i whose leave-one-out LP splits apps,
-    with PF minus i as the only start and with a ``swap_in`` start from another app's PF_{-j}
-    (20 apps on 48 GPUs: 19 of the 20 leave-one-out LPs split)."""
+@pytest.mark.parametrize("target_gap", [1.0, 1e-9])
+def test_leave_one_out_equals_the_full_milp(target_gap, monkeypatch):
+    """PF_{-i} from the fixed MILP, for every i whose leave-one-out LP splits apps, with PF minus
+    i as the only start and with a ``swap_in`` start from another app's PF_{-j} (20 apps on 48
+    GPUs: 19 of the 20 leave-one-out LPs split). The poor starts (PF minus i) go through the
+    target MILP: with a target gap of 1 (the integrality gaps here lie between 0.01 and 1) it reaches the
+    target; with 1e-9 it never does, and the dive must find the incumbent."""
+    monkeypatch.setattr(compact_rc, "TARGET_GAP", target_gap)
+    calls = {"target": 0, "dive": 0}
+    fixed, dive = compact_rc._fixed_milp, compact_rc._dive
+
+    def spy_fixed(prog, loo, y, floor, best, *a):
+        calls["target"] += best is None
+        return fixed(prog, loo, y, floor, best, *a)
+
+    def spy_dive(*a):
+        calls["dive"] += 1
+        return dive(*a)
+
+    monkeypatch.setattr(compact_rc, "_fixed_milp", spy_fixed)
+    monkeypatch.setattr(compact_rc, "_dive", spy_dive)
     pf = _pf(1, apps=20, machines=12)
     milp = pf.to_milp()
     res = highs.solve(milp, EXACT)
@@ -120,6 +137,8 @@ def test_leave_one_out_equals_the_full_milp():
             assert abs(value - truth.objective) < 1e-7
         solved[i] = choice
     assert split >= 10  # the instance does exercise the split case
+    assert calls["target"] > 0
+    assert calls["dive"] == (0 if target_gap == 1.0 else calls["target"]), calls
 
 
 def test_payments_equal_full_milps_when_leave_one_out_lps_split():
