@@ -95,7 +95,8 @@ def main(argv: list[str] | None = None) -> int:
     parser = build_parser(only=command)
     args = parser.parse_args(argv)
     try:
-        with one_blas_thread():  # fairplace parallelises itself (core/blas.py)
+        # fairplace parallelises itself (core/blas.py); the solvers limit scipy's BLAS too
+        with one_blas_thread(load_scipy=False):
             code = int(args._run(args) or 0)
         sys.stdout.flush()  # a closed pipe shows here, not at interpreter exit
         return code
