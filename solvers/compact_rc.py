@@ -86,9 +86,11 @@ def fix_by_reduced_cost(
 
 
 def row_signs(milp: MILP):
-    """(A+, A-): the positive and negative parts of ``milp.A`` (CSR), for :func:`forcing_rows`."""
+    """(A+, A-, A+', A-'): the positive and negative parts of ``milp.A`` and their transposes
+    (CSR), for :func:`forcing_rows`."""
     A = milp.A.tocsr()
-    return A.maximum(0), A.minimum(0)
+    pos, neg = A.maximum(0), A.minimum(0)
+    return pos, neg, pos.T.tocsr(), neg.T.tocsr()
 
 
 def forcing_rows(
@@ -99,17 +101,18 @@ def forcing_rows(
     column at the bound giving that activity (e.g. a count row  sum_q x_iq = sum_c n_c z_ic
     once app i's cells are fixed to 0 forces its x_iq to 0). Exact; ``passes`` rounds; ``signs``:
     :func:`row_signs` of ``milp`` when already at hand."""
-    pos, neg = signs if signs is not None else row_signs(milp)
+    pos, neg, pos_t, neg_t = signs if signs is not None else row_signs(milp)
     lb, ub = lb.copy(), ub.copy()
     for _ in range(passes):
         lo = pos @ lb + neg @ ub  # least activity of each row
         hi = pos @ ub + neg @ lb
-        up = hi <= milp.row_lb + 1e-9  # every column at its activity-maximising bound
-        down = lo >= milp.row_ub - 1e-9
+        up = (hi <= milp.row_lb + 1e-9).astype(float)  # every column at its maximising bound
+        down = (lo >= milp.row_ub - 1e-9).astype(float)
         if not (up.any() or down.any()):
             break
-        to_ub = (pos[up].getnnz(axis=0) > 0) | (neg[down].getnnz(axis=0) > 0)
-        to_lb = (pos[down].getnnz(axis=0) > 0) | (neg[up].getnnz(axis=0) > 0)
+        # columns with a positive (negative) entry in some forcing row: A+' u > 0 (A-' u < 0)
+        to_ub = (pos_t @ up > 0) | (neg_t @ down < 0)
+        to_lb = (pos_t @ down > 0) | (neg_t @ up < 0)
         if not ((to_ub | to_lb) & (lb < ub)).any():
             break
         lb = np.where(to_ub, ub, lb)
