@@ -3,6 +3,8 @@ truth, kept in ``fairplace.solvers.brute_force`` and re-exported here for the te
 
 from __future__ import annotations
 
+import signal
+
 import numpy as np
 import pytest
 
@@ -13,6 +15,13 @@ from fairplace.solvers.brute_force import (
     brute_force_pf,
     brute_force_placement,
 )
+
+# The Ctrl-C tests need SIGINT delivered. A suite started in the background (`pytest &` in a
+# non-interactive shell, some CI runners) inherits SIGINT ignored, and an ignored signal stays ignored
+# in every child process across exec: restore Python's default so the tests see what a user's
+# terminal gives them, wherever the suite was started from.
+if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
+    signal.signal(signal.SIGINT, signal.default_int_handler)
 
 __all__ = [
     "brute_force_payments",

@@ -1,21 +1,27 @@
 """Fixed, seeded placement rounds and simulations whose results must not change when the placement engine
 or the simulator is made faster. ``python tests/speedup_cases.py`` rewrites the reference file
-``tests/data/speedup_reference.json`` from the current code; run it only on code known to be right.
+``tests/data/speedup_reference.json.gz`` from the current code; run it only on code known to be right.
 
-Each case's result is reduced to a digest of its exact output (picks as GPU indices; simulation
-summary without wall time, per-job JCTs and every recorded decision), plus a few readable numbers.
+Each case's output is stored in full, not hashed: picks as GPU indices per job id; for simulations the
+summary (without wall time), every job's JCT and every recorded decision. :func:`assert_matches`
+compares integers, strings and ids exactly and floats to a relative tolerance of :data:`RTOL`:
+floating-point sums differ in their last bits between CPUs (SIMD widths, summation order), so a
+reference that hashed floats passed only on the machine that recorded it.
 """
 
 from __future__ import annotations
 
 import functools
-import hashlib
+import gzip
 import json
+import math
 from pathlib import Path
 
 import numpy as np
 
-REFERENCE = Path(__file__).parent / "data" / "speedup_reference.json"
+REFERENCE = Path(__file__).parent / "data" / "speedup_reference.json.gz"
+#: relative tolerance for floats (times, JCTs, means); integers and ids compare exactly
+RTOL = 1e-9
 
 #: (policy, options) pairs checked on every placement instance
 POLICIES = [
@@ -54,8 +60,40 @@ SIMULATIONS = [
 ]
 
 
-def digest(obj) -> str:
-    return hashlib.sha256(json.dumps(obj, sort_keys=True).encode()).hexdigest()[:20]
+def load_reference() -> dict:
+    with gzip.open(REFERENCE, "rt") as f:
+        return json.load(f)
+
+
+def mismatches(got, want, where: str = "") -> list[str]:
+    """Where ``got`` differs from ``want``: exact for ints, strings, bools and None, ``RTOL``-relative
+    for floats (ints and floats are not interchangeable: a count that became a float is a change)."""
+    if isinstance(want, dict):
+        if not isinstance(got, dict) or set(got) != set(want):
+            keys = set(got) ^ set(want) if isinstance(got, dict) else "not a dict"
+            return [f"{where}: keys differ ({keys})"]
+        return [m for k in sorted(want) for m in mismatches(got[k], want[k], f"{where}.{k}")]
+    if isinstance(want, list):
+        if not isinstance(got, list) or len(got) != len(want):
+            return [
+                f"{where}: length {len(got) if isinstance(got, list) else got!r} != {len(want)}"
+            ]
+        return [
+            m
+            for i, (g, w) in enumerate(zip(got, want, strict=True))
+            for m in mismatches(g, w, f"{where}[{i}]")
+        ]
+    if isinstance(want, float) and isinstance(got, float):
+        same = math.isclose(got, want, rel_tol=RTOL, abs_tol=1e-12) or (got == want)
+        return [] if same else [f"{where}: {got!r} != {want!r} (rtol {RTOL})"]
+    if type(got) is not type(want) or got != want:
+        return [f"{where}: {got!r} != {want!r}"]
+    return []
+
+
+def assert_matches(got, want, where: str) -> None:
+    bad = mismatches(got, want, where)
+    assert not bad, f"{len(bad)} differences, first: " + "; ".join(bad[:5])
 
 
 def _running(state, queue, seed):
@@ -87,12 +125,16 @@ def placement_case(machines, profile, load, policy, options, with_running):
         queue = queue[::-1][: len(queue) // 2] + queue[: len(queue) // 2]
     pol = make_policy(policy, seed=5, **options)
     d = pol.place(state, queue)
-    alloc = {j: list(g) for j, g in d.allocation.items()}
-    return {
-        "placed": len(alloc),
-        "preempted": len(d.preempted),
-        "digest": digest([alloc, d.preempted]),
-    }
+    # JSON round trip: job ids as strings, GPU indices as plain ints, as stored in the reference
+    return json.loads(
+        json.dumps(
+            {
+                "placed": len(d.allocation),
+                "allocation": {str(j): [int(g) for g in gs] for j, gs in d.allocation.items()},
+                "preempted": [str(j) for j in d.preempted],
+            }
+        )
+    )
 
 
 def _trace(name):
@@ -127,13 +169,7 @@ def simulation_case(trace, gpus, scheduler, policy, options):
     summ = {k: v for k, v in res.summary.items() if k != "wall_seconds" and not _metric_only(k)}
     jct = res.jobs["jct"].tolist()
     rounds = res.rounds.drop(columns=[c for c in res.rounds.columns if c == "wall"]).to_dict("list")
-    return {
-        "avg_jct": summ["avg_jct"],
-        "decisions": summ["decisions"],
-        "summary": digest(summ),
-        "jct": digest(jct),
-        "rounds": digest(rounds),
-    }
+    return json.loads(json.dumps({"summary": summ, "jct": jct, "rounds": rounds}))
 
 
 def placement_key(machines, profile, load, policy, options, with_running):
@@ -162,9 +198,11 @@ def main() -> None:
         ref["placement"][placement_key(*args)] = placement_case(*args)
     for args in SIMULATIONS:
         ref["simulation"][simulation_key(*args)] = simulation_case(*args)
-        print(simulation_key(*args), ref["simulation"][simulation_key(*args)]["avg_jct"])
+        print(simulation_key(*args), ref["simulation"][simulation_key(*args)]["summary"]["avg_jct"])
     REFERENCE.parent.mkdir(exist_ok=True)
-    REFERENCE.write_text(json.dumps(ref, indent=1, sort_keys=True) + "\n")
+    # mtime=0: the same references give the same bytes (no spurious diffs when re-recorded)
+    with gzip.GzipFile(REFERENCE, "wb", mtime=0) as f:
+        f.write((json.dumps(ref, indent=0, sort_keys=True) + "\n").encode())
 
 
 if __name__ == "__main__":

@@ -9,7 +9,6 @@ With ``CI`` set, a kernel that did not build FAILS the suite, so CI cannot test 
 
 from __future__ import annotations
 
-import json
 import os
 
 import numpy as np
@@ -125,11 +124,13 @@ def test_reference_picks_and_simulations_through_the_kernel(monkeypatch):
     import speedup_cases as sc
 
     monkeypatch.setenv(round_kernel.ENV, "c")
-    ref = json.loads(sc.REFERENCE.read_text())
+    ref = sc.load_reference()
     for args in sc.placement_params():
-        assert sc.placement_case(*args) == ref["placement"][sc.placement_key(*args)], args
+        key = sc.placement_key(*args)
+        sc.assert_matches(sc.placement_case(*args), ref["placement"][key], key)
     for args in sc.SIMULATIONS:
-        assert sc.simulation_case(*args) == ref["simulation"][sc.simulation_key(*args)], args
+        key = sc.simulation_key(*args)
+        sc.assert_matches(sc.simulation_case(*args), ref["simulation"][key], key)
 
 
 @needs_kernel
