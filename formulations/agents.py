@@ -105,20 +105,24 @@ class RhoTable:
 
 
 def rho_table(
-    app: AgentApp, cluster: Cluster, offer: Sequence[int], r_c: int | None = None
+    app: AgentApp,
+    cluster: Cluster,
+    offer: Sequence[int],
+    r_c: int | None = None,
+    room: int | None = None,
 ) -> RhoTable:
-    """The AGENT's valuation of every (count, spread, worst level) an offer can produce."""
+    """The AGENT's valuation of every (count, spread, worst level) an offer can produce; at most
+    ``room`` more GPUs when given (what the app can run now: the simulator's THEMIS bids for no GPU
+    its running jobs cannot use, although its model values GPUs for later phases)."""
     model = ftf_model(app, cluster)
     offer = np.asarray(offer, dtype=np.int64)
     held = cluster.indices(app.held) if app.held else np.zeros(0, np.int64)
     levels = levels_of(cluster, np.concatenate([offer, held]), app.cls)
     r_c = r_c or len(cluster)
     n_max = int(min(offer.size, max(model.app_demand_max - held.size, 0)))
-    rho = np.empty((n_max + 1, 3, levels.size))
-    for n in range(n_max + 1):
-        for s in range(3):
-            for k, v in enumerate(levels):
-                rho[n, s, k] = model.rho(n + held.size, r_c, s, float(v))
+    if room is not None:
+        n_max = min(n_max, max(int(room), 0))
+    rho = model.rho_grid(range(held.size, held.size + n_max + 1), r_c, levels)
     h_level, h_spread = -1, 0
     if held.size:
         h_level = int(np.searchsorted(levels, np.round(cluster.pm_vector(app.cls)[held].max(), 12)))

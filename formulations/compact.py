@@ -84,8 +84,10 @@ def compact_apps(inst: AuctionInstance, offer: np.ndarray | None = None) -> tupl
     return tuple(compact_app(a, cl, offer) for a in inst.agents)
 
 
-def compact_app(app: AgentApp, cluster: Cluster, offer: np.ndarray) -> CompactApp:
-    t = rho_table(app, cluster, offer)
+def compact_app(
+    app: AgentApp, cluster: Cluster, offer: np.ndarray, room: int | None = None
+) -> CompactApp:
+    t = rho_table(app, cluster, offer, room=room)
     hm = hr = -1
     if app.held:
         idx = cluster.indices(app.held)

@@ -268,6 +268,42 @@ def phase_time(
     return float(max(t(k) for k in range(len(jobs))))
 
 
+def identical_phase_time(
+    k: int,
+    work: float,
+    sensitivity: float,
+    n_gpus: int,
+    d_max: int,
+    spread_level: int = 0,
+    vmax: float = 1.0,
+    locality: Sequence[float] = LOCALITY_BOOTSTRAP,
+    machine_gpus: int | None = None,
+) -> float:
+    """:func:`phase_time` of ``k`` identical jobs under the ``even`` split, in closed form (later
+    successive-halving phases are modelled by k copies of one job): n < k serialises ceil(k / n) jobs
+    on the busiest GPU; otherwise the slowest job is one with the base share min(n // k, d_max) or,
+    when a remainder exists, one with a GPU more (it may cross a machine)."""
+    if k <= 0:
+        return 0.0
+    if n_gpus <= 0:
+        return math.inf
+    w = work * vmax
+    if n_gpus < k:
+        return float(-(-k // n_gpus) * w)
+    cap = max(1, int(d_max))
+
+    def t(nj: int) -> float:
+        fits = machine_gpus is not None and nj <= machine_gpus and nj < n_gpus
+        L = job_locality(locality, 0 if fits else spread_level, sensitivity)
+        return w * (L if nj > 1 else 1.0) / nj
+
+    base = min(n_gpus // k, cap)
+    out = t(base)
+    if n_gpus % k and base + 1 <= cap:
+        out = max(out, t(base + 1))
+    return float(out)
+
+
 def single_job_t_shared(
     elapsed: float, iter_left: float, t_iter: float, S: float, n_gpus: int, d_max: int
 ) -> float:
@@ -292,9 +328,18 @@ def t_shared(
     each phase with its own per-job demand (``SuccessiveHalving.phase_demand``)."""
     alloc = range(n_gpus)
     total = float(elapsed)
+    halving = isinstance(opt, SuccessiveHalving)
     for p in range(opt.num_phases()):
+        d = opt.phase_demand(p, d_max) if halving else d_max
+        if halving and p > opt.current_phase and split == "even":  # k copies of the model job
+            k, iters = opt.phases[p][:2]
+            tm, sens = opt._future_job
+            total += identical_phase_time(
+                int(k), float(iters) * tm, sens, n_gpus, d, spread_level, vmax, locality,
+                machine_gpus,
+            )  # fmt: skip
+            continue
         jobs = opt.jobs_in_phase(p, alloc)
-        d = opt.phase_demand(p, d_max) if isinstance(opt, SuccessiveHalving) else d_max
         total += phase_time(jobs, n_gpus, d, spread_level, vmax, locality, split, machine_gpus)
     return total
 
@@ -424,6 +469,21 @@ class FTFModel:
     def rho(self, n_gpus: int, r_c: int, spread_level: int = 0, vmax: float = 1.0) -> float:
         """rho(G) = T_sh(G) / T_id for |G| = n_gpus, spread(G) and max V over G."""
         return self.t_shared(n_gpus, spread_level, vmax) / self.ideal(r_c)
+
+    def rho_grid(self, counts: Sequence[int], r_c: int, levels: Sequence[float]) -> np.ndarray:
+        """rho[a, s, v] for ``counts[a]`` GPUs, spread s = 0, 1, 2 and max V = ``levels[v]``: T_id
+        once, and T_sh = elapsed + V x (the phases' time at V = 1), since every job time is linear
+        in max V (Eq. 1 / Eq. 2)."""
+        ideal = self.ideal(r_c)
+        lv = np.asarray(levels, float)
+        out = np.empty((len(counts), 3, lv.size))
+        for a, n in enumerate(counts):
+            x = [self.t_shared(int(n), 0, 1.0), math.nan, self.t_shared(int(n), 2, 1.0)]
+            # times are monotone in the spread: equal at 0 and 2 (no job spans machines) -> at 1 too
+            x[1] = x[0] if x[2] == x[0] else self.t_shared(int(n), 1, 1.0)
+            for s in range(3):
+                out[a, s] = (self.elapsed + lv * (x[s] - self.elapsed)) / ideal
+        return out
 
 
 def bundle_rho(

@@ -37,7 +37,9 @@ APPS = ("resnet50", "bert", "pagerank")
 #: ``longhorn-runs`` samples per-run rows (scores up to ~3.6x, like the paper's sampling of "this
 #: profiling data"; the default); ``longhorn`` takes each GPU's median over its runs (ARCHITECTURE.md; up to
 #: ~1.12x); ``longhorn-artifact`` replays the PAL artifact's seeded draw (:func:`artifact_pm_scores`).
-PROFILE_NAMES = ("longhorn-runs", "longhorn", "longhorn-artifact", "frontera", "synthetic")
+#: ``uniform``: every PM-score 1 (homogeneous GPUs; THEMIS models no per-GPU variability, the default
+#: of its workloads).
+PROFILE_NAMES = ("longhorn-runs", "longhorn", "longhorn-artifact", "frontera", "synthetic", "uniform")
 #: The artifact's draw: Python's ``random`` seeded with 42, one ``random.choice`` per GPU per class in
 #: this order (the keys of its ``profiles.json``; B and C both read the BERT file).
 ARTIFACT_SEED = 42
@@ -288,6 +290,8 @@ def make_cluster(
         pm = synthetic_pm_scores(n, classes=classes, seed=seed)
     elif profile == "frontera":
         pm = _frontera_machines(machines, gpm, classes, seed, with_replacement)
+    elif profile == "uniform":
+        pm = {c: np.ones(n) for c in _class_profiles(classes)}
     else:
         raise DataError(
             "profile", f"unknown variability profile {profile!r}; known: {', '.join(PROFILE_NAMES)}"

@@ -1,26 +1,44 @@
-"""THEMIS Workload 1 / Workload 2 generators (THEMIS §6.1), as trace frames for the simulator.
+"""THEMIS Workload 1 / Workload 2 generators (THEMIS §2.2, §6.1, Figs. 2-4 and 8), as trace frames.
 
-An app is a hyper-parameter exploration: ``n`` jobs of one model. Apps arrive as a Poisson process
-(``apps_per_hour``; the paper replays Microsoft arrival times that are not public). Category mix
-CV 10% / NLP 60% / speech 30% with Gandiva-like models per category (:data:`THEMIS_MODELS`).
+An app is a hyper-parameter exploration: ``n`` jobs of one model. Each number of the default
+(``scale="paper"``) set-up comes from the paper:
 
-* Workload 1: every job of an app runs independently (phase 0) on 1 or 2 GPUs; the app finishes when
-  its last job does.
-* Workload 2 (THEMIS Fig. 8, jobs per app like Fig. 2): the same app arrivals; ~10% single-job apps,
-  the rest explore ``jobs_range`` hyper-parameters (default 20..100, uniform: "tens to about a
-  hundred", median ~60), following successive halving (Hyperband, THEMIS Eq. 2): phase p keeps
-  n / 2^p jobs, each on d_p = ``tasks * 2^p`` GPUs (capped at ``max_gpus_per_job``; tasks 1 or 2)
-  for ``I * 2^p`` iterations at the job's serial time ``t0 * tasks`` per iteration, so every phase
-  has the same GPU budget n * I * t0 * tasks and, uncapped, lasts ``I * t0``.
+* a **256-GPU** cluster (§6: "an event-driven simulator modeling a 256 GPU cluster"), 4 GPUs per
+  machine (fairplace's choice; the paper does not give the machine size of its simulator);
+  contention x2 / x4 halves / quarters the cluster (§6.2.2: "halving and quartering the cluster");
+* **85 apps** (§2.2: "a subset containing 85 ML training apps") arriving over a **two-week window**
+  (§6.1: "scaled down using a two-week snapshot"; the trace's arrival times are not public, so they
+  are uniform over the window, i.e. a Poisson process conditioned on the count);
+* **jobs per app** (Fig. 2): ~10% single-job apps, the rest explore "as many as 100 jobs (median 75)"
+  from "a few tens": half uniform on ``[jobs_range[0], jobs_median]``, half on
+  ``[jobs_median, jobs_range[1]]`` (default 20..75..100);
+* **work per app** (Fig. 3): median app **11.5 GPU-days**, log-normal with ``app_sigma`` 1.4 so that
+  ~5% of apps are more than 10x shorter and ~5% more than 10x longer ("a significant fraction ...
+  more than 10X shorter and many more than 10X longer"); the jobs of an app share its budget with a
+  per-job log-normal spread (``job_sigma`` 0.5). With 75 one- or two-GPU jobs per app this gives a
+  median task of ~3 GPU-hours (Fig. 4: 3.75; the paper's two medians and its 75 jobs per app cannot
+  all hold at once under independent draws: 75 x 1.5 GPUs x 3.75 h is 17.6 GPU-days);
+* **categories** CV 10% / NLP 60% / speech 30% (§6.1) with Gandiva-like models (:data:`THEMIS_MODELS`).
 
-``load`` (optional) rescales every job's iterations so that the offered load at x1 (GPU-hours
-arriving / (``base_gpus`` x arrival span), ``fairplace.sim.metrics.offered_load``) equals it; x2 / x4
-contention then doubles / quadruples it. Without it the per-job phase time is ``phase_hours``.
+Workload 1: every job of an app runs independently (phase 0) on 1 or 2 GPUs (§6.2: "all jobs are 1-
+or 2-GPU jobs"); the app finishes when its last job does. Workload 2 (§6.1: W1's arrivals, jobs per app
+following successive halving, more tasks per job): phase p keeps ``n // 2^p`` jobs (at least one), each
+on ``d_p = tasks * 2^p`` GPUs (capped at ``max_gpus_per_job``) for ``I * 2^p`` iterations, so that
+every phase spends the same share of the app's budget (THEMIS Eq. 2, "apportions" a budget B); the app's
+budget is the same as in Workload 1, so W2's tasks are shorter (median ~25-30 min, several leases).
 
-``network_fraction`` (the knob of THEMIS Fig. 15/16) makes that fraction of apps network-intensive
-(locality (1, 1.5, 2.0)) and the rest compute-intensive ((1, 1.1, 1.3), THEMIS' bootstrap constants);
-``None`` uses each model's own sensitivity. Contention x1 / x2 / x4 shrinks the cluster:
-``frame.attrs["gpus"] = base_gpus // contention`` is the cluster the workload is meant for.
+``scale="small"`` is a named quick variant (not the paper's): 48 GPUs, 24 apps over 10 hours, budgets of
+~1 GPU-day and 8..24 jobs per app, so that about a dozen apps are active at once and a THEMIS round
+with f = 0.8 still has ~3 bidders (quick reproductions; reported as such). Every parameter can be
+given explicitly and overrides the preset.
+
+``load`` (optional) rescales every app's budget so that the offered load at x1 (GPU-hours arriving /
+(``base_gpus`` x arrival window), :func:`fairplace.sim.metrics.offered_load`) equals it.
+``network_fraction`` (THEMIS Figs. 15/16) makes that fraction of apps network-intensive (locality
+(1, 1.5, 2.0)) and the rest compute-intensive ((1, 1.1, 1.3), THEMIS' bootstrap constants); ``None``
+uses each model's own sensitivity. The frame's ``attrs``: ``gpus`` (``base_gpus // contention``),
+``gpus_per_machine``, ``profile`` = ``uniform`` (THEMIS models no per-GPU variability; pass
+``profile=`` to :func:`fairplace.simulate` to run it on variable GPUs), ``name``.
 
 Columns: the Sia-Philly ones plus ``app_id, phase, t_iter, cls, locality, locality_rack, category``.
 """
@@ -53,81 +71,137 @@ THEMIS_MODELS = MappingProxyType(
     }
 )
 
+#: the presets of ``scale``: the paper's set-up (module doc) and a named small variant for quick runs
+SCALES = MappingProxyType(
+    {
+        "paper": MappingProxyType(
+            {
+                "n_apps": 85,
+                "window_hours": 14 * 24.0,
+                "app_gpu_days": 11.5,
+                "jobs_range": (20, 100),
+                "jobs_median": 75,
+                "base_gpus": 256,
+            }
+        ),
+        "small": MappingProxyType(
+            {
+                "n_apps": 24,
+                "window_hours": 10.0,
+                "app_gpu_days": 1.0,
+                "jobs_range": (8, 24),
+                "jobs_median": 16,
+                "base_gpus": 48,
+            }
+        ),
+    }
+)
+#: the homogeneous cluster THEMIS workloads run on unless a profile is given (THEMIS has no variability)
+THEMIS_PROFILE = "uniform"
+
 
 def themis_workload(
     workload: int = 2,
-    n_apps: int = 30,
-    apps_per_hour: float = 3.0,
-    jobs_per_app: tuple[int, ...] = (2, 4, 8, 16),
+    n_apps: int | None = None,
+    *,
+    scale: str = "paper",
+    window_hours: float | None = None,
+    app_gpu_days: float | None = None,
+    app_sigma: float = 1.4,
+    job_sigma: float = 0.5,
+    jobs_range: tuple[int, int] | None = None,
+    jobs_median: int | None = None,
     single_job_fraction: float = 0.1,
-    phase_hours: float = 1.0,
     network_fraction: float | None = None,
     contention: int = 1,
-    base_gpus: int = 256,
+    base_gpus: int | None = None,
+    gpus_per_machine: int = 4,
     max_gpus_per_job: int = 16,
-    jobs_range: tuple[int, int] = (20, 100),
     load: float | None = None,
     seed: int = 0,
 ) -> pd.DataFrame:
-    """One THEMIS workload as a trace frame (see the module doc). ``phase_hours`` sets the median
-    isolated time of one phase of a job (log-normal, sigma 0.5)."""
+    """One THEMIS workload as a trace frame (see the module doc for every default and its source)."""
     if workload not in (1, 2):
         raise OptionError("workload", f"THEMIS workload is 1 or 2, got {workload!r}")
+    if scale not in SCALES:
+        raise OptionError("scale", f"expected one of {tuple(SCALES)}, got {scale!r}")
     if contention not in (1, 2, 4):
         raise OptionError("contention", f"expected 1, 2 or 4, got {contention!r}")
+    preset = SCALES[scale]
+    n_apps = _count("n_apps", preset["n_apps"] if n_apps is None else n_apps, 1)
+    window = _positive("window_hours", preset["window_hours"] if window_hours is None else window_hours)
+    budget_days = _positive(
+        "app_gpu_days", preset["app_gpu_days"] if app_gpu_days is None else app_gpu_days
+    )
+    base_gpus = _count("base_gpus", preset["base_gpus"] if base_gpus is None else base_gpus, 1)
+    gpm = _count("gpus_per_machine", gpus_per_machine, 1)
+    lo, hi = _jobs_range(preset["jobs_range"] if jobs_range is None else jobs_range)
+    med = preset["jobs_median"] if jobs_median is None else jobs_median
+    med = int(np.clip(_count("jobs_median", med, 1), lo, hi))
+    for name, v in (("app_sigma", app_sigma), ("job_sigma", job_sigma)):
+        if not 0.0 <= v <= 5.0:
+            raise OptionError(name, f"must be in [0, 5], got {v!r}")
+    if not 0.0 <= single_job_fraction <= 1.0:
+        raise OptionError("single_job_fraction", f"must be in [0, 1], got {single_job_fraction!r}")
     if network_fraction is not None and not 0.0 <= network_fraction <= 1.0:
         raise OptionError("network_fraction", f"must be in [0, 1], got {network_fraction}")
-    if n_apps < 1 or not apps_per_hour > 0:
-        raise OptionError("n_apps", "need n_apps >= 1 and apps_per_hour > 0")
-    # app-level draws use their own stream so Workload 1 and 2 share arrivals, models and sizes
+    gpus = base_gpus // contention
+    if gpus < 1 or gpus % gpm:
+        raise OptionError("base_gpus", f"{gpus} GPUs at x{contention} is not a multiple of {gpm}")
+
+    # app-level draws use their own stream so Workload 1 and 2 share arrivals, models and budgets
     rng = np.random.default_rng([seed, 1])
-    gaps = rng.exponential(3600.0 / apps_per_hour, n_apps)
-    arrival = np.round(np.cumsum(gaps) - gaps[0], 3)
+    arrival = np.round(np.sort(rng.uniform(0.0, window * 3600.0, n_apps)), 3)
+    arrival -= arrival[0]
     cats = list(CATEGORY_MIX)
     cat = rng.choice(cats, size=n_apps, p=list(CATEGORY_MIX.values()))
     by_cat = {c: [m for m, v in THEMIS_MODELS.items() if v[0] == c] for c in cats}
     model = [by_cat[c][int(rng.integers(len(by_cat[c])))] for c in cat]
     single = rng.random(n_apps) < single_job_fraction
-    lo, hi = (int(v) for v in jobs_range)
-    if not 1 <= lo <= hi:
-        raise OptionError("jobs_range", f"need 1 <= lo <= hi, got {jobs_range!r}")
-    many = rng.choice(np.asarray(jobs_per_app), size=n_apps)
-    if workload == 2:
-        many = rng.integers(lo, hi + 1, size=n_apps)
+    upper = rng.random(n_apps) < 0.5  # Fig. 2: half the explorations above the median
+    many = np.where(upper, rng.integers(med, hi + 1, n_apps), rng.integers(lo, med + 1, n_apps))
     n_jobs = np.where(single, 1, many)
+    budget = budget_days * 24.0 * np.exp(app_sigma * rng.standard_normal(n_apps))  # GPU-hours
+    tasks = rng.choice([1, 2], size=n_apps)
     net = (
         np.array([THEMIS_MODELS[m][3] for m in model])
         if network_fraction is None
         else rng.random(n_apps) < network_fraction
     )
+    if load is not None:
+        if not 0 < load <= 1e3:
+            raise OptionError("load", f"must be in (0, 1000], got {load!r}")
+        span = float(arrival.max() - arrival.min())
+        if span > 0:
+            budget = budget * load * base_gpus * span / 3600.0 / float(budget.sum())
     job_rng = np.random.default_rng([seed, 2, workload])
     rows = []
     for a in range(n_apps):
         _, t0, cls, _ = THEMIS_MODELS[model[a]]
         loc = LOCALITY_SENSITIVE if net[a] else LOCALITY_INSENSITIVE
-        tasks = int(job_rng.choice([1, 2]))
-        hours = phase_hours * job_rng.lognormal(0.0, 0.5)
-        iters = max(1.0, round(hours * 3600.0 / t0))
-        n = int(n_jobs[a])
+        n, k = int(n_jobs[a]), int(tasks[a])
         phases = [(0, n)]
         if workload == 2:
             phases = [(p, max(n >> p, 1)) for p in range(int(np.log2(n)) + 1)]
-        for p, k in phases:
-            d = min(tasks * 2**p, max_gpus_per_job, base_gpus // contention)
-            if workload == 1:
-                d = min(tasks, base_gpus // contention)
-            for j in range(k):
+        share = budget[a] / len(phases)  # GPU-hours per phase (one phase in Workload 1)
+        for p, count in phases:
+            d = min(k * 2**p, max_gpus_per_job, gpus) if workload == 2 else min(k, gpus)
+            w = np.exp(job_sigma * job_rng.standard_normal(count))
+            gpu_hours = share * w / w.sum()
+            # seconds per iteration on d GPUs: W1 t0 per task; W2 linear speedup of t0 x tasks
+            t_iter = t0 * k / d if workload == 2 else t0
+            for j in range(count):
+                iters = max(1.0, round(gpu_hours[j] * 3600.0 / (t_iter * d)))
                 rows.append(
                     {
                         "job_id": f"a{a}-p{p}-j{j}",
                         "num_gpus": d,
                         "submit_time": arrival[a],
-                        "duration": iters * (2**p if workload == 2 else 1),
+                        "duration": iters,
                         "model": model[a],
                         "app_id": f"a{a}",
                         "phase": p,
-                        # seconds per iteration on d GPUs (linear speedup of t0 x tasks serial)
-                        "t_iter": t0 * tasks / d if workload == 2 else t0,
+                        "t_iter": t_iter,
                         "cls": cls,
                         "locality": loc[1],
                         "locality_rack": loc[2],
@@ -135,13 +209,46 @@ def themis_workload(
                     }
                 )
     frame = pd.DataFrame(rows)
-    if load is not None:
-        if not load > 0:
-            raise OptionError("load", f"must be > 0, got {load!r}")
-        work = float((frame["duration"] * frame["t_iter"] * frame["num_gpus"]).sum())
-        span = float(arrival.max() - arrival.min())
-        scale = load * base_gpus * span / work if span > 0 else 1.0
-        frame["duration"] = np.maximum(1.0, np.round(frame["duration"] * scale))
-    frame.attrs["name"] = f"themis-w{workload}-{n_apps}apps-x{contention}-s{seed}"
-    frame.attrs["gpus"] = base_gpus // contention
+    frame.attrs["name"] = f"themis-w{workload}-{scale}-{n_apps}apps-x{contention}-s{seed}"
+    frame.attrs["gpus"] = gpus
+    frame.attrs["gpus_per_machine"] = gpm
+    frame.attrs["profile"] = THEMIS_PROFILE
+    frame.attrs["window_hours"] = window
     return frame
+
+
+def workload_stats(frame: pd.DataFrame) -> dict[str, float]:
+    """The paper's workload statistics of a frame: median task GPU-hours (Fig. 4: a task is one GPU of
+    a job), median app GPU-days (Fig. 3), median jobs per exploring app (Fig. 2), single-job share."""
+    hours = frame["duration"] * frame["t_iter"] / 3600.0  # a task's wall = GPU time per task
+    app_days = (hours * frame["num_gpus"]).groupby(frame["app_id"]).sum() / 24.0
+    first = frame[frame["phase"] == 0].groupby("app_id").size()
+    return {
+        "median_task_gpu_hours": float(np.median(np.repeat(hours, frame["num_gpus"]))),
+        "median_app_gpu_days": float(app_days.median()),
+        "median_jobs_per_exploring_app": float(first[first > 1].median()) if (first > 1).any() else 1.0,
+        "single_job_fraction": float((first == 1).mean()),
+        "jobs": float(len(frame)),
+    }
+
+
+def _count(name: str, v, least: int) -> int:
+    if isinstance(v, bool) or not isinstance(v, (int, np.integer)) or v < least:
+        raise OptionError(name, f"must be an integer >= {least}, got {v!r}")
+    return int(v)
+
+
+def _positive(name: str, v) -> float:
+    if isinstance(v, bool) or not isinstance(v, (int, float, np.number)) or not 0 < v < 1e6:
+        raise OptionError(name, f"must be a number in (0, 1e6), got {v!r}")
+    return float(v)
+
+
+def _jobs_range(r) -> tuple[int, int]:
+    try:
+        lo, hi = (int(v) for v in r)
+    except (TypeError, ValueError):
+        raise OptionError("jobs_range", f"expected two integers (lo, hi), got {r!r}") from None
+    if not 1 <= lo <= hi:
+        raise OptionError("jobs_range", f"need 1 <= lo <= hi, got {r!r}")
+    return lo, hi

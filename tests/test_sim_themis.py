@@ -13,8 +13,8 @@ from fairplace.sim import simulate
 
 @pytest.fixture(scope="module")
 def w2():
-    # 8 hyper-parameter apps, contention x2: a 64-GPU workload on 32 GPUs
-    return themis_workload(2, n_apps=8, base_gpus=64, contention=2, jobs_per_app=(2, 4, 8), seed=0)
+    # 8 hyper-parameter apps of the small variant, contention x2: a 64-GPU workload on 32 GPUs
+    return themis_workload(2, scale="small", n_apps=8, base_gpus=64, contention=2, seed=0)
 
 
 @pytest.fixture(scope="module")
@@ -56,7 +56,9 @@ def test_themis_run_respects_leases_phases_and_invariants(runs, w2):
 
 
 def test_pm_score_pricing_option_and_bad_options():
-    tiny = themis_workload(2, n_apps=2, base_gpus=8, jobs_per_app=(2,), phase_hours=0.2, seed=1)
+    tiny = themis_workload(
+        2, scale="small", n_apps=2, base_gpus=8, jobs_range=(2, 2), app_gpu_days=0.05, seed=1
+    )
     res = simulate(
         tiny, "themis", "pal", progress=False, scheduler_options={"pricing": "pm-score", "f": 0.5}
     )

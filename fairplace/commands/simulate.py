@@ -59,12 +59,14 @@ def add_arguments(p) -> None:
     p.add_argument("--gpus-per-machine", type=_args.gpus, default=4, metavar="K", help="default 4")
     p.add_argument(
         "--profile",
-        default="longhorn-runs",
-        help="variability: "
+        default=None,
+        help="variability (default: the trace's own - uniform for THEMIS workloads - else "
+        "longhorn-runs): "
         + _choices(
             PROFILE_NAMES,
             {
-                "longhorn-runs": "default: per-run rows sampled per GPU, PAL §IV-C",
+                "longhorn-runs": "per-run rows sampled per GPU, PAL §IV-C",
+                "uniform": "homogeneous GPUs (every PM-score 1)",
                 "longhorn": "per-GPU medians",
                 "longhorn-artifact": "the PAL artifact's seeded draw",
             },

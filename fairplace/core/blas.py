@@ -11,15 +11,23 @@ threads.
 
 from __future__ import annotations
 
-from threadpoolctl import threadpool_limits
+import functools
+
+from threadpoolctl import ThreadpoolController
+
+
+@functools.cache
+def _controller(load_scipy: bool) -> ThreadpoolController:
+    """The process's BLAS libraries, found once: threadpoolctl reads /proc/self/maps and opens every
+    loaded library to find them (~10 ms a call: per THEMIS auction it was a third of the run)."""
+    if load_scipy:
+        import scipy.linalg  # noqa: F401
+    return ThreadpoolController()
 
 
 def one_blas_thread(load_scipy: bool = True):
     """A context manager (also effective for the whole process if never exited) limiting BLAS
     libraries (OpenBLAS, MKL, BLIS) to one thread; the previous limits come back on exit. Only
-    libraries already loaded are limited: with ``load_scipy``, scipy's own OpenBLAS (loaded with
-    scipy.linalg, which the solvers use) is loaded first (~0.3 s the first time)."""
-    if load_scipy:
-        import scipy.linalg  # noqa: F401
-
-    return threadpool_limits(limits=1, user_api="blas")
+    libraries loaded at the first call are limited: with ``load_scipy``, scipy's own OpenBLAS
+    (loaded with scipy.linalg, which the solvers use) is loaded first (~0.3 s the first time)."""
+    return _controller(load_scipy).limit(limits=1, user_api="blas")

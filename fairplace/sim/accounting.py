@@ -44,6 +44,7 @@ class Timeline:
     t_isolated_job: np.ndarray  # the same per job (the job as its own app)
     rounds: dict[str, list] = field(default_factory=dict)
     busy_gpu_seconds: float = 0.0
+    idle_waiting_gpu_seconds: float = 0.0  # integral of min(idle GPUs, unmet demand)
     t0: float = 0.0
     t_end: float = 0.0
 
@@ -90,7 +91,8 @@ def stamp(at: np.ndarray, t0: float, R: float, stamping: str) -> np.ndarray:
 
 def advance(j, k, t, t1, rem, rate, inv_s, ready, attained, tr: Timeline, stamping, R):
     """Progress the running jobs ``j`` (holding ``k`` GPUs each) over [t, t1]; completions stamped at
-    their exact times. Returns (mask of ``j`` that finished, iterations done by each of ``j``)."""
+    their exact times. Returns (mask of ``j`` that finished, iterations done by each of ``j``, when
+    each of ``j`` stopped holding its GPUs in [t, t1]: its exact completion, else t1)."""
     begin = np.maximum(ready[j], t)
     finish_at = begin + rem[j] / rate[j]
     fin = finish_at <= t1 * (1 + 1e-15)
@@ -108,7 +110,25 @@ def advance(j, k, t, t1, rem, rate, inv_s, ready, attained, tr: Timeline, stampi
     tr.gpu_seconds[j] += held * k
     tr.busy_gpu_seconds += float(np.sum(held * k))
     tr.finish[j[fin]] = stamp(finish_at[fin], tr.t0, R, stamping)
-    return fin, prog
+    return fin, prog, stop
+
+
+def idle_while_waiting(t, t1, idle, unmet, freed_at, freed, unmet_gone, arrive_at, arrive) -> float:
+    """GPU-seconds over [t, t1] of min(idle GPUs, unmet demand): GPUs that no job holds while released
+    jobs want more than they hold (a queued job: its whole demand; an elastic job: N_j - k_j).
+    Piecewise constant between events: completions at ``freed_at`` free ``freed`` GPUs and end
+    ``unmet_gone`` of unmet demand; arrivals at ``arrive_at`` add ``arrive`` of demand."""
+    times = np.concatenate([freed_at, arrive_at])
+    if not times.size:
+        return max(min(idle, unmet), 0.0) * (t1 - t)
+    d_idle = np.concatenate([freed, np.zeros(arrive_at.size)])
+    d_unmet = np.concatenate([-unmet_gone, arrive])
+    order = np.argsort(times, kind="stable")
+    edges = np.concatenate([[t], np.clip(times[order], t, t1), [t1]])
+    level_idle = idle + np.concatenate([[0.0], np.cumsum(d_idle[order])])
+    level_unmet = unmet + np.concatenate([[0.0], np.cumsum(d_unmet[order])])
+    level = np.maximum(np.minimum(level_idle, level_unmet), 0.0)
+    return float(np.sum(level * np.diff(edges)))
 
 
 def isolated(tr: Timeline, w, G: int, m: int, app_dmax, j, prog) -> None:

@@ -21,7 +21,7 @@ from fairplace.instances.trace_generators import (
 )
 
 from . import metrics
-from .config import BINNINGS, SimulationConfig
+from .config import BINNINGS, DEFAULT_PROFILE, SimulationConfig
 from .engine import Driver, SimConfig
 from .ideal_time import add_rho
 from .isolated import isolated_jct
@@ -156,11 +156,20 @@ def _cluster_size(cfg: SimulationConfig, frame) -> tuple[int, int]:
     return gpus, gpm
 
 
-def _make_cluster(cfg: SimulationConfig, gpus: int, gpus_per_machine: int):
-    """The cluster with PM-scores drawn from ``cfg.profile``; (cluster, with_replacement)."""
+def trace_profile(cfg: SimulationConfig, frame) -> str:
+    """The variability profile: ``cfg.profile``, else the trace's own (``attrs["profile"]``: THEMIS
+    workloads run on homogeneous GPUs), else :data:`DEFAULT_PROFILE`."""
+    if cfg.profile is not None:
+        return cfg.profile
+    own = frame.attrs.get("profile") if frame is not None else None
+    return str(own) if own is not None else DEFAULT_PROFILE
+
+
+def _make_cluster(cfg: SimulationConfig, gpus: int, gpus_per_machine: int, profile: str):
+    """The cluster with PM-scores drawn from ``profile``; (cluster, with_replacement)."""
     from fairplace.instances.variability import make_cluster
 
-    profile, repl = cfg.profile, cfg.with_replacement
+    repl = cfg.with_replacement
     machines = gpus // gpus_per_machine
     if profile == "longhorn-artifact":  # the artifact's draw is always with replacement
         repl = True
@@ -257,8 +266,8 @@ def _run(trace, scheduler, placement, cfg: SimulationConfig) -> SimulationResult
             frame, models, cfg.locality_penalty, cfg.locality_by_model, max_gpus=gpus
         )
     if cfg.cluster is None:
-        cluster, repl = _make_cluster(cfg, gpus, gpus_per_machine)
-        profile = cfg.profile
+        profile = trace_profile(cfg, frame)
+        cluster, repl = _make_cluster(cfg, gpus, gpus_per_machine, profile)
     else:
         cluster, repl, profile = cfg.cluster, cfg.with_replacement, "custom"
     cls_used = sorted({c for c in w.cls if c is not None})
@@ -301,6 +310,9 @@ def _run(trace, scheduler, placement, cfg: SimulationConfig) -> SimulationResult
         add_rho(custom_tid, w, tr, jobs, apps, gpus)
     variant = rho_variant if custom_tid is None else str(custom_tid.name)
     summ = metrics.summary(jobs, apps, tr, gpus, variant)
+    extra = getattr(sched, "summary_extra", None)  # an allocating scheduler's own statistics
+    if callable(extra):
+        summ.update(extra(gpus))
     if custom_tid is not None:  # as metrics.summary reports every built-in variant
         r = apps[f"rho_{variant}"].to_numpy()
         summ[f"max_rho_{variant}"] = float(np.max(r))

@@ -21,6 +21,8 @@ from .protocols import IdealTimeModel
 BINNINGS = ("silhouette", "artifact", "none")
 #: model -> application class maps (``instances.models``): PAL's paper (A/B/C) or its artifact (A-D)
 CLASS_MAPS = ("paper", "artifact")
+#: the variability profile of a trace that names none (PAL's per-run Longhorn sampling)
+DEFAULT_PROFILE = "longhorn-runs"
 #: every T_id variant ``rho_variant`` may name: IdealTime's variants, then apps re-simulated alone
 RHO_VARIANT_NAMES = (*metrics.RHO_VARIANTS, metrics.ISOLATED)
 
@@ -29,7 +31,9 @@ RHO_VARIANT_NAMES = (*metrics.RHO_VARIANTS, metrics.ISOLATED)
 class SimulationConfig:
     """Cluster, runtime model, round grid and reporting options of one simulation.
 
-    ``gpus`` None: the trace's ``attrs["gpus"]`` or 64; ``cluster`` (a
+    ``gpus`` None: the trace's ``attrs["gpus"]`` or 64; ``profile`` None: the trace's
+    ``attrs["profile"]`` (THEMIS workloads: ``uniform``, homogeneous GPUs) or :data:`DEFAULT_PROFILE`;
+    ``cluster`` (a
     :class:`~fairplace.core.domain.Cluster` with PM-scores) overrides ``gpus``, ``gpus_per_machine``
     and ``profile``. ``round_length`` None: 300 s (THEMIS: its lease, 600 s).
     ``locality_model``: ``constant`` (a spread job runs ``locality_penalty`` x slower) or
@@ -44,7 +48,7 @@ class SimulationConfig:
     gpus: int | None = None
     gpus_per_machine: int = 4
     machines_per_rack: int | None = None
-    profile: str = "longhorn-runs"
+    profile: str | None = None
     classes: str = "paper"
     with_replacement: bool | None = None
     binning: str = "silhouette"

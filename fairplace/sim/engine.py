@@ -277,8 +277,10 @@ class Driver:
             r["allocation"].append(last_rec[1])
             # advance to t_next with exact completions
             j_run = run.idx
-            fin, prog = acc.advance(
-                j_run, run.k[j_run], t, t_next, rem, rate, inv_s, ready, attained, tr,
+            k_run, busy0 = run.k[j_run], run.busy
+            unmet0 = float(w.demand[active].sum() - busy0)  # released jobs' demand not held
+            fin, prog, stop = acc.advance(
+                j_run, k_run, t, t_next, rem, rate, inv_s, ready, attained, tr,
                 cfg.stamping, R,
             )  # fmt: skip
             acc.isolated(tr, w, G, max(n_apps, 1), app_dmax, j_run, prog)
@@ -299,6 +301,9 @@ class Driver:
                 active = np.flatnonzero(is_active)
                 if self.progress is not None:
                     self.progress(len(finished))
+            tr.idle_waiting_gpu_seconds += self._idle_waiting(
+                t, t_next, busy0, unmet0, j_run, k_run, fin, stop, pending
+            )
             if not t_next > t:
                 raise InvariantError(f"time did not advance at t={t}")
             t = t_next
@@ -311,6 +316,23 @@ class Driver:
         return tr
 
     # -- pieces ---------------------------------------------------------------------------------
+    def _idle_waiting(self, t, t1, busy0, unmet0, j_run, k_run, fin, stop, pending) -> float:
+        """GPU-seconds in [t, t1] of idle GPUs while released jobs want more
+        (:func:`accounting.idle_while_waiting`); releases before t1 are read off the heap and put
+        back (completions inside [t, t1] may have released a next phase)."""
+        early = []
+        while pending and pending[0][0] < t1:
+            early.append(heapq.heappop(pending))
+        for item in early:
+            heapq.heappush(pending, item)
+        at = np.array([r for r, _ in early], float)
+        dem = self.w.demand[np.array([j for _, j in early], np.int64)].astype(float)
+        kf = k_run[fin].astype(float)
+        return acc.idle_while_waiting(
+            t, t1, float(self.G - busy0), unmet0, stop[fin], kf,
+            self.w.demand[j_run[fin]] - kf, at, dem,
+        )  # fmt: skip
+
     def _place(self, order, run: Running, t, t0, jobs, pos, last_dec):
         """Ask the policy: (its decision, new holdings as sorted tuples and as index arrays)."""
         R, w, key = self.cfg.round_length, self.w, run.key

@@ -198,6 +198,7 @@ def summary(
         "makespan": makespan,
         "utilization": float(tr.busy_gpu_seconds / (G * makespan)) if makespan > 0 else 0.0,
         "gpu_time": float(jobs["gpu_time"].sum()),
+        "idle_gpu_hours_while_waiting": float(tr.idle_waiting_gpu_seconds / 3600.0),
         "offered_load": offered_load(jobs, G),
         "placement_score": float(
             np.nansum(jobs["placement_score"] * jobs["run_time"]) / jobs["run_time"].sum()

@@ -12,7 +12,17 @@ On a resource-available event (lease expiry, arrival, completion) the driver cal
    to the non-participants: ``leftover='random'`` (seeded: non-participants in random order, each
    taking what it can still use) or ``'work-conserving'`` (greedy: the non-participant whose rho
    improves most takes a packed chunk, repeated),
-5. returns the decisions with lease expiries (t_now + lease) — time advancement stays with the driver.
+5. ``fill=True`` (default): GPUs still left go to any app that can use more (participants included),
+   worst current rho first — so that no offered GPU stays idle while an app could run on it. The
+   paper's PA leaves them idle (hidden payments are "not work-conserving", §3.3.1) and makes rounds
+   work-conserving through the leftover rule alone; when every non-participant is already served,
+   that rule has no taker,
+6. returns the decisions with lease expiries (t_now + lease) — time advancement stays with the driver.
+
+What an app "can use" is ``AppState.room`` when the driver knows it (THEMIS in the simulator: the
+demand of the app's running jobs minus what it holds), else its demand cap minus what it holds.
+``n_active`` (default: the number of states) is the N of the filter: the driver may pass only the apps
+that can use more GPUs while ceil((1 - f) N) still counts every active app.
 
 Rho tables are cached per app from its last auction (Theorem 3.3): :class:`RoundOutcome` returns
 them, the driver passes them back as ``cache``; a leftover recipient's new rho estimate is read from
@@ -57,6 +67,7 @@ class AppState:
     app: AgentApp
     held: tuple[str, ...] = ()
     rho: float | None = None
+    room: int | None = None  # GPUs it can use beyond ``held`` (None: its demand cap minus held)
 
 
 @dataclass(frozen=True)
@@ -75,6 +86,7 @@ class RoundOutcome:
     tables: dict[str, RhoTable] = field(default_factory=dict)
     rho_after: dict[str, float] = field(default_factory=dict)
     status: str = "optimal"
+    filled: dict[str, list[str]] = field(default_factory=dict)  # step 5: GPUs nobody else took
 
 
 @dataclass(frozen=True)
@@ -86,7 +98,9 @@ class Arbiter:
     leftover: str = "random"
     rounding: str = "lottery"  # default from the sensitivity experiment (sim/themis.py)
     seed: int = 0
-    options: SolveOptions = SolveOptions()
+    # one thread: a round's leave-one-out solves are small, a thread pool costs more than it saves
+    options: SolveOptions = SolveOptions(parallel=False)
+    fill: bool = True
 
     def __post_init__(self):
         if not 0.0 <= self.f < 1.0:
@@ -112,6 +126,7 @@ class Arbiter:
         t_now: float,
         round_index: int = 0,
         cache: Mapping[str, RhoTable] | None = None,
+        n_active: int | None = None,
     ) -> RoundOutcome:
         """Run one round; pure apart from the solver (same inputs and seed -> same outcome)."""
         from fairplace.solvers.compact import solve_compact_auction
@@ -126,7 +141,7 @@ class Arbiter:
         draw = np.random.default_rng([seed, 1]).random(len(states))
         order = sorted(range(len(states)), key=lambda i: (-now[i], -share[i], draw[i]))
         ranking = [(states[i].app.id, now[i]) for i in order]
-        k = self.n_participants(len(states))
+        k = min(self.n_participants(len(states) if n_active is None else n_active), len(states))
         chosen = {a for a, _ in ranking[:k]}
         part = [s for s in states if s.app.id in chosen]
         rest = [s for s in states if s.app.id not in chosen]
@@ -134,7 +149,7 @@ class Arbiter:
         offer = cluster.indices(free)
         auction, pf, pay, tables, status = {}, {}, {}, {}, "optimal"
         if part and offer.size:
-            capps = tuple(compact_app(s.app, cluster, offer) for s in part)
+            capps = tuple(compact_app(s.app, cluster, offer, s.room) for s in part)
             inst = AuctionInstance(cluster, ())
             ids = [s.app.id for s in part]
             sol = solve_compact_auction(
@@ -149,19 +164,29 @@ class Arbiter:
         for a, g in given.items():
             allocation.setdefault(a, []).extend(g)
         taken = {g for gs in given.values() for g in gs}
+        unallocated = [g for g in left if g not in taken]
+        filled: dict[str, list[str]] = {}
+        if self.fill and unallocated:
+            worst_first = [next(s for s in states if s.app.id == a) for a, _ in ranking]
+            for s in worst_first:
+                room = self._room(s) - len(allocation.get(s.app.id, ()))
+                if room > 0 and unallocated:
+                    filled[s.app.id], unallocated = unallocated[:room], unallocated[room:]
+                    allocation.setdefault(s.app.id, []).extend(filled[s.app.id])
         return RoundOutcome(
             allocation=allocation,
             auction={a: list(g) for a, g in auction.items()},
             pf_allocation=dict(pf or {}),
             payments=dict(pay or {}),
             leftover_given=given,
-            unallocated=[g for g in left if g not in taken],
+            unallocated=unallocated,
             participants=[s.app.id for s in part],
             ranking=ranking,
             lease_expiry=float(t_now) + self.lease,
             tables=tables,
             rho_after=rho_after,
             status=status,
+            filled=filled,
         )
 
     # --- helpers ----------------------------------------------------------------------------------
@@ -184,8 +209,12 @@ class Arbiter:
     def _rho_now(self, cluster: Cluster, s: AppState) -> float:
         return float(s.rho) if s.rho is not None else self._rho_of(cluster, s.app, s.held)
 
-    def _room(self, app: AgentApp, held: int) -> int:
-        return max(ftf_model(app).app_demand_max - held, 0)
+    @staticmethod
+    def _room(s: AppState) -> int:
+        """GPUs ``s`` can use beyond what it holds (:attr:`AppState.room`, else its demand cap)."""
+        if s.room is not None:
+            return max(int(s.room), 0)
+        return max(ftf_model(s.app).app_demand_max - len(s.held), 0)
 
     def _leftover(self, cluster, rest, left, seed, cache):
         """Hand ``left`` GPU ids to the non-participants ``rest``; ({id: gpus}, {id: new rho})."""
@@ -198,7 +227,7 @@ class Arbiter:
             order = np.random.default_rng(seed).permutation(len(rest))
             for k in order:
                 s = rest[int(k)]
-                take = pool[: self._room(s.app, len(s.held))]
+                take = pool[: self._room(s)]
                 if take:
                     given[s.app.id] = take
                     pool = pool[len(take) :]
@@ -207,7 +236,7 @@ class Arbiter:
             while pool:
                 best = None
                 for s in rest:
-                    room = self._room(s.app, len(held[s.app.id]))
+                    room = self._room(s) - len(held[s.app.id]) + len(s.held)
                     take = pool[:room]
                     if not take:
                         continue

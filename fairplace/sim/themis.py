@@ -6,6 +6,12 @@ app-level scheduler that splits each app's GPUs among its jobs (successive halvi
   events only: a lease expiry, a completion, an arrival or a released successive-halving phase.
   Only free GPUs (idle or with an expired lease) are offered; held leases stay. An app that wins
   back GPUs it held keeps them on the same jobs (no checkpoint-restart).
+* Work-conserving rounds: an app that holds more GPUs than its running phase can use (a job finished
+  before its lease ended) gives the excess back at that event (``_reclaim``), and it is offered at
+  once; only apps that can use more GPUs bid (ceil((1 - f) N) still counts all N active apps), and
+  GPUs that neither the auction nor the leftover rule placed go to any app that can use them, worst
+  rho first (``Arbiter(fill=True)``). So no GPU is idle while an app's jobs want more
+  (``idle_gpu_hours_while_waiting`` = 0 in the summary).
 * Apps are described to the ARBITER in agent form (:class:`~fairplace.core.domain.AgentApp`): the running
   jobs of the current phase (serial seconds per iteration = t_iter x N_j), later phases as
   ``successive-halving`` phases (n_jobs, iterations, GPUs per job), T_id under the same variant as
@@ -19,7 +25,9 @@ app-level scheduler that splits each app's GPUs among its jobs (successive halvi
   the locality slowdown only) or ``pm-score`` (S = L(spread) x max binned PM-score, priced on a copy of
   the cluster carrying the binned scores). Runtime always uses the raw PM-scores.
 * App scheduler (THEMIS' even split, §4.3.3): n GPUs over J jobs -> n < J: the n jobs with most work
-  left get one GPU; else n // J each (remainder to the jobs with most work), at most N_j per job;
+  left get one GPU; else n // J each (the remainder to the jobs already holding it, then to those
+  with most work), at most N_j per job, what a job cannot take going to the others
+  (:func:`even_split`);
   each job keeps the GPUs it had where it can, then takes the app's free GPUs best-fit by machine
   (the machine with the fewest of the app's free GPUs that still holds the job's need; else the
   fullest machines first), so that a job that fits in a machine runs within one.
@@ -72,6 +80,26 @@ def best_fit(pool: set, need: int, machine_of: np.ndarray) -> list:
     return out
 
 
+def even_split(n: int, caps: np.ndarray, order: np.ndarray) -> np.ndarray:
+    """THEMIS' even split of ``n`` GPUs over jobs with demands ``caps``, water-filled: every job gets
+    the same count up to its demand, what a capped job cannot take goes to the others, and a
+    remainder of one GPU each goes to the jobs first in ``order`` (most work left). Uses
+    min(n, sum(caps)) GPUs."""
+    target = np.zeros(caps.size, np.int64)
+    left, open_ = int(n), caps > 0
+    while left > 0 and open_.any():
+        share = left // int(open_.sum())
+        if share == 0:
+            pick = order[open_[order]][:left]
+            target[pick] += 1
+            break
+        add = np.where(open_, np.minimum(share, caps - target), 0)
+        target += add
+        left -= int(add.sum())
+        open_ &= target < caps
+    return target
+
+
 class Themis:
     """The THEMIS scheduler: ``allocates`` GPUs itself (no placement policy)."""
 
@@ -103,6 +131,7 @@ class Themis:
         self.owner: np.ndarray | None = None  # per GPU: app index holding it (-1 = free)
         self.steps_t: list[float] = []
         self.steps_n: list[int] = []
+        self.auctions: list[tuple[float, int, int]] = []  # (t, bidders, GPUs offered) per auction
         self.k = 0
 
     def next_change(self, view: SchedView) -> float:
@@ -132,10 +161,15 @@ class Themis:
         before = self.owner.copy()
         finished_app = ~np.isin(self.owner, apps)
         self.owner[finished_app | (self.expiry <= t + 1e-9)] = -1
+        usable = self._usable(view, w)
+        self._reclaim(usable, alloc)
         self.expiry[self.owner < 0] = -np.inf
         free = np.flatnonzero(self.owner < 0)
-        if free.size and apps.size:
-            states = [self._state(a, view, w, before) for a in apps]
+        held = np.bincount(self.owner[self.owner >= 0], minlength=usable.size)
+        room = usable - held
+        wanting = apps[room[apps] > 0]
+        if free.size and wanting.size:
+            states = [self._state(a, view, w, before, int(room[a])) for a in wanting]
             out = self.arbiter.auction_round(
                 self.decide_cluster,
                 states,
@@ -143,20 +177,71 @@ class Themis:
                 t,
                 self.k,
                 cache=self.cache,
+                n_active=int(apps.size),
             )
             self.cache = {**self.cache, **out.tables}
+            self.auctions.append((t, len(out.participants), int(free.size)))
             end = t + self.lease
-            pos = {w.app_ids[a]: a for a in apps}
+            pos = {w.app_ids[a]: a for a in wanting}
             won = {pos[a]: cluster.indices(g) for a, g in out.auction.items() if g}
             grant = self._keep_previous(won, before)
-            left = {pos[a]: len(g) for a, g in out.leftover_given.items() if g}
-            spare = [g for gs in out.leftover_given.values() for g in gs] + list(out.unallocated)
-            grant.update(self._leftover_back(left, cluster.indices(spare), before))
+            extra: dict = {}
+            for part in (out.leftover_given, out.filled):
+                for a, g in part.items():
+                    extra[pos[a]] = extra.get(pos[a], 0) + len(g)
+            taken = {g for gs in won.values() for g in gs.tolist()}
+            spare = np.asarray(sorted(set(free.tolist()) - taken), np.int64)
+            for a, idx in self._leftover_back(extra, spare, before).items():
+                grant[a] = np.concatenate([grant.get(a, np.zeros(0, np.int64)), idx])
             for a, idx in grant.items():
                 self.owner[idx] = a
                 self.expiry[idx] = end
         self.k += 1
         return self._split(view, w, alloc)
+
+    def summary_extra(self, gpus: int) -> dict[str, float]:
+        """Per-run auction statistics for the simulation summary: auctions held, mean bidders per
+        auction, share of auctions with a single bidder (who pays nothing: PA degenerates), mean
+        fraction of the cluster offered (re-auctioned) per auction."""
+        if not self.auctions:
+            return {"auctions": 0, "mean_bidders": 0.0, "single_bidder_share": 0.0,
+                    "mean_offered_fraction": 0.0}  # fmt: skip
+        _, bidders, offered = (np.asarray(c, float) for c in zip(*self.auctions, strict=True))
+        return {
+            "auctions": len(self.auctions),
+            "mean_bidders": float(bidders.mean()),
+            "single_bidder_share": float(np.mean(bidders == 1)),
+            "mean_offered_fraction": float(offered.mean() / gpus),
+        }
+
+    def _usable(self, view: SchedView, w) -> np.ndarray:
+        """GPUs each app can use now: the demand of its running phase's active jobs (per app index)."""
+        act = view.active
+        app = w.app[act]
+        out = np.zeros(len(w.app_ids), np.int64)
+        if act.size:
+            cur = np.full(len(w.app_ids), np.iinfo(np.int64).max)
+            np.minimum.at(cur, app, w.phase[act])
+            now = w.phase[act] == cur[app]
+            np.add.at(out, app[now], w.demand[act[now]])
+        return out
+
+    def _reclaim(self, usable: np.ndarray, alloc) -> None:
+        """Work-conserving leases: an app holding more GPUs than its running jobs can use (jobs
+        finished before its lease ended) gives the excess back now, idle GPUs first, from the
+        machines where it holds fewest."""
+        held = np.bincount(self.owner[self.owner >= 0], minlength=usable.size)
+        over = np.flatnonzero(held > usable)
+        if not over.size:
+            return
+        busy = np.zeros(len(self.owner), bool)
+        for gs in alloc.values():
+            busy[np.asarray(gs, np.int64)] = True
+        for a in over.tolist():
+            mine = np.flatnonzero(self.owner == a)
+            per_machine = np.bincount(self._mi[mine], minlength=int(self._mi.max()) + 1)
+            order = np.lexsort((mine, per_machine[self._mi[mine]], busy[mine]))
+            self.owner[mine[order[: held[a] - usable[a]]]] = -1
 
     def _keep_previous(self, grant: dict, before: np.ndarray) -> dict:
         """Swap granted GPUs within groups of interchangeable GPUs (same machine and same decision
@@ -198,7 +283,7 @@ class Themis:
             out[a] = np.asarray(sorted(take), np.int64)
         return out
 
-    def _state(self, a: int, view: SchedView, w, before: np.ndarray):
+    def _state(self, a: int, view: SchedView, w, before: np.ndarray, room: int):
         from fairplace.sim.rounds import AppState
 
         app = self._agent(a, view, w)
@@ -210,7 +295,7 @@ class Themis:
             rho = bundle_rho(ftf_model(app, self.decide_cluster), self.decide_cluster, had, app.cls)
         else:
             rho = None
-        return AppState(app, held=tuple(self.decide_cluster.ids(held)), rho=rho)
+        return AppState(app, held=tuple(self.decide_cluster.ids(held)), rho=rho, room=room)
 
     def _agent(self, a: int, view: SchedView, w) -> AgentApp:
         mine = np.flatnonzero(w.app == a)
@@ -261,14 +346,11 @@ class Themis:
             run = run[w.phase[run] == w.phase[run].min()]
             n, J = gpus.size, run.size
             work = view.remaining[run] * w.t_iter[run]
-            order = np.lexsort((run, -work))
-            target = np.zeros(J, np.int64)
-            if n < J:
-                target[order[:n]] = 1
-            else:
-                target[:] = n // J
-                target[order[: n % J]] += 1
-                target = np.minimum(target, w.demand[run])
+            mine = set(gpus.tolist())
+            cur = np.array([sum(g in mine for g in alloc.get(int(j), ())) for j in run])
+            # the remainder stays with the jobs holding it (a lease renewal moves no job), then
+            # goes to the jobs with most work left
+            target = even_split(n, w.demand[run], np.lexsort((run, -work, -cur)))
             pool = set(gpus.tolist())
             for k, j in enumerate(run):
                 keep = [g for g in alloc.get(int(j), ()) if g in pool][: target[k]]
