@@ -344,7 +344,7 @@ class Themis:
             gpus = np.flatnonzero(self.owner == a)
             run = view.active[w.app[view.active] == a]
             run = run[w.phase[run] == w.phase[run].min()]
-            n, J = gpus.size, run.size
+            n = gpus.size
             work = view.remaining[run] * w.t_iter[run]
             mine = set(gpus.tolist())
             cur = np.array([sum(g in mine for g in alloc.get(int(j), ())) for j in run])
