@@ -304,6 +304,114 @@ def identical_phase_time(
     return float(out)
 
 
+def identical_phase_times(
+    k: int,
+    work: float,
+    sensitivity: float,
+    counts: np.ndarray,
+    d_max: int,
+    spread_level: int = 0,
+    locality: Sequence[float] = LOCALITY_BOOTSTRAP,
+    machine_gpus: int | None = None,
+) -> np.ndarray:
+    """:func:`identical_phase_time` at max V = 1 for every GPU count in ``counts`` (vectorised)."""
+    n = np.asarray(counts, np.int64)
+    if k <= 0:
+        return np.zeros(n.size)
+    cap = max(1, int(d_max))
+    pos = np.maximum(n, 1)
+    base = np.minimum(pos // k, cap)
+
+    def t(nj: np.ndarray) -> np.ndarray:
+        fits = (
+            (nj <= machine_gpus) & (nj < n) if machine_gpus is not None else np.zeros(n.size, bool)
+        )
+        L = np.where(
+            fits,
+            job_locality(locality, 0, sensitivity),
+            job_locality(locality, spread_level, sensitivity),
+        )
+        return work * np.where(nj > 1, L, 1.0) / np.maximum(nj, 1)
+
+    out = t(base)
+    more = (pos % k > 0) & (base + 1 <= cap)
+    out = np.where(more, np.maximum(out, t(base + 1)), out)
+    out = np.where(n < k, -(-k // pos) * work, out)
+    return np.where(n <= 0, np.inf, out)
+
+
+def phase_time_counts(
+    jobs: Sequence[JobInfo],
+    counts: Sequence[int],
+    d_max: int,
+    spread_level: int = 0,
+    locality: Sequence[float] = LOCALITY_BOOTSTRAP,
+    split: str = "even",
+    machine_gpus: int | None = None,
+) -> np.ndarray:
+    """:func:`phase_time` at max V = 1 for every GPU count in ``counts`` (a rho table's row of
+    counts): the jobs are sorted once; under the ``even`` split with one locality sensitivity the
+    slowest job of n >= J GPUs is read off the sorted works (the remainder goes to the jobs with
+    most work: the slowest job is the first of them or the first without), in O(1) per count."""
+    counts = [int(n) for n in counts]
+    sens = {j.locality_sensitivity for j in jobs}
+    if not jobs or split != "even" or len(sens) != 1:
+        return np.array(
+            [phase_time(jobs, n, d_max, spread_level, 1.0, locality, split, machine_gpus)
+             for n in counts], float,
+        )  # fmt: skip
+    (sens,) = sens
+    J, cap = len(jobs), max(1, int(d_max))
+    works = sorted((j.work for j in jobs), reverse=True)
+
+    def t(nj: int, w: float, n: int) -> float:
+        fits = machine_gpus is not None and nj <= machine_gpus and nj < n
+        L = job_locality(locality, 0 if fits else spread_level, sens) if nj > 1 else 1.0
+        return w * L / nj
+
+    out = np.empty(len(counts))
+    for a, n in enumerate(counts):
+        if n <= 0:
+            out[a] = math.inf
+        elif n < J:  # serialised, longest first onto the least-loaded GPU (as phase_time)
+            loads = [0.0] * n
+            for w in works:
+                heapq.heapreplace(loads, loads[0] + w)
+            out[a] = max(loads)
+        else:
+            base, r = min(n // J, cap), n % J
+            v = t(base, works[r], n) if r < J else 0.0
+            out[a] = max(v, t(min(base + 1, cap), works[0], n)) if r else v
+    return out
+
+
+def t_shared_counts(
+    opt: HyperOptimizer,
+    counts: Sequence[int],
+    d_max: int,
+    elapsed: float = 0.0,
+    spread_level: int = 0,
+    locality: Sequence[float] = LOCALITY_BOOTSTRAP,
+    split: str = "even",
+    machine_gpus: int | None = None,
+) -> np.ndarray:
+    """:func:`t_shared` at max V = 1 for every GPU count in ``counts`` (phase by phase)."""
+    total = np.full(len(counts), float(elapsed))
+    halving = isinstance(opt, SuccessiveHalving)
+    for p in range(opt.num_phases()):
+        d = opt.phase_demand(p, d_max) if halving else d_max
+        if halving and p > opt.current_phase and split == "even":
+            k, iters = opt.phases[p][:2]
+            tm, sens = opt._future_job
+            total += identical_phase_times(
+                int(k), float(iters) * tm, sens, counts, d, spread_level, locality, machine_gpus
+            )
+            continue
+        jobs = opt.jobs_in_phase(p, range(0))
+        total += phase_time_counts(jobs, counts, d, spread_level, locality, split, machine_gpus)
+    return total
+
+
 def single_job_t_shared(
     elapsed: float, iter_left: float, t_iter: float, S: float, n_gpus: int, d_max: int
 ) -> float:
@@ -476,14 +584,22 @@ class FTFModel:
         in max V (Eq. 1 / Eq. 2)."""
         ideal = self.ideal(r_c)
         lv = np.asarray(levels, float)
-        out = np.empty((len(counts), 3, lv.size))
-        for a, n in enumerate(counts):
-            x = [self.t_shared(int(n), 0, 1.0), math.nan, self.t_shared(int(n), 2, 1.0)]
-            # times are monotone in the spread: equal at 0 and 2 (no job spans machines) -> at 1 too
-            x[1] = x[0] if x[2] == x[0] else self.t_shared(int(n), 1, 1.0)
-            for s in range(3):
-                out[a, s] = (self.elapsed + lv * (x[s] - self.elapsed)) / ideal
-        return out
+        counts = [int(n) for n in counts]
+
+        def times(ns: list[int], s: int) -> np.ndarray:
+            return t_shared_counts(
+                self.optimizer, ns, self.d_max, self.elapsed, s, self.locality, self.split,
+                self.machine_gpus,
+            )  # fmt: skip
+
+        x0, x2 = times(counts, 0), times(counts, 2)
+        x1 = x0.copy()  # times are monotone in the spread: equal at 0 and 2 -> equal at 1 too
+        differ = np.flatnonzero(x0 != x2)
+        if differ.size:
+            x1[differ] = times([counts[k] for k in differ], 1)
+        x = np.stack([x0, x1, x2], axis=1)  # (counts, spread)
+        with np.errstate(invalid="ignore"):  # inf - elapsed stays inf
+            return (self.elapsed + lv[None, None, :] * (x - self.elapsed)[:, :, None]) / ideal
 
 
 def bundle_rho(

@@ -39,7 +39,14 @@ APPS = ("resnet50", "bert", "pagerank")
 #: ~1.12x); ``longhorn-artifact`` replays the PAL artifact's seeded draw (:func:`artifact_pm_scores`).
 #: ``uniform``: every PM-score 1 (homogeneous GPUs; THEMIS models no per-GPU variability, the default
 #: of its workloads).
-PROFILE_NAMES = ("longhorn-runs", "longhorn", "longhorn-artifact", "frontera", "synthetic", "uniform")
+PROFILE_NAMES = (
+    "longhorn-runs",
+    "longhorn",
+    "longhorn-artifact",
+    "frontera",
+    "synthetic",
+    "uniform",
+)
 #: The artifact's draw: Python's ``random`` seeded with 42, one ``random.choice`` per GPU per class in
 #: this order (the keys of its ``profiles.json``; B and C both read the BERT file).
 ARTIFACT_SEED = 42

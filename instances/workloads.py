@@ -129,7 +129,9 @@ def themis_workload(
         raise OptionError("contention", f"expected 1, 2 or 4, got {contention!r}")
     preset = SCALES[scale]
     n_apps = _count("n_apps", preset["n_apps"] if n_apps is None else n_apps, 1)
-    window = _positive("window_hours", preset["window_hours"] if window_hours is None else window_hours)
+    window = _positive(
+        "window_hours", preset["window_hours"] if window_hours is None else window_hours
+    )
     budget_days = _positive(
         "app_gpu_days", preset["app_gpu_days"] if app_gpu_days is None else app_gpu_days
     )
@@ -226,7 +228,9 @@ def workload_stats(frame: pd.DataFrame) -> dict[str, float]:
     return {
         "median_task_gpu_hours": float(np.median(np.repeat(hours, frame["num_gpus"]))),
         "median_app_gpu_days": float(app_days.median()),
-        "median_jobs_per_exploring_app": float(first[first > 1].median()) if (first > 1).any() else 1.0,
+        "median_jobs_per_exploring_app": float(first[first > 1].median())
+        if (first > 1).any()
+        else 1.0,
         "single_job_fraction": float((first == 1).mean()),
         "jobs": float(len(frame)),
     }

@@ -18,28 +18,25 @@ def best_subbundle(
     if cap <= 0 or not bundle:
         return None
     idx = np.asarray(bundle, np.int64)
-    lev = np.array([t.level(cluster.gpus[g].pm_score(app.cls)) for g in idx])  # bundle only
-    mach, rack = cluster.machine_index[idx], cluster.rack_index[idx]
+    # RhoTable.level, vectorised over the bundle
+    v = np.round(cluster.pm_vector(app.cls)[idx], 12) - 1e-12
+    lev = np.searchsorted(t.levels, v)
+    place = (cluster.machine_index[idx], cluster.rack_index[idx], np.zeros(idx.size, np.int64))
+    held = (app.held_machine, app.held_rack, -1)
     best, best_rho = None, t.rho[0, t.held_spread, max(t.held_level, 0)]
     for cell in app.cells:
         n, s, v = cell
         if n > cap or t.rho[cell] >= best_rho:
             continue
         ok = lev <= v
-        if s == 0:
-            pools = [ok & (mach == m) for m in np.unique(mach[ok])]
-            if app.held_machine >= 0:
-                pools = [ok & (mach == app.held_machine)]
-        elif s == 1:
-            pools = [ok & (rack == r) for r in np.unique(rack[ok])]
-            if app.held_rack >= 0:
-                pools = [ok & (rack == app.held_rack)]
-        else:
-            pools = [ok]
-        for pool in pools:
-            if pool.sum() >= n:
-                best, best_rho = (cell, tuple(int(g) for g in idx[pool][:n])), t.rho[cell]
-                break
+        where = place[s]  # spread 0: one machine, 1: one rack, 2: anywhere
+        if held[s] >= 0:  # the union must stay on the held machine / rack
+            ok &= where == held[s]
+        counts = np.bincount(where[ok])
+        fit = np.flatnonzero(counts >= n)  # the first machine / rack (ascending) that holds n
+        if fit.size:
+            pool = ok & (where == fit[0])
+            best, best_rho = (cell, tuple(int(g) for g in idx[pool][:n])), t.rho[cell]
     return best
 
 

@@ -2,12 +2,14 @@
 
 import math
 
+import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from fairplace.core.domain import AgentApp, AgentJob
+from fairplace.core.domain import AgentApp, AgentJob, AuctionInstance
 from fairplace.core.errors import OptionError
+from fairplace.formulations.agents import table_rho
 from fairplace.instances.generators import grid_cluster
 from fairplace.sim.rounds import AppState, Arbiter
 
@@ -129,3 +131,37 @@ def test_tie_broken_by_share_rho_of_the_longest_waiting():
     t_start = [0.0] + [90.0] * 9  # "z" arrived first
     out = Arbiter(f=0.9, seed=0).auction_round(CL, _equal_states(ids, t_start), [], 100.0, 0)
     assert out.participants == ["z"]
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    st.integers(1, 6),  # iterations left (x 100)
+    st.integers(1, 8),  # d_max
+    st.lists(st.integers(0, len(CL) - 1), max_size=3, unique=True),  # held GPUs
+    st.lists(st.integers(0, len(CL) - 1), min_size=1, max_size=10, unique=True),  # offer
+    st.sampled_from([(1.0, 1.1, 1.3), (1.0, 1.5, 2.0)]),
+    st.one_of(st.none(), st.integers(0, 8)),  # room
+)
+def test_single_bidder_takes_its_best_bundle_and_pays_nothing(it, d, held, offer, loc, room):
+    """One bidder: the shortcut (its best bundle, c = 1) has the compact PA auction's PF value."""
+    from fairplace.formulations.compact import compact_app
+    from fairplace.solvers.compact import solve_compact_auction
+
+    offer = [g for g in offer if g not in held]
+    if not offer:
+        return
+    app = AgentApp(
+        "A", (AgentJob(100.0 * it, 1.0, 1.0), AgentJob(50.0 * it, 1.0, 1.0)), t_start=0.0,
+        d_max=d, locality=loc, t_id={"n_avg": 2}, held=tuple(CL.ids(held)),
+    )  # fmt: skip
+    state = AppState(app, held=tuple(CL.ids(held)), room=room)
+    ids = [CL.gpus[g].id for g in offer]
+    out = Arbiter(f=0.5, fill=False).auction_round(CL, [state], ids, 0.0, 0)
+    assert out.payments == {"A": 1.0}
+    capp = compact_app(app, CL, np.asarray(sorted(offer)), room)
+    inst = AuctionInstance(CL, ())
+    ref = solve_compact_auction(inst, offer=np.asarray(sorted(offer)), apps=(capp,), ids=["A"])
+    assert ref.status == "optimal"
+    got = table_rho(capp.table, app, CL, CL.indices(out.auction.get("A", [])))
+    want = table_rho(capp.table, app, CL, CL.indices(ref.pf_allocation.get("A", [])))
+    assert got == pytest.approx(want, rel=1e-12) or got == want

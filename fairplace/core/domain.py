@@ -87,8 +87,18 @@ class Cluster:
         return tuple(sorted({c for g in self.gpus for c in g.pm}))
 
     def pm_vector(self, cls: str | None) -> np.ndarray:
-        """V_class(g) for every GPU, shape (G,); 1.0 where absent."""
-        return np.array([g.pm_score(cls) for g in self.gpus], dtype=float)
+        """V_class(g) for every GPU, shape (G,); 1.0 where absent (read-only, built once per class:
+        the simulator and the agents read it per round)."""
+        v = self._pm_vectors.get(cls)
+        if v is None:
+            v = np.array([g.pm_score(cls) for g in self.gpus], dtype=float)
+            v.flags.writeable = False
+            self._pm_vectors[cls] = v
+        return v
+
+    @cached_property
+    def _pm_vectors(self) -> dict:
+        return {}
 
     def indices(self, ids: Iterable[str]) -> np.ndarray:
         return np.array([self.index[i] for i in ids], dtype=np.int64)

@@ -52,7 +52,7 @@ def models_table(names, classes: str = "paper", source: str = "<trace>") -> dict
 def binned_scores(cluster, classes, binning: str, seed: int) -> dict[str, np.ndarray]:
     """Per class the PM-scores placement decides on: K-means bins (PAL) or the raw scores."""
     raw = np.column_stack([cluster.pm_vector(c) for c in classes])
-    if binning == "none":
+    if binning == "none" or (raw.size and np.all(raw == raw[:1])):  # homogeneous: nothing to bin
         B = raw
     elif binning in BINNINGS:
         from fairplace.formulations.pm_score import PMScoreBinner

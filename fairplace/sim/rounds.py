@@ -45,6 +45,7 @@ Example driver loop::
 from __future__ import annotations
 
 import math
+from collections import Counter
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 
@@ -130,14 +131,23 @@ class Arbiter:
     ) -> RoundOutcome:
         """Run one round; pure apart from the solver (same inputs and seed -> same outcome)."""
         from fairplace.solvers.compact import solve_compact_auction
+        from fairplace.solvers.compact_pack import best_subbundle
 
         cache = dict(cache or {})
         states = [
-            replace(s, app=replace(s.app, t_now=float(t_now), held=tuple(s.held))) for s in apps
+            s
+            if s.app.t_now == float(t_now) and s.app.held == tuple(s.held)
+            else replace(s, app=replace(s.app, t_now=float(t_now), held=tuple(s.held)))
+            for s in apps
         ]
         seed = int(np.random.SeedSequence([self.seed, round_index]).generate_state(1)[0])
         now = [self._rho_now(cluster, s) for s in states]
-        share = [self._rho_share(cluster, s, len(states)) for s in states]
+        n_all = len(states) if n_active is None else n_active
+        tied = Counter(now)  # the share tie-break matters only among equal current rho
+        share = [
+            self._rho_share(cluster, s, n_all) if tied[now[i]] > 1 else 0.0
+            for i, s in enumerate(states)
+        ]
         draw = np.random.default_rng([seed, 1]).random(len(states))
         order = sorted(range(len(states)), key=lambda i: (-now[i], -share[i], draw[i]))
         ranking = [(states[i].app.id, now[i]) for i in order]
@@ -145,17 +155,23 @@ class Arbiter:
         chosen = {a for a, _ in ranking[:k]}
         part = [s for s in states if s.app.id in chosen]
         rest = [s for s in states if s.app.id not in chosen]
-        free = [g for g in cluster.ids(range(len(cluster))) if g in set(free_gpus)]
-        offer = cluster.indices(free)
+        offer = np.unique(cluster.indices(free_gpus))  # in cluster order
+        free = cluster.ids(offer)
         auction, pf, pay, tables, status = {}, {}, {}, {}, "optimal"
         if part and offer.size:
             capps = tuple(compact_app(s.app, cluster, offer, s.room) for s in part)
-            inst = AuctionInstance(cluster, ())
             ids = [s.app.id for s in part]
-            sol = solve_compact_auction(
-                inst, self.options, self.rounding, seed, offer=offer, apps=capps, ids=ids
-            )
-            auction, pf, pay, status = sol.allocation, sol.pf_allocation, sol.payments, sol.status
+            if len(part) == 1:  # PF = the bidder's best bundle; PA: c = 1 (no one else to pay)
+                best = best_subbundle(capps[0], cluster, tuple(offer.tolist()), offer.size)
+                auction = {ids[0]: cluster.ids(best[1]) if best else []}
+                pf, pay = dict(auction), {ids[0]: 1.0}
+            else:
+                sol = solve_compact_auction(
+                    AuctionInstance(cluster, ()), self.options, self.rounding, seed, offer=offer,
+                    apps=capps, ids=ids,
+                )  # fmt: skip
+                auction, pf, pay = sol.allocation, sol.pf_allocation, sol.payments
+                status = sol.status
             tables = {s.app.id: a.table for s, a in zip(part, capps, strict=True)}
         used = {g for gs in auction.values() for g in gs}
         left = [g for g in free if g not in used]
