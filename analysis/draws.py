@@ -33,7 +33,7 @@ def _panels(baselines, g, ax):
     panels = [b for b in baselines if b in set(g["baseline"])]
     if ax is None:
         _, axes = plt.subplots(
-            1, len(panels), figsize=(6 * len(panels), 4), squeeze=False, layout="constrained"
+            1, len(panels), figsize=(6 * len(panels), 5), squeeze=False, layout="constrained"
         )
         return panels, axes[0]
     axes = np.ravel(ax)
@@ -91,7 +91,7 @@ def draw_gain_distribution(
             ylabel="cluster draws",
             title=f"vs {b}, {n} draws",
         )
-        a.legend(fontsize=7, loc="upper right", frameon=False)
+        a.legend(fontsize=7, loc="upper center", bbox_to_anchor=(0.5, -0.16), frameon=False)
     return axes
 
 
