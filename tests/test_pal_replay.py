@@ -203,6 +203,14 @@ def test_an_explicit_tie_break_wins_over_the_artifact_setup(tmp_path, placement,
     assert plain["placement_options"] == {"ties": SETUP_TIES["pal-artifact"][placement]}
 
 
+def test_an_explicit_with_replacement_wins_too(tmp_path):
+    """The CLI flag can only switch it on; through the API an explicit False wins over the set-up."""
+    kw = dict(setup="pal-artifact", profile="longhorn-runs", progress=False)
+    res = fairplace.simulate(_small(tmp_path), "fifo", "pm-first", with_replacement=False, **kw)
+    assert res.config["with_replacement"] is False
+    assert fairplace.simulate(_small(tmp_path), "fifo", "pm-first", **kw).config["with_replacement"]
+
+
 def test_explicit_options_are_tracked_by_name_not_value():
     cfg = SimulationConfig(stamping="exact", setup="pal-artifact")
     assert cfg.given == {"stamping", "setup"}
