@@ -14,7 +14,9 @@ The outcome (:func:`outcome`):
 
 Each row carries a one-line ``reason`` (the claim's ``caveat`` when it does not reproduce). When the
 frames have a ``seed`` column with several seeds the measure is also taken per seed and ``spread``
-reports min..max and the standard deviation over seeds. Measures only read what the simulator /
+reports min..max and the standard deviation over seeds. A claim with ``draws = "<experiment>"``
+also says where the paper's number sits among that experiment's cluster draws (``draws`` column:
+the measure per seed = per draw; :func:`in_draws`). Measures only read what the simulator /
 solvers recorded; they aggregate (mean over seeds, geomean over workloads).
 """
 
@@ -187,7 +189,7 @@ DIRECTIONS = ("higher", "lower")
 #: keys a claim may have (anything else is a typo and raises DataError naming it)
 CLAIM_KEYS = {
     "id", "text", "figure", "paper", "paper_range", "tolerance", "direction", "null_value",
-    "experiment", "measure", "args", "unit", "caveat",
+    "experiment", "measure", "args", "unit", "caveat", "draws",
 }  # fmt: skip
 
 
@@ -273,8 +275,35 @@ def spread(fn: Callable, frames: Frames, args: dict) -> str:
     return f"{a.min():.3g}..{a.max():.3g} (sd {a.std(ddof=1):.2g}, {a.size} seeds)"
 
 
-def evaluate(claim: dict, frames: Frames | None, not_run: str | None = None) -> dict:
-    """One claims-table row: id, claim, figure, paper, paper_range, ours, spread, outcome, reason."""
+def in_draws(fn: Callable, frames: Frames, args: dict, paper: float, unit: str = "") -> str:
+    """One line: how many cluster draws (seeds of ``frames``) reach the paper's number with the
+    measure ``fn``, its percentile among them, and the draws' median and 10-90% range."""
+    vals = []
+    for f in _seed_frames(frames).values():
+        try:
+            v = fn(f, **args)[0]
+        except (DataError, KeyError, ValueError, TypeError, ZeroDivisionError):
+            continue
+        if v is not None and math.isfinite(v):
+            vals.append(float(v))
+    if len(vals) < 2:
+        return "not enough cluster draws"
+    a = np.asarray(vals)
+    k = int(np.count_nonzero(a >= paper))
+    q10, med, q90 = np.percentile(a, [10, 50, 90])
+    return (
+        f"paper {paper:g}{unit}: {k} of {a.size} draws at or above it (percentile "
+        f"{100 * np.mean(a < paper):.0f}); draws median {med:.1f}{unit}, 10-90% "
+        f"{q10:.1f}..{q90:.1f}{unit}"
+    )
+
+
+def evaluate(
+    claim: dict, frames: Frames | None, not_run: str | None = None, draws: Frames | None = None
+) -> dict:
+    """One claims-table row: id, claim, figure, paper, paper_range, ours, spread, outcome, reason,
+    and with ``draws`` (the frames of the claim's ``draws`` experiment) where the paper's number
+    (the low end of its range) sits among those cluster draws."""
     check_claim(claim)
     row = {
         "id": claim["id"],
@@ -286,9 +315,16 @@ def evaluate(claim: dict, frames: Frames | None, not_run: str | None = None) -> 
         "spread": "",
     }
     unit = claim.get("unit", "")
+    args = claim.get("args", {})
+    if "draws" in claim:
+        fn = MEASURES.get(claim["measure"])
+        row["draws"] = (
+            f"not run: no draws from {claim['draws']!r}"
+            if draws is None or fn is None
+            else in_draws(fn, draws, args, check_claim(claim)[0], unit)
+        )
     if not_run is not None or frames is None:
         return row | {"outcome": "not run", "reason": not_run or "not run"}
-    args = claim.get("args", {})
     try:
         fn = MEASURES[claim["measure"]]
         value, detail = fn(frames, **args)

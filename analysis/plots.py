@@ -18,6 +18,8 @@ import seaborn as sns
 
 from fairplace.core.errors import DataError
 
+from .draws import draw_gain_distribution as draw_gain_distribution  # re-exported: spec figures
+from .draws import draw_gain_predictor as draw_gain_predictor
 from .tables import PACKED_BASELINES, col, normalise_to, paired_ratios, relative_gap
 
 

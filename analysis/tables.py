@@ -192,3 +192,40 @@ def draw_gains(df: pd.DataFrame, metric: str = "avg_jct", **kw) -> pd.DataFrame:
         }
     )
     return out.reset_index().round(1)
+
+
+def split_marked(df: pd.DataFrame, mark: dict | None) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """(rows not matching ``mark``, rows matching every ``column: value`` of ``mark``); a column
+    that is missing matches nothing (e.g. the sweep's ``[[extra]]`` cells, such as the PAL
+    artifact's own cluster draw next to sampled ones)."""
+    hit = pd.Series(bool(mark), index=df.index)
+    for k, v in (mark or {}).items():
+        hit &= df[k].eq(v) if k in df.columns else False
+    return df[~hit], df[hit]
+
+
+def draw_geomean_gains(
+    df: pd.DataFrame,
+    metric: str = "avg_jct",
+    baselines=PACKED_BASELINES,
+    by=("trace",),
+    draw: str = "seed",
+) -> pd.DataFrame:
+    """Per (draw, placement, baseline) the geomean over ``by`` groups (workloads) of the reduction
+    1 - metric(policy)/metric(baseline) on that cluster draw, % (column ``gain_%``): the papers'
+    'geomean improvement' of one draw. Only draws with every ``by`` group are kept."""
+    r = paired_ratios(df, metric, baselines, by=by, draw=draw)
+    keys = [draw, "placement", "baseline"]
+    g = r.groupby(keys)["ratio"].agg(["size", lambda x: float(np.exp(np.log(x).mean()))])
+    g.columns = ["groups", "geomean_ratio"]
+    g = g[g["groups"] == g["groups"].max()]
+    out = g.reset_index()
+    out["gain_%"] = 100.0 * (1.0 - out["geomean_ratio"])
+    return out.drop(columns=["geomean_ratio"])
+
+
+def share_at_or_above(values, threshold: float) -> tuple[int, int]:
+    """(how many of ``values`` are >= ``threshold``, how many values)."""
+    v = np.asarray(values, dtype=float)
+    v = v[np.isfinite(v)]
+    return int(np.count_nonzero(v >= threshold)), int(v.size)

@@ -10,7 +10,8 @@ For each class (column of ``X``):
    ``outlier_bins="kmeans"`` instead sweeps K over the outliers too (the paper also says "we similarly
    determine an optimal K value for the set of outliers"; useful at 100,000 GPUs where ~2% are outliers);
    ``k_rule="artifact"``: K = 2 + number of outliers, one K-means over all GPUs (the artifact's early
-   return makes its silhouette sweep always answer 2);
+   return makes its silhouette sweep always answer 2), sigma as the artifact measures it (pandas'
+   sample standard deviation, ddof = 1; the paper's rule uses the population one);
 3. a GPU's binned score is its bin's centroid.
 
 Speed: the silhouette is computed exactly for 1-D data in O(K n log n) (:func:`silhouette_1d`); for more
@@ -112,7 +113,7 @@ class PMScoreBinner(TransformerMixin, BaseEstimator):
         return out
 
     def _outliers(self, x: np.ndarray) -> np.ndarray:
-        sd = x.std()
+        sd = x.std(ddof=1 if self.k_rule == "artifact" and x.size > 1 else 0)
         if sd == 0:
             return np.zeros(x.size, bool)
         z = (x - x.mean()) / sd

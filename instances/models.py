@@ -8,7 +8,10 @@ workloads; :func:`model` looks a row up (case-, ``-`` and ``_``-insensitive) and
 * ``artifact_class``: the public artifact's four classes (ARCHITECTURE.md): A ResNet-50, B and C BERT, D PageRank
   profiles, with vgg19 -> C, DCGAN -> B, PointNet -> D. GPT2 is not in that list; it is mapped to B (a
   language model profiled like BERT) — an assumption, see :data:`ASSUMPTIONS`.
-* ``iter_seconds``: serial per-iteration seconds of the Sia-Philly traces (ARCHITECTURE.md).
+* ``iter_seconds``: serial per-iteration seconds of the Sia-Philly traces (ARCHITECTURE.md), to four
+  significant digits (table ``rounded``, the default); :data:`ARTIFACT_ITER_SECONDS` has the PAL
+  artifact's own values (``workload/workload.py``, ``get_per_iter_time``) to full precision (table
+  ``artifact``): :func:`iter_seconds` reads either.
 * ``locality_penalty``: per-model L_across. The paper estimates these on Frontera but does not print them;
   the values here are the artifact's per-class design-time table (``lf_model``: A 1.16, B 1.0, C 1.0,
   D 1.10) read through ``artifact_class``. The paper's constant (1.7) is :data:`DEFAULT_LOCALITY`.
@@ -119,6 +122,33 @@ MODELS: MappingProxyType[str, ModelSpec] = MappingProxyType(
         )
     }
 )
+
+
+#: The PAL artifact's per-iteration seconds (``workload/workload.py``, ``get_per_iter_time``), as it
+#: simulates with them. ``MODELS`` rounds three of them to four digits (DCGAN by 5.7e-4 relative):
+#: enough to move a completion across a round boundary (W4 Packed-Sticky, job 134).
+ARTIFACT_ITER_SECONDS = MappingProxyType(
+    {
+        "BERT": 0.179,
+        "DCGAN": 0.0469266931,
+        "GPT2": 3.5714,
+        "PointNet": 0.28125,
+        "resnet50": 0.17540429367763434,
+        "vgg19": 0.300610341,
+    }
+)
+#: Per-iteration time tables: ``rounded`` (``ModelSpec.iter_seconds``) or ``artifact``.
+ITER_TIME_TABLES = ("rounded", "artifact")
+
+
+def iter_seconds(name: str, table: str = "rounded") -> float:
+    """Serial per-iteration seconds of ``name`` from ``table`` (:data:`ITER_TIME_TABLES`)."""
+    spec = model(name)
+    if table == "rounded":
+        return spec.iter_seconds
+    if table == "artifact":
+        return float(ARTIFACT_ITER_SECONDS[spec.name])
+    raise DataError("iter_times", f"expected one of {', '.join(ITER_TIME_TABLES)}, got {table!r}")
 
 
 def _norm(name: str) -> str:

@@ -13,6 +13,8 @@ Bundled traces (``workload-1`` .. ``workload-4``) are copies of the PAL artifact
 
 from __future__ import annotations
 
+import math
+import random
 from importlib import resources
 from pathlib import Path
 
@@ -117,6 +119,58 @@ def validate_trace(frame: pd.DataFrame, name: str = "<trace>") -> pd.DataFrame:
         out["app_id"] = out["app_id"].astype(str)
     out = out.sort_values("submit_time", kind="stable").reset_index(drop=True)
     out.attrs = {**frame.attrs, "name": name}
+    return out
+
+
+#: The PAL artifact's recycled-job stream: ``simulator_sia.py`` replays a trace at ``--jobs-per-hour``
+#: 2.0 (its load list ``np.arange(2.0, 4.0, 2.0)``) after ``random.seed(1)``.
+ARTIFACT_RECYCLE_RATE = 2.0
+ARTIFACT_RECYCLE_SEED = 1
+#: id prefix of recycled jobs: ``r160`` is the artifact's job 160
+RECYCLED_PREFIX = "r"
+
+
+def recycled_jobs(
+    frame: pd.DataFrame, count: int, jobs_per_hour: float, seed: int = ARTIFACT_RECYCLE_SEED
+) -> pd.DataFrame:
+    """The PAL artifact's recycled jobs after a replayed trace (its ``workload/workload.py``, replay
+    mode): job n + k (n = the trace's jobs, k = 0 .. ``count`` - 1) is a copy of trace job k mod n
+    (every column: GPUs, iterations, model, ...) arriving a Poisson gap after the job before it,
+    ceil(3600 * -ln(1 - U) / ``jobs_per_hour``) seconds with U drawn by Python's ``random`` seeded
+    with ``seed`` (the artifact reseeds with 1 before each run); the first gap counts from the last
+    trace job's arrival. Ids ``r<n + k>``; an ``app_id`` column gets the job's own id, ``phase`` 0.
+
+    ``frame`` is a validated trace (:func:`validate_trace`: sorted by submit time, which is the
+    artifact's file order for the bundled traces). Returns only the copies."""
+    if isinstance(count, bool) or not isinstance(count, (int, np.integer)) or count < 0:
+        raise TraceError("count", f"must be an integer >= 0, got {count!r}")
+    if not (isinstance(jobs_per_hour, (int, float)) and 0 < jobs_per_hour < math.inf):
+        raise TraceError("jobs_per_hour", f"must be finite and > 0, got {jobs_per_hour!r}")
+    n = len(frame)
+    if n == 0:
+        raise TraceError("trace", "no jobs to recycle")
+    rng = random.Random(seed)
+    last = float(frame["submit_time"].max())
+    arrival = np.empty(count)
+    for k in range(count):
+        hours = -math.log(1.0 - rng.random()) / jobs_per_hour
+        last = last + math.ceil(hours * 60 * 60)
+        arrival[k] = last
+    out = frame.iloc[np.arange(count) % n].reset_index(drop=True).copy()
+    ids = [f"{RECYCLED_PREFIX}{n + k}" for k in range(count)]
+    taken = set(frame["job_id"].astype(str))
+    if "app_id" in frame.columns:
+        taken |= set(frame["app_id"].astype(str))
+    clash = next((i for i in ids if i in taken), None)
+    if clash is not None:
+        raise TraceError("job_id", f"the trace already has a job or app {clash!r} (a recycled id)")
+    out["job_id"] = ids
+    out["submit_time"] = arrival
+    if "app_id" in out.columns:
+        out["app_id"] = ids
+    if "phase" in out.columns:
+        out["phase"] = 0
+    out.attrs = dict(frame.attrs)
     return out
 
 

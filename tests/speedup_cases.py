@@ -148,7 +148,8 @@ def _trace(name):
 
 
 def _metric_only(key: str) -> bool:
-    return "rho" in key or key == "offered_load"
+    # draw_*: descriptors of the sampled cluster (not placement results), recorded since
+    return "rho" in key or key == "offered_load" or key.startswith("draw_")
 
 
 def simulation_case(trace, gpus, scheduler, policy, options):

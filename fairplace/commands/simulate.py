@@ -17,12 +17,12 @@ def _choices(names, notes: dict[str, str]) -> str:
 
 
 def add_arguments(p) -> None:
-    from fairplace.instances.models import LOCALITY_MODELS
+    from fairplace.instances.models import ITER_TIME_TABLES, LOCALITY_MODELS
     from fairplace.instances.trace_generators import TRACE_GENERATORS
     from fairplace.instances.traces import SIA_PHILLY
     from fairplace.instances.variability import PROFILE_NAMES
     from fairplace.sim import SCHEDULERS
-    from fairplace.sim.config import BINNINGS, CLASS_MAPS, RHO_VARIANT_NAMES
+    from fairplace.sim.config import BINNINGS, CLASS_MAPS, OUTLIER_SIDES, RHO_VARIANT_NAMES
     from fairplace.sim.engine import GRID_ORIGINS, STAMPINGS
     from fairplace.sim.setups import SETUPS
     from fairplace.solvers.policies import POLICY_NAMES
@@ -76,29 +76,31 @@ def add_arguments(p) -> None:
         "--setup",
         default=None,
         help="a named set-up fixing every option of a published experiment: "
-        + _choices(
-            SETUPS, {"pal-artifact": "the PAL artifact exactly", "pal-paper": "the defaults"}
-        )
-        + "; options you give explicitly win",
+        + _choices(SETUPS, {"pal-artifact": "the PAL artifact exactly", "pal-paper": "the paper"})
+        + "; options you give explicitly win (docs/pal-setups.md)",
     )
     p.add_argument(
         "--grid-origin",
-        default="first-arrival",
+        default=None,
         help="decision grid origin: "
         + _choices(GRID_ORIGINS, {"first-arrival": "default", "zero": "the PAL artifact"}),
     )
     p.add_argument(
         "--stamping",
-        default="exact",
+        default=None,
         help="completion time: "
         + _choices(STAMPINGS, {"exact": "default", "round-end": "the PAL artifact"}),
     )
     p.add_argument(
-        "--locality-penalty", type=float, default=1.7, metavar="L", help="L across machines"
+        "--locality-penalty",
+        type=float,
+        default=None,
+        metavar="L",
+        help="L across machines (default 1.7)",
     )
     p.add_argument(
         "--locality-model",
-        default="constant",
+        default=None,
         help="runtime L: "
         + _choices(
             LOCALITY_MODELS,
@@ -119,18 +121,50 @@ def add_arguments(p) -> None:
     )
     p.add_argument(
         "--with-replacement",
-        action="store_true",
+        action="store_const",
+        const=True,
+        default=None,
         help="sample PM-scores with replacement (the artifact does; default: only if the profile is too small)",
     )
     p.add_argument(
         "--classes",
-        default="paper",
+        default=None,
         help="model -> class map: " + _choices(CLASS_MAPS, {"paper": "A/B/C", "artifact": "A-D"}),
     )
     p.add_argument(
         "--binning",
-        default="silhouette",
+        default=None,
         help=f"PM-score bins: {', '.join(BINNINGS)} (default silhouette)",
+    )
+    p.add_argument(
+        "--outlier-side",
+        default=None,
+        help="PM-scores binned apart as >3 sigma outliers: "
+        + _choices(OUTLIER_SIDES, {"both": "default", "upper": "slow only, the PAL artifact"}),
+    )
+    p.add_argument(
+        "--iter-times",
+        default=None,
+        help="per-iteration seconds of the models: "
+        + _choices(
+            ITER_TIME_TABLES,
+            {"rounded": "default, 4 digits", "artifact": "the PAL artifact's, full precision"},
+        ),
+    )
+    p.add_argument(
+        "--recycle-jobs-per-hour",
+        type=float,
+        default=None,
+        metavar="R",
+        help="after the trace, copies of its jobs keep arriving at R per hour until every trace "
+        "job has finished, as the PAL artifact does (default 0 = off; the artifact: 2)",
+    )
+    p.add_argument(
+        "--recycle-seed",
+        type=_args.seed,
+        default=None,
+        metavar="N",
+        help="seed of Python's random for the recycled arrivals (default 1, the artifact's)",
     )
     p.add_argument(
         "--scheduler-option",
@@ -213,6 +247,10 @@ FLAGS = {
     "classes": "--classes",
     "with_replacement": "--with-replacement",
     "binning": "--binning",
+    "outlier_side": "--outlier-side",
+    "iter_times": "--iter-times",
+    "recycle_jobs_per_hour": "--recycle-jobs-per-hour",
+    "recycle_seed": "--recycle-seed",
     "locality_penalty": "--locality-penalty",
     "locality_model": "--locality-model",
     "round_length": "--round",
@@ -265,33 +303,44 @@ def run(args) -> int:
     return 0
 
 
+#: simulate() parameter -> the argparse attribute of a flag that is passed only when given (so it
+#: counts as explicit and wins over a --setup; the library's default applies otherwise)
+OPTIONAL = {
+    "profile": "profile",
+    "locality_penalty": "locality_penalty",
+    "locality_model": "locality_model",
+    "classes": "classes",
+    "with_replacement": "with_replacement",
+    "binning": "binning",
+    "outlier_side": "outlier_side",
+    "iter_times": "iter_times",
+    "recycle_jobs_per_hour": "recycle_jobs_per_hour",
+    "recycle_seed": "recycle_seed",
+    "round_length": "round",
+    "grid_origin": "grid_origin",
+    "stamping": "stamping",
+}
+
+
 def _simulate(simulate, args):
-    kw = {}
+    kw = {k: getattr(args, a) for k, a in OPTIONAL.items() if getattr(args, a) is not None}
     if args.restart_cost is not None:
         if not 0 <= args.restart_cost < math.inf:
             raise OptionError("restart", f"must be finite and >= 0, got {args.restart_cost}")
-        kw = {"checkpoint": 0.0, "restart": args.restart_cost}
+        kw |= {"checkpoint": 0.0, "restart": args.restart_cost}
+    if args.placement_option:
+        kw["placement_options"] = key_values(args.placement_option, "placement_options")
     return simulate(
         trace=args.trace,
         scheduler=args.scheduler,
         placement=args.placement,
         gpus=args.gpus,
         gpus_per_machine=args.gpus_per_machine,
-        profile=args.profile,
-        locality_penalty=args.locality_penalty,
-        locality_model=args.locality_model,
-        classes=args.classes,
-        with_replacement=True if args.with_replacement else None,
-        binning=args.binning,
-        placement_options=key_values(args.placement_option, "placement_options"),
         scheduler_options=key_values(args.scheduler_option, "scheduler_options"),
         trace_options=_trace_options(args.trace_option) or None,
-        round_length=args.round,
         rho_variant=args.rho_variant,
         seed=args.seed,
         debug=args.debug,
-        grid_origin=args.grid_origin,
-        stamping=args.stamping,
         setup=args.setup,
         **kw,
     )

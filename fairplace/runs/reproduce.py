@@ -131,6 +131,9 @@ def run_sweep_experiment(
     out = data_dir / f"{exp.paper}-{exp.key}"
     df = run_sweep(spec, out, progress=progress, simulate=simulate, workers=workers)
     frames = {"summary": df}
+    if spec.extra:  # [[extra]] cells (PAL: the artifact's own draw) only in "all", not the tables
+        cols = [k for _, over in spec.extra for k in over if k in df.columns]
+        frames = {"summary": df[df[cols].isna().all(axis=1)], "all": df}
     paths = results_paths(out)
     for f in spec.frames:
         if paths[f"{f}.parquet"].exists():
@@ -381,7 +384,8 @@ def reproduce(
             elif not o.ran:
                 rows.append(evaluate(c, None, o.status))
             else:
-                rows.append(evaluate(c, o.frames))
+                d = outcomes.get((p, c.get("draws", "")))
+                rows.append(evaluate(c, o.frames, draws=d.frames if d and d.ran else None))
     table = pd.DataFrame(rows)
     seconds = time.perf_counter() - t0
     preamble = [

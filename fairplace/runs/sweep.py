@@ -13,6 +13,9 @@ A spec (TOML or dict)::
     locality_penalty = [1.0, 2.0, 3.0]
     [fixed]                                    # constant keyword arguments of simulate
     gpus = 64
+    [[extra]]                                  # optional: the grid once more, with these
+    profile = "longhorn-artifact"              # simulate() arguments (over [fixed]) and
+    seeds = [0]                                # its own seeds (default [0])
 
 Rows hold the cell (``scheduler, placement, trace, seed`` and each param), ``status`` (``ok`` |
 ``error``), ``message``, ``wall_seconds`` and every scalar of the simulation's ``summary``. Finished
@@ -50,7 +53,9 @@ from fairplace.runs.sweep_inputs import SWEEP_OPTIONS, per_run_cluster
 from fairplace.sim.config import field_names
 from fairplace.solvers.policies import POLICY_NAMES
 
-SPEC_KEYS = ("name", "schedulers", "placements", "traces", "seeds", "params", "fixed", "frames")
+SPEC_KEYS = (
+    "name", "schedulers", "placements", "traces", "seeds", "params", "fixed", "frames", "extra",
+)  # fmt: skip
 FRAMES = ("jobs", "apps", "rounds")
 #: the field every line of a sweep journal (results and frames) has
 SWEEP_KEYS = ("cell_id",)
@@ -69,22 +74,28 @@ class SweepSpec:
     params: dict[str, tuple] = field(default_factory=dict)
     fixed: dict[str, Any] = field(default_factory=dict)
     frames: tuple[str, ...] = ()
+    #: further copies of the grid: (their seeds, simulate() arguments that are cell coordinates
+    #: and win over ``fixed``), e.g. one run of a fixed cluster draw next to many sampled ones
+    extra: tuple[tuple[tuple[int, ...], dict[str, Any]], ...] = ()
 
     def cells(self) -> list[dict[str, Any]]:
-        """The grid in a fixed order: one dict of cell coordinates per simulation."""
+        """The grid in a fixed order, then each ``extra`` copy: one dict of cell coordinates per
+        simulation."""
         axes = list(self.params)
         out = []
-        for sch, pl, tr in itertools.product(self.schedulers, self.placements, self.traces):
-            for values in itertools.product(*(self.params[a] for a in axes)):
-                for seed in self.seeds:
-                    cell = {"scheduler": sch, "placement": pl, "trace": tr, "seed": seed}
-                    cell.update(dict(zip(axes, values, strict=True)))
-                    out.append(cell)
+        for seeds, over in ((self.seeds, {}), *self.extra):
+            for sch, pl, tr in itertools.product(self.schedulers, self.placements, self.traces):
+                for values in itertools.product(*(self.params[a] for a in axes)):
+                    for seed in seeds:
+                        cell = {"scheduler": sch, "placement": pl, "trace": tr, "seed": seed}
+                        cell.update(dict(zip(axes, values, strict=True)))
+                        out.append({**cell, **over})
         return out
 
     def __len__(self) -> int:
-        n = len(self.schedulers) * len(self.placements) * len(self.traces) * len(self.seeds)
-        return n * math.prod(len(v) for v in self.params.values())
+        n = len(self.schedulers) * len(self.placements) * len(self.traces)
+        n *= math.prod(len(v) for v in self.params.values())
+        return n * (len(self.seeds) + sum(len(s) for s, _ in self.extra))
 
 
 def _simulate_params() -> set[str]:
@@ -156,9 +167,33 @@ def validate_spec(spec: dict, *, check_names: bool = True) -> SweepSpec:
     frames = spec.get("frames", [])
     if not isinstance(frames, list) or any(f not in FRAMES for f in frames):
         raise OptionError("frames", f"must be a list drawn from {', '.join(FRAMES)}")
+    extra = _extra(spec.get("extra", []), allowed, reserved | set(params))
     if check_names:
         _check_inputs(traces, params, fixed)
-    return SweepSpec(name, scheds, places, traces, tuple(seeds), params, fixed, tuple(frames))
+        for _, over in extra:
+            _check_inputs(traces, params, {**fixed, **over})
+    return SweepSpec(
+        name, scheds, places, traces, tuple(seeds), params, fixed, tuple(frames), extra
+    )
+
+
+def _extra(tables, allowed: set | None, reserved: set) -> tuple:
+    """``[[extra]]`` tables -> ((seeds, simulate() arguments), ...)."""
+    if not isinstance(tables, list) or not all(isinstance(t, dict) for t in tables):
+        raise OptionError("extra", "must be a list of tables ([[extra]])")
+    out = []
+    for i, t in enumerate(tables):
+        over = {k: v for k, v in t.items() if k != "seeds"}
+        for k in over:
+            if k in reserved:
+                raise OptionError(f"extra[{i}].{k}", f"{k!r} is a grid axis of its own")
+            if allowed is not None and k.split(".")[0] not in allowed | set(SWEEP_OPTIONS):
+                raise OptionError(f"extra[{i}].{k}", "unknown simulate() parameter")
+        seeds = t.get("seeds", [0])
+        if not isinstance(seeds, list) or not seeds or not all(type(s) is int for s in seeds):
+            raise OptionError(f"extra[{i}].seeds", "must be a non-empty list of integers")
+        out.append((tuple(seeds), over))
+    return tuple(out)
 
 
 def _check_inputs(traces, params: dict, fixed: dict) -> None:
@@ -231,7 +266,7 @@ def run_cell(cell: dict, fixed: dict, frames: Iterable[str] = (), simulate: Call
         if simulate is None:
             simulate = sim.simulate
             fixed = {"progress": False, **fixed}  # no nested progress bars
-        kw = {**{k: v for k, v in cell.items() if k not in ("trace", "seed")}, **fixed}
+        kw = {**fixed, **{k: v for k, v in cell.items() if k not in ("trace", "seed")}}
         opts = kw.pop("trace_options", None) or {}
         if cell["trace"] in TRACE_GENERATORS:  # simulate()'s trace_options, made here as the rest
             kw = {**opts, **kw}

@@ -27,6 +27,7 @@ _INT = {"type": "integer", "minimum": -MAX_SAFE_INT, "maximum": MAX_SAFE_INT}
 _NUM = {"type": "number", "minimum": -MAX_TIME, "maximum": MAX_TIME}
 _POS_NUM = {"type": "number", "exclusiveMinimum": 0, "maximum": MAX_TIME}
 _SECONDS = {"type": "number", "minimum": 0, "maximum": MAX_TIME}
+_SEED = {"type": "integer", "minimum": 0, "maximum": MAX_SEED}
 _GPUS = {"type": "integer", "minimum": 1, "maximum": MAX_GPUS}
 _COUNT = {"type": "integer", "minimum": 1, "maximum": MAX_COUNT}
 _PENALTY = {"type": "number", "minimum": 1, "maximum": MAX_RATIO}
@@ -39,9 +40,9 @@ def _enum(values: Iterable[str]) -> dict:
 
 def known() -> dict[str, Any]:
     """Value schemas of the simulate() and trace-generator arguments a spec commonly sets."""
-    from fairplace.instances.models import LOCALITY_MODELS
+    from fairplace.instances.models import ITER_TIME_TABLES, LOCALITY_MODELS
     from fairplace.instances.variability import PROFILE_NAMES
-    from fairplace.sim.config import BINNINGS, CLASS_MAPS, RHO_VARIANT_NAMES
+    from fairplace.sim.config import BINNINGS, CLASS_MAPS, OUTLIER_SIDES, RHO_VARIANT_NAMES
     from fairplace.sim.engine import GRID_ORIGINS, STAMPINGS
     from fairplace.sim.setups import SETUPS
 
@@ -62,6 +63,10 @@ def known() -> dict[str, Any]:
         "rho_variant": _enum(RHO_VARIANT_NAMES),
         "grid_origin": _enum(GRID_ORIGINS),
         "stamping": _enum(STAMPINGS),
+        "iter_times": _enum(ITER_TIME_TABLES),
+        "outlier_side": _enum(OUTLIER_SIDES),
+        "recycle_jobs_per_hour": _SECONDS,  # jobs per hour, >= 0
+        "recycle_seed": _SEED,
         "setup": {"anyOf": [_enum(SETUPS), {"type": "null"}]},
         "trace_options": {"type": "object", "additionalProperties": _SCALAR},
         "scheduler_options": {"type": "object", "additionalProperties": _SCALAR},
@@ -129,6 +134,7 @@ def spec_schema(spec: Mapping, signatures: Iterable[Callable], check_names: bool
     from fairplace.solvers.policies import POLICY_NAMES
 
     signatures = list(signatures)
+    seeds = {"type": "array", "minItems": 1, "items": _SEED}
 
     def table(key: str, grid: bool) -> dict:
         t = spec.get(key)
@@ -137,6 +143,19 @@ def spec_schema(spec: Mapping, signatures: Iterable[Callable], check_names: bool
             v = value_schema(str(k), signatures) if check_names else {}
             props[k] = {"type": "array", "minItems": 1, "items": v} if grid else v
         return {"type": "object", "properties": props}
+
+    def extra() -> dict:
+        tables = spec.get("extra")
+        keys = {
+            k
+            for t in (tables if isinstance(tables, list) else [])
+            if isinstance(t, Mapping)
+            for k in t
+            if k != "seeds"
+        }
+        props = {k: value_schema(str(k), signatures) if check_names else {} for k in keys}
+        item = {"type": "object", "properties": {**props, "seeds": seeds}}
+        return {"type": "array", "items": item}
 
     def names(known: Iterable[str] | None) -> dict:
         item = {"type": "string", "minLength": 1}
@@ -155,18 +174,10 @@ def spec_schema(spec: Mapping, signatures: Iterable[Callable], check_names: bool
             "schedulers": names(sim.SCHEDULERS if check_names else None),
             "placements": names(POLICY_NAMES if check_names else None),
             "traces": names(None),
-            "seeds": {
-                "anyOf": [
-                    {"type": "integer", "minimum": 0, "maximum": MAX_SEED},
-                    {
-                        "type": "array",
-                        "minItems": 1,
-                        "items": {"type": "integer", "minimum": 0, "maximum": MAX_SEED},
-                    },
-                ]
-            },
+            "seeds": {"anyOf": [_SEED, seeds]},
             "params": table("params", grid=True),
             "fixed": table("fixed", grid=False),
+            "extra": extra(),
             "frames": {"type": "array", "items": {"enum": list(FRAMES)}},
         },
         "propertyNames": {"enum": list(SPEC_KEYS)},
@@ -212,7 +223,8 @@ def check(spec: Any, signatures: Iterable[Callable], check_names: bool = True) -
         msg = f"{err.instance!r} must be a file-name-safe name (letters, digits, '.', '_', '-')"
     elif err.validator == "not":
         msg = "cannot be set in a spec"
-    keep = 2 if path and path[0] in ("params", "fixed") else 1  # name the key; the rest goes below
+    # name the key (params.x, extra[0].x); the rest goes into the message
+    keep = 2 if path and path[0] in ("params", "fixed") else 3 if path[:1] == ["extra"] else 1
     if len(path) > keep:
         msg = f"{_path(path)}: {msg}"
     raise OptionError(_path(path[:keep]), " ".join(msg.split())[:200])

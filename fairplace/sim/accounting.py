@@ -8,7 +8,7 @@ that is <= t1. Gavel's isolated-equivalent time grows by iters x t_iter x N_j / 
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 import numpy as np
 
@@ -67,6 +67,16 @@ class Timeline:
             t_isolated_job=np.zeros(J),
             rounds={k: [] for k in ROUND_COLUMNS},
         )
+
+    def take(self, jobs: np.ndarray, apps: np.ndarray) -> Timeline:
+        """The record of jobs ``jobs`` and apps ``apps`` only (the rounds and GPU time stay whole)."""
+        per_job = (
+            "release start finish held gpu_seconds run score_time migrations preemptions "
+            "overhead done_iters t_isolated_job"
+        ).split()
+        out = replace(self, **{k: getattr(self, k)[jobs] for k in per_job})
+        out.t_isolated = self.t_isolated[apps]
+        return out
 
 
 def grid(t0: float, ev: float, t: float, R: float) -> float:

@@ -26,14 +26,18 @@ from .engine import Driver, SimConfig
 from .ideal_time import add_rho
 from .isolated import isolated_jct
 from .protocols import AllocatingScheduler, PlacementPolicy, Scheduler
+from .recycle import run_recycled
 from .result import SimulationResult
 from .schedulers import ALLOCATING_SCHEDULERS, SCHEDULERS, make_scheduler
 from .workload import Workload, workload_from_trace
 
 
-def models_table(names, classes: str = "paper", source: str = "<trace>") -> dict[str, dict]:
-    """{model name as written in the trace: {"t_iter", "cls"}} from ``instances.models``."""
-    from fairplace.instances.models import model
+def models_table(
+    names, classes: str = "paper", source: str = "<trace>", iter_times: str = "rounded"
+) -> dict[str, dict]:
+    """{model name as written in the trace: {"t_iter", "cls"}} from ``instances.models``
+    (per-iteration seconds from the ``iter_times`` table)."""
+    from fairplace.instances.models import iter_seconds, model
 
     out = {}
     for k, name in enumerate(names):
@@ -45,11 +49,13 @@ def models_table(names, classes: str = "paper", source: str = "<trace>") -> dict
             raise TraceError(
                 f"{source}: row {k + 1} column 'model'", f"unknown model {name!r}"
             ) from None
-        out[name] = {"t_iter": spec.iter_seconds, "cls": spec.cls(classes)}
+        out[name] = {"t_iter": iter_seconds(spec.name, iter_times), "cls": spec.cls(classes)}
     return out
 
 
-def binned_scores(cluster, classes, binning: str, seed: int) -> dict[str, np.ndarray]:
+def binned_scores(
+    cluster, classes, binning: str, seed: int, outlier_side: str = "both"
+) -> dict[str, np.ndarray]:
     """Per class the PM-scores placement decides on: K-means bins (PAL) or the raw scores."""
     raw = np.column_stack([cluster.pm_vector(c) for c in classes])
     if binning == "none" or (raw.size and np.all(raw == raw[:1])):  # homogeneous: nothing to bin
@@ -57,10 +63,26 @@ def binned_scores(cluster, classes, binning: str, seed: int) -> dict[str, np.nda
     elif binning in BINNINGS:
         from fairplace.formulations.pm_score import PMScoreBinner
 
-        B = PMScoreBinner(k_rule=binning, random_state=seed).fit_transform(raw)
+        binner = PMScoreBinner(k_rule=binning, outlier_side=outlier_side, random_state=seed)
+        B = binner.fit_transform(raw)
     else:
         raise OptionError("binning", f"expected one of {', '.join(BINNINGS)}, got {binning!r}")
     return {c: B[:, k].copy() for k, c in enumerate(classes)}
+
+
+#: a GPU is *slow* for a class when its raw PM-score is at least this (1.5x the median GPU)
+SLOW_PM = 1.5
+
+
+def draw_descriptors(cluster) -> dict[str, float | int]:
+    """What the cluster draw offers to avoid, per class c: ``draw_slow_c`` (GPUs with raw PM-score
+    >= :data:`SLOW_PM`) and ``draw_max_c`` (the slowest GPU's score)."""
+    out: dict[str, float | int] = {}
+    for c in cluster.classes:
+        v = cluster.pm_vector(c)
+        out[f"draw_slow_{c}"] = int(np.count_nonzero(v >= SLOW_PM))
+        out[f"draw_max_{c}"] = float(v.max())
+    return out
 
 
 def _trace_frame(trace, seed: int, gpus: int | None, options) -> pd.DataFrame:
@@ -131,10 +153,7 @@ def simulate(
     if cfg.setup is not None:
         from .setups import apply_setup
 
-        args = {**cfg.as_kwargs(), "placement": placement}
-        args = apply_setup(cfg.setup, args, SimulationConfig)
-        args.pop("placement")
-        res = _run(trace, scheduler, placement, SimulationConfig(**args))
+        res = _run(trace, scheduler, placement, apply_setup(cfg, placement))
         res.config["setup"] = cfg.setup
         return res
     return _run(trace, scheduler, placement, cfg)
@@ -209,6 +228,12 @@ def _run(trace, scheduler, placement, cfg: SimulationConfig) -> SimulationResult
     custom_tid = None if isinstance(rho_variant, str) else rho_variant
     if isinstance(trace, Workload) and cfg.trace_options:
         raise OptionError("trace_options", "only generated traces take options, not a Workload")
+    recycle = cfg.recycle_jobs_per_hour > 0
+    if recycle and (isinstance(trace, Workload) or isolated):
+        raise OptionError(
+            "recycle_jobs_per_hour",
+            "recycled jobs need a trace (not a Workload) and no re-simulation alone (isolated)",
+        )
     frame = (
         None
         if isinstance(trace, Workload)
@@ -254,24 +279,27 @@ def _run(trace, scheduler, placement, cfg: SimulationConfig) -> SimulationResult
         raise OptionError(
             "stamping", f"round-end stamping needs a queue scheduler, not {sched_name}"
         )
-    if frame is None:
-        w = trace
-    else:
+
+    def workload_of(f: pd.DataFrame) -> Workload:
         models = (
             {}
-            if {"t_iter", "cls"} <= set(frame.columns)
-            else models_table(frame["model"], cfg.classes, frame.attrs.get("name", "<trace>"))
+            if {"t_iter", "cls"} <= set(f.columns)
+            else models_table(
+                f["model"], cfg.classes, f.attrs.get("name", "<trace>"), cfg.iter_times
+            )
         )
-        w = workload_from_trace(
-            frame, models, cfg.locality_penalty, cfg.locality_by_model, max_gpus=gpus
+        return workload_from_trace(
+            f, models, cfg.locality_penalty, cfg.locality_by_model, max_gpus=gpus
         )
+
+    w = trace if frame is None else workload_of(frame)
     if cfg.cluster is None:
         profile = trace_profile(cfg, frame)
         cluster, repl = _make_cluster(cfg, gpus, gpus_per_machine, profile)
     else:
         cluster, repl, profile = cfg.cluster, cfg.with_replacement, "custom"
     cls_used = sorted({c for c in w.cls if c is not None})
-    scores = binned_scores(cluster, cls_used, cfg.binning, seed)
+    scores = binned_scores(cluster, cls_used, cfg.binning, seed, cfg.outlier_side)
     policy = (
         make_policy(
             placement,
@@ -289,11 +317,22 @@ def _run(trace, scheduler, placement, cfg: SimulationConfig) -> SimulationResult
             return copy.deepcopy(sched_obj)
         return make_scheduler(sched_name, seed=seed, **sched_opts)
 
-    sched = sched_obj if sched_obj is not None else fresh_scheduler()
     t_start = time.perf_counter()
+    recycled, sched = None, None
     with progress_bar(len(w), "simulating", cfg.progress) as bar:
         advance = bar.advance if bar.shown else None
-        tr = Driver(w, cluster, scores, sched, policy, ClusterState, config, advance).run()
+        if recycle:
+
+            def run(wl, attempt):  # a rerun (more recycled jobs): fresh scheduler, no progress
+                bar_step = advance if attempt == 0 else None
+                s = fresh_scheduler()
+                return Driver(wl, cluster, scores, s, policy, ClusterState, config, bar_step).run()
+
+            rate, rseed = cfg.recycle_jobs_per_hour, cfg.recycle_seed
+            w, tr, recycled = run_recycled(frame, rate, rseed, workload_of, run)
+        else:
+            sched = sched_obj if sched_obj is not None else fresh_scheduler()
+            tr = Driver(w, cluster, scores, sched, policy, ClusterState, config, advance).run()
     seconds = time.perf_counter() - t_start
     jobs = metrics.job_frame(w, tr, gpus)
     apps = metrics.app_frame(w, tr, jobs, gpus)
@@ -317,6 +356,9 @@ def _run(trace, scheduler, placement, cfg: SimulationConfig) -> SimulationResult
         r = apps[f"rho_{variant}"].to_numpy()
         summ[f"max_rho_{variant}"] = float(np.max(r))
         summ[f"median_rho_{variant}"] = float(np.median(r))
+    summ.update(draw_descriptors(cluster))
+    if recycled is not None:
+        summ["recycled_jobs"] = recycled
     summ["wall_seconds"] = seconds
     placed_by = {"themis": "arbiter", "optimus": "optimus"}.get(sched_name, "policy")
     if sched_obj is not None:
@@ -340,5 +382,10 @@ def _run(trace, scheduler, placement, cfg: SimulationConfig) -> SimulationResult
         "seed": seed,
         "grid_origin": cfg.grid_origin,
         "stamping": cfg.stamping,
+        "iter_times": cfg.iter_times,
+        "outlier_side": cfg.outlier_side,
+        "recycle_jobs_per_hour": cfg.recycle_jobs_per_hour,
+        "recycle_seed": cfg.recycle_seed,
+        "placement_options": dict(cfg.placement_options or {}),
     }
     return SimulationResult(jobs, apps, metrics.round_frame(tr), summ, out)

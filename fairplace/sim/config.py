@@ -4,15 +4,17 @@ name lists of the options that take a name (the CLI and the sweep schema read th
 
 from __future__ import annotations
 
+import inspect
+import math
 from collections.abc import Mapping
-from dataclasses import dataclass, fields, replace
+from dataclasses import MISSING, dataclass, fields
 from typing import Any
 
 import numpy as np
 
 from fairplace.core.errors import OptionError
 from fairplace.core.limits import MAX_RATIO, MAX_SEED
-from fairplace.instances.models import LOCALITY_MODELS
+from fairplace.instances.models import ITER_TIME_TABLES, LOCALITY_MODELS
 
 from . import metrics
 from .protocols import IdealTimeModel
@@ -25,9 +27,12 @@ CLASS_MAPS = ("paper", "artifact")
 DEFAULT_PROFILE = "longhorn-runs"
 #: every T_id variant ``rho_variant`` may name: IdealTime's variants, then apps re-simulated alone
 RHO_VARIANT_NAMES = (*metrics.RHO_VARIANTS, metrics.ISOLATED)
+#: which PM-scores count as outliers when binning: both sides of the mean (>3 sigma), or only slow
+#: ones (the PAL artifact's ``identify_outliers``)
+OUTLIER_SIDES = ("both", "upper")
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, init=False)
 class SimulationConfig:
     """Cluster, runtime model, round grid and reporting options of one simulation.
 
@@ -41,9 +46,19 @@ class SimulationConfig:
     policies still decide with ``locality_penalty``); a trace's own ``locality`` column wins.
     ``rho_variant``: a T_id variant name (:data:`RHO_VARIANT_NAMES`) or an object satisfying
     :class:`~fairplace.sim.protocols.IdealTimeModel`. ``trace_options``: keyword arguments of a
-    generated trace's generator (``themis-1``: ``n_apps``, ``contention``, ...). ``setup``: a named
-    set-up (``fairplace.sim.setups``) filling every field left at its default.
-    Field values are checked when the config is made (:class:`OptionError` naming the field)."""
+    generated trace's generator (``themis-1``: ``n_apps``, ``contention``, ...).
+    ``iter_times``: per-iteration seconds of the trace's models, ``rounded`` (four digits) or the
+    PAL artifact's (``artifact``, :data:`fairplace.instances.models.ARTIFACT_ITER_SECONDS`).
+    ``outlier_side``: PM-scores binned apart as outliers (:data:`OUTLIER_SIDES`).
+    ``recycle_jobs_per_hour`` > 0: after the trace's jobs the PAL artifact's recycled copies keep
+    arriving at that Poisson rate (``random.Random(recycle_seed)``,
+    :func:`fairplace.instances.traces.recycled_jobs`) until every trace job has finished; they
+    compete for GPUs but are not reported. ``setup``: a named set-up (``fairplace.sim.setups``)
+    filling every field not given explicitly.
+
+    Keyword-only; the names given explicitly are :attr:`given` (a set-up never overrides them, also
+    when they equal the default). Field values are checked when the config is made
+    (:class:`OptionError` naming the field)."""
 
     gpus: int | None = None
     gpus_per_machine: int = 4
@@ -70,7 +85,28 @@ class SimulationConfig:
     trace_options: Mapping[str, object] | None = None
     grid_origin: str = "first-arrival"
     stamping: str = "exact"
+    iter_times: str = "rounded"
+    outlier_side: str = "both"
+    recycle_jobs_per_hour: float = 0.0
+    recycle_seed: int = 1
     setup: str | None = None
+
+    def __init__(self, **options):
+        known = _defaults()
+        for name in options:
+            if name not in known:
+                raise OptionError(
+                    name, f"unknown simulation parameter; known: {', '.join(sorted(known))}"
+                )
+        for name, default in known.items():
+            object.__setattr__(self, name, options.get(name, default))
+        object.__setattr__(self, "_given", frozenset(options))
+        self.__post_init__()
+
+    @property
+    def given(self) -> frozenset[str]:
+        """The fields set explicitly (by the constructor or :meth:`with_overrides`)."""
+        return self._given
 
     def __post_init__(self):
         seed = self.seed
@@ -82,6 +118,8 @@ class SimulationConfig:
             ("classes", CLASS_MAPS),
             ("binning", BINNINGS),
             ("locality_model", LOCALITY_MODELS),
+            ("iter_times", ITER_TIME_TABLES),
+            ("outlier_side", OUTLIER_SIDES),
         ):
             if getattr(self, name) not in known:
                 raise OptionError(
@@ -110,22 +148,48 @@ class SimulationConfig:
         for name in ("scheduler_options", "placement_options", "trace_options"):
             if getattr(self, name) is not None and not isinstance(getattr(self, name), Mapping):
                 raise OptionError(name, "must be a mapping of option names to values")
+        rate = self.recycle_jobs_per_hour
+        if (
+            isinstance(rate, bool)
+            or not isinstance(rate, (int, float, np.number))
+            or not 0 <= rate < math.inf
+        ):
+            raise OptionError("recycle_jobs_per_hour", f"must be finite and >= 0, got {rate!r}")
+        rs = self.recycle_seed
+        if isinstance(rs, bool) or not isinstance(rs, (int, np.integer)) or not 0 <= rs <= MAX_SEED:
+            raise OptionError("recycle_seed", f"must be an integer in [0, 2^63 - 1], got {rs!r}")
 
     def with_overrides(self, **overrides) -> SimulationConfig:
-        """A copy with ``overrides`` applied; an unknown name raises :class:`OptionError` naming it."""
-        known = {f.name for f in fields(self)}
-        for name in overrides:
-            if name not in known:
-                raise OptionError(
-                    name, f"unknown simulation parameter; known: {', '.join(sorted(known))}"
-                )
-        return replace(self, **overrides) if overrides else self
+        """A copy with ``overrides`` applied (and counted as given); an unknown name raises
+        :class:`OptionError` naming it."""
+        if not overrides:
+            return self
+        mine = {k: getattr(self, k) for k in self._given}
+        return SimulationConfig(**{**mine, **overrides})
 
     def as_kwargs(self) -> dict[str, Any]:
         """``{field: value}`` (shallow: the objects themselves, no copies)."""
         return {f.name: getattr(self, f.name) for f in fields(self)}
 
 
+def _defaults() -> dict[str, Any]:
+    """{field: default} of :class:`SimulationConfig`, in field order."""
+    return {f.name: f.default for f in fields(SimulationConfig)}
+
+
 def field_names() -> tuple[str, ...]:
     """The names ``simulate`` accepts as keyword options (the fields, in order)."""
     return tuple(f.name for f in fields(SimulationConfig))
+
+
+# keyword-only parameters with the fields' defaults and annotations: what inspect (the sweep schema,
+# the docs) reads as the constructor's signature
+SimulationConfig.__signature__ = inspect.Signature(
+    [
+        inspect.Parameter(
+            f.name, inspect.Parameter.KEYWORD_ONLY, default=f.default, annotation=f.type
+        )
+        for f in fields(SimulationConfig)
+        if f.default is not MISSING
+    ]
+)

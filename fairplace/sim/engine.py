@@ -170,9 +170,11 @@ class Driver:
         t = t0
         tr.t0 = t0
         n_done = 0
+        tracked = np.ones(J, bool) if w.tracked is None else np.asarray(w.tracked, bool)
+        n_tracked = int(tracked.sum())  # the run ends when every tracked job has finished
         fixed = False
         decisions = 0
-        while n_done < J:
+        while n_done < n_tracked:
             if pending and pending[0][0] <= t:  # arrivals
                 while pending and pending[0][0] <= t:
                     j = heapq.heappop(pending)[1]
@@ -297,10 +299,11 @@ class Driver:
                         for k in nxt[gid[j]]:
                             release[k] = max(w.submit[k], tr.finish[j])
                             heapq.heappush(pending, (float(release[k]), int(k)))
-                n_done += len(finished)
+                n_fin = int(tracked[finished].sum())
+                n_done += n_fin
                 active = np.flatnonzero(is_active)
-                if self.progress is not None:
-                    self.progress(len(finished))
+                if self.progress is not None and n_fin:
+                    self.progress(n_fin)
             tr.idle_waiting_gpu_seconds += self._idle_waiting(
                 t, t_next, busy0, unmet0, j_run, k_run, fin, stop, pending
             )
@@ -311,7 +314,8 @@ class Driver:
             if decisions > cfg.max_decisions:
                 raise OptionError("max_decisions", f"simulation exceeded {cfg.max_decisions}")
         tr.t_end = float(np.nanmax(tr.finish))
-        if not np.allclose(tr.done_iters, w.iters, rtol=1e-9, atol=1e-6):
+        done = ~np.isnan(tr.finish)  # every tracked job; untracked ones may still run
+        if not np.allclose(tr.done_iters[done], w.iters[done], rtol=1e-9, atol=1e-6):
             raise InvariantError("work completed differs from the total work")
         return tr
 

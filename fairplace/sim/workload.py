@@ -30,9 +30,36 @@ class Workload:
     l_rack: np.ndarray  # L when spread over racks
     name: str = ""
     meta: Mapping[str, object] = field(default_factory=dict)
+    #: jobs the simulation runs for (bool per job; None = all): the driver stops when every tracked
+    #: job has finished; the others (recycled jobs) only compete for GPUs until then
+    tracked: np.ndarray | None = None
 
     def __len__(self) -> int:
         return len(self.ids)
+
+    def take(self, idx) -> tuple[Workload, np.ndarray]:
+        """The jobs ``idx`` (in that order) as a workload of their own, and the indices of their
+        apps in this one (kept in first-arrival order)."""
+        idx = np.asarray(idx, dtype=np.int64)
+        apps = np.unique(self.app[idx])
+        pick = idx.tolist()
+        sub = Workload(
+            ids=tuple(self.ids[j] for j in pick),
+            app_ids=tuple(self.app_ids[a] for a in apps.tolist()),
+            app=np.searchsorted(apps, self.app[idx]),
+            phase=self.phase[idx],
+            submit=self.submit[idx],
+            demand=self.demand[idx],
+            iters=self.iters[idx],
+            t_iter=self.t_iter[idx],
+            cls=tuple(self.cls[j] for j in pick),
+            model=tuple(self.model[j] for j in pick),
+            l_machine=self.l_machine[idx],
+            l_rack=self.l_rack[idx],
+            name=self.name,
+            meta=self.meta,
+        )
+        return sub, apps
 
     def jobs(self) -> list[Job]:
         """:class:`~fairplace.core.domain.Job` objects handed to placement policies."""
