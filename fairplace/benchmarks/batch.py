@@ -13,8 +13,11 @@ the critical path (the ideal 2-worker makespan is about half the sum).
   speed-up of the solve phase alone (first submission to last row journaled; start-up, warm-up
   imports and close excluded), with each part's seconds from ``df.attrs["batch"]`` (a local
   cluster's close runs under the driver's last groups when ``close_overlapped``).
+* ``dask_cluster_startup_2``: a local cluster of 2 workers started with TLS (temporary credentials,
+  the default) and without, alternated: what TLS adds to the start-up (:func:`cluster_startup`).
 * ``batch_medium_1_worker`` / ``batch_medium_2_workers``: throughput of an already-started Dask
-  cluster (start-up reported apart, not in ``seconds``); quick mode: the 12 medium auctions.
+  cluster (start-up reported apart, not in ``seconds``); full mode only (``--quick`` runs the
+  speed-up case, once, on the same 24 instances).
 """
 
 from __future__ import annotations
@@ -24,24 +27,23 @@ import tempfile
 import time
 from pathlib import Path
 
+from . import Case
 
-def _items(quick: bool):
-    from fairplace.instances import suites
-
-    items = suites.suite_items("medium")
-    return [it for it in items if it[0].startswith("auction")] if quick else items
+SIZES = {"instances": 24}
 
 
 def measure(workers: int, quick: bool) -> dict:
     from dask.distributed import Client
 
+    from fairplace.instances import suites
     from fairplace.runs.batch import local_cluster, run_batch
 
-    items = _items(quick)
+    items = suites.suite_items("medium")
     t0 = time.perf_counter()
     with local_cluster(workers) as cluster:  # workers import the solver stack as they start
         with Client(cluster) as client:
             client.wait_for_workers(workers)
+            ran_workers = len(client.nthreads())
         startup = time.perf_counter() - t0
         with tempfile.TemporaryDirectory() as tmp:
             t0 = time.perf_counter()
@@ -49,12 +51,14 @@ def measure(workers: int, quick: bool) -> dict:
                 items,
                 solvers=["exact"],
                 scheduler_address=cluster.scheduler_address,
+                security=cluster.security,  # the cluster talks TLS
                 out=Path(tmp) / "bench.jsonl",
                 progress=False,
             )
             seconds = time.perf_counter() - t0
     return {
         "seconds": seconds,
+        "sizes": {"instances": len(df), "workers": ran_workers},
         "workers": workers,
         "instances": len(df),
         "instances_per_second": len(df) / seconds,
@@ -107,6 +111,7 @@ def speedup(quick: bool) -> dict:
     per = one["instance_seconds"]
     return {
         "seconds": two["total_seconds"],
+        "sizes": {"instances": len(items)},
         "instances": len(items),
         "runs_each": reps,
         "one_worker_seconds": one["total_seconds"],
@@ -141,8 +146,55 @@ def speedup(quick: bool) -> dict:
     }
 
 
+def cluster_startup(quick: bool, workers: int = 2) -> dict:
+    """Seconds from ``local_cluster(workers)`` to every worker connected, with TLS (temporary
+    credentials, the default) and without, alternated; median of 5 starts each (``--quick``: 2).
+    ``seconds`` is the TLS median; ``tls_extra_seconds`` what TLS adds."""
+    import statistics
+
+    from dask.distributed import Client
+
+    from fairplace.runs.dask_cluster import close_quietly, local_cluster
+
+    reps = 2 if quick else 5
+    times: dict[bool, list[float]] = {True: [], False: []}
+    for _ in range(reps):
+        for tls in (True, False):
+            t0 = time.perf_counter()
+            cluster = local_cluster(workers, tls=tls)
+            client = Client(cluster)
+            try:
+                client.wait_for_workers(workers)
+                times[tls].append(time.perf_counter() - t0)
+                n = len(client.nthreads())
+                protocol = client.scheduler.address.split("://")[0]
+                assert protocol == ("tls" if tls else "tcp"), protocol
+            finally:
+                close_quietly(client, cluster)
+    tls_s, tcp_s = statistics.median(times[True]), statistics.median(times[False])
+    return {
+        "seconds": tls_s,
+        "sizes": {"workers": n},
+        "starts_each": reps,
+        "tls_seconds": times[True],
+        "tcp_seconds": times[False],
+        "tls_median_seconds": tls_s,
+        "tcp_median_seconds": tcp_s,
+        "tls_extra_seconds": tls_s - tcp_s,
+        "cpus": os.cpu_count(),
+        "load_average_1min": os.getloadavg()[0],
+    }
+
+
+_QUICK = "--quick runs batch_medium_24_speedup on the same instances"
+
 CASES = {
-    "batch_medium_24_speedup": (speedup, None),
-    "batch_medium_1_worker": (lambda quick: measure(1, quick), None),
-    "batch_medium_2_workers": (lambda quick: measure(2, quick), None),
+    "dask_cluster_startup_2": Case(cluster_startup, None, {"workers": 2}),
+    "batch_medium_24_speedup": Case(speedup, None, SIZES),
+    "batch_medium_1_worker": Case(
+        lambda quick: measure(1, quick), None, SIZES | {"workers": 1}, _QUICK
+    ),
+    "batch_medium_2_workers": Case(
+        lambda quick: measure(2, quick), None, SIZES | {"workers": 2}, _QUICK
+    ),
 }
