@@ -1,5 +1,6 @@
 """The report: built from its Jinja2 templates (prose as Markdown, tables through pandas' Styler),
-and every figure it saves keeps its legends inside the image (tight bounding box)."""
+and every figure it saves keeps its legends inside the image (tight bounding box; every figure of
+a reproduction: ``tests/test_reproduce.py``, which checks them with :func:`legend_problems`)."""
 
 from __future__ import annotations
 
@@ -14,18 +15,16 @@ import matplotlib.image as mpimg  # noqa: E402
 import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
-import pytest  # noqa: E402
 
 from fairplace.analysis import plots, report  # noqa: E402
 from fairplace.analysis.auto import figures_for  # noqa: E402
-from fairplace.runs import reproduce as rep  # noqa: E402
 
 #: pure colours no seaborn palette uses: one per legend of a figure
 MARKS = ((1.0, 0.0, 1.0), (0.0, 1.0, 1.0), (1.0, 1.0, 0.0))
 DPI = 110
 
 
-def _figure(obj):
+def figure_of(obj):
     while not isinstance(obj, matplotlib.figure.Figure):
         obj = np.ravel(obj)[0] if isinstance(obj, (list, tuple, np.ndarray)) else obj.figure
     return obj
@@ -35,7 +34,7 @@ def legend_problems(obj, name: str) -> tuple[bytes, list[str]]:
     """Save ``obj``'s figure with ``report.png`` after painting each legend's frame a pure colour;
     a legend is inside the image when all of its painted box is there, away from the image's
     edges. Returns the PNG and the problems found."""
-    fig = _figure(obj)
+    fig = figure_of(obj)
     legends = [a.get_legend() for a in fig.axes if a.get_legend() is not None] + list(fig.legends)
     assert len(legends) <= len(MARKS), name
     fig.set_dpi(DPI)  # measured at the dpi the image is saved with
@@ -105,25 +104,6 @@ def test_every_plot_command_figure_keeps_its_legends():
             n += 1
     assert n >= 5 and problems == []
     assert plt.get_fignums() == []  # png() closed every figure
-
-
-@pytest.mark.slow
-def test_every_reproduction_figure_keeps_its_legends(tmp_path, monkeypatch):
-    """Every figure of a (tiny, fake-simulator) reproduction, two-panel ones included."""
-    from tests.test_reproduce import fake_simulate
-
-    seen, problems = [], []
-
-    def checked_png(ax):
-        data, found = legend_problems(ax, f"figure {len(seen) + 1}")
-        seen.append(len(_figure(ax).axes) if not isinstance(ax, bytes) else 0)
-        problems.extend(found)
-        return data
-
-    monkeypatch.setattr(rep, "png", checked_png)
-    rep.reproduce("all", size="tiny", out=tmp_path, simulate=fake_simulate, progress=False)
-    assert len(seen) >= 3 and max(seen) >= 2  # a multi-panel figure was among them
-    assert problems == []
 
 
 def test_report_is_rendered_from_templates(tmp_path):
