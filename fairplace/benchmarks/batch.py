@@ -148,7 +148,7 @@ def speedup(quick: bool) -> dict:
 
 def cluster_startup(quick: bool, workers: int = 2) -> dict:
     """Seconds from ``local_cluster(workers)`` to every worker connected, with TLS (temporary
-    credentials, the default) and without, alternated; median of 5 starts each (``--quick``: 2).
+    credentials, the default) and without, alternated; median of 5 starts each (``--quick``: 1).
     ``seconds`` is the TLS median; ``tls_extra_seconds`` what TLS adds."""
     import statistics
 
@@ -156,7 +156,7 @@ def cluster_startup(quick: bool, workers: int = 2) -> dict:
 
     from fairplace.runs.dask_cluster import close_quietly, local_cluster
 
-    reps = 2 if quick else 5
+    reps = 1 if quick else 5
     times: dict[bool, list[float]] = {True: [], False: []}
     for _ in range(reps):
         for tls in (True, False):
