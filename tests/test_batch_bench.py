@@ -98,13 +98,15 @@ def test_bench_json_lines_stream_real_cases_and_quick_skips(capsys):
 
 
 @pytest.mark.slow
-def test_bench_json_runs_a_batch_case(capsys):
-    assert cli.main(["bench", "--json", "--only", "batch_medium_1_worker"]) == 0
+def test_bench_json_runs_the_cluster_startup_case(capsys):
+    """A real Dask case: a 2-worker local cluster started with TLS (the default) and without."""
+    assert cli.main(["bench", "--quick", "--json", "--only", "dask_cluster_startup_2"]) == 0
     (r,) = [json.loads(line) for line in capsys.readouterr().out.splitlines()]
-    assert r["name"] == "batch_medium_1_worker" and r["quick"] is False
-    assert r["seconds"] > 0 and "target_seconds" in r
-    assert r["instances"] == 24 and r["sizes"] == {"instances": 24, "workers": 1}
-    assert r["statuses"] == ["optimal"] and r["instances_per_second"] > 0
+    assert r["sizes"] == {"workers": 2} and "error" not in r and r["starts_each"] == 1
+    assert r["seconds"] == r["tls_median_seconds"] > 0 and r["tcp_median_seconds"] > 0
+    assert r["tls_extra_seconds"] == pytest.approx(
+        r["tls_median_seconds"] - r["tcp_median_seconds"], rel=1e-12
+    )
 
 
 def test_bench_table_and_list(capsys):
