@@ -85,7 +85,7 @@ def _pal_summary():
              max_rho=2.0, gpu_time=5.0, jobs_per_hour=r, locality_penalty=L, cell_id="c")
         for tr in ("workload-1", "workload-2")
         for pl, g in (("packed-sticky", 1.0), ("packed-non-sticky", 1.05), ("pm-first", 0.7), ("pal", 0.6))
-        for r in (4.0, 8.0) for L in (1.0, 3.0) for s in (0, 1)
+        for r in (4.0, 8.0) for L in (1.0, 3.0) for s in (0,)
     ]  # fmt: skip
     return pd.DataFrame(rows)
 
