@@ -208,12 +208,30 @@ def locality_sweep(
     return ax
 
 
-def jct_vs_load(summary: pd.DataFrame, metric: str = "avg_jct", hue: str = "placement", *, ax=None):
-    """Average JCT vs job load in jobs/hour (PAL Figs. 14, 16, 17)."""
-    x = col(summary, "load", "jobs_per_hour", "rate")
+#: x-axis labels of the load columns
+LOAD_LABELS = {
+    "load": "offered load",
+    "jobs_per_hour": "load (jobs/hour)",
+    "rate": "arrival rate (jobs/hour)",
+}
+
+
+def jct_vs_load(
+    summary: pd.DataFrame,
+    metric: str = "avg_jct",
+    hue: str = "placement",
+    x: str | None = None,
+    *,
+    ax=None,
+):
+    """Average JCT vs load: jobs/hour (PAL Figs. 14, 16, 17) or offered load; mean over seeds.
+    ``x``: the load column (default the first of ``load``, ``jobs_per_hour``, ``rate``)."""
+    x = x or col(summary, "load", "jobs_per_hour", "rate")
     ax = _axes(ax)
-    sns.lineplot(data=summary, x=x, y=metric, hue=hue, style=_hue(summary, "scheduler"), ax=ax)
-    ax.set(xlabel="load (jobs/hour)", title="Average JCT vs load")
+    sns.lineplot(
+        data=summary, x=x, y=metric, hue=hue, style=_hue(summary, "scheduler"), marker="o", ax=ax
+    )
+    ax.set(xlabel=LOAD_LABELS.get(x, x), title="Average JCT vs load")
     _legend_out(ax)
     return ax
 

@@ -1,12 +1,13 @@
 """Reports: ``report.md`` (PNG files linked from ``figures/``) and ``report.html`` (the same figures
 embedded as base64 PNG), each with a claims table *claim — paper (range) — ours (spread over seeds) —
-outcome — reason*. Tables are rendered by pandas (``to_markdown`` / ``to_html``), numbers in fixed
-notation, units in the headers."""
+outcome — reason*. Both come from Jinja2 templates (``templates/report.md.j2``,
+``templates/report.html.j2``); prose is Markdown (rendered to HTML by markdown-it-py), tables are
+pandas' (``to_markdown`` / a ``Styler``), numbers in fixed notation, units in the headers. Figures
+are saved with a tight bounding box, so a legend placed beside the axes stays in the image."""
 
 from __future__ import annotations
 
 import base64
-import html
 import io
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -30,7 +31,8 @@ class Section:
 
 
 def png(fig, dpi: int = 110) -> bytes:
-    """Render a matplotlib Figure (or the figure of an Axes) to PNG bytes and close it."""
+    """Render a matplotlib Figure (or the figure of an Axes) to PNG bytes and close it; the image
+    is cropped to the drawn artists (``bbox_inches="tight"``), legends outside the axes included."""
     import matplotlib.pyplot as plt  # heavy: imported on use
     from matplotlib.figure import Figure  # heavy: imported on use
 
@@ -39,7 +41,7 @@ def png(fig, dpi: int = 110) -> bytes:
     while not isinstance(fig, Figure):  # Axes -> (Sub)Figure -> root Figure
         fig = fig.figure
     buf = io.BytesIO()
-    fig.savefig(buf, format="png", dpi=dpi)
+    fig.savefig(buf, format="png", dpi=dpi, bbox_inches="tight")  # legends beside the axes too
     plt.close(fig)
     return buf.getvalue()
 
@@ -62,12 +64,18 @@ def _slug(s: str) -> str:
     return "".join(c if c.isalnum() else "-" for c in s.lower()).strip("-")
 
 
-def _inline_html(text: str) -> str:
-    """Escaped HTML of one line of text; `code` spans become <code> (no raw backticks)."""
-    parts = html.escape(str(text)).split("`")
-    if len(parts) % 2 == 0:  # an unpaired backtick: keep it as a character
-        parts = [*parts[:-2], parts[-2] + "&#96;" + parts[-1]]
-    return "".join(f"<code>{p}</code>" if i % 2 else p for i, p in enumerate(parts))
+def _markdown():
+    from markdown_it import MarkdownIt  # imported on use (reports only)
+
+    return MarkdownIt("commonmark", {"html": False})  # raw HTML in the text is escaped
+
+
+def prose_html(text: str, inline: bool = False) -> str:
+    """Markdown ``text`` as HTML (markdown-it-py; raw HTML escaped); ``inline``: no ``<p>``. A
+    backtick left unpaired stays a character (``&#96;``), never a raw backtick."""
+    md = _markdown()
+    out = md.renderInline(str(text)) if inline else md.render(str(text))
+    return out.replace("`", "&#96;")
 
 
 #: claim outcomes (analysis.claims): the first counts as reproduced in the headline
@@ -121,20 +129,20 @@ def md_table(df: pd.DataFrame) -> str:
     return cells.to_markdown(index=False, disable_numparse=True)
 
 
-def html_table(df: pd.DataFrame, row_classes: pd.Series | None = None) -> str:
-    """An HTML table (``DataFrame.to_html``; text escaped, `code` as <code>); ``row_classes``
-    gives each row a CSS class."""
-    cells = _cells(df, _inline_html)
-    cells.columns = [_inline_html(c) for c in cells.columns]
-    out = cells.to_html(index=False, escape=False, border=0, na_rep="")
-    if row_classes is not None:  # pandas cannot class rows: tag the <tr>s of the body in order
-        head, _, body = out.partition("<tbody>")
-        rows = body.split("<tr>")
-        body = rows[0] + "".join(
-            f"<tr class='{c}'>{r}" for c, r in zip(row_classes, rows[1:], strict=True)
+def html_table(df: pd.DataFrame, row_classes: pd.Series | None = None, uuid: str = "t") -> str:
+    """An HTML table (a pandas ``Styler``; cells and headers as inline Markdown: text escaped,
+    `code` as <code>); ``row_classes`` gives every cell of each row a CSS class; ``uuid`` makes
+    the element ids unique in a page."""
+    cells = _cells(df, str)
+    style = cells.style.hide(axis="index").set_uuid(uuid)
+    style = style.format(lambda v: prose_html(v, inline=True))
+    style = style.format_index(lambda v: prose_html(v, inline=True), axis="columns")
+    if row_classes is not None:
+        classes = pd.DataFrame(
+            {c: list(row_classes) for c in cells.columns}, index=cells.index, dtype=object
         )
-        out = f"{head}<tbody>{body}"
-    return out
+        style = style.set_td_classes(classes)
+    return style.to_html()
 
 
 def _outcome_class(outcome: str) -> str:
@@ -145,13 +153,15 @@ def _outcome_class(outcome: str) -> str:
     return "partial" if outcome == "direction only" else "no"
 
 
-_CSS = (
-    "body{font-family:sans-serif;max-width:1100px;margin:2em auto;padding:0 1em}"
-    "table{border-collapse:collapse;margin:1em 0;font-size:90%}"
-    "td,th{border:1px solid #ccc;padding:3px 6px;vertical-align:top}"
-    "tr.yes td{background:#e8f6e8}tr.no td{background:#fbe9e9}tr.nr td{background:#f3f3f3}"
-    "tr.partial td{background:#fdf6e0}img{max-width:100%;border:1px solid #eee}"
-)
+def _templates():
+    from jinja2 import Environment, FileSystemLoader, StrictUndefined, select_autoescape
+
+    return Environment(
+        loader=FileSystemLoader(Path(__file__).parent / "templates"),
+        autoescape=select_autoescape(enabled_extensions=("html.j2",), default=False),
+        undefined=StrictUndefined,
+        keep_trailing_newline=True,
+    )
 
 
 def write_report(
@@ -161,43 +171,52 @@ def write_report(
     sections: list[Section],
     preamble: list[str] = (),
 ) -> dict[str, Path]:
-    """Write ``report.md``, ``report.html``, ``claims.csv`` and ``figures/*.png`` under ``out_dir``."""
+    """Write ``report.md``, ``report.html``, ``claims.csv`` and ``figures/*.png`` under ``out_dir``
+    (from the templates ``report.md.j2`` and ``report.html.j2``)."""
+    from markupsafe import Markup  # Jinja2's: HTML rendered here, not escaped again
+
     out = Path(out_dir)
     figdir = out / "figures"
     figdir.mkdir(parents=True, exist_ok=True)
     claims.to_csv(out / "claims.csv", index=False)
     view = claims_view(claims)
-    md = [f"# {title}", "", *preamble, "", "## Claims", "", md_table(view), ""]
-    h = [
-        f"<!doctype html><html><head><meta charset='utf-8'><title>{html.escape(title)}</title>",
-        f"<style>{_CSS}</style></head><body><h1>{html.escape(title)}</h1>",
-        *(f"<p>{_inline_html(p)}</p>" for p in preamble if p),
-        "<h2>Claims</h2>",
-        html_table(view, view["outcome"].map(_outcome_class)),
-    ]
-    for s in sections:
-        md += [f"## {s.title}", "", f"Status: {s.status}", ""]
-        h += [
-            f"<h2>{_inline_html(s.title)}</h2>",
-            f"<p><b>Status:</b> {_inline_html(s.status)}</p>",
-        ]
-        for line in s.lines:
-            md += [line, ""]
-            h.append(f"<p>{_inline_html(line)}</p>")
-        for name, df in s.tables:
-            md += [f"**{name}**", "", md_table(df), ""]
-            h += [f"<h3>{_inline_html(name)}</h3>", html_table(df)]
+    n_png = len(list(figdir.glob("*.png")))
+    docs = []
+    for k, s in enumerate(sections):
+        figures = []
         for name, data in s.figures:
-            fn = f"{len(list(figdir.glob('*.png'))) + 1:02d}-{_slug(name)[:60].strip('-')}.png"
+            n_png += 1
+            fn = f"{n_png:02d}-{_slug(name)[:60].strip('-')}.png"
             (figdir / fn).write_bytes(data)
-            md += [f"![{name}](figures/{fn})", ""]
             b64 = base64.b64encode(data).decode("ascii")
-            h += [
-                f"<figure><img alt='{html.escape(name)}' src='data:image/png;base64,{b64}'>",
-                f"<figcaption>{_inline_html(name)}</figcaption></figure>",
-            ]
-    h.append("</body></html>")
+            figures.append({"name": name, "file": f"figures/{fn}", "b64": b64})
+        docs.append(
+            {
+                "title": s.title,
+                "status": s.status,
+                "lines": s.lines,
+                "tables": [
+                    {
+                        "name": n,
+                        "md": md_table(df),
+                        "html": Markup(html_table(df, uuid=f"s{k}t{j}")),
+                    }
+                    for j, (n, df) in enumerate(s.tables)
+                ],
+                "figures": figures,
+            }
+        )
+    env = _templates()
+    env.filters["markdown"] = lambda text: Markup(prose_html(text))
+    env.filters["inline"] = lambda text: Markup(prose_html(text, inline=True))
+    doc = {
+        "title": title,
+        "preamble": [p for p in preamble if p],
+        "claims_md": md_table(view),
+        "claims_html": Markup(html_table(view, view["outcome"].map(_outcome_class), "claims")),
+        "sections": docs,
+    }
     paths = {"md": out / "report.md", "html": out / "report.html", "claims": out / "claims.csv"}
-    paths["md"].write_text("\n".join(md), encoding="utf-8")
-    paths["html"].write_text("\n".join(h), encoding="utf-8")
+    paths["md"].write_text(env.get_template("report.md.j2").render(doc), encoding="utf-8")
+    paths["html"].write_text(env.get_template("report.html.j2").render(doc), encoding="utf-8")
     return paths

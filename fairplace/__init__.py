@@ -39,15 +39,25 @@ __all__ = [
     "ProgramInfeasible",
     "SolverFailed",
     "UnknownSolver",
+    "SimulationConfig",
+    "SimulationResult",
     "load",
+    "simulate",
     "solve",
     "__version__",
 ]
 
+#: names imported on first use: the simulator needs pandas, which `import fairplace` avoids
+_LATE = ("simulate", "SimulationConfig", "SimulationResult")
+
 
 def __getattr__(name):  # late imports keep `import fairplace` light
-    if name == "simulate":
-        from fairplace.sim import simulate  # heavy (pandas): imported on use
+    if name in _LATE:
+        from fairplace import sim  # heavy (pandas): imported on use
 
-        return simulate
-    raise AttributeError(name)
+        return getattr(sim, name)
+    raise AttributeError(f"module 'fairplace' has no attribute {name!r}")
+
+
+def __dir__():
+    return sorted({*globals(), *_LATE})

@@ -5,11 +5,17 @@ Each command module defines ``HELP``, ``add_arguments(parser)`` and ``run(args) 
 running out of memory) prints one line on stderr and exits 2; Ctrl-C exits 130 and a closed stdout
 (``| head``) exits 141 quietly;
 set ``FAIRPLACE_DEBUG=1`` to see tracebacks of unexpected errors.
+
+Status lines go through :mod:`logging` (the ``fairplace`` logger, on stderr): every command takes
+``-q/--quiet`` (warnings and errors only, no progress bars) and ``-v/--verbose`` (debug lines too:
+how a batch or sweep runs, cluster start-up, per-experiment timings).
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
+import logging
 import os
 import sys
 from importlib import import_module
@@ -49,6 +55,43 @@ EPILOG = (
 )
 
 
+def add_verbosity(parser: argparse.ArgumentParser) -> None:
+    """``-q/--quiet`` and ``-v/--verbose`` on ``parser`` and on its sub-commands' parsers (``instances
+    list``); absent flags set nothing, so a flag given before a sub-command is kept."""
+    g = parser.add_argument_group("output").add_mutually_exclusive_group()
+    g.add_argument(
+        "-q", "--quiet", action="store_true", default=argparse.SUPPRESS,
+        help="only warnings and errors on stderr; no progress bars",
+    )  # fmt: skip
+    g.add_argument(
+        "-v", "--verbose", action="store_true", default=argparse.SUPPRESS,
+        help="debug lines on stderr too",
+    )  # fmt: skip
+    for action in parser._actions:  # argparse keeps sub-command parsers here
+        if isinstance(action, argparse._SubParsersAction):
+            for child in action.choices.values():
+                add_verbosity(child)
+
+
+@contextlib.contextmanager
+def cli_logging(quiet: bool = False, verbose: bool = False):
+    """Status lines of the ``fairplace`` logger on stderr, one line each as written (INFO;
+    WARNING with ``quiet``, DEBUG with ``verbose``), while the block runs."""
+    logger = logging.getLogger("fairplace")
+    handler = logging.StreamHandler(sys.stderr)
+    handler.setFormatter(logging.Formatter("%(message)s"))
+    old = (logger.level, logger.propagate)
+    logger.addHandler(handler)
+    logger.setLevel(logging.WARNING if quiet else logging.DEBUG if verbose else logging.INFO)
+    logger.propagate = False
+    try:
+        yield logger
+    finally:
+        logger.removeHandler(handler)
+        logger.setLevel(old[0])
+        logger.propagate = old[1]
+
+
 def build_parser(only: str | None = None) -> argparse.ArgumentParser:
     """The whole parser; ``only``: add the options of that command alone (the others are listed
     with their one-line help): option choices come from the registries, whose modules are heavy."""
@@ -67,6 +110,7 @@ def build_parser(only: str | None = None) -> argparse.ArgumentParser:
         p = sub.add_parser(name, help=mod.HELP, description=mod.HELP)
         if only is None or only == name:
             mod.add_arguments(p)
+            add_verbosity(p)
         p.set_defaults(_run=mod.run)
     return parser
 
@@ -94,9 +138,12 @@ def main(argv: list[str] | None = None) -> int:
     command = next((a for a in argv if not a.startswith("-")), "")
     parser = build_parser(only=command)
     args = parser.parse_args(argv)
+    quiet, verbose = getattr(args, "quiet", False), getattr(args, "verbose", False)
+    if quiet and hasattr(args, "no_progress"):
+        args.no_progress = True
     try:
         # fairplace parallelises itself (core/blas.py); the solvers limit scipy's BLAS too
-        with one_blas_thread(load_scipy=False):
+        with one_blas_thread(load_scipy=False), cli_logging(quiet, verbose):
             code = int(args._run(args) or 0)
         sys.stdout.flush()  # a closed pipe shows here, not at interpreter exit
         return code

@@ -237,3 +237,27 @@ def test_report_tables_show_units_and_no_scientific_notation():
     assert list(shown.columns) == ["placement", "avg_jct (s)", "max_rho", "n"]
     assert shown.iloc[0].tolist() == ["pal", "12346", "0.00001500", "3"]
     assert fixed(float("nan")) == "" and fixed(float("inf")) == "∞" and fixed(0.0) == "0"
+
+
+def test_sweep_over_jobs_per_hour_draws_its_load_figures():
+    """A Synergy-style sweep varies jobs_per_hour, not `load`: the load figures use that axis and
+    the normalised JCT is drawn per load (not pooled over the loads)."""
+    rows = [
+        dict(
+            scheduler="fifo", placement=pl, trace="synergy", seed=s, status="ok",
+            jobs_per_hour=r, avg_jct=1e3 * r * g, max_rho=2.0, gpu_time=5.0 * r, cell_id="c",
+        )
+        for pl, g in (("packed-sticky", 1.0), ("pal", 0.9)) for r in (2.0, 8.0) for s in (0, 1)
+    ]  # fmt: skip
+    kind, made, skipped = figures_for(pd.DataFrame(rows))
+    figs = dict(made)
+    assert kind == "sweep" and {"jct-vs-load", "jct-normalised", "gpu-time"} <= set(figs)
+    assert figs["jct-vs-load"].get_xlabel() == "load (jobs/hour)"
+    assert figs["jct-normalised"].get_xlabel() == "jobs_per_hour"
+    assert [t.get_text() for t in figs["jct-normalised"].get_xticklabels()] == ["2.0", "8.0"]
+    assert figs["gpu-time"].get_xlabel() == "placement"
+    plt.close("all")
+    one_load = pd.DataFrame([r for r in rows if r["jobs_per_hour"] == 2.0])
+    _, made, skipped = figures_for(one_load)
+    assert "jct-vs-load" in dict(skipped) and "'jobs_per_hour'" in dict(skipped)["jct-vs-load"]
+    plt.close("all")

@@ -1,23 +1,57 @@
-"""``fairplace bench``: collection, error entries, JSON output."""
+"""``fairplace bench``: collection, honest sizes, error entries, JSON Lines output."""
 
 from __future__ import annotations
 
 import json
+import re
 
 import pytest
 
 from fairplace import cli
+from fairplace.benchmarks import Case
 from fairplace.commands import bench
 
 
 def test_collect_finds_every_module_case():
     cases = bench.collect()
-    names = [name for _, name, _, _ in cases]
+    names = [name for _, name, _ in cases]
     assert "batch_medium_1_worker" in names and "batch_medium_2_workers" in names
     assert len(set(names)) == len(names)
-    for _, _, run, target in cases:
-        assert callable(run)
-        assert target is None or target > 0
+    for _, _, case in cases:
+        assert callable(case.run)
+        assert case.target is None or case.target > 0
+
+
+def _stated(name: str) -> set[int]:
+    """The sizes a case name states: its numbers (``1024x256`` -> 1024, 256; ``100k`` -> 100000)."""
+    tokens = [re.fullmatch(r"(\d+)(k?)", t) for t in re.split(r"[_x]", name)]
+    return {int(m[1]) * (1000 if m[2] else 1) for m in tokens if m}
+
+
+def test_every_case_declares_the_sizes_its_name_states():
+    """Each number in a case's name is one of its declared sizes (the command checks each run
+    against them), and a case skipped by --quick says why."""
+    assert _stated("auction_pa_compact_1024x256") == {1024, 256}
+    assert _stated("binning_100k") == {100_000}
+    for _, name, case in bench.collect():
+        if name.endswith("(import)"):
+            continue
+        assert case.sizes, name
+        assert _stated(name) <= set(case.sizes.values()), (name, case.sizes)
+        assert case.full_only is None or case.full_only.strip(), name
+
+
+def test_a_run_of_other_sizes_than_stated_is_an_error():
+    case = Case(lambda quick: {}, 1.0, {"apps": 64, "gpus": 1024})
+    honest = bench.run_case(
+        "m", "x", lambda q: {"seconds": 0.5, "sizes": {"apps": 64, "gpus": 1024}}, case, True
+    )
+    assert honest["ok"] is True and "error" not in honest
+    shrunk = bench.run_case(
+        "m", "x", lambda q: {"seconds": 0.5, "sizes": {"apps": 16, "gpus": 256}}, case, True
+    )
+    assert shrunk["ok"] is False and "its name states" in shrunk["error"]
+    assert shrunk["sizes"] == {"apps": 16, "gpus": 256}  # what it ran, never the name's sizes
 
 
 def test_run_case_ok_and_error_entries():
@@ -28,6 +62,7 @@ def test_run_case_ok_and_error_entries():
         "target_seconds": 1.0,
         "seconds": 0.5,
         "ok": True,
+        "sizes": {},
         "n": 3,
     }
     slow = bench.run_case("m", "slow", lambda quick: {"seconds": 2.0}, 1.0, True)
@@ -41,15 +76,37 @@ def test_run_case_ok_and_error_entries():
     assert bad["error"] == "RuntimeError: no solver"
 
 
+def test_bench_json_lines_stream_real_cases_and_quick_skips(capsys):
+    """One JSON line per case; --quick runs the named sizes or skips the case, saying so."""
+    assert cli.main(["bench", "--quick", "--json", "--only", "place_256"]) == 0
+    out, err = capsys.readouterr()
+    lines = [json.loads(line) for line in out.splitlines()]
+    assert [r["name"] for r in lines] == ["pal_place_256", "pm_first_place_256"]
+    for r in lines:
+        assert r["seconds"] > 0 and r["quick"] is True and r["sizes"] == {"gpus": 256}
+        assert r["repeats"] == 5 and r["placed"] > 0
+    assert "bench: pal_place_256 ..." in err
+    assert cli.main(["bench", "--quick", "--json", "--only", "simulate_synergy_100000_4096"]) == 0
+    out, err = capsys.readouterr()
+    (r,) = [json.loads(line) for line in out.splitlines()]
+    assert r["seconds"] is None and r["skipped"].startswith("full mode only")
+    assert r["sizes"] == {"jobs": 100_000, "gpus": 4096}
+    assert "skipped (full mode only" in err
+    assert cli.main(["bench", "--quick", "--quiet", "--only", "pal_place_256"]) == 0
+    out, err = capsys.readouterr()
+    assert err == "" and "pal_place_256" in out and "gpus=256" in out  # the table on stdout
+
+
 @pytest.mark.slow
-def test_bench_json_runs_a_real_case(capsys):
-    assert cli.main(["bench", "--quick", "--json", "--only", "batch_medium_1_worker"]) == 0
-    out = json.loads(capsys.readouterr().out)
-    assert [r["name"] for r in out] == ["batch_medium_1_worker"]
-    r = out[0]
-    assert r["seconds"] > 0 and "target_seconds" in r
-    assert r["instances"] == 12 and r["statuses"] == ["optimal"]
-    assert r["instances_per_second"] > 0
+def test_bench_json_runs_the_cluster_startup_case(capsys):
+    """A real Dask case: a 2-worker local cluster started with TLS (the default) and without."""
+    assert cli.main(["bench", "--quick", "--json", "--only", "dask_cluster_startup_2"]) == 0
+    (r,) = [json.loads(line) for line in capsys.readouterr().out.splitlines()]
+    assert r["sizes"] == {"workers": 2} and "error" not in r and r["starts_each"] == 1
+    assert r["seconds"] == r["tls_median_seconds"] > 0 and r["tcp_median_seconds"] > 0
+    assert r["tls_extra_seconds"] == pytest.approx(
+        r["tls_median_seconds"] - r["tcp_median_seconds"], rel=1e-12
+    )
 
 
 def test_bench_table_and_list(capsys):

@@ -40,6 +40,7 @@ def test_local_batch_driver_solves_the_largest_task_and_rows_match_in_process(
                    progress=False)  # fmt: skip
     rep = df.attrs["batch"]
     assert rep["mode"] == "local" and rep["driver_solves"] and rep["workers"] == 2
+    assert rep["scheduler"].startswith("tls://127.0.0.1:")  # the local cluster talks TLS
     assert "this process" in rep["reason"]
     assert solved_here and solved_here[0] == largest  # started before the cluster was up
     ref = run_batch(items, ["exact"], workers=1, out=tmp_path / "b.jsonl", progress=False)

@@ -109,12 +109,14 @@ def test_lock_of_a_dead_process_is_taken_over(tmp_path):
     dead.wait()
     out = tmp_path / "r.csv"
     lock = tmp_path / "r.csv.jsonl.lock"
-    lock.write_text(json.dumps({"pid": dead.pid, "host": socket.gethostname(), "started": "x"}))
+    owner = tmp_path / "r.csv.jsonl.lock.owner"
+    lock.write_text("")  # left behind by the dead run, no flock on it
+    owner.write_text(json.dumps({"pid": dead.pid, "host": socket.gethostname(), "started": "x"}))
     _done_journal(journal_path(out))
     df = run_batch("small", solvers=[SOLVER], out=out, resume=True, progress=False)
-    assert len(df) == len(NAMES) and not lock.exists()
-    with JournalLock(journal_path(out)) as held:  # and the lock file names its live owner
-        assert json.loads(held.path.read_text())["pid"] == os.getpid()
+    assert len(df) == len(NAMES) and not lock.exists() and not owner.exists()
+    with JournalLock(journal_path(out)) as held:  # and the owner file names its live owner
+        assert json.loads(held.owner_path.read_text())["pid"] == os.getpid()
         with pytest.raises(OptionError) as exc:
             JournalLock(journal_path(out)).__enter__()
         assert f"pid {os.getpid()}" in str(exc.value)

@@ -16,7 +16,7 @@ from fairplace.runs.batch import local_cluster, read_journal, run_batch, solve_t
 
 @pytest.fixture(scope="module")
 def scheduler():
-    cluster = local_cluster(2)
+    cluster = local_cluster(2, tls=False)  # an external scheduler without TLS
     yield cluster.scheduler_address
     cluster.close()
 

@@ -29,7 +29,9 @@ PAIRS = [(name, s) for name, _ in resolve_suite("small") for s in SOLVERS]  # th
 @pytest.fixture
 def cluster():
     """A fresh cluster per test: the test kills one of its workers (its nanny starts a new one)."""
-    cl = local_cluster(2)  # the batch's own cluster shape: 2 processes (with nannies), 1 thread
+    # the batch's own cluster shape (2 processes with nannies, 1 thread), plain TCP as an
+    # external scheduler without TLS is (the CLI subprocess gets no credentials)
+    cl = local_cluster(2, tls=False)
     client = Client(cl)
     yield cl, client
     client.close()

@@ -98,19 +98,27 @@ def test_json_output_of_listing_commands(tmp_path, capsys):
 
 def test_example_sweep_spec_validates(capsys):
     assert main(["sweep", str(EXAMPLE), "--validate-only", "--json"]) == 0
-    assert json.loads(capsys.readouterr().out) == {"name": "pal-vs-load", "cells": 6}
+    assert json.loads(capsys.readouterr().out) == {"name": "pal-vs-load", "cells": 48}
 
 
 @pytest.mark.slow
 def test_example_sweep_spec_runs_for_real(tmp_path, capsys):
-    """The example spec, cut to one load level, through the real simulator (a few seconds)."""
-    text = EXAMPLE.read_text().replace("jobs_per_hour = [4.0, 16.0]", "jobs_per_hour = [8.0]")
+    """The example spec, cut to two load levels, one seed and 12 jobs, through the real simulator
+    (a few seconds); `fairplace plot` draws the figures the README promises, load ones included."""
+    text = EXAMPLE.read_text().replace(
+        "jobs_per_hour = [2.0, 4.0, 8.0, 16.0]", "jobs_per_hour = [4.0, 16.0]"
+    )
+    assert text != EXAMPLE.read_text()
     spec = tmp_path / "tiny.toml"
-    spec.write_text(text.replace("n_jobs = 30", "n_jobs = 12"))
+    spec.write_text(
+        text.replace("n_jobs = 100", "n_jobs = 12").replace("seeds = [0, 1, 2]", "seeds = [0]")
+    )
     out = tmp_path / "r.parquet"
     assert main(["sweep", str(spec), "--out", str(out), "--no-progress", "--json"]) == 0
     doc = json.loads(capsys.readouterr().out)
-    assert doc["rows"] == 3 and doc["failed"] == 0 and Path(doc["paths"]["jsonl"]).exists()
+    assert doc["rows"] == 8 and doc["failed"] == 0 and Path(doc["paths"]["jsonl"]).exists()
     assert main(["plot", str(out), "--out", str(tmp_path / "plots"), "--json"]) == 0
     plotted = json.loads(capsys.readouterr().out)
     assert plotted["kind"] == "sweep" and all(Path(f).exists() for f in plotted["files"])
+    drawn = {Path(f).stem for f in plotted["files"]}
+    assert {"jct-vs-load", "jct-normalised", "gpu-time"} <= drawn

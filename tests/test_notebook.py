@@ -19,6 +19,11 @@ def test_quickstart_notebook_executes(tmp_path):
     ).execute()
     outputs = [o for c in nb.cells if c.cell_type == "code" for o in c.get("outputs", [])]
     assert not [o for o in outputs if o.get("output_type") == "error"]
-    assert any("image/png" in o.get("data", {}) for o in outputs)  # the plots were drawn
+    images = [o for o in outputs if "image/png" in o.get("data", {})]
+    assert len(images) >= 5  # the plots were drawn, fairplace's own among them
     html = "".join(o.get("data", {}).get("text/html", "") for o in outputs)
     assert "optimal" in html and "exact" in html
+    assert "SimulationResult" in html and "average JCT" in html  # the simulation's summary table
+    code = "\n".join(c.source for c in nb.cells if c.cell_type == "code")
+    for call in ("plots.heuristic_gap(", "res.plot(ax=", "plots.jct_normalised(", "plots.rho_cdf("):
+        assert call in code

@@ -31,3 +31,14 @@ def test_readme_python_tour_runs():
     exec(compile(code, str(README), "exec"), namespace)
     assert namespace["sol"].status == "optimal"
     assert namespace["res"].summary["avg_jct"] > 0
+    # what the tour says about the exact-vs-PAL line: exact places one job more, hence its sum
+    exact, pal = namespace["exact"], namespace["pal"]
+    assert len(exact.allocation) == len(pal.allocation) + 1
+    assert exact.objective > pal.objective
+    assert len(namespace["axes"]) == 3 and len(namespace["res"].to_frame()) == 1
+
+
+def test_readme_links_the_docs():
+    text = README.read_text()
+    for doc in ("docs/extending.md", "docs/dask.md", "examples/quickstart.ipynb"):
+        assert f"]({doc})" in text and (README.parent / doc).exists()

@@ -43,8 +43,22 @@ def test_specs_and_claims_are_consistent():
 
 
 @pytest.mark.slow
-def test_tiny_reproduce_writes_report_with_claims_and_figures(tmp_path):
+def test_tiny_reproduce_writes_report_with_claims_and_figures(tmp_path, monkeypatch):
+    from test_report import figure_of, legend_problems
+
+    from fairplace.runs import reproduce as rep
+
+    problems, panels = [], []
+
+    def checked_png(ax):  # every figure the report saves keeps its legends inside the image
+        panels.append(len(figure_of(ax).axes))
+        data, found = legend_problems(ax, f"figure {len(panels)}")
+        problems.extend(found)
+        return data
+
+    monkeypatch.setattr(rep, "png", checked_png)
     res = reproduce("all", size="tiny", out=tmp_path, simulate=fake_simulate, progress=False)
+    assert problems == [] and len(panels) >= 3 and max(panels) >= 2  # two-panel figures too
     md = (tmp_path / "report.md").read_text()
     html = (tmp_path / "report.html").read_text()
     header = re.search(r"^\| id .*\|$", md, re.M).group(0)

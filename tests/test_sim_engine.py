@@ -224,8 +224,8 @@ def test_simulate_end_to_end_records_frames_and_summary(tmp_path):
     back = type(res).load(out)
     pd.testing.assert_frame_equal(back.jobs, res.jobs)
     assert json.loads((out / "summary.json").read_text())["summary"]["avg_jct"] == s["avg_jct"]
-    fig = res.plot()
-    assert len(fig.axes) == 3
+    axes = res.plot()
+    assert len(axes) == 3 and len(axes[0].figure.axes) == 3
 
 
 def test_jain_and_active_step():

@@ -13,26 +13,42 @@
 * ``auction_pa_compact_4096x64``: full PA, 4,096 GPUs (1,024 machines x 4) x 64 apps, target 60 s;
 * ``auction_pa_compact_contended_32``: full PA, 12 apps on 32 GPUs (8 machines x 4, racks of 4): the
   LP shortcut fails and PF and every PF_{-i} are MILPs (``formulations/compact_sym.py``), target 30 s;
+  full mode only (~18 s on 2 cores), as are 1024x256 (30-80 s) and 4096x64 (~20 s);
 * ``bid_generation``: subset enumeration vs symmetry-reduced count bundles vs the rho table, per
-  offer size (bundles and seconds).
+  offer size (bundles and seconds); ``--quick`` times the offers of 4-12 GPUs only.
+
+Each case is one solve, so ``--quick`` runs the same instances (there are no repetitions to drop).
 """
 
 from __future__ import annotations
 
 import time
+from dataclasses import replace
 
 import numpy as np
 
 from fairplace.instances.generators import random_agent_auction
 
+from . import Case
+
+
+def sizes_of(inst) -> dict:
+    """The sizes of an auction as its benchmark records them."""
+    return {"gpus": len(inst.cluster), "apps": len(inst.agents or inst.apps)}
+
 
 def _pf(quick: bool) -> dict:
     from fairplace.solvers.compact import solve_compact_auction
 
-    inst = random_agent_auction(**({"apps": 16, "machines": 64} if quick else {}))
+    inst = random_agent_auction()
     t0 = time.perf_counter()
     sol = solve_compact_auction(inst, payments_=False)
-    return {"seconds": time.perf_counter() - t0, "status": sol.status, "objective": sol.objective}
+    return {
+        "seconds": time.perf_counter() - t0,
+        "sizes": sizes_of(inst),
+        "status": sol.status,
+        "objective": sol.objective,
+    }
 
 
 def _timed_pa(inst) -> dict:
@@ -42,6 +58,7 @@ def _timed_pa(inst) -> dict:
     sol = solve_compact_auction(inst)
     return {
         "seconds": time.perf_counter() - t0,
+        "sizes": sizes_of(inst),
         "status": sol.status,
         "objective": sol.objective,
         "milp_solves": sol.extra["milp_solves"],
@@ -50,41 +67,22 @@ def _timed_pa(inst) -> dict:
     }
 
 
-def _pa(quick: bool, apps: int = 64) -> dict:
-    return _timed_pa(
-        random_agent_auction(**({"apps": apps // 4, "machines": 64} if quick else {"apps": apps}))
-    )
-
-
-def _pa_apps(apps: int):
+def _pa(apps: int, machines: int = 256, **kw):
     def run(quick: bool) -> dict:
-        return _pa(quick, apps=apps) | {"gpus": 64 * 4 if quick else 1024, "apps": apps}
+        return _timed_pa(random_agent_auction(apps=apps, machines=machines, **kw))
 
     return run
-
-
-def _pa4096(quick: bool) -> dict:
-    size = {"apps": 16, "machines": 256} if quick else {"apps": 64, "machines": 1024}
-    return _timed_pa(random_agent_auction(**size)) | {"gpus": 4 * size["machines"]}
-
-
-def _pa_contended(quick: bool) -> dict:
-    return _timed_pa(
-        random_agent_auction(apps=12, machines=8, machines_per_rack=4, seed=1 if quick else 0)
-    )
 
 
 def _bids(quick: bool) -> dict:
     from fairplace.formulations.agents import count_bundles, rho_table, subset_bids
 
     inst = random_agent_auction(apps=1, machines=64, seed=3)
-    app = inst.agents[0]
-    from dataclasses import replace
-
-    app = replace(app, d_max=64, cls="A")
+    app = replace(inst.agents[0], d_max=64, cls="A")
+    offers = (4, 8, 12) if quick else (4, 8, 12, 16, 32, 64, 256)
     rows = []
     t_all = time.perf_counter()
-    for size in (4, 8, 12) if quick else (4, 8, 12, 16, 32, 64, 256):
+    for size in offers:
         offer = np.arange(size)
         row = {"offer": size}
         t0 = time.perf_counter()
@@ -99,17 +97,30 @@ def _bids(quick: bool) -> dict:
         t = rho_table(app, inst.cluster, offer)
         row["table_entries"], row["table_s"] = int(t.rho.size), time.perf_counter() - t0
         rows.append(row)
-    return {"seconds": time.perf_counter() - t_all, "rows": rows}
+    return {
+        "seconds": time.perf_counter() - t_all,
+        "sizes": {"gpus": len(inst.cluster), "offers": list(offers)},
+        "rows": rows,
+    }
 
 
 CASES = {
-    "auction_pf_compact_1024": (_pf, 10.0),
-    "auction_pa_compact_1024": (_pa_apps(64), 30.0),
-    "auction_pa_compact_1024x16": (_pa_apps(16), 30.0),
-    "auction_pa_compact_1024x32": (_pa_apps(32), 30.0),
-    "auction_pa_compact_1024x128": (_pa_apps(128), 30.0),
-    "auction_pa_compact_1024x256": (_pa_apps(256), 30.0),
-    "auction_pa_compact_4096x64": (_pa4096, 60.0),
-    "auction_pa_compact_contended_32": (_pa_contended, 30.0),
-    "bid_generation": (_bids, 30.0),
+    "auction_pf_compact_1024": Case(_pf, 10.0, {"gpus": 1024, "apps": 64}),
+    "auction_pa_compact_1024": Case(_pa(64), 30.0, {"gpus": 1024, "apps": 64}),
+    "auction_pa_compact_1024x16": Case(_pa(16), 30.0, {"gpus": 1024, "apps": 16}),
+    "auction_pa_compact_1024x32": Case(_pa(32), 30.0, {"gpus": 1024, "apps": 32}),
+    "auction_pa_compact_1024x128": Case(_pa(128), 30.0, {"gpus": 1024, "apps": 128}),
+    "auction_pa_compact_1024x256": Case(
+        _pa(256), 30.0, {"gpus": 1024, "apps": 256}, full_only="30-80 s on 2 cores"
+    ),
+    "auction_pa_compact_4096x64": Case(
+        _pa(64, 1024), 60.0, {"gpus": 4096, "apps": 64}, full_only="~20 s on 2 cores"
+    ),
+    "auction_pa_compact_contended_32": Case(
+        _pa(12, 8, machines_per_rack=4),
+        30.0,
+        {"gpus": 32, "apps": 12},
+        full_only="one ~18 s MILP-bound PA on 2 cores",
+    ),
+    "bid_generation": Case(_bids, 30.0, {"gpus": 256}),
 }

@@ -8,13 +8,16 @@ the critical path (the ideal 2-worker makespan is about half the sum).
 * ``batch_medium_24_speedup``: whole ``run_batch`` calls as a user makes them, best of 3 (quick: 1):
   ``--workers 1`` (solved in-process, no cluster) against ``--workers 2`` (a local Dask cluster of
   one worker process, this process solving too), and for comparison 2 Dask worker processes with a
-  driver that only coordinates (``driver_solves=False``).
+  driver that only coordinates (``driver_solves=False``; full mode only, None in ``--quick``).
   Reports the end-to-end speed-up (cluster start-up and close included; target >= 1.6x) and the
   speed-up of the solve phase alone (first submission to last row journaled; start-up, warm-up
   imports and close excluded), with each part's seconds from ``df.attrs["batch"]`` (a local
   cluster's close runs under the driver's last groups when ``close_overlapped``).
+* ``dask_cluster_startup_2``: a local cluster of 2 workers started with TLS (temporary credentials,
+  the default) and without, alternated: what TLS adds to the start-up (:func:`cluster_startup`).
 * ``batch_medium_1_worker`` / ``batch_medium_2_workers``: throughput of an already-started Dask
-  cluster (start-up reported apart, not in ``seconds``); quick mode: the 12 medium auctions.
+  cluster (start-up reported apart, not in ``seconds``); full mode only (``--quick`` runs the
+  speed-up case, once, on the same 24 instances).
 """
 
 from __future__ import annotations
@@ -24,24 +27,23 @@ import tempfile
 import time
 from pathlib import Path
 
+from . import Case
 
-def _items(quick: bool):
-    from fairplace.instances import suites
-
-    items = suites.suite_items("medium")
-    return [it for it in items if it[0].startswith("auction")] if quick else items
+SIZES = {"instances": 24}
 
 
 def measure(workers: int, quick: bool) -> dict:
     from dask.distributed import Client
 
+    from fairplace.instances import suites
     from fairplace.runs.batch import local_cluster, run_batch
 
-    items = _items(quick)
+    items = suites.suite_items("medium")
     t0 = time.perf_counter()
     with local_cluster(workers) as cluster:  # workers import the solver stack as they start
         with Client(cluster) as client:
             client.wait_for_workers(workers)
+            ran_workers = len(client.nthreads())
         startup = time.perf_counter() - t0
         with tempfile.TemporaryDirectory() as tmp:
             t0 = time.perf_counter()
@@ -49,12 +51,14 @@ def measure(workers: int, quick: bool) -> dict:
                 items,
                 solvers=["exact"],
                 scheduler_address=cluster.scheduler_address,
+                security=cluster.security,  # the cluster talks TLS
                 out=Path(tmp) / "bench.jsonl",
                 progress=False,
             )
             seconds = time.perf_counter() - t0
     return {
         "seconds": seconds,
+        "sizes": {"instances": len(df), "workers": ran_workers},
         "workers": workers,
         "instances": len(df),
         "instances_per_second": len(df) / seconds,
@@ -98,15 +102,17 @@ def speedup(quick: bool) -> dict:
     for _ in range(reps):  # interleaved: a change in the machine's load hits both alike
         ones.append(_end_to_end(1, items))
         twos.append(_end_to_end(2, items))
-        dask_only.append(_end_to_end(2, items, driver_solves=False))
+        if not quick:  # the comparison with a driver that only coordinates: full mode only
+            dask_only.append(_end_to_end(2, items, driver_solves=False))
     one = min(ones, key=lambda r: r["total_seconds"])
     two = min(twos, key=lambda r: r["total_seconds"])
-    two_dask = min(dask_only, key=lambda r: r["total_seconds"])
+    two_dask = min(dask_only, key=lambda r: r["total_seconds"]) if dask_only else None
     one_solve = min(r["solve_seconds"] for r in ones)
     two_solve = min(r["solve_seconds"] for r in twos)
     per = one["instance_seconds"]
     return {
         "seconds": two["total_seconds"],
+        "sizes": {"instances": len(items)},
         "instances": len(items),
         "runs_each": reps,
         "one_worker_seconds": one["total_seconds"],
@@ -115,8 +121,8 @@ def speedup(quick: bool) -> dict:
         "target_speedup": 1.6,
         "speedup_ok": one["total_seconds"] / two["total_seconds"] >= 1.6,
         # the same with 2 Dask worker processes and a driver that only coordinates
-        "two_dask_workers_seconds": two_dask["total_seconds"],
-        "two_dask_workers_speedup": one["total_seconds"] / two_dask["total_seconds"],
+        "two_dask_workers_seconds": two_dask and two_dask["total_seconds"],
+        "two_dask_workers_speedup": two_dask and one["total_seconds"] / two_dask["total_seconds"],
         "one_worker_solve_seconds": one_solve,
         "two_workers_solve_seconds": two_solve,
         "speedup_excluding_startup": one_solve / two_solve,
@@ -141,8 +147,55 @@ def speedup(quick: bool) -> dict:
     }
 
 
+def cluster_startup(quick: bool, workers: int = 2) -> dict:
+    """Seconds from ``local_cluster(workers)`` to every worker connected, with TLS (temporary
+    credentials, the default) and without, alternated; median of 5 starts each (``--quick``: 1).
+    ``seconds`` is the TLS median; ``tls_extra_seconds`` what TLS adds."""
+    import statistics
+
+    from dask.distributed import Client
+
+    from fairplace.runs.dask_cluster import close_quietly, local_cluster
+
+    reps = 1 if quick else 5
+    times: dict[bool, list[float]] = {True: [], False: []}
+    for _ in range(reps):
+        for tls in (True, False):
+            t0 = time.perf_counter()
+            cluster = local_cluster(workers, tls=tls)
+            client = Client(cluster)
+            try:
+                client.wait_for_workers(workers)
+                times[tls].append(time.perf_counter() - t0)
+                n = len(client.nthreads())
+                protocol = client.scheduler.address.split("://")[0]
+                assert protocol == ("tls" if tls else "tcp"), protocol
+            finally:
+                close_quietly(client, cluster)
+    tls_s, tcp_s = statistics.median(times[True]), statistics.median(times[False])
+    return {
+        "seconds": tls_s,
+        "sizes": {"workers": n},
+        "starts_each": reps,
+        "tls_seconds": times[True],
+        "tcp_seconds": times[False],
+        "tls_median_seconds": tls_s,
+        "tcp_median_seconds": tcp_s,
+        "tls_extra_seconds": tls_s - tcp_s,
+        "cpus": os.cpu_count(),
+        "load_average_1min": os.getloadavg()[0],
+    }
+
+
+_QUICK = "--quick runs batch_medium_24_speedup on the same instances"
+
 CASES = {
-    "batch_medium_24_speedup": (speedup, None),
-    "batch_medium_1_worker": (lambda quick: measure(1, quick), None),
-    "batch_medium_2_workers": (lambda quick: measure(2, quick), None),
+    "dask_cluster_startup_2": Case(cluster_startup, None, {"workers": 2}),
+    "batch_medium_24_speedup": Case(speedup, None, SIZES),
+    "batch_medium_1_worker": Case(
+        lambda quick: measure(1, quick), None, SIZES | {"workers": 1}, _QUICK
+    ),
+    "batch_medium_2_workers": Case(
+        lambda quick: measure(2, quick), None, SIZES | {"workers": 2}, _QUICK
+    ),
 }

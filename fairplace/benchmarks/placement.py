@@ -21,6 +21,8 @@ from fairplace.instances.models import MODELS
 from fairplace.instances.variability import data_file, make_cluster, synthetic_pm_scores
 from fairplace.solvers.policies import ClusterState, make_policy
 
+from . import Case
+
 
 def philly_queue(cluster_size: int, seed: int = 0, load: float = 1.5, max_jobs=None) -> list[Job]:
     """Jobs with Philly GPU demands and Table II models until demand >= load * cluster_size."""
@@ -74,6 +76,8 @@ def time_round(policy: str, machines: int, profile: str, repeats: int) -> dict:
     med = statistics.median(times)
     return {
         "seconds": med,
+        "sizes": {"gpus": len(state.cluster)},
+        "repeats": repeats,
         "worst": max(times),
         "best": min(times),
         "gpus": len(state.cluster),
@@ -100,6 +104,7 @@ def _binning(quick: bool = False) -> dict:
     _, binner = bin_scores(scores, random_state=0)
     return {
         "seconds": time.perf_counter() - t0,
+        "sizes": {"gpus": n},
         "gpus": n,
         "k": [int(k) for k in binner.k_],
         "outliers": [int(k) for k in binner.n_outliers_],
@@ -124,6 +129,7 @@ def _exact(quick: bool = False) -> dict:
     pal = fairplace.solve(inst, solver="pal", backfill=True)
     return {
         "seconds": seconds,
+        "sizes": {"gpus": len(inst.cluster), "jobs": len(inst.jobs)},
         "status": sol.status,
         "placed": sol.extra.get("placed"),
         "objective": sol.objective,
@@ -132,12 +138,17 @@ def _exact(quick: bool = False) -> dict:
     }
 
 
+def _gpus(n: int) -> dict:
+    return {"gpus": n}
+
+
+#: ``--quick``: 5 rounds per case instead of 30 (10 at 16,384 GPUs), the same sizes
 CASES = {
-    "pal_place_256": (_round_bench("pal", 64, "longhorn"), 0.01),
-    "pm_first_place_256": (_round_bench("pm-first", 64, "longhorn"), 0.01),
-    "pal_place_4096": (_round_bench("pal", 1024, "synthetic"), 0.02),
-    "pal_place_16384": (_round_bench("pal", 4096, "synthetic", repeats=10), 0.1),
-    "pm_first_place_4096": (_round_bench("pm-first", 1024, "synthetic"), 0.2),
-    "binning_100k": (_binning, 5.0),
-    "placement_exact_256": (_exact, 5.0),
+    "pal_place_256": Case(_round_bench("pal", 64, "longhorn"), 0.01, _gpus(256)),
+    "pm_first_place_256": Case(_round_bench("pm-first", 64, "longhorn"), 0.01, _gpus(256)),
+    "pal_place_4096": Case(_round_bench("pal", 1024, "synthetic"), 0.02, _gpus(4096)),
+    "pal_place_16384": Case(_round_bench("pal", 4096, "synthetic", repeats=10), 0.1, _gpus(16384)),
+    "pm_first_place_4096": Case(_round_bench("pm-first", 1024, "synthetic"), 0.2, _gpus(4096)),
+    "binning_100k": Case(_binning, 5.0, _gpus(100_000)),
+    "placement_exact_256": Case(_exact, 5.0, {"gpus": 256, "jobs": 64}),
 }

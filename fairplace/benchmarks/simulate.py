@@ -4,13 +4,18 @@
 * ``simulate_synergy_1000``: Synergy-style 1,000 jobs at 8 jobs/hour, 256 GPUs, FIFO + PAL;
 * ``simulate_themis_w2_256``: THEMIS Workload 2 on 256 GPUs with the THEMIS scheduler;
 * ``simulate_synergy_10000_1024`` / ``simulate_synergy_100000_4096``: Synergy-style traces at the same
-  load per GPU (8 jobs/hour per 256 GPUs), FIFO + PAL; the 100k case (and its peak memory,
-  ``max_rss_mb`` of the process: run it with ``--timeout`` for its own process) is skipped by ``--quick``.
+  load per GPU (8 jobs/hour per 256 GPUs), FIFO + PAL; the 100k case reports its peak memory
+  (``max_rss_mb`` of the process: run it with ``--timeout`` for its own process).
+
+Each case is one simulation: ``--quick`` runs the short ones unchanged and skips the long ones
+(THEMIS W2, 10k and 100k jobs), saying so.
 """
 
 from __future__ import annotations
 
 import time
+
+from . import Case
 
 
 def _timed(**kw) -> dict:
@@ -21,6 +26,7 @@ def _timed(**kw) -> dict:
     s = res.summary
     return {
         "seconds": time.perf_counter() - t0,
+        "sizes": {"jobs": s["jobs"], "gpus": s["gpus"]},
         "jobs": s["jobs"],
         "decisions": s["decisions"],
         "avg_jct": s["avg_jct"],
@@ -62,8 +68,6 @@ def synergy_10k(quick: bool) -> dict:
 
 
 def synergy_100k(quick: bool) -> dict:
-    if quick:  # minutes: only in the full set
-        return {"seconds": None, "skipped": "not in --quick"}
     out = _timed(trace=synergy_at(100_000, 4096), scheduler="fifo", placement="pal", gpus=4096)
     return out | {"size": 100_000, "gpus": 4096, "max_rss_mb": _max_rss_mb()}
 
@@ -76,9 +80,15 @@ def themis_w2(quick: bool) -> dict:
 
 
 CASES = {
-    "simulate_sia_philly_160": (sia_philly, 5.0),
-    "simulate_synergy_1000": (synergy, 60.0),
-    "simulate_themis_w2_256": (themis_w2, 600.0),
-    "simulate_synergy_10000_1024": (synergy_10k, 10.0),
-    "simulate_synergy_100000_4096": (synergy_100k, 180.0),
+    "simulate_sia_philly_160": Case(sia_philly, 5.0, {"jobs": 160, "gpus": 64}),
+    "simulate_synergy_1000": Case(synergy, 60.0, {"jobs": 1000, "gpus": 256}),
+    "simulate_themis_w2_256": Case(
+        themis_w2, 600.0, {"gpus": 256}, full_only="over 90 s on 2 cores"
+    ),
+    "simulate_synergy_10000_1024": Case(
+        synergy_10k, 10.0, {"jobs": 10_000, "gpus": 1024}, full_only="~30 s on 2 cores"
+    ),
+    "simulate_synergy_100000_4096": Case(
+        synergy_100k, 180.0, {"jobs": 100_000, "gpus": 4096}, full_only="minutes on 2 cores"
+    ),
 }

@@ -1,5 +1,6 @@
 """Bounds, heuristics and the Gavel-style FTF policy. No speed targets: the
-numbers are the seconds and the quality (integrality gap, heuristic gap) on contended instances."""
+numbers are the seconds and the quality (integrality gap, heuristic gap) on contended instances.
+``--quick`` runs seed 0 only (full: seeds 0-2), at the same sizes."""
 
 from __future__ import annotations
 
@@ -12,6 +13,10 @@ from fairplace.instances.generators import random_auction
 from fairplace.solvers.auction import solve_pf
 from fairplace.solvers.heuristics import solve_heuristic
 from fairplace.solvers.relaxation import solve_gavel, solve_relaxation
+
+from . import Case
+
+SIZES = {"apps": 16, "gpus": 64}
 
 
 def _instance(seed: int, contention: float | None = None):
@@ -37,7 +42,13 @@ def relaxation(quick: bool, contention: float | None = None) -> dict:
         secs.append(time.perf_counter() - t0)
         lp_gaps.append(sol.extra["lp_bound"] - exact)
         eg_gaps.append(sol.extra["eg_bound"] - exact)
-    return {"seconds": max(secs), "lp_gap": lp_gaps, "eg_gap": eg_gaps, "seeds": list(seeds)}
+    return {
+        "seconds": max(secs),
+        "sizes": {"apps": len(inst.apps), "gpus": len(inst.cluster)},
+        "lp_gap": lp_gaps,
+        "eg_gap": eg_gaps,
+        "seeds": list(seeds),
+    }
 
 
 def heuristics(quick: bool, contention: float | None = None) -> dict:
@@ -48,6 +59,7 @@ def heuristics(quick: bool, contention: float | None = None) -> dict:
         gaps, secs = [], []
         for s in seeds:
             inst = _instance(s, contention)
+            out["sizes"] = {"apps": len(inst.apps), "gpus": len(inst.cluster)}
             sol = solve_heuristic(inst, name=name, exact_objective=_exact(inst))
             gaps.append(sol.gap)
             secs.append(sol.seconds)
@@ -76,11 +88,13 @@ def _gavel_problem(n: int, seed: int = 0) -> GavelFTFProgram:
 
 def gavel(quick: bool) -> dict:
     """min max rho by bisection (HiGHS LPs) and SOCP (Clarabel) on 64 jobs x 192 configs x 4 types."""
-    prob = _gavel_problem(16 if quick else 64)
+    n = 64
+    prob = _gavel_problem(n)
     a = solve_gavel(prob, "bisection")
     b = solve_gavel(prob, "socp")
     return {
         "seconds": a.seconds + b.seconds,
+        "sizes": {"jobs": n},
         "bisection_seconds": a.seconds,
         "bisection_lps": a.solves,
         "socp_seconds": b.seconds,
@@ -90,9 +104,9 @@ def gavel(quick: bool) -> dict:
 
 
 CASES = {
-    "bounds_relaxation_16x64": (relaxation, None),
-    "bounds_relaxation_16x64_contended": (lambda quick: relaxation(quick, 2.0), None),
-    "bounds_heuristics_16x64": (heuristics, None),
-    "bounds_heuristics_16x64_contended": (lambda quick: heuristics(quick, 2.0), None),
-    "bounds_gavel_ftf_64": (gavel, None),
+    "bounds_relaxation_16x64": Case(relaxation, None, SIZES),
+    "bounds_relaxation_16x64_contended": Case(lambda q: relaxation(q, 2.0), None, SIZES),
+    "bounds_heuristics_16x64": Case(heuristics, None, SIZES),
+    "bounds_heuristics_16x64_contended": Case(lambda q: heuristics(q, 2.0), None, SIZES),
+    "bounds_gavel_ftf_64": Case(gavel, None, {"jobs": 64}),
 }

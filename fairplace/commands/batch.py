@@ -7,6 +7,7 @@ import json
 import sys
 
 from fairplace.commands import _args
+from fairplace.commands._table import frame
 
 HELP = "solve a suite (registered name or folder of JSON files) on Dask into a results table"
 
@@ -87,7 +88,7 @@ def run(args) -> int:
         summary = json.loads(summarize(df).to_json(orient="records"))
         print(json.dumps({"out": str(out), "rows": len(df), "summary": summary, "batch": how}))
         return 0
-    print(summarize(df).to_string(index=False))
+    print(frame(summarize(df)))
     print(f"{len(df)} rows -> {out}")
     if how.get("tasks"):
         print(

@@ -1,21 +1,37 @@
 """``fairplace bench [--quick] [--json] [--scaling]``: run every ``CASES`` entry of
-``fairplace.benchmarks.*``, or (``--scaling``) the growth exponents of ``benchmarks/scaling.py``."""
+``fairplace.benchmarks.*``, or (``--scaling``) the growth exponents of ``benchmarks/scaling.py``.
+
+Each finished case is one result object (name, module, target_seconds, seconds, ok, quick, sizes
+and the case's own numbers, or ``error`` / ``skipped``); ``--json`` prints it at once as one JSON
+line (JSON Lines: a run stopped half-way keeps every finished case), else a table follows at the
+end. Progress: a rich bar on stderr (on a terminal) and one log line per case (``--quiet`` hides
+them)."""
 
 from __future__ import annotations
 
 import json
+import logging
 import pkgutil
-import sys
 from importlib import import_module
 
 import fairplace.benchmarks as pkg
+from fairplace.benchmarks import Case, as_case
+from fairplace.commands._table import table
+from fairplace.core.progress import progress_bar
 
 HELP = "run the benchmarks, each next to its target"
+log = logging.getLogger(__name__)
 
 
 def add_arguments(p) -> None:
-    p.add_argument("--quick", action="store_true", help="fewer repetitions (same sizes)")
-    p.add_argument("--json", action="store_true", help="print a JSON list of results")
+    p.add_argument(
+        "--quick",
+        action="store_true",
+        help="the same sizes with fewer repetitions; cases too long for that are skipped, saying so",
+    )
+    p.add_argument(
+        "--json", action="store_true", help="print one JSON line per case as it finishes"
+    )
     p.add_argument(
         "--only",
         default=None,
@@ -37,9 +53,9 @@ def add_arguments(p) -> None:
     )
 
 
-def collect() -> list[tuple[str, str, object, float | None]]:
-    """(module, case name, run, target_seconds) of every benchmark module; a module that fails to
-    import yields one case whose run raises the import error."""
+def collect() -> list[tuple[str, str, Case]]:
+    """(module, case name, :class:`Case`) of every benchmark module; a module that fails to import
+    yields one case whose run raises the import error."""
     out = []
     for info in sorted(pkgutil.iter_modules(pkg.__path__), key=lambda m: m.name):
         try:
@@ -49,25 +65,33 @@ def collect() -> list[tuple[str, str, object, float | None]]:
             def broken(quick, exc=exc):
                 raise exc
 
-            out.append((info.name, f"{info.name} (import)", broken, None))
+            out.append((info.name, f"{info.name} (import)", Case(broken)))
             continue
-        for name, (run, target) in getattr(mod, "CASES", {}).items():
-            out.append((info.name, name, run, target))
+        for name, entry in getattr(mod, "CASES", {}).items():
+            out.append((info.name, name, as_case(entry)))
     return out
 
 
-def _entry(module: str, name: str, target, res: dict | None, error: str | None = None) -> dict:
-    entry = {"name": name, "module": module, "target_seconds": target}
+def _entry(
+    module: str, name: str, case: Case | float | None, res: dict | None, error: str | None = None
+) -> dict:
+    case = case if isinstance(case, Case) else Case(lambda q: {}, case)
+    entry = {"name": name, "module": module, "target_seconds": case.target}
     if error is not None:
-        return entry | {"seconds": None, "ok": False, "error": error}
+        return entry | {"seconds": None, "ok": False, "sizes": case.sizes, "error": error}
     res = dict(res)
     seconds = res.pop("seconds", None)
-    ok = None if target is None or seconds is None else bool(seconds <= target)
-    return entry | {"seconds": seconds, "ok": ok} | res
+    ok = None if case.target is None or seconds is None else bool(seconds <= case.target)
+    entry |= {"seconds": seconds, "ok": ok, "sizes": res.pop("sizes", {})} | res
+    ran = {k: entry["sizes"].get(k) for k in case.sizes}
+    if ran != case.sizes:  # a result never claims a size it did not run
+        entry |= {"ok": False, "error": f"ran sizes {ran}, its name states {case.sizes}"}
+    return entry
 
 
 def run_case(module: str, name: str, run, target, quick: bool) -> dict:
-    """One result object: name, seconds, target_seconds, ok, module (+ extras, or ``error``)."""
+    """One result object: name, seconds, target_seconds, ok, module, sizes (+ the case's numbers,
+    or ``error``). ``target``: the :class:`Case` (or its target seconds)."""
     try:
         res = dict(run(quick))
     except Exception as exc:  # noqa: BLE001 - a failing case is an entry, never an abort
@@ -78,8 +102,8 @@ def run_case(module: str, name: str, run, target, quick: bool) -> dict:
 def _child(module: str, name: str, quick: bool, conn) -> None:
     """Run one case in a fresh process (``--timeout``) and send back (result, error)."""
     try:
-        run, _ = import_module(f"fairplace.benchmarks.{module}").CASES[name]
-        conn.send((dict(run(quick)), None))
+        case = as_case(import_module(f"fairplace.benchmarks.{module}").CASES[name])
+        conn.send((dict(case.run(quick)), None))
     except Exception as exc:  # noqa: BLE001
         conn.send((None, f"{type(exc).__name__}: {exc}"))
     finally:
@@ -108,8 +132,11 @@ def run_case_isolated(module: str, name: str, target, quick: bool, timeout: floa
     return _entry(module, name, target, res, error)
 
 
-def _fmt(v, spec=".4g") -> str:
-    return "-" if v is None else format(v, spec)
+def skipped(module: str, name: str, case: Case) -> dict:
+    """The entry of a case ``--quick`` does not run."""
+    return _entry(module, name, case, {"seconds": None, "sizes": case.sizes}) | {
+        "skipped": f"full mode only: {case.full_only}"
+    }
 
 
 def _scaling(args) -> int:
@@ -117,15 +144,30 @@ def _scaling(args) -> int:
 
     results = run_scaling(args.quick, args.only)
     if args.json:
-        print(json.dumps(results, indent=1))
+        for r in results:
+            print(json.dumps(r), flush=True)
         return 0
+    rows = []
     for r in results:
         if "error" in r:
-            print(f"{r['name']:<38} error: {r['error']}")
+            rows.append((r["name"], None, f"error: {r['error']}"))
             continue
         pts = ", ".join(f"{n}: {s:.3g} s" for n, s in zip(r["sizes"], r["seconds"], strict=True))
-        print(f"{r['name']:<38} exponent {r['exponent']:.2f}  ({pts})")
+        rows.append((r["name"], r["exponent"], pts))
+    print(table(rows, ["series", "exponent", "sizes: seconds"]))
     return 0
+
+
+def _status(r: dict) -> str:
+    if "error" in r:
+        return "ERR"
+    if "skipped" in r:
+        return "skipped"
+    return {True: "yes", False: "NO", None: "-"}[r["ok"]]
+
+
+def _sizes_text(sizes: dict) -> str:
+    return " ".join(f"{k}={v}" for k, v in sizes.items())
 
 
 def run(args) -> int:
@@ -136,28 +178,39 @@ def run(args) -> int:
         exact = [c for c in cases if c[1] == args.only]
         cases = exact or [c for c in cases if args.only in c[1]]
     if args.list:
-        for module, name, _, target in cases:
-            print(f"{name:<34} {_fmt(target):>8}  ({module})")
+        rows = [
+            (name, case.target, _sizes_text(case.sizes), case.full_only or "", module)
+            for module, name, case in cases
+        ]
+        print(table(rows, ["name", "target (s)", "sizes", "skipped by --quick", "module"]))
         return 0
     results = []
-    for module, name, fn, target in cases:
-        sys.stderr.write(f"bench: {name} ...\n")
-        sys.stderr.flush()
-        if args.timeout is not None and not name.endswith("(import)"):
-            r = run_case_isolated(module, name, target, args.quick, args.timeout)
-        else:
-            r = run_case(module, name, fn, target, args.quick)
-        sys.stderr.write(
-            f"bench: {name}: {_fmt(r['seconds'])} s{' (error)' if 'error' in r else ''}\n"
-        )
-        results.append(r)
+    with progress_bar(len(cases), "bench", not getattr(args, "quiet", False)) as bar:
+        for module, name, case in cases:
+            if args.quick and case.full_only:
+                r = skipped(module, name, case)
+                log.info("bench: %s skipped (%s)", name, r["skipped"])
+            else:
+                log.info("bench: %s ...", name)
+                if args.timeout is not None and not name.endswith("(import)"):
+                    r = run_case_isolated(module, name, case, args.quick, args.timeout)
+                else:
+                    r = run_case(module, name, case.run, case, args.quick)
+                secs = "-" if r["seconds"] is None else f"{r['seconds']:.4g}"
+                log.info("bench: %s: %s s%s", name, secs, " (error)" if "error" in r else "")
+            r["quick"] = bool(args.quick)
+            if args.json:
+                print(json.dumps(r, default=str), flush=True)  # one line per finished case
+            results.append(r)
+            bar.advance()
     if args.json:
-        print(json.dumps(results, indent=1, default=str))
         return 0
-    print(f"{'name':<34} {'seconds':>10} {'target':>8} {'ok':>5}")
+    rows = [
+        (r["name"], r["seconds"], r["target_seconds"], _status(r), _sizes_text(r["sizes"]))
+        for r in results
+    ]
+    print(table(rows, ["name", "seconds", "target", "ok", "sizes"]))
     for r in results:
-        ok = "ERR" if "error" in r else {True: "yes", False: "NO", None: "-"}[r["ok"]]
-        print(f"{r['name']:<34} {_fmt(r['seconds']):>10} {_fmt(r['target_seconds']):>8} {ok:>5}")
         if "error" in r:
-            print(f"  error: {r['error']}")
+            print(f"{r['name']}: error: {r['error']}")
     return 0

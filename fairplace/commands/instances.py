@@ -10,6 +10,7 @@ from pathlib import Path
 import fairplace
 from fairplace.commands import _args
 from fairplace.commands._args import out_dir, out_file
+from fairplace.commands._table import frame, table
 from fairplace.core.errors import OptionError
 from fairplace.instances import generators, io
 
@@ -80,9 +81,8 @@ def _list(as_json: bool) -> int:
         ]
         print(json.dumps(rows))
         return 0
-    for name in suites.suite_names():
-        n = len(suites.suite_items(name))
-        print(f"{name:<8} {n:>4} instances  {suites.describe(name)}")
+    rows = [(n, len(suites.suite_items(n)), suites.describe(n)) for n in suites.suite_names()]
+    print(table(rows, ["suite", "instances", "description"]))
     return 0
 
 
@@ -108,7 +108,7 @@ def _show(name: str, as_json: bool) -> int:
         print(df.to_json(orient="records"))
     else:
         print(f"{suite}: {suites.describe(suite)}")
-        print(df.to_string(index=False) if not df.empty else "(no instances)")
+        print(frame(df) if not df.empty else "(no instances)")
     return 0
 
 

@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import json
-import sys
+import logging
 
 from fairplace.commands import _args, file_backend
+from fairplace.commands._table import table
 from fairplace.papers import PAPERS
 
 HELP = "reproduce the THEMIS and PAL papers' headline experiments into report.md + report.html"
+log = logging.getLogger(__name__)
 
 
 def add_arguments(p) -> None:
@@ -24,12 +26,20 @@ def add_arguments(p) -> None:
     )
     p.add_argument("--tiny", action="store_true", help="smoke-test size (seconds; for tests)")
     p.add_argument("--out", default="fairplace-report", metavar="DIR", help="report folder")
-    p.add_argument(
+    where = p.add_mutually_exclusive_group()
+    where.add_argument(
         "--workers",
         type=int,
         default=1,
         metavar="N",
         help="run simulation sweeps on N local Dask worker processes (default 1: sequential)",
+    )
+    where.add_argument(
+        "--scheduler-address",
+        default=None,
+        metavar="ADDR",
+        help="run simulation sweeps on an existing Dask scheduler (tcp:// or tls://; TLS files "
+        "from the Dask configuration, docs/dask.md)",
     )
     p.add_argument("--no-progress", action="store_true", help="no progress bars")
     p.add_argument(
@@ -53,7 +63,8 @@ def run(args) -> int:
         out=args.out,
         progress=not args.no_progress,
         workers=args.workers,
-        log=lambda m: print(m, file=sys.stderr, flush=True),
+        scheduler_address=args.scheduler_address,
+        log=log.info,
     )
     t = res["table"]
     if args.json:
@@ -69,11 +80,11 @@ def run(args) -> int:
         }
         print(json.dumps(doc))
         return 0
-    outcomes = claim_outcomes(t)
-    for (_, r), outcome in zip(t.iterrows(), outcomes, strict=True):
-        spread = f" {r['spread']}" if r.get("spread") else ""
-        paper = r.get("paper_range") or r.get("paper", "")
-        print(f"{outcome:>18}  {r['id']}: ours {r['ours'] or '-'}{spread} | paper {paper}")
+    rows = []
+    for (_, r), outcome in zip(t.iterrows(), claim_outcomes(t), strict=True):
+        ours = f"{r['ours'] or '-'}" + (f" {r['spread']}" if r.get("spread") else "")
+        rows.append((outcome, r["id"], ours, r.get("paper_range") or r.get("paper", "")))
+    print(table(rows, ["outcome", "claim", "ours", "paper"]))
     print(res["headline"])
     print(f"report: {res['md']} and {res['html']} ({res['seconds']:.0f} s)")
     return 0

@@ -1,4 +1,4 @@
-"""``fairplace sweep SPEC.toml [--out FILE] [--workers N] [--resume]``."""
+"""``fairplace sweep SPEC.toml [--out FILE] [--workers N | --scheduler-address ADDR] [--resume]``."""
 
 from __future__ import annotations
 
@@ -17,12 +17,20 @@ def add_arguments(p) -> None:
         metavar="FILE",
         help="results table (.parquet and .csv siblings); default <spec name>-results.parquet",
     )
-    p.add_argument(
+    where = p.add_mutually_exclusive_group()
+    where.add_argument(
         "--workers",
         type=int,
         default=1,
         metavar="N",
         help="1 = sequential (default); N > 1 runs cells on a loopback Dask LocalCluster",
+    )
+    where.add_argument(
+        "--scheduler-address",
+        default=None,
+        metavar="ADDR",
+        help="run the cells on an existing Dask scheduler (tcp:// or tls://; TLS files from the "
+        "Dask configuration, docs/dask.md)",
     )
     p.add_argument(
         "--resume", action="store_true", help="skip cells already in the journal <out>.jsonl"
@@ -50,7 +58,12 @@ def run(args) -> int:
         return 0
     out = _args.out_file(args.out or f"{spec.name}-results.parquet", (".parquet", ".csv"))
     df = run_sweep(
-        spec, out, resume=args.resume, workers=args.workers, progress=not args.no_progress
+        spec,
+        out,
+        resume=args.resume,
+        workers=args.workers,
+        progress=not args.no_progress,
+        scheduler_address=args.scheduler_address,
     )
     paths = results_paths(out)
     n_err = int((df["status"] != "ok").sum()) if "status" in df else 0

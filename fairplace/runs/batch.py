@@ -86,7 +86,7 @@ from fairplace.runs.batch_worker import (
     warm,
     warm_plugin,
 )
-from fairplace.runs.dask_cluster import NoWorkersWatch, close_quietly, local_cluster
+from fairplace.runs.dask_cluster import NoWorkersWatch, close_quietly, connect, local_cluster
 
 #: results table formats by extension (``.jsonl``: the journal is the table).
 OUT_SUFFIXES = (".parquet", ".csv", ".jsonl")
@@ -105,24 +105,6 @@ RETRY_ON_RESUME = ("KilledWorker", "CancelledError", "CommClosedError", "FutureC
 
 
 # --- the driver -----------------------------------------------------------------------------------
-def _client(workers: int, scheduler_address: str | None):
-    from dask.distributed import Client
-
-    if scheduler_address:
-        try:
-            return Client(scheduler_address, timeout="20s"), None
-        except (ValueError, OSError, TimeoutError) as exc:
-            raise OptionError(
-                "--scheduler-address", f"cannot connect to {scheduler_address!r}: {exc}"
-            ) from None
-    cluster = local_cluster(workers)
-    try:
-        return Client(cluster), cluster
-    except BaseException:
-        close_quietly(None, cluster)
-        raise
-
-
 def run_batch(
     suite,
     solvers: Sequence[str] = ("exact",),
@@ -137,6 +119,7 @@ def run_batch(
     no_workers_timeout: float | None = 120.0,
     in_process: bool | None = None,
     driver_solves: bool = True,
+    security=None,
 ) -> pd.DataFrame:
     """Solve every (instance, solver) pair of ``suite`` on Dask; return the results table.
 
@@ -156,7 +139,10 @@ def run_batch(
     ``driver_solves`` (local clusters): this process is one of the ``workers`` solvers, next to
     ``workers - 1`` Dask worker processes (:class:`DriverSlot`): it starts the largest task while
     the cluster starts, so the start-up is not idle time; False: ``workers`` Dask workers and this
-    process only coordinates. A cluster at ``scheduler_address`` does all the solving.
+    process only coordinates. A cluster at ``scheduler_address`` does all the solving
+    (``security``: its TLS credentials, a ``distributed.security.Security``; default: the Dask
+    configuration's). A local cluster talks TLS (:func:`~fairplace.runs.dask_cluster.local_cluster`);
+    ``df.attrs["batch"]["scheduler"]`` is the scheduler's address.
     ``no_workers_timeout``: seconds without any Dask worker after which the batch stops with
     :class:`~fairplace.core.errors.ClusterUnavailable` (finished rows stay in the journal; None: wait).
     """
@@ -190,6 +176,7 @@ def run_batch(
             return _run_locked(
                 items, solvers, workers, scheduler_address, time_limit, out, tmp, resume,
                 overwrite, progress, max_in_flight, no_workers_timeout, in_process, driver_solves,
+                security,
             )  # fmt: skip
     finally:
         if tmp:  # the temporary journal folder goes with the batch
@@ -200,7 +187,7 @@ def run_batch(
 
 def _run_locked(
     items, solvers, workers, scheduler_address, time_limit, out, tmp, resume, overwrite,
-    progress, max_in_flight, no_workers_timeout, in_process, driver_solves,
+    progress, max_in_flight, no_workers_timeout, in_process, driver_solves, security=None,
 ) -> pd.DataFrame:  # fmt: skip
     """The batch proper, while this process holds the journal's lock."""
     jpath = journal_path(out)
@@ -239,6 +226,7 @@ def _run_locked(
         "reason": reason, "tasks": len(todo), "estimated_effort": round(sum(efforts), 1),
         "startup_seconds": 0.0, "solve_seconds": 0.0, "close_seconds": 0.0,
     }  # fmt: skip
+    log.debug("batch: %d task(s) (%d journaled before); %s", len(todo), len(done), reason)
     if in_process and todo:
         t0 = time.perf_counter()
         warm(solvers)  # one-time imports before any task's clock starts
@@ -266,10 +254,12 @@ def _run_locked(
                 closed.append(time.perf_counter())
 
         try:
-            client, cluster = _client(workers - (here is not None), scheduler_address)
+            client, cluster = connect(workers - (here is not None), scheduler_address, security)
             client.register_plugin(warm_plugin(solvers))  # imports + first calls, every worker
             t1 = time.perf_counter()
+            log.debug("batch: Dask scheduler %s up in %.1f s", client.scheduler.address, t1 - t0)
             report |= {
+                "scheduler": client.scheduler.address,
                 "dask_tasks": len(groups),
                 "workers": len(client.nthreads()) + (here is not None),
                 "driver_solves": here is not None,

@@ -73,60 +73,53 @@ def read_journal(path: str | Path, keys: tuple[str, ...] = BATCH_KEYS) -> list[d
 
 
 class JournalLock:
-    """An exclusive lock on an output file (a batch journal, a sweep's results CSV): ``<file>.lock``
-    names the owner (pid, host, start time) and carries an ``flock``. The OS drops the flock when the
-    owner dies, so the lock of a dead process is taken over; a live owner makes a second run fail
-    with :class:`OptionError` naming it. POSIX only (``fcntl``)."""
+    """An exclusive lock on an output file (a batch journal, a sweep's results CSV): ``<file>.lock``,
+    taken with the ``filelock`` package (an ``flock`` on POSIX, which the OS drops when its owner
+    dies, so the lock of a dead process is taken over), and ``<file>.lock.owner`` naming the owner
+    (pid, host, start time). A live owner makes a second run fail at once with
+    :class:`OptionError` naming it. Both files are removed when the lock is released."""
 
     def __init__(self, target: str | Path, flag: str = "--out"):
         target = Path(target)
         self.path = target.with_name(target.name + ".lock")
-        self.target, self.flag, self.fd = target, flag, None
+        self.owner_path = target.with_name(target.name + ".lock.owner")
+        self.target, self.flag, self._lock = target, flag, None
 
     def owner(self) -> str:
         try:
-            info = json.loads(self.path.read_text())
+            info = json.loads(self.owner_path.read_text())
             return f"pid {info['pid']} on {info['host']}, since {info['started']}"
         except (OSError, ValueError, KeyError, TypeError):
             return "owner unknown"
 
     def __enter__(self) -> JournalLock:
-        import fcntl
+        from filelock import FileLock, Timeout  # imported on use: only runs that write take it
 
         self.path.parent.mkdir(parents=True, exist_ok=True)
-        for _ in range(10):  # retry if the file was replaced between open and flock
-            fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)
-            try:
-                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-            except BlockingIOError:
-                os.close(fd)
-                raise OptionError(
-                    self.flag,
-                    f"{self.target} is in use by another fairplace run ({self.owner()}); "
-                    f"wait for it or choose another {self.flag}",
-                ) from None
-            try:
-                same = os.fstat(fd).st_ino == os.stat(self.path).st_ino
-            except FileNotFoundError:
-                same = False
-            if same:
-                break
-            os.close(fd)
-        else:
-            raise OptionError(self.flag, f"cannot lock {self.path}")
+        lock = FileLock(self.path, timeout=0, thread_local=False)
+        try:
+            lock.acquire()
+        except Timeout:
+            raise OptionError(
+                self.flag,
+                f"{self.target} is in use by another fairplace run ({self.owner()}); "
+                f"wait for it or choose another {self.flag}",
+            ) from None
+        self._lock = lock
         info = {"pid": os.getpid(), "host": socket.gethostname()}
         info["started"] = time.strftime("%Y-%m-%dT%H:%M:%S%z")
-        os.ftruncate(fd, 0)
-        os.write(fd, json.dumps(info).encode())
-        os.fsync(fd)
-        self.fd = fd
+        tmp = self.owner_path.with_name(self.owner_path.name + f".{os.getpid()}")
+        tmp.write_text(json.dumps(info))
+        os.replace(tmp, self.owner_path)
         return self
 
     def __exit__(self, *exc) -> None:
-        if self.fd is not None:
-            self.path.unlink(missing_ok=True)  # still holding the flock: nobody else owns it
-            os.close(self.fd)
-            self.fd = None
+        if self._lock is not None:
+            # still holding the lock: nobody else owns these files (contenders never wait)
+            self.owner_path.unlink(missing_ok=True)
+            self.path.unlink(missing_ok=True)
+            self._lock.release()
+            self._lock = None
 
 
 def repair_journal(path: str | Path) -> None:

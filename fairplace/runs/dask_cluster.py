@@ -1,5 +1,16 @@
-"""The loopback Dask cluster of batches and sweeps: no dashboard, no listening HTTP routes, workers
-deaf to Ctrl-C (the parent shuts them down), and a quiet close.
+"""The Dask clusters of batches, sweeps and reproductions: a loopback ``LocalCluster`` (TLS with
+credentials of its own, no dashboard, no listening HTTP routes, workers deaf to Ctrl-C, a quiet
+close), or an existing scheduler at ``--scheduler-address``.
+
+* TLS on a shared host: a local cluster's scheduler and workers talk TLS with Dask's temporary
+  credentials (``Security.temporary()``: a self-signed certificate made in memory for this cluster,
+  never written to disk), and require it, so another user of the machine can neither join as a
+  worker nor connect as a client (Dask exchanges pickles: a connection could run code as this
+  user). :data:`LOCAL_TLS` turns it off (for the start-up measurement only).
+* An existing scheduler (``--scheduler-address tcp://...`` or ``tls://...``): the client takes its
+  TLS files from the Dask configuration (``distributed.comm.tls.ca-file``,
+  ``distributed.comm.tls.client.cert`` / ``.key``; e.g. ``DASK_DISTRIBUTED__COMM__TLS__CA_FILE``),
+  docs/dask.md.
 
 * Dashboard off for real: ``dashboard_address=None`` alone still serves Dask's HTTP routes on :8787
   (Scheduler always starts an HTTP server; ``None`` means "the default port"). Here the scheduler's
@@ -61,13 +72,22 @@ def sigint_ignored():
 WORKER_PRELOAD = "fairplace.runs.batch_worker"
 
 
-def local_cluster(workers: int, preload: bool = True):
+#: local clusters talk TLS with credentials of their own (module docstring)
+LOCAL_TLS = True
+
+
+def local_cluster(workers: int, preload: bool = True, tls: bool | None = None):
     """``workers`` processes on 127.0.0.1, one thread each (processes, not threads: the model
-    building is Python and holds the GIL), no dashboard, no HTTP routes; ``preload``: each worker
-    imports the solver stack as it starts (:data:`WORKER_PRELOAD`)."""
+    building is Python and holds the GIL), no dashboard, no HTTP routes, TLS with temporary
+    credentials (``tls``: default :data:`LOCAL_TLS`); ``preload``: each worker imports the solver
+    stack as it starts (:data:`WORKER_PRELOAD`). ``cluster.security`` holds the credentials a
+    client needs (``Client(cluster)`` takes them)."""
     import dask
     from dask.distributed import LocalCluster
+    from distributed.security import Security
 
+    tls = LOCAL_TLS if tls is None else tls
+    security = Security.temporary() if tls else Security(require_encryption=False)
     with sigint_ignored(), dask.config.set(NO_HTTP), _quiet_resource_tracker():
         return LocalCluster(
             n_workers=workers,
@@ -78,7 +98,44 @@ def local_cluster(workers: int, preload: bool = True):
             scheduler_kwargs={"dashboard_address": "127.0.0.1:0"},  # not the default :8787
             silence_logs=logging.CRITICAL,
             preload=[WORKER_PRELOAD] if preload else [],
+            security=security,
+            protocol="tls://" if tls else "tcp://",
         )
+
+
+def connect(
+    workers: int,
+    scheduler_address: str | None = None,
+    security=None,
+    flag: str = "--scheduler-address",
+):
+    """``(client, cluster)``: a client of the scheduler at ``scheduler_address`` (``cluster`` None;
+    ``security``: a ``distributed.security.Security``, default from the Dask configuration), or of
+    a new :func:`local_cluster` of ``workers`` processes. A scheduler that cannot be reached is an
+    :class:`~fairplace.core.errors.OptionError` naming ``flag``."""
+    from dask.distributed import Client
+
+    from fairplace.core.errors import OptionError
+
+    if scheduler_address:
+        try:
+            return Client(scheduler_address, timeout="20s", security=security), None
+        except (ValueError, OSError, TimeoutError, TypeError) as exc:
+            hint = ""
+            if scheduler_address.startswith("tls://") and isinstance(exc, TypeError):
+                hint = (
+                    " (no TLS credentials: set distributed.comm.tls.ca-file, .client.cert and "
+                    ".client.key in the Dask configuration; docs/dask.md)"
+                )
+            raise OptionError(
+                flag, f"cannot connect to {scheduler_address!r}: {exc}{hint}"
+            ) from None
+    cluster = local_cluster(workers)
+    try:
+        return Client(cluster), cluster
+    except BaseException:
+        close_quietly(None, cluster)
+        raise
 
 
 @contextlib.contextmanager
@@ -115,8 +172,8 @@ class NoWorkersWatch:
     """Raises :class:`ClusterUnavailable` once the scheduler has had no worker for ``timeout`` s
     (Dask itself would wait forever); polls the scheduler at most once a second."""
 
-    def __init__(self, client, timeout: float | None, jpath: Path):
-        self.client, self.timeout, self.jpath = client, timeout, jpath
+    def __init__(self, client, timeout: float | None, jpath: Path, what: str = "batch"):
+        self.client, self.timeout, self.jpath, self.what = client, timeout, jpath, what
         self.last_poll = 0.0
         self.since: float | None = None
 
@@ -132,9 +189,9 @@ class NoWorkersWatch:
         if now - self.since >= self.timeout:
             from fairplace.runs.batch_results import read_journal
 
-            done = len(read_journal(self.jpath))
+            done = len(read_journal(self.jpath, ()))
             raise ClusterUnavailable(
-                "batch",
+                self.what,
                 f"no Dask worker for {self.timeout:g} s; {done} rows are safe in {self.jpath}: "
                 "start workers and rerun with --resume",
             )

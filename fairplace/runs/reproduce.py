@@ -41,7 +41,7 @@ from fairplace.analysis.report import (
     write_report,
 )
 from fairplace.analysis.tables import PACKED_BASELINES, draw_gains, ok_rows
-from fairplace.core.errors import OptionError
+from fairplace.core.errors import ClusterUnavailable, OptionError
 from fairplace.core.progress import ProgressBar, progress_bar
 from fairplace.instances import generators, io
 from fairplace.instances.generators import random_placement
@@ -125,11 +125,15 @@ def load_claims(paper: str) -> list[dict]:
 
 
 def run_sweep_experiment(
-    exp: Experiment, data_dir: Path, simulate=None, progress=True, workers: int = 1
-) -> Outcome:
+    exp: Experiment, data_dir: Path, simulate=None, progress=True, workers: int = 1,
+    scheduler_address: str | None = None,
+) -> Outcome:  # fmt: skip
     spec = load_spec(exp.spec, check_names=simulate is None)
     out = data_dir / f"{exp.paper}-{exp.key}"
-    df = run_sweep(spec, out, progress=progress, simulate=simulate, workers=workers)
+    df = run_sweep(
+        spec, out, progress=progress, simulate=simulate, workers=workers,
+        scheduler_address=scheduler_address,
+    )  # fmt: skip
     frames = {"summary": df}
     if spec.extra:  # [[extra]] cells (PAL: the artifact's own draw) only in "all", not the tables
         cols = [k for _, over in spec.extra for k in over if k in df.columns]
@@ -212,16 +216,25 @@ RUNNERS: dict[str, Callable[..., Outcome]] = {
 
 
 def run_experiment(
-    exp: Experiment, data_dir: Path, simulate=None, progress=True, workers: int = 1
-) -> Outcome:
-    """Run one experiment; never raises — a missing dependency or a failure is ``not run: ...``."""
+    exp: Experiment, data_dir: Path, simulate=None, progress=True, workers: int = 1,
+    scheduler_address: str | None = None,
+) -> Outcome:  # fmt: skip
+    """Run one experiment; never raises — a missing dependency or a failure is ``not run: ...``,
+    except a scheduler that cannot be reached (:class:`OptionError`, the same for every
+    experiment) or a cluster left without workers (``ClusterUnavailable``)."""
     t0 = time.perf_counter()
     if not exp.runs:
         return Outcome(status="not run: not part of this size (run without --quick)")
     try:
         runner = RUNNERS[exp.kind]
-        kw = {"workers": workers} if exp.kind == "sweep" else {}
+        kw = (
+            dict(workers=workers, scheduler_address=scheduler_address)
+            if exp.kind == "sweep"
+            else {}
+        )
         out = runner(exp, data_dir, simulate=simulate, progress=progress, **kw)
+    except (OptionError, ClusterUnavailable):  # the cluster, not the experiment: stop the run
+        raise
     except ImportError as exc:
         out = Outcome(status=f"not run: dependency missing ({exc})")
     except Exception as exc:  # noqa: BLE001 - reported, never hidden
@@ -337,13 +350,15 @@ def reproduce(
     progress: bool | ProgressBar = True,
     log: Callable[[str], None] | None = None,
     workers: int = 1,
+    scheduler_address: str | None = None,
 ) -> dict[str, Any]:
     """Run the experiments of ``which`` (themis | pal | all) at ``size`` and write the report.
 
     Returns ``{"md", "html", "claims" (paths), "table" (the claims DataFrame), "headline"
     ("N of M claims reproduce ..."), "seconds"}``.
     ``simulate`` replaces ``fairplace.simulate`` (tests); ``workers > 1`` runs sweep cells on a
-    loopback Dask cluster (sequential by default)."""
+    loopback Dask cluster, ``scheduler_address`` on an existing one (sequential by default); each
+    sweep journals its cells (``data/<paper>-<experiment>.jsonl``) as they finish."""
     if which not in (*PAPERS, "all"):
         raise OptionError("paper", f"unknown paper {which!r}; use themis, pal or all")
     papers = PAPERS if which == "all" else (which,)
@@ -358,7 +373,10 @@ def reproduce(
         for e in exps:
             if log:
                 log(f"[{e.paper}] {e.key}: {e.title}")
-            o = run_experiment(e, data_dir, simulate=simulate, progress=bar, workers=workers)
+            o = run_experiment(
+                e, data_dir, simulate=simulate, progress=bar, workers=workers,
+                scheduler_address=scheduler_address,
+            )  # fmt: skip
             outcomes[(e.paper, e.key)] = o
             if log:
                 log(f"[{e.paper}] {e.key}: {o.status} ({o.seconds:.1f} s)")

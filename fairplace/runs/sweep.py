@@ -20,13 +20,15 @@ A spec (TOML or dict)::
 Rows hold the cell (``scheduler, placement, trace, seed`` and each param), ``status`` (``ok`` |
 ``error``), ``message``, ``wall_seconds`` and every scalar of the simulation's ``summary``. Finished
 cells go to a JSONL journal (the batch's format), so ``resume`` continues an interrupted sweep.
-An example spec: ``examples/sweep-pal-locality.toml``.
-Runs are sequential by default; ``workers > 1`` runs cells on a loopback Dask ``LocalCluster``.
+An example spec: ``examples/sweep-pal-vs-load.toml``.
+Runs are sequential by default; ``workers > 1`` runs cells on a loopback Dask ``LocalCluster`` and
+``scheduler_address`` on an existing Dask cluster, with the same journal (``sweep_dask.py``).
 """
 
 from __future__ import annotations
 
 import itertools
+import logging
 import math
 import time
 import tomllib
@@ -49,6 +51,7 @@ from fairplace.instances.trace_generators import (
     make_trace,
 )
 from fairplace.runs.batch_results import append_row, read_journal, repair_journal
+from fairplace.runs.sweep_dask import run_on_dask
 from fairplace.runs.sweep_inputs import SWEEP_OPTIONS, per_run_cluster
 from fairplace.sim.config import field_names
 from fairplace.solvers.policies import POLICY_NAMES
@@ -60,6 +63,10 @@ FRAMES = ("jobs", "apps", "rounds")
 #: the field every line of a sweep journal (results and frames) has
 SWEEP_KEYS = ("cell_id",)
 CELL_KEYS = ("scheduler", "placement", "trace", "seed")
+#: error rows that say nothing about the cell (its worker died, its task was cancelled): ``resume``
+#: runs them again (the batch's list)
+RETRY_ON_RESUME = ("KilledWorker", "CancelledError", "CommClosedError", "FutureCancelledError")
+log = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True)
@@ -340,6 +347,9 @@ def run_sweep(
     workers: int = 1,
     progress: bool | ProgressBar = True,
     simulate: Callable | None = None,
+    scheduler_address: str | None = None,
+    security=None,
+    no_workers_timeout: float | None = 120.0,
 ) -> pd.DataFrame:
     """Run every cell of ``spec``; journal each finished cell, then write the tables.
 
@@ -347,9 +357,12 @@ def run_sweep(
     cell in ``<out>.jsonl`` (per-cell frames in ``<out>.<frame>.jsonl``, written before the cell's
     row); at the end ``<out>.csv`` and ``<out>.parquet`` (and ``<out>.<frame>.csv|parquet``).
     ``resume`` skips cells whose ``cell_id`` is already journaled (a torn last line from a crash is
-    dropped); without it earlier results are deleted. ``simulate`` replaces ``fairplace.simulate``
-    (tests). ``progress``: see :func:`fairplace.core.progress.progress_bar`. Returns the whole results
-    table.
+    dropped), except cells lost to the infrastructure (:data:`RETRY_ON_RESUME`), which run again;
+    without it earlier results are deleted. ``workers > 1``: cells on a loopback Dask cluster;
+    ``scheduler_address``: on an existing one (``security``: its TLS credentials, default the Dask
+    configuration's; ``no_workers_timeout``: see :mod:`fairplace.runs.sweep_dask`).
+    ``simulate`` replaces ``fairplace.simulate`` (tests). ``progress``: see
+    :func:`fairplace.core.progress.progress_bar`. Returns the whole results table.
     """
     from fairplace.runs.batch_results import JournalLock
 
@@ -358,22 +371,32 @@ def run_sweep(
     check_workers(workers)
     paths = results_paths(out)
     paths["csv"].parent.mkdir(parents=True, exist_ok=True)
+    dask = {
+        "scheduler_address": scheduler_address,
+        "security": security,
+        "no_workers_timeout": no_workers_timeout,
+    }
     with JournalLock(paths["csv"]):  # one sweep at a time per results table
-        return _run_locked(spec, paths, resume, workers, progress, simulate)
+        return _run_locked(spec, paths, resume, workers, progress, simulate, dask)
 
 
-def _run_locked(spec, paths, resume, workers, progress, simulate) -> pd.DataFrame:
+def _run_locked(spec, paths, resume, workers, progress, simulate, dask) -> pd.DataFrame:
     journals = [paths["jsonl"], *(paths[f"{f}.jsonl"] for f in spec.frames)]
     if resume:
         for j in journals:
             if j.exists():
                 repair_journal(j)
-        done = {r.get("cell_id") for r in read_journal(paths["jsonl"], SWEEP_KEYS)}
+        done = {
+            r["cell_id"]
+            for r in read_journal(paths["jsonl"], SWEEP_KEYS)
+            if not str(r.get("message", "")).startswith(RETRY_ON_RESUME)
+        }
     else:
         for p in paths.values():
             p.unlink(missing_ok=True)
         done = set()
     todo = [c for c in spec.cells() if cell_id(c) not in done]
+    log.debug("sweep %s: %d of %d cell(s) to run", spec.name, len(todo), len(spec))
 
     def record(row, got):
         for f, df in got.items():
@@ -383,32 +406,17 @@ def _run_locked(spec, paths, resume, workers, progress, simulate) -> pd.DataFram
         with paths["jsonl"].open("a") as fh:
             append_row(fh, row)  # the commit point of the cell
 
+    remote = dask["scheduler_address"] is not None
     with progress_bar(len(todo), spec.name, progress) as bar:
-        if workers == 1 or len(todo) <= 1:
+        if not remote and (workers == 1 or len(todo) <= 1):
             for c in todo:
                 record(*run_cell(c, spec.fixed, spec.frames, simulate))
                 bar.advance()
-        else:
-            _run_dask(todo, spec, workers, simulate, record, bar)
+        elif todo:
+            run_on_dask(
+                todo, run_cell, (spec.fixed, spec.frames, simulate), record, bar,
+                workers=workers, journal=paths["jsonl"], cell_id=cell_id, **dask,
+            )  # fmt: skip
     if not _finish(paths, spec.frames):
         return pd.DataFrame(columns=[*CELL_KEYS, "status", "message"])
     return pd.read_parquet(paths["parquet"])
-
-
-def _run_dask(todo, spec, workers, simulate, record, bar) -> None:
-    from dask.distributed import Client, as_completed
-
-    from fairplace.runs.dask_cluster import close_quietly, local_cluster
-
-    cluster = local_cluster(workers)
-    client = None
-    try:
-        client = Client(cluster)
-        futs = [
-            client.submit(run_cell, c, spec.fixed, spec.frames, simulate, pure=False) for c in todo
-        ]
-        for fut in as_completed(futs):
-            record(*fut.result())
-            bar.advance()
-    finally:
-        close_quietly(client, cluster)

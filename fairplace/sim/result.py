@@ -1,12 +1,16 @@
-"""``SimulationResult``: the recorded frames, the summary, saving and a seaborn overview plot."""
+"""``SimulationResult``: the recorded frames, the summary, saving, a one-row frame, an HTML summary
+(Jupyter) and a seaborn overview plot."""
 
 from __future__ import annotations
 
+import html
 import json
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import pandas as pd
+
+from fairplace.core.errors import OptionError
 
 
 @dataclass(frozen=True)
@@ -53,27 +57,83 @@ class SimulationResult:
             config=meta.get("config", {}),
         )
 
-    def plot(self, axes=None):
-        """Three panels: JCT CDF, GPUs busy over time, CDF of app rho. Returns the figure."""
-        import matplotlib.pyplot as plt
+    def to_frame(self) -> pd.DataFrame:
+        """One row: what was run (``config``) and every scalar of ``summary`` — the row a sweep
+        cell writes, so ``pd.concat([r.to_frame() for r in results])`` compares runs."""
+        row = {k: v for k, v in {**self.config, **self.summary}.items() if _scalar(v)}
+        return pd.DataFrame([row])
+
+    def _repr_html_(self) -> str:
+        """The run and its headline numbers as an HTML table (Jupyter)."""
+        c, s = self.config, self.summary
+        rows = [(name, _fmt(s.get(key)), unit) for key, name, unit in _HEADLINE if key in s]
+        table = pd.DataFrame(rows, columns=["metric", "value", "unit"]).to_html(
+            index=False, border=0
+        )
+        what = " / ".join(html.escape(str(c.get(k, "?"))) for k in ("scheduler", "placement"))
+        return (
+            f"<b>SimulationResult</b> of <code>{html.escape(str(c.get('trace', '?')))}</code>, "
+            f"{what}, {s.get('gpus', '?')} GPUs, seed {html.escape(str(c.get('seed', '?')))}"
+            f"{table}"
+        )
+
+    def plot(self, ax=None, *, axes=None):
+        """Three panels: CDF of JCT, GPUs busy over time, CDF of the apps' rho.
+
+        ``ax``: three Axes to draw on (default: a new 1 x 3 figure); returns them as an array,
+        like :func:`fairplace.analysis.plots.jct_draws` (``axes=`` is the former name of ``ax``)."""
+        import matplotlib.pyplot as plt  # heavy: imported on use
+        import numpy as np
         import seaborn as sns
 
-        if axes is None:
-            fig, axes = plt.subplots(1, 3, figsize=(13, 3.6))
-        else:
-            fig = axes[0].figure
-        sns.ecdfplot(x=self.jobs["jct"] / 3600, ax=axes[0])
-        axes[0].set(xlabel="JCT (h)", ylabel="fraction of jobs")
+        if axes is not None:
+            if ax is not None:
+                raise OptionError("ax", "give ax or axes, not both")
+            ax = axes
+        if ax is None:
+            _, ax = plt.subplots(1, 3, figsize=(13, 3.6), layout="constrained")
+        ax = np.ravel(np.asarray(ax, dtype=object))
+        if len(ax) != 3:
+            raise OptionError("ax", f"expected 3 Axes (one per panel), got {len(ax)}")
+        sns.ecdfplot(x=self.jobs["jct"] / 3600, ax=ax[0])
+        ax[0].set(xlabel="JCT (h)", ylabel="fraction of jobs")
         r = self.rounds
-        axes[1].step(r["t"] / 3600, r["busy"], where="post")
-        axes[1].set(xlabel="time (h)", ylabel="GPUs busy")
+        ax[1].step(r["t"] / 3600, r["busy"], where="post")
+        ax[1].set(xlabel="time (h)", ylabel="GPUs busy")
         col = f"rho_{self.summary.get('rho_variant', 'themis')}"
-        sns.ecdfplot(x=self.apps[col], ax=axes[2])
-        axes[2].axvline(1.0, ls="--", c="grey")
-        axes[2].set(xlabel=col, ylabel="fraction of apps")
-        fig.suptitle(
+        sns.ecdfplot(x=self.apps[col], ax=ax[2])
+        ax[2].axvline(1.0, ls="--", c="grey")
+        ax[2].set(xlabel=col, ylabel="fraction of apps")
+        ax[0].figure.suptitle(
             f"{self.config.get('trace', '')}: {self.config.get('scheduler', '')} / "
             f"{self.config.get('placement', '')}"
         )
-        fig.tight_layout()
-        return fig
+        return ax
+
+
+#: (summary key, label, unit) of the rows of ``SimulationResult._repr_html_``
+_HEADLINE = (
+    ("jobs", "jobs", ""),
+    ("avg_jct", "average JCT", "s"),
+    ("median_jct", "median JCT", "s"),
+    ("p99_jct", "p99 JCT", "s"),
+    ("makespan", "makespan", "s"),
+    ("utilization", "utilization", "fraction"),
+    ("offered_load", "offered load", "fraction"),
+    ("placement_score", "placement score", "1/S"),
+    ("max_rho", "max rho", ""),
+    ("median_rho", "median rho", ""),
+    ("jain_rho", "Jain index of rho", ""),
+    ("decisions", "decisions", ""),
+    ("wall_seconds", "simulated in", "s"),
+)
+
+
+def _scalar(v) -> bool:
+    return v is None or isinstance(v, (bool, int, float, str))
+
+
+def _fmt(v) -> str:
+    if isinstance(v, float):
+        return f"{v:.4g}" if abs(v) < 1e5 else f"{v:.0f}"
+    return str(v)
