@@ -31,6 +31,7 @@ from __future__ import annotations
 
 import heapq
 import math
+import statistics
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
@@ -97,7 +98,7 @@ class SuccessiveHalving:
 
     @cached_property
     def _median_time(self) -> float:
-        return float(np.median([j.avg_time_per_iter for j in self.jobs] or [0.0]))
+        return float(statistics.median([j.avg_time_per_iter for j in self.jobs] or [0.0]))
 
     @cached_property
     def _future_job(self) -> tuple[float, float]:
@@ -105,7 +106,7 @@ class SuccessiveHalving:
         t = [j.avg_time_per_iter for j in self.jobs] or [0.0]
         s = [j.locality_sensitivity for j in self.jobs] or [1.0]
         tm = self._median_time if self.future == "median" else float(max(t))
-        return tm, float(np.median(s))
+        return tm, float(statistics.median(s))
 
     def _model_job(self, iters: float) -> JobInfo:
         return JobInfo(iters, *self._future_job)
@@ -340,6 +341,20 @@ def identical_phase_times(
     return np.where(n <= 0, np.inf, out)
 
 
+def _lpt_makespans(works: Sequence[float], counts: Sequence[int]) -> np.ndarray:
+    """LPT makespans of ``works`` (sorted, longest first) on n GPUs for every n in ``counts``, all
+    at once: each job goes to the least-loaded GPU of every instance (an argmin per job over a
+    counts x max(counts) load matrix). Equal loads are interchangeable, so which of them takes a
+    job changes no load (the same sums in the same order as :func:`phase_time`'s heap)."""
+    ns = np.asarray(counts, np.int64)
+    loads = np.where(np.arange(ns.max())[None, :] < ns[:, None], 0.0, np.inf)
+    rows = np.arange(ns.size)
+    for w in works:
+        k = np.argmin(loads, axis=1)
+        loads[rows, k] += w
+    return np.where(np.isinf(loads), -np.inf, loads).max(axis=1)
+
+
 def phase_time_counts(
     jobs: Sequence[JobInfo],
     counts: Sequence[int],
@@ -370,14 +385,13 @@ def phase_time_counts(
         return w * L / nj
 
     out = np.empty(len(counts))
+    few = [n for n in counts if 0 < n < J]
+    lpt = dict(zip(few, _lpt_makespans(works, few), strict=True)) if few else {}
     for a, n in enumerate(counts):
         if n <= 0:
             out[a] = math.inf
-        elif n < J:  # serialised, longest first onto the least-loaded GPU (as phase_time)
-            loads = [0.0] * n
-            for w in works:
-                heapq.heapreplace(loads, loads[0] + w)
-            out[a] = max(loads)
+        elif n < J:
+            out[a] = lpt[n]
         else:
             base, r = min(n // J, cap), n % J
             v = t(base, works[r], n) if r < J else 0.0
@@ -517,6 +531,12 @@ def gavel_isolated_update(
 
 def remaining_work(opt: HyperOptimizer) -> float:
     """Serial GPU-seconds still to do (sum over the remaining phases / running jobs)."""
+    if isinstance(opt, SuccessiveHalving) and opt.mode == "actual":  # later phases: model jobs
+        tm = opt._future_job[0]
+        later = opt.phases[opt.current_phase + 1 :]
+        return float(
+            sum(j.work for j in opt.jobs) + sum(JobInfo(i, tm).work * int(n) for n, i, *_ in later)
+        )
     phases = (
         [opt.jobs_in_phase(p) for p in range(opt.num_phases())]
         if isinstance(opt, SuccessiveHalving)
