@@ -19,13 +19,15 @@ def load(path: str | Path) -> Instance:
 
 def solve(
     instance: Instance | str | Path | dict,
-    solver: str = "exact",
+    solver: str | None = None,
     time_limit: float | None = None,
     **options,
 ) -> Solution:
     """Solve one auction or placement instance.
 
-    ``solver``: ``exact`` (HiGHS via highspy, or ``backend=`` a back-end name or a
+    ``solver``: None (default) = ``exact``, or ``compact`` for an agent-form auction whose subset
+    bids would be many (``fairplace.solvers.dispatch.AUTO_COMPACT_BIDS``; ``extra['route']`` says
+    which ran); ``exact`` (HiGHS via highspy, or ``backend=`` a back-end name or a
     :class:`~fairplace.solvers.backends.Backend` object), ``highs``, ``pyomo``, ``cvxpy``, ``compact``
     and the heuristics, relaxations and policies of ``fairplace.solvers.registry.solver_table()``.
     Options: the fields of :class:`~fairplace.solvers.options.SolveOptions` (``mip_rel_gap``,
@@ -45,9 +47,11 @@ def solve(
             "expected an AuctionInstance, a PlacementInstance, a dict or a JSON file path, "
             f"got {type(instance).__name__}",
         )
-    if not isinstance(solver, str):
+    if solver is not None and not isinstance(solver, str):
         raise OptionError("solver", f"expected a solver name, got {type(solver).__name__}")
-    registry.get(solver, instance.kind)  # unknown solver / kind first, before the options
+    registry.get(
+        solver or "exact", instance.kind
+    )  # unknown solver / kind first, before the options
     opt_fields = set(SolveOptions.__dataclass_fields__)
     opts = SolveOptions.from_kwargs(
         time_limit=time_limit, **{k: v for k, v in options.items() if k in opt_fields}

@@ -48,10 +48,10 @@ def add_arguments(p) -> None:
     p.add_argument("file", help="instance JSON (kind: auction | placement)")
     p.add_argument(
         "--solver",
-        default="exact",
+        default=None,
         metavar="NAME",  # validated by fairplace.solve ("unknown solver ...", exit 2)
         help=f"exact back ends, heuristics and placement policies: {', '.join(names)} "
-        "(default exact)",
+        "(default: exact; an agent-form auction with many subset bids: compact)",
     )
     p.add_argument(
         "--time-limit",
