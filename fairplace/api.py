@@ -9,7 +9,7 @@ from fairplace.core.errors import OptionError
 from fairplace.core.solution import Solution
 from fairplace.instances import io
 from fairplace.solvers import dispatch, registry
-from fairplace.solvers.options import SolveOptions
+from fairplace.solvers.options import SolveOptions, check_option_values
 
 
 def load(path: str | Path) -> Instance:
@@ -21,6 +21,8 @@ def solve(
     instance: Instance | str | Path | dict,
     solver: str | None = None,
     time_limit: float | None = None,
+    *,
+    validate: bool = True,
     **options,
 ) -> Solution:
     """Solve one auction or placement instance.
@@ -41,7 +43,10 @@ def solve(
         instance = io.load(instance)
     elif isinstance(instance, dict):
         instance = io.from_dict(instance)
-    elif not isinstance(instance, Instance.__args__):
+    elif isinstance(instance, Instance.__args__):
+        if validate:
+            io.check(instance)  # a hand-built object meets the JSON contract, with the same errors
+    else:
         raise OptionError(
             "instance",
             "expected an AuctionInstance, a PlacementInstance, a dict or a JSON file path, "
@@ -57,4 +62,5 @@ def solve(
         time_limit=time_limit, **{k: v for k, v in options.items() if k in opt_fields}
     )
     rest = {k: v for k, v in options.items() if k not in opt_fields}
+    check_option_values(rest)
     return dispatch.solve(instance, solver, opts, rest)

@@ -82,7 +82,9 @@ def run(args) -> int:
     if args.seed is not None:
         kw["seed"] = args.seed
     try:
-        sol = fairplace.solve(inst, solver=args.solver, time_limit=args.time_limit, **kw)
+        sol = fairplace.solve(
+            inst, solver=args.solver, time_limit=args.time_limit, validate=False, **kw
+        )
     except OptionError as exc:  # library errors name parameters; the CLI names its flags
         if exc.path in FLAGS:
             raise type(exc)(FLAGS[exc.path], exc.problem) from None

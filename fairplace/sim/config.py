@@ -11,7 +11,14 @@ from typing import Any
 import numpy as np
 
 from fairplace.core.errors import OptionError
-from fairplace.core.limits import MAX_RATIO, MAX_SEED
+from fairplace.core.limits import (
+    MAX_COUNT,
+    MAX_GPUS,
+    MAX_RATIO,
+    MAX_SEED,
+    MAX_TIME,
+    check_value,
+)
 from fairplace.instances.models import LOCALITY_MODELS
 
 from . import metrics
@@ -23,6 +30,53 @@ BINNINGS = ("silhouette", "artifact", "none")
 CLASS_MAPS = ("paper", "artifact")
 #: every T_id variant ``rho_variant`` may name: IdealTime's variants, then apps re-simulated alone
 RHO_VARIANT_NAMES = (*metrics.RHO_VARIANTS, metrics.ISOLATED)
+
+
+_GPUS = {"type": "integer", "minimum": 1, "maximum": MAX_GPUS}
+_SECONDS = {"type": "number", "minimum": 0, "maximum": MAX_TIME}
+_NULL = {"type": "null"}
+
+
+def field_schemas() -> dict[str, dict]:
+    """Value schemas (JSON Schema) of the :class:`SimulationConfig` fields that hold plain values:
+    checked when a config is made and by the sweep spec schema (``runs/sweep_schema.py``), so a
+    value is valid from Python exactly when it is valid in a spec."""
+    from fairplace.instances.variability import PROFILE_NAMES
+
+    from .engine import GRID_ORIGINS, STAMPINGS
+    from .setups import SETUPS
+
+    enum = lambda values: {"enum": list(values)}  # noqa: E731
+    return {
+        "gpus": {"anyOf": [_GPUS, _NULL]},
+        "gpus_per_machine": _GPUS,
+        "machines_per_rack": {
+            "anyOf": [{"type": "integer", "minimum": 1, "maximum": MAX_COUNT}, _NULL]
+        },
+        "profile": enum(PROFILE_NAMES),
+        "classes": enum(CLASS_MAPS),
+        "with_replacement": {"type": ["boolean", "null"]},
+        "binning": enum(BINNINGS),
+        "locality_penalty": {"type": "number", "minimum": 1, "maximum": MAX_RATIO},
+        "locality_by_model": {
+            "type": ["object", "null"],
+            "additionalProperties": {"type": "number", "minimum": 1, "maximum": MAX_RATIO},
+        },
+        "locality_model": enum(LOCALITY_MODELS),
+        "round_length": {
+            "anyOf": [{"type": "number", "exclusiveMinimum": 0, "maximum": MAX_TIME}, _NULL]
+        },
+        "checkpoint": _SECONDS,
+        "restart": _SECONDS,
+        "seed": {"type": "integer", "minimum": 0, "maximum": MAX_SEED},
+        "rho_variant": enum(RHO_VARIANT_NAMES),
+        "isolated": {"type": "boolean"},
+        "debug": {"type": "boolean"},
+        "skip_quiet": {"type": "boolean"},
+        "grid_origin": enum(GRID_ORIGINS),
+        "stamping": enum(STAMPINGS),
+        "setup": {"anyOf": [enum(SETUPS), _NULL]},
+    }
 
 
 @dataclass(frozen=True)
@@ -106,6 +160,11 @@ class SimulationConfig:
         for name in ("scheduler_options", "placement_options", "trace_options"):
             if getattr(self, name) is not None and not isinstance(getattr(self, name), Mapping):
                 raise OptionError(name, "must be a mapping of option names to values")
+        for name, schema in field_schemas().items():  # the rest: type and range, as in a spec
+            value = getattr(self, name)
+            if name == "rho_variant" and not isinstance(value, str):
+                continue  # an IdealTimeModel object (checked above)
+            check_value(name, value, schema)
 
     def with_overrides(self, **overrides) -> SimulationConfig:
         """A copy with ``overrides`` applied; an unknown name raises :class:`OptionError` naming it."""
