@@ -238,3 +238,39 @@ def test_wide_programs_are_solved_without_presolve(monkeypatch):
     seen.clear()
     auction.solve_auction(random_auction(apps=6, machines=4, bids_per_app=10, seed=0))
     assert seen and all(seen)  # bid tables of a few columns per row keep HiGHS' presolve
+
+
+# --- the issue's reproducer ---------------------------------------------------------------------------
+
+
+def _reproducer():
+    return random_agent_auction(apps=7, machines=3, gpus_per_machine=4, seed=0)
+
+
+def test_reproducer_without_a_solver_name_is_solved_by_the_compact_arbiter():
+    inst = _reproducer()
+    sol = fairplace.solve(inst, time_limit=1.0)
+    assert sol.extra["route"] == "compact" and sol.extra["subset_bids"] == 21_762
+    assert sol.objective is not None and sol.status in ("optimal", "time_limit")
+
+
+def test_reproducer_with_exact_and_a_spent_budget_starts_no_solve(monkeypatch):
+    """``--solver exact --time-limit 1``: if listing the 21,762 bids took the whole second, no
+    solver call starts and the CLI exits 3 (fake clock: independent of the machine's speed)."""
+    from fairplace.commands.solve import EXIT_NO_SOLUTION, exit_code
+
+    clock = Clock()
+    budget = Budget.begin(1.0, clock)
+    to_explicit = agents.to_explicit
+
+    def listing_takes_a_second(*args, **kw):
+        out = to_explicit(*args, **kw)
+        clock.now = 1.0
+        return out
+
+    monkeypatch.setattr(agents, "to_explicit", listing_takes_a_second)
+    ran = []
+    monkeypatch.setattr(auction.backends, "run", lambda *a, **k: ran.append(1))
+    sol = fairplace.solve(_reproducer(), "exact", budget=budget)
+    assert not ran and sol.status == "time_limit" and sol.objective is None
+    assert exit_code(sol) == EXIT_NO_SOLUTION
