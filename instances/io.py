@@ -65,11 +65,13 @@ def load(path: str | Path) -> Instance:
     try:
         text = p.read_text()
     except FileNotFoundError:
-        raise InstanceError(_short(str(p)), "file not found") from None
+        raise InstanceError(_short(str(p), 200), "file not found") from None
     except OSError as exc:  # a folder, no permission, a name too long, a symlink loop, ...
-        raise InstanceError(_short(str(p)), f"cannot read: {exc.strerror or exc}") from None
+        raise InstanceError(_short(str(p), 200), f"cannot read: {exc.strerror or exc}") from None
     except UnicodeDecodeError as exc:
-        raise InstanceError(_short(str(p)), f"cannot read: not UTF-8 text ({exc.reason})") from None
+        raise InstanceError(
+            _short(str(p), 200), f"cannot read: not UTF-8 text ({exc.reason})"
+        ) from None
     return loads(text, source=str(p))
 
 
