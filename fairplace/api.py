@@ -7,7 +7,7 @@ from pathlib import Path
 from fairplace.core.domain import Instance
 from fairplace.core.errors import OptionError
 from fairplace.core.solution import Solution
-from fairplace.instances import io
+from fairplace.instances import io, objects
 from fairplace.solvers import dispatch, registry
 from fairplace.solvers.options import SolveOptions, check_option_values
 
@@ -45,7 +45,7 @@ def solve(
         instance = io.from_dict(instance)
     elif isinstance(instance, Instance.__args__):
         if validate:
-            io.check(instance)  # a hand-built object meets the JSON contract, with the same errors
+            objects.check(instance)  # a hand-built object meets the JSON contract, same errors
     else:
         raise OptionError(
             "instance",

@@ -18,7 +18,7 @@ from hypothesis import strategies as st
 import fairplace
 from fairplace.core.domain import AgentApp, AgentJob, AuctionInstance
 from fairplace.core.errors import DataError, InstanceError, OptionError
-from fairplace.instances import io
+from fairplace.instances import io, objects
 from fairplace.instances.generators import grid_cluster, random_auction, random_placement
 
 
@@ -193,7 +193,7 @@ def test_hostile_values_in_objects_fail_like_json(field, value):
     except InstanceError as exc:
         json_error = (exc.path, exc.problem)
     try:
-        io.check(obj)
+        objects.check(obj)
         obj_error = None
     except InstanceError as exc:
         obj_error = (exc.path, exc.problem)

@@ -139,7 +139,7 @@ def _cluster_size(cfg: SimulationConfig, frame) -> tuple[int, int]:
     from fairplace.core.limits import MAX_GPUS
 
     if cfg.cluster is not None:
-        from fairplace.instances.io import check_cluster
+        from fairplace.instances.objects import check_cluster
 
         check_cluster(cfg.cluster)  # a hand-built cluster meets the instance JSON contract
         return len(cfg.cluster), int(np.bincount(cfg.cluster.machine_index).max())
