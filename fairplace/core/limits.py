@@ -157,4 +157,9 @@ def check_value(name: str, value: Any, schema: dict) -> None:
         err = max(errors, key=lambda e: len(e.absolute_path))
         while err.context:  # anyOf: the alternative that got furthest
             err = max(err.context, key=lambda e: len(e.absolute_path))
-        raise OptionError(name, " ".join(err.message.split())[:200])
+        msg = err.message
+        if err.validator == "enum":
+            known = ", ".join(str(x) for x in err.validator_value)
+            msg = f"expected one of {known}, got {err.instance!r}"
+        where = "".join(f"[{p}]" if isinstance(p, int) else f".{p}" for p in err.absolute_path)
+        raise OptionError(f"{name}{where}", " ".join(msg.split())[:200])

@@ -164,6 +164,8 @@ class SimulationConfig:
             value = getattr(self, name)
             if name == "rho_variant" and not isinstance(value, str):
                 continue  # an IdealTimeModel object (checked above)
+            if name == "setup":
+                continue  # checked where it is applied (``setups.apply_setup``, naming the set-ups)
             check_value(name, value, schema)
 
     def with_overrides(self, **overrides) -> SimulationConfig:
