@@ -42,9 +42,8 @@ class PFValue:
     log_sum: float  # sum over apps with finite rho of -log rho
 
 
-def _bitsets(incidence: sp.csr_matrix) -> np.ndarray:
+def _bitsets(inc: sp.csr_matrix) -> np.ndarray:
     """Rows of a 0/1 (bids x GPUs) matrix as bitsets over the GPUs it uses: (bids, words) uint64."""
-    inc = incidence
     used = np.unique(inc.indices)
     local = np.searchsorted(used, inc.indices)
     words = max(1, -(-used.size // 64))
@@ -144,11 +143,14 @@ def _incidence(bundles: Sequence, ids: dict[str, int]) -> sp.csr_matrix:
 
 @dataclass(frozen=True)
 class _AppBids:
-    """One app's kept bids: bid indices, their GPU incidence (kept x G) and w = -log rho."""
+    """One app's kept bids: bid indices, their GPU incidence (kept x G) and w = -log rho; and the
+    app's terms of :attr:`PFProgram.big_m` and :attr:`PFProgram.log_sum_range` (over all its bids)."""
 
     bids: np.ndarray
     gpus: sp.csr_matrix
     w: np.ndarray
+    spread: float
+    log_range: float
 
 
 def app_bids(
@@ -159,7 +161,13 @@ def app_bids(
     inc = _incidence([b.gpus for b in app.bids], cl.index)
     rhos = np.fromiter((b.rho for b in app.bids), dtype=float, count=len(app.bids))
     keep = dominance_keep(inc, rhos, app.rho_empty, stop) if prune else np.arange(len(app.bids))
-    return _AppBids(keep.astype(np.int64), inc[keep], -np.log(rhos[keep]))
+    w = -np.log(rhos)
+    empty = None if app.rho_empty is None else -np.log(app.rho_empty)
+    ws = w if empty is None else np.append(w, empty)
+    hi, lo = (float(ws.max()), float(ws.min())) if ws.size else (0.0, 0.0)
+    spread = hi - lo + abs(hi) + abs(lo) if ws.size else 0.0
+    log_range = max(float(np.abs(w).max()) if w.size else 0.0, abs(empty or 0.0))
+    return _AppBids(keep.astype(np.int64), inc[keep], w[keep], spread, log_range)
 
 
 @dataclass(frozen=True)
@@ -203,27 +211,15 @@ class PFProgram:
 
     @cached_property
     def big_m(self) -> float:
-        """Weight of one more unbounded app served: exceeds the range of any log-sum."""
-        spread = 0.0
-        for i in self.apps:
-            app = self.instance.apps[i]
-            w = [-np.log(b.rho) for b in app.bids]
-            if app.rho_empty is not None:
-                w.append(-np.log(app.rho_empty))
-            if w:
-                spread += max(w) - min(w) + abs(max(w)) + abs(min(w))
-        return 1.0 + spread
+        """Weight of one more unbounded app served: exceeds the range of any log-sum
+        (1 + sum over apps of max w - min w + |max w| + |min w|, w = -log rho over the app's bids
+        and rho_empty)."""
+        return 1.0 + sum(self.app_parts[i].spread for i in self.apps)
 
     @cached_property
     def log_sum_range(self) -> float:
         """S >= |log-sum| of any allocation: sum over apps of the largest |-log rho| they can get."""
-        total = 0.0
-        for i in self.apps:
-            app = self.instance.apps[i]
-            w = [abs(np.log(b.rho)) for b in app.bids]
-            w.append(abs(np.log(app.rho_empty)) if app.rho_empty is not None else 0.0)
-            total += max(w)
-        return float(total)
+        return float(sum(self.app_parts[i].log_range for i in self.apps))
 
     def gains(self) -> np.ndarray:
         """Objective coefficient per column (see module docstring)."""

@@ -89,7 +89,9 @@ def test_leave_one_out_programs_share_the_pruning_and_equal_a_fresh_build(seed):
     prog = PFProgram(inst)
     for i in range(len(inst.apps)):
         shared, fresh = prog.without(i).to_milp(), PFProgram(inst, frozenset({i})).to_milp()
-        assert prog.without(i).columns == PFProgram(inst, frozenset({i})).columns
+        sub, alone = prog.without(i), PFProgram(inst, frozenset({i}))
+        assert sub.columns == alone.columns
+        assert sub.big_m == alone.big_m and sub.log_sum_range == alone.log_sum_range
         assert np.array_equal(shared.c, fresh.c) and shared.offset == fresh.offset
         assert (shared.A != fresh.A).nnz == 0
 
