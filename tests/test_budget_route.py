@@ -276,3 +276,23 @@ def test_reproducer_with_exact_and_a_spent_budget_starts_no_solve(monkeypatch):
     sol = fairplace.solve(_reproducer(), "exact", budget=budget)
     assert not ran and sol.status == "time_limit" and sol.objective is None
     assert exit_code(sol) == EXIT_NO_SOLUTION
+
+
+def test_highs_is_interrupted_at_its_deadline():
+    """``highs.interrupt_after``: a MIP run past its wall-clock deadline stops as ``time_limit``
+    (a deadline of 0 s: the first interrupt check stops it, whatever the machine's speed)."""
+    import highspy
+
+    from fairplace.solvers.backends import highs
+    from fairplace.solvers.options import SolveOptions
+
+    if not hasattr(highspy.Highs(), "cbMipInterrupt"):
+        pytest.skip("highspy without MIP interrupt callbacks")
+    inst = random_auction(apps=16, machines=16, gpus_per_machine=4, bids_per_app=20, seed=0,
+                          contention=2.0)  # fmt: skip
+    milp = PFProgram(inst).to_milp()
+    h = highs.build(milp, SolveOptions(presolve=False))
+    highs.interrupt_after(h, 0.0)
+    h.run()
+    assert h.getModelStatus() == highspy.HighsModelStatus.kInterrupt
+    assert highs.read(h, milp, 0.0).status == "time_limit"
