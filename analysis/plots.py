@@ -68,6 +68,22 @@ def max_rho_vs_contention(
     return ax
 
 
+def bidders_per_round(summary: pd.DataFrame, x: str | None = None, *, ax=None):
+    """THEMIS' mean bidders per auction round vs contention (per workload), with the share of
+    single-bidder rounds (a lone bidder pays nothing: PA degenerates) as text on each bar."""
+    df = summary[summary["scheduler"] == "themis"] if "scheduler" in summary else summary
+    xc = x or col(df, "contention", "gpus")
+    ax = _axes(ax)
+    sns.barplot(data=df, x=xc, y="mean_bidders", hue=_hue(df, "trace"), ax=ax, errorbar="sd")
+    one = df.groupby(xc)["single_bidder_share"].mean()
+    for k, (_, v) in enumerate(one.items()):
+        ax.annotate(f"{v:.0%} alone", (k, 0), textcoords="offset points", xytext=(0, 3),
+                    ha="center", fontsize=8)  # fmt: skip
+    ax.set(ylabel="bidders per auction (mean)", title="THEMIS bidders per round")
+    _legend_out(ax)
+    return ax
+
+
 def gpu_time(summary: pd.DataFrame, x: str = "scheduler", hue: str | None = None, *, ax=None):
     """Aggregate GPU time per scheduler (THEMIS Figs. 11-12): lower is more efficient."""
     y = col(summary, "gpu_time", "total_gpu_time", "gpu_seconds")

@@ -7,9 +7,9 @@ from pathlib import Path
 from fairplace.core.domain import Instance
 from fairplace.core.errors import OptionError
 from fairplace.core.solution import Solution
-from fairplace.instances import io
+from fairplace.instances import io, objects
 from fairplace.solvers import dispatch, registry
-from fairplace.solvers.options import SolveOptions
+from fairplace.solvers.options import SolveOptions, check_option_values
 
 
 def load(path: str | Path) -> Instance:
@@ -19,13 +19,17 @@ def load(path: str | Path) -> Instance:
 
 def solve(
     instance: Instance | str | Path | dict,
-    solver: str = "exact",
+    solver: str | None = None,
     time_limit: float | None = None,
+    *,
+    validate: bool = True,
     **options,
 ) -> Solution:
     """Solve one auction or placement instance.
 
-    ``solver``: ``exact`` (HiGHS via highspy, or ``backend=`` a back-end name or a
+    ``solver``: None (default) = ``exact``, or ``compact`` for an agent-form auction whose subset
+    bids would be many (``fairplace.solvers.dispatch.AUTO_COMPACT_BIDS``; ``extra['route']`` says
+    which ran); ``exact`` (HiGHS via highspy, or ``backend=`` a back-end name or a
     :class:`~fairplace.solvers.backends.Backend` object), ``highs``, ``pyomo``, ``cvxpy``, ``compact``
     and the heuristics, relaxations and policies of ``fairplace.solvers.registry.solver_table()``.
     Options: the fields of :class:`~fairplace.solvers.options.SolveOptions` (``mip_rel_gap``,
@@ -39,18 +43,24 @@ def solve(
         instance = io.load(instance)
     elif isinstance(instance, dict):
         instance = io.from_dict(instance)
-    elif not isinstance(instance, Instance.__args__):
+    elif isinstance(instance, Instance.__args__):
+        if validate:
+            objects.check(instance)  # a hand-built object meets the JSON contract, same errors
+    else:
         raise OptionError(
             "instance",
             "expected an AuctionInstance, a PlacementInstance, a dict or a JSON file path, "
             f"got {type(instance).__name__}",
         )
-    if not isinstance(solver, str):
+    if solver is not None and not isinstance(solver, str):
         raise OptionError("solver", f"expected a solver name, got {type(solver).__name__}")
-    registry.get(solver, instance.kind)  # unknown solver / kind first, before the options
+    registry.get(
+        solver or "exact", instance.kind
+    )  # unknown solver / kind first, before the options
     opt_fields = set(SolveOptions.__dataclass_fields__)
     opts = SolveOptions.from_kwargs(
         time_limit=time_limit, **{k: v for k, v in options.items() if k in opt_fields}
     )
     rest = {k: v for k, v in options.items() if k not in opt_fields}
+    check_option_values(rest)
     return dispatch.solve(instance, solver, opts, rest)

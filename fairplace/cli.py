@@ -2,9 +2,11 @@
 
 Each command module defines ``HELP``, ``add_arguments(parser)`` and ``run(args) -> int``. Bad input
 (any :class:`~fairplace.core.errors.FairplaceError`, a bad option, a path that cannot be read or written,
-running out of memory) prints one line on stderr and exits 2; Ctrl-C exits 130 and a closed stdout
-(``| head``) exits 141 quietly;
-set ``FAIRPLACE_DEBUG=1`` to see tracebacks of unexpected errors.
+a full disk, running out of memory) prints one line on stderr and exits 2; Ctrl-C exits 130 and a
+closed stdout (``| head``, or ``>&-``) exits 141 quietly. With ``--json`` every error is one JSON
+object on stderr, ``{"error": PROBLEM, "where": FIELD-FLAG-OR-PATH or null}`` (stdout carries only
+results; docs/solutions.md, "Exit codes"). Set ``FAIRPLACE_DEBUG=1`` to see tracebacks of unexpected
+errors.
 
 Status lines go through :mod:`logging` (the ``fairplace`` logger, on stderr): every command takes
 ``-q/--quiet`` (warnings and errors only, no progress bars) and ``-v/--verbose`` (debug lines too:
@@ -15,6 +17,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import json
 import logging
 import os
 import sys
@@ -37,10 +40,31 @@ COMMANDS = (
 )
 
 
+class UsageError(SystemExit):
+    """A bad command line (exit 2): :func:`main` reports ``message`` (as JSON under ``--json``)."""
+
+    def __init__(self, message: str):
+        super().__init__(2)
+        self.message = message
+
+
 class _Parser(argparse.ArgumentParser):
     def error(self, message: str):  # one line, exit 2 (argparse prints usage + message by default)
-        sys.stderr.write(f"{self.prog}: error: {message}\n")
-        raise SystemExit(2)
+        raise UsageError(f"{self.prog}: {message}")
+
+
+def _report(prog: str, problem: str, where: str | None, as_json: bool, kind: str = "error"):
+    """One error line on stderr: ``PROG: error: WHERE: PROBLEM``, or the JSON object."""
+    if as_json:
+        text = json.dumps(
+            {"error": problem if kind == "error" else f"{kind}: {problem}", "where": where}
+        )
+    else:
+        text = f"{prog}: {kind}: {f'{where}: ' if where else ''}{problem}"
+    try:
+        sys.stderr.write(text + "\n")
+    except (OSError, ValueError, AttributeError):  # stderr closed too: the exit code says it
+        pass
 
 
 DESCRIPTION = (
@@ -120,6 +144,38 @@ def build_parser(only: str | None = None) -> argparse.ArgumentParser:
 EXIT_BROKEN_PIPE = 141
 
 
+class _ClosedStdout:
+    """Stands in for a stdout that was closed before start (``>&-``): writing to it is a broken
+    pipe (exit 141, as for ``| head``); commands that print nothing run normally."""
+
+    def write(self, text: str) -> int:
+        if text:
+            raise BrokenPipeError(32, "stdout is closed")
+        return 0
+
+    def flush(self) -> None:
+        pass
+
+
+def _check_stdout() -> None:
+    """A stdout closed before start (``>&-``): fd 1 is pointed at /dev/null, so that no file the
+    command opens lands on it, and ``sys.stdout`` is a :class:`_ClosedStdout`."""
+    try:
+        os.fstat(1)
+        if sys.stdout is not None:
+            return
+    except OSError:
+        pass
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        if devnull != 1:
+            os.dup2(devnull, 1)
+            os.close(devnull)
+    except OSError:
+        pass
+    sys.stdout = _ClosedStdout()
+
+
 def _silence_stdout() -> None:
     """Point stdout at /dev/null so the interpreter's final flush does not fail again."""
     try:
@@ -136,8 +192,19 @@ def _one_line(text: str) -> str:
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else list(argv)
     command = next((a for a in argv if not a.startswith("-")), "")
+    as_json = "--json" in argv
+    _check_stdout()
     parser = build_parser(only=command)
-    args = parser.parse_args(argv)
+    try:
+        args = parser.parse_args(argv)
+    except UsageError as exc:  # "PROG: argument --flag: problem"
+        prog, _, message = exc.message.partition(": ")
+        where = None
+        if message.startswith("argument ") and ": " in message:
+            where, message = message[len("argument ") :].split(": ", 1)
+        _report(prog, _one_line(message), where, as_json)
+        raise SystemExit(2) from None  # as argparse does
+    prog = f"fairplace {args.command}"
     quiet, verbose = getattr(args, "quiet", False), getattr(args, "verbose", False)
     if quiet and hasattr(args, "no_progress"):
         args.no_progress = True
@@ -151,32 +218,28 @@ def main(argv: list[str] | None = None) -> int:
         _silence_stdout()
         return EXIT_BROKEN_PIPE
     except FairplaceError as exc:
-        sys.stderr.write(f"fairplace {args.command}: error: {_one_line(exc)}\n")
+        path = getattr(exc, "path", None)
+        problem = getattr(exc, "problem", None) if path else None
+        _report(prog, _one_line(problem if problem is not None else exc), path or None, as_json)
         return 2
     except KeyboardInterrupt:
-        sys.stderr.write(f"fairplace {args.command}: interrupted\n")
+        _report(prog, "interrupted", None, as_json, kind="error")
         return 130
-    except OSError as exc:  # a path given by the user that cannot be read or written
+    except OSError as exc:  # a path given by the user that cannot be read or written, a full disk
         if os.environ.get("FAIRPLACE_DEBUG"):
             raise
-        where = f"{exc.filename}: " if exc.filename else ""
-        sys.stderr.write(
-            f"fairplace {args.command}: error: {_one_line(where + (exc.strerror or str(exc)))}\n"
-        )
+        # a failed write (ENOSPC, EIO) names no file: the command's output is the one written
+        where = exc.filename or getattr(args, "out", None)
+        _report(prog, _one_line(exc.strerror or str(exc)), str(where) if where else None, as_json)
         return 2
     except MemoryError:
-        sys.stderr.write(
-            f"fairplace {args.command}: error: out of memory (the input is too large for this "
-            "machine)\n"
-        )
+        _report(prog, "out of memory (the input is too large for this machine)", None, as_json)
         return 2
     except Exception as exc:  # noqa: BLE001 - the CLI never shows a traceback unless asked to
         if os.environ.get("FAIRPLACE_DEBUG"):
             raise
-        sys.stderr.write(
-            f"fairplace {args.command}: internal error: {type(exc).__name__}: "
-            f"{_one_line(exc)} (set FAIRPLACE_DEBUG=1 for a traceback)\n"
-        )
+        problem = f"{type(exc).__name__}: {_one_line(exc)} (set FAIRPLACE_DEBUG=1 for a traceback)"
+        _report(prog, problem, None, as_json, kind="internal error")
         return 1
 
 

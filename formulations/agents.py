@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import itertools
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 
 import numpy as np
@@ -154,7 +154,8 @@ def subset_bids(
     max_subsets: int = MAX_SUBSETS,
 ) -> tuple[tuple[Bid, ...], RhoTable]:
     """Exact enumeration: one bid per non-empty subset of the offer of size <= n_max that beats
-    receiving nothing (more GPUs than the app can use are never better than fewer)."""
+    receiving nothing (more GPUs than the app can use are never better than fewer); rho of each
+    subset read from the table as :func:`table_rho` does, vectorised per subset size."""
     table = rho_table(app, cluster, offer, r_c)
     offer = [int(g) for g in offer]
     count = n_subsets(len(offer), table.n_max)
@@ -165,12 +166,23 @@ def subset_bids(
             "use count_bundles or the compact arbiter",
         )
     empty = table.rho_empty
+    pm = cluster.pm_vector(app.cls)
+    held = cluster.indices(app.held) if app.held else np.zeros(0, np.int64)
+    mi, ri = cluster.machine_index, cluster.rack_index
+    ids = [g.id for g in cluster.gpus]
     bids = []
     for k in range(1, table.n_max + 1):
-        for sub in itertools.combinations(offer, k):
-            r = table_rho(table, app, cluster, sub)
-            if empty is None or r < empty:
-                bids.append(Bid(tuple(cluster.gpus[g].id for g in sub), r))
+        combos = np.array(list(itertools.combinations(offer, k)), dtype=np.int64).reshape(-1, k)
+        union = np.concatenate([combos, np.broadcast_to(held, (len(combos), held.size))], axis=1)
+        m, r = mi[union], ri[union]
+        s = np.where((m == m[:, :1]).all(axis=1), 0, np.where((r == r[:, :1]).all(axis=1), 1, 2))
+        v = pm[union].max(axis=1)
+        uv, inv = np.unique(v, return_inverse=True)
+        level = np.array([table.level(x) for x in uv], dtype=np.int64)[inv.ravel()]
+        rho = table.rho[min(k, table.n_max), s, level]
+        ok = np.ones(len(combos), dtype=bool) if empty is None else rho < empty
+        for sub, rv in zip(combos[ok].tolist(), rho[ok].tolist(), strict=True):
+            bids.append(Bid(tuple(ids[g] for g in sub), rv))
     return tuple(bids), table
 
 
@@ -251,14 +263,33 @@ def free_gpus(inst: AuctionInstance) -> np.ndarray:
     return np.array([k for k, g in enumerate(inst.cluster.gpus) if g.id not in held], np.int64)
 
 
-def to_explicit(inst: AuctionInstance, max_subsets: int = MAX_SUBSETS) -> AuctionInstance:
+def to_explicit(
+    inst: AuctionInstance,
+    max_subsets: int = MAX_SUBSETS,
+    stop: Callable[[], bool] | None = None,
+) -> AuctionInstance | None:
     """The same auction with every agent-form app replaced by its exact subset bid table over the
-    free GPUs (``OptionError`` when an offer is too large to enumerate)."""
+    free GPUs (``OptionError`` when an offer is too large to enumerate). ``stop`` (asked before
+    each app, e.g. "is the time budget spent?"): None when it says stop."""
     if not inst.agents:
         return inst
     offer = free_gpus(inst)
     apps = list(inst.apps)
     for a in inst.agents:
+        if stop is not None and stop():
+            return None
         bids, table = subset_bids(a, inst.cluster, offer, max_subsets=max_subsets)
         apps.append(App(a.id, bids, table.rho_empty))
     return replace(inst, apps=tuple(apps), agents=())
+
+
+def subset_counts(inst: AuctionInstance) -> list[tuple[str, int]]:
+    """(app id, number of subsets of at most n_max GPUs of the offer) per agent-form app (n_max =
+    what it can use on top of the GPUs it holds, as in :func:`rho_table`): what
+    :func:`to_explicit` would list at most, without pricing any."""
+    offer = len(free_gpus(inst))
+    out = []
+    for a in inst.agents:
+        need = ftf_model(a, inst.cluster).app_demand_max - len(set(a.held))
+        out.append((a.id, n_subsets(offer, min(offer, max(need, 0)))))
+    return out

@@ -596,7 +596,10 @@ class FTFModel:
 
     def rho(self, n_gpus: int, r_c: int, spread_level: int = 0, vmax: float = 1.0) -> float:
         """rho(G) = T_sh(G) / T_id for |G| = n_gpus, spread(G) and max V over G."""
-        return self.t_shared(n_gpus, spread_level, vmax) / self.ideal(r_c)
+        ideal = self.ideal(r_c)
+        if not ideal > 0:  # e.g. iters_left x t_iter underflows (the loaders reject that too)
+            raise OptionError("t_id", f"the ideal time T_id is {ideal!r}: the app has no work")
+        return self.t_shared(n_gpus, spread_level, vmax) / ideal
 
     def rho_grid(self, counts: Sequence[int], r_c: int, levels: Sequence[float]) -> np.ndarray:
         """rho[a, s, v] for ``counts[a]`` GPUs, spread s = 0, 1, 2 and max V = ``levels[v]``: T_id

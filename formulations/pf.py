@@ -12,11 +12,14 @@ The ``M`` term implements the max-Nash-welfare convention for unbounded ``rho_em
 the number of apps with finite rho, then the log-sum (M exceeds any possible log-sum difference).
 Bids that are no better than receiving nothing (rho >= rho_empty) and bids dominated by a smaller bundle
 with a better rho are dropped: they can never be part of a unique optimum and only slow solvers down.
+The pruning (:func:`dominance_keep`) is done once per app and shared by the leave-one-out programs
+(:meth:`PFProgram.without`).
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
 from functools import cached_property
 
 import numpy as np
@@ -25,6 +28,10 @@ import scipy.sparse as sp
 from fairplace.core.domain import AuctionInstance
 
 from .program import MILP
+
+#: pairs (dominator candidate, bid) checked per vectorised step of :func:`dominance_keep`; ``stop``
+#: is asked between steps
+PAIRS_PER_STEP = 1 << 20
 
 
 @dataclass(frozen=True)
@@ -35,81 +42,193 @@ class PFValue:
     log_sum: float  # sum over apps with finite rho of -log rho
 
 
+def _bitsets(inc: sp.csr_matrix) -> np.ndarray:
+    """Rows of a 0/1 (bids x GPUs) matrix as bitsets over the GPUs it uses: (bids, words) uint64."""
+    used = np.unique(inc.indices)
+    local = np.searchsorted(used, inc.indices)
+    words = max(1, -(-used.size // 64))
+    bits = np.zeros((inc.shape[0], words), dtype=np.uint64)
+    rows = np.repeat(np.arange(inc.shape[0]), np.diff(inc.indptr))
+    np.bitwise_or.at(
+        bits, (rows, local // 64), np.left_shift(np.uint64(1), (local % 64).astype(np.uint64))
+    )
+    return bits
+
+
+def dominance_keep(
+    incidence: sp.csr_matrix,
+    rhos: np.ndarray,
+    rho_empty: float | None,
+    stop: Callable[[], bool] | None = None,
+) -> np.ndarray:
+    """Indices (ascending) of the bids worth keeping: rho < rho_empty, and no bid k with bundle
+    B_k ⊆ B_b and rho_k <= rho_b that comes first in the order (|B|, rho, index).
+
+    The same set as checking every bid against every kept one (O(bids²) subset tests), computed
+    per bundle size: identical bundles keep their first bid; a bid of size s is tested, as bitset
+    pairs in numpy, only against the kept bids of smaller size with rho_k <= rho_b (a sorted
+    prefix; a dominator that is itself dominated has a kept dominator of its own). ``stop``, asked
+    between steps of :data:`PAIRS_PER_STEP` pairs, cuts the pruning short: the bids not tested yet
+    are kept (pruning never changes the optimum, only the program's size)."""
+    rhos = np.asarray(rhos, dtype=float)
+    n = rhos.size
+    cand = np.arange(n) if rho_empty is None else np.flatnonzero(rhos < rho_empty)
+    if cand.size == 0:
+        return cand
+    inc = sp.csr_matrix(incidence, copy=True)
+    inc.sum_duplicates()
+    inc = inc[cand]
+    bits, sizes = _bitsets(inc), np.diff(inc.indptr)
+    rho = rhos[cand]
+    # identical bundles: the first in (rho, index) order represents them
+    order = np.lexsort((cand, rho, *bits.T[::-1]))
+    same = np.zeros(order.size, dtype=bool)
+    same[1:] = (bits[order[1:]] == bits[order[:-1]]).all(axis=1)
+    rep = np.sort(order[~same])
+    kept: list[np.ndarray] = []
+    pool_rho = np.zeros(0)
+    pool_bits = np.zeros((0, bits.shape[1]), dtype=np.uint64)
+    rep_sizes = sizes[rep]
+    for s in np.unique(rep_sizes):
+        block = rep[rep_sizes == s]
+        if stop is not None and stop():
+            kept.append(rep[rep_sizes >= s])
+            break
+        counts = np.searchsorted(pool_rho, rho[block], side="right")
+        dominated = np.zeros(block.size, dtype=bool)
+        ends = np.cumsum(counts)
+        lo = 0
+        while lo < block.size:
+            hi = int(np.searchsorted(ends, (ends[lo - 1] if lo else 0) + PAIRS_PER_STEP, "right"))
+            hi = max(hi, lo + 1)
+            c = counts[lo:hi]
+            r = np.repeat(np.arange(lo, hi), c)
+            k = np.arange(r.size) - np.repeat(np.cumsum(c) - c, c)
+            inside = ~(pool_bits[k] & ~bits[block[r]]).any(axis=1)
+            dominated[np.unique(r[inside])] = True
+            lo = hi
+            if lo < block.size and stop is not None and stop():
+                kept.append(block[:lo][~dominated[:lo]])
+                kept.append(rep[rep_sizes > s])
+                kept.append(block[lo:])
+                return np.sort(cand[np.concatenate(kept)])
+        survivors = block[~dominated]
+        kept.append(survivors)
+        pool_rho = np.concatenate([pool_rho, rho[survivors]])
+        pool_bits = np.concatenate([pool_bits, bits[survivors]])
+        by_rho = np.argsort(pool_rho, kind="stable")
+        pool_rho, pool_bits = pool_rho[by_rho], pool_bits[by_rho]
+    return np.sort(cand[np.concatenate(kept)]) if kept else np.zeros(0, dtype=np.int64)
+
+
 def _drop_dominated(
-    bundles: list[frozenset], rhos: np.ndarray, rho_empty: float | None
+    bundles: Sequence[frozenset], rhos: np.ndarray, rho_empty: float | None
 ) -> list[int]:
-    """Indices of bids worth keeping (better than nothing, not dominated by a subset with rho <=)."""
-    order = sorted(range(len(bundles)), key=lambda b: (len(bundles[b]), rhos[b], b))
-    kept: list[int] = []
-    for b in order:
-        if rho_empty is not None and rhos[b] >= rho_empty:
-            continue
-        if any(bundles[k] <= bundles[b] and rhos[k] <= rhos[b] for k in kept):
-            continue
-        kept.append(b)
-    return sorted(kept)
+    """:func:`dominance_keep` on bundles given as sets of GPU ids."""
+    ids = {g: k for k, g in enumerate(sorted({g for b in bundles for g in b}, key=str))}
+    return dominance_keep(_incidence(bundles, ids), rhos, rho_empty).tolist()
+
+
+def _incidence(bundles: Sequence, ids: dict[str, int]) -> sp.csr_matrix:
+    """0/1 (bundles x len(ids)) matrix of bundles given as GPU ids."""
+    lengths = np.fromiter((len(b) for b in bundles), dtype=np.int64, count=len(bundles))
+    indptr = np.concatenate([[0], np.cumsum(lengths)])
+    indices = np.fromiter((ids[g] for b in bundles for g in b), dtype=np.int64, count=indptr[-1])
+    data = np.ones(indices.size)
+    m = sp.csr_matrix((data, indices, indptr), shape=(len(bundles), max(len(ids), 1)))
+    m.sum_duplicates()
+    m.data[:] = 1.0
+    return m
+
+
+@dataclass(frozen=True)
+class _AppBids:
+    """One app's kept bids: bid indices, their GPU incidence (kept x G) and w = -log rho; and the
+    app's terms of :attr:`PFProgram.big_m` and :attr:`PFProgram.log_sum_range` (over all its bids)."""
+
+    bids: np.ndarray
+    gpus: sp.csr_matrix
+    w: np.ndarray
+    spread: float
+    log_range: float
+
+
+def app_bids(
+    instance: AuctionInstance, i: int, prune: bool = True, stop: Callable[[], bool] | None = None
+) -> _AppBids:
+    """The bids of app ``i`` the program keeps (:func:`dominance_keep` when ``prune``)."""
+    app, cl = instance.apps[i], instance.cluster
+    inc = _incidence([b.gpus for b in app.bids], cl.index)
+    rhos = np.fromiter((b.rho for b in app.bids), dtype=float, count=len(app.bids))
+    keep = dominance_keep(inc, rhos, app.rho_empty, stop) if prune else np.arange(len(app.bids))
+    w = -np.log(rhos)
+    empty = None if app.rho_empty is None else -np.log(app.rho_empty)
+    ws = w if empty is None else np.append(w, empty)
+    hi, lo = (float(ws.max()), float(ws.min())) if ws.size else (0.0, 0.0)
+    spread = hi - lo + abs(hi) + abs(lo) if ws.size else 0.0
+    log_range = max(float(np.abs(w).max()) if w.size else 0.0, abs(empty or 0.0))
+    return _AppBids(keep.astype(np.int64), inc[keep], w[keep], spread, log_range)
 
 
 @dataclass(frozen=True)
 class PFProgram:
-    """PF over explicit bids for the apps of ``instance`` not in ``exclude`` (app indices)."""
+    """PF over explicit bids for the apps of ``instance`` not in ``exclude`` (app indices).
+
+    ``stop`` (asked while pruning, e.g. "is the time budget spent?") cuts the pruning short; the
+    program is then larger, with the same optimum. ``parts``: the per-app kept bids of a program
+    this one is derived from (:meth:`without`), so they are pruned once."""
 
     instance: AuctionInstance
     exclude: frozenset[int] = frozenset()
     prune: bool = True
+    stop: Callable[[], bool] | None = field(default=None, compare=False, repr=False)
+    parts: dict[int, _AppBids] | None = field(default=None, compare=False, repr=False)
+
+    def without(self, i: int) -> PFProgram:
+        """The leave-one-out program PF_{-i}: this program without app ``i``, sharing its pruning."""
+        return PFProgram(
+            self.instance, self.exclude | {i}, self.prune, self.stop, parts=self.app_parts
+        )
 
     @cached_property
     def apps(self) -> tuple[int, ...]:
         return tuple(i for i in range(len(self.instance.apps)) if i not in self.exclude)
 
     @cached_property
+    def app_parts(self) -> dict[int, _AppBids]:
+        """{app index: its kept bids} for the apps of this program (and those of ``parts``)."""
+        out = dict(self.parts or {})
+        for i in self.apps:
+            if i not in out:
+                out[i] = app_bids(self.instance, i, self.prune, self.stop)
+        return out
+
+    @cached_property
     def columns(self) -> tuple[tuple[int, int], ...]:
         """(app index, bid index) per binary column."""
-        cols = []
-        for i in self.apps:
-            app = self.instance.apps[i]
-            bundles = [frozenset(b.gpus) for b in app.bids]
-            rhos = np.array([b.rho for b in app.bids], dtype=float)
-            keep = (
-                _drop_dominated(bundles, rhos, app.rho_empty)
-                if self.prune
-                else range(len(app.bids))
-            )
-            cols.extend((i, b) for b in keep)
-        return tuple(cols)
+        parts = self.app_parts
+        return tuple((i, int(b)) for i in self.apps for b in parts[i].bids)
 
     @cached_property
     def big_m(self) -> float:
-        """Weight of one more unbounded app served: exceeds the range of any log-sum."""
-        spread = 0.0
-        for i in self.apps:
-            app = self.instance.apps[i]
-            w = [-np.log(b.rho) for b in app.bids]
-            if app.rho_empty is not None:
-                w.append(-np.log(app.rho_empty))
-            if w:
-                spread += max(w) - min(w) + abs(max(w)) + abs(min(w))
-        return 1.0 + spread
+        """Weight of one more unbounded app served: exceeds the range of any log-sum
+        (1 + sum over apps of max w - min w + |max w| + |min w|, w = -log rho over the app's bids
+        and rho_empty)."""
+        return 1.0 + sum(self.app_parts[i].spread for i in self.apps)
 
     @cached_property
     def log_sum_range(self) -> float:
         """S >= |log-sum| of any allocation: sum over apps of the largest |-log rho| they can get."""
-        total = 0.0
-        for i in self.apps:
-            app = self.instance.apps[i]
-            w = [abs(np.log(b.rho)) for b in app.bids]
-            w.append(abs(np.log(app.rho_empty)) if app.rho_empty is not None else 0.0)
-            total += max(w)
-        return float(total)
+        return float(sum(self.app_parts[i].log_range for i in self.apps))
 
     def gains(self) -> np.ndarray:
         """Objective coefficient per column (see module docstring)."""
-        out = np.empty(len(self.columns))
-        for k, (i, b) in enumerate(self.columns):
-            app = self.instance.apps[i]
-            w = -np.log(app.bids[b].rho)
-            out[k] = w + np.log(app.rho_empty) if app.rho_empty is not None else w + self.big_m
-        return out
+        parts, out = self.app_parts, []
+        for i in self.apps:
+            empty = self.instance.apps[i].rho_empty
+            shift = np.log(empty) if empty is not None else self.big_m
+            out.append(parts[i].w + shift)
+        return np.concatenate(out) if out else np.zeros(0)
 
     @cached_property
     def offset(self) -> float:
@@ -123,20 +242,23 @@ class PFProgram:
 
     def incidence(self) -> sp.csr_matrix:
         """Rows: one per app ('at most one bid'), then one per GPU ('used at most once')."""
-        cl = self.instance.cluster
-        app_pos = {i: r for r, i in enumerate(self.apps)}
-        n_apps = len(self.apps)
-        rows, cols = [], []
-        for k, (i, b) in enumerate(self.columns):
-            rows.append(app_pos[i])
-            cols.append(k)
-            for gid in self.instance.apps[i].bids[b].gpus:
-                rows.append(n_apps + cl.index[gid])
-                cols.append(k)
-        shape = (n_apps + len(cl), len(self.columns))
-        return sp.csr_matrix((np.ones(len(rows)), (rows, cols)), shape=shape)
+        parts = self.app_parts
+        n_apps, G = len(self.apps), len(self.instance.cluster)
+        sizes = [parts[i].bids.size for i in self.apps]
+        app_rows = sp.csr_matrix(
+            (np.ones(sum(sizes)), (np.repeat(np.arange(n_apps), sizes), np.arange(sum(sizes)))),
+            shape=(n_apps, sum(sizes)),
+        )
+        blocks = [parts[i].gpus for i in self.apps]
+        gpu_rows = sp.vstack(blocks, format="csr").T if blocks else sp.csr_matrix((G, 0))
+        return sp.vstack([app_rows, sp.csr_matrix(gpu_rows)], format="csr")
 
     def to_milp(self) -> MILP:
+        return self.milp
+
+    @cached_property
+    def milp(self) -> MILP:
+        """The program in matrix form (built once; ``to_milp`` returns it)."""
         n = len(self.columns)
         A = self.incidence()
         names = tuple(f"x[{self.instance.apps[i].id},{b}]" for i, b in self.columns)

@@ -16,6 +16,8 @@ from fairplace.core.domain import (
     PlacementInstance,
     spread,
 )
+from fairplace.core.errors import OptionError
+from fairplace.core.limits import MAX_GENERATED_BIDS, check_count, check_sizes
 
 #: THEMIS' bootstrap slowdown constants (machine / rack / cluster) and a placement-sensitive profile.
 LOCALITY_INSENSITIVE = (1.0, 1.1, 1.3)
@@ -55,7 +57,16 @@ def random_auction(
     constants. ``rho_empty='finite'`` uses rho with no GPUs for one more lease (W/1 GPU as a cap);
     ``'null'`` leaves it unbounded. ``contention`` (e.g. 2.0) draws every app's d_max around
     contention * G / apps and bundles of at least d_max/2 GPUs, so the apps' demands add up to about
-    contention x the cluster: the hard regime (weak LP relaxations)."""
+    contention x the cluster: the hard regime (weak LP relaxations). Sizes are bounded
+    (``core/limits.py``: apps x bids_per_app <= MAX_GENERATED_BIDS)."""
+    check_sizes(apps, machines, gpus_per_machine, seed)
+    check_count(bids_per_app, "bids_per_app", MAX_GENERATED_BIDS)
+    if apps * bids_per_app > MAX_GENERATED_BIDS:
+        raise OptionError(
+            "apps",
+            f"{apps} apps x {bids_per_app} bids = {apps * bids_per_app:,} bids exceed the limit "
+            f"of {MAX_GENERATED_BIDS:,}",
+        )
     rng = np.random.default_rng(seed)
     cl = grid_cluster(machines, gpus_per_machine, machines_per_rack)
     G = len(cl)
@@ -122,6 +133,7 @@ def random_placement(
 ) -> PlacementInstance:
     """Random PM-scores (a tight body near 1 and a slow tail) and jobs of demand 1..max_demand.
     ``levels`` rounds scores to that many distinct values per class (like binned scores)."""
+    check_sizes(jobs, machines, gpus_per_machine, seed, apps_name="jobs")
     rng = np.random.default_rng(seed)
     G = machines * gpus_per_machine
     pm = {}
@@ -171,6 +183,7 @@ def random_agent_auction(
 ) -> AuctionInstance:
     """Agent-form auction: single-job apps (Eq. 1) with random demand caps, work, elapsed time,
     locality sensitivity (0, 1 or 3 x the bootstrap constants) and a PM class with two levels."""
+    check_sizes(apps, machines, gpus_per_machine, seed)
     rng = np.random.default_rng(seed)
     G = machines * gpus_per_machine
     pm = {"A": rng.choice(levels, G, p=[0.8] + [0.2 / (len(levels) - 1)] * (len(levels) - 1))}

@@ -26,8 +26,8 @@ from fairplace.core.domain import (
     Job,
     PlacementInstance,
 )
-from fairplace.core.errors import InstanceError
-from fairplace.core.limits import MAX_SAFE_INT
+from fairplace.core.errors import InstanceError, naming
+from fairplace.core.limits import MAX_SAFE_INT, MIN_WORK
 
 from .schema import SCHEMAS
 
@@ -65,12 +65,12 @@ def load(path: str | Path) -> Instance:
     try:
         text = p.read_text()
     except FileNotFoundError:
-        raise InstanceError("$", f"file not found: {_short(str(p))}") from None
+        raise InstanceError(_short(str(p), 200), "file not found") from None
     except OSError as exc:  # a folder, no permission, a name too long, a symlink loop, ...
-        raise InstanceError("$", f"cannot read {_short(str(p))}: {exc.strerror or exc}") from None
+        raise InstanceError(_short(str(p), 200), f"cannot read: {exc.strerror or exc}") from None
     except UnicodeDecodeError as exc:
         raise InstanceError(
-            "$", f"cannot read {_short(str(p))}: not UTF-8 text ({exc.reason})"
+            _short(str(p), 200), f"cannot read: not UTF-8 text ({exc.reason})"
         ) from None
     return loads(text, source=str(p))
 
@@ -118,6 +118,8 @@ def _structural(doc: Any) -> str:
         msg = _short(err.message, 160)
         if err.validator == "exclusiveMinimum":
             msg = f"must be > {err.validator_value}, got {_short(repr(err.instance), 24)}"
+        elif err.validator == "pattern":  # ids (schema._ID)
+            msg = f"must not contain control characters (NUL, newline, ...), got {err.instance!r}"
         raise InstanceError(_jpath(err.absolute_path), msg)
     return kind
 
@@ -222,6 +224,18 @@ def _agent(a: Mapping, base: str, cluster: Cluster) -> AgentApp:
                 ),
             )
         )
+    for k, j in enumerate(jobs):
+        if j.iters_left * j.t_iter < MIN_WORK:  # 1e-300 x 1e-300 underflows to 0
+            raise InstanceError(
+                f"{base}.jobs[{k}]",
+                f"work iters_left x t_iter = {j.iters_left * j.t_iter!r} GPU-seconds is below "
+                f"{MIN_WORK:g} (T_id would be 0)",
+            )
+        if a.get("stopping") == "perf-curve" and not j.forecasts:
+            raise InstanceError(
+                f"{base}.jobs[{k}].forecasts",
+                "stopping 'perf-curve' needs at least one remaining-iteration forecast per job",
+            )
     loc = tuple(a.get("locality", (1.0, 1.1, 1.3)))
     for n, v in enumerate(loc):
         _check_finite(v, f"{base}.locality[{n}]")
@@ -392,5 +406,7 @@ def to_dict(inst: Instance) -> dict:
 def save(inst: Instance, path: str | Path) -> Path:
     """Write an instance as contract JSON."""
     p = Path(path)
-    p.write_text(json.dumps(to_dict(inst), indent=1))
+    text = json.dumps(to_dict(inst), indent=1)
+    with naming(p):
+        p.write_text(text)
     return p

@@ -25,15 +25,18 @@ _RHO = {"type": "number", "exclusiveMinimum": 0, "maximum": MAX_RHO}
 _TIME = {"type": "number", "minimum": 0, "maximum": MAX_TIME}
 _POS_TIME = {"type": "number", "exclusiveMinimum": 0, "maximum": MAX_TIME}
 _COUNT = {"type": "integer", "minimum": 1, "maximum": MAX_COUNT}
+#: ids and names: non-empty, no control characters (a NUL or a newline in an id breaks the CSV /
+#: JSONL outputs and the one-line errors)
+_ID = {"type": "string", "minLength": 1, "pattern": "^[^\\x00-\\x1f\\x7f]*$"}
 _GPU_COUNT = {"type": "integer", "minimum": 1, "maximum": MAX_GPUS}
 
 _GPU = {
     "type": "object",
     "required": ["id", "machine"],
     "properties": {
-        "id": {"type": "string", "minLength": 1},
-        "machine": {"type": "string", "minLength": 1},
-        "rack": {"type": "string", "minLength": 1},
+        "id": _ID,
+        "machine": _ID,
+        "rack": _ID,
         "pm": {
             "type": "object",
             "additionalProperties": _RATIO,
@@ -45,7 +48,7 @@ _BID = {
     "type": "object",
     "required": ["gpus", "rho"],
     "properties": {
-        "gpus": {"type": "array", "items": {"type": "string"}, "minItems": 1},
+        "gpus": {"type": "array", "items": _ID, "minItems": 1},
         "rho": _RHO,
     },
 }
@@ -106,7 +109,7 @@ _AGENT_FIELDS = {
         },
         "additionalProperties": False,
     },
-    "held": {"type": "array", "items": {"type": "string"}},
+    "held": {"type": "array", "items": _ID},
 }
 
 _APP = {
@@ -114,7 +117,7 @@ _APP = {
     "required": ["id"],
     "description": "Explicit form (bids) or agent form (jobs; priced by the THEMIS AGENT).",
     "properties": {
-        "id": {"type": "string", "minLength": 1},
+        "id": _ID,
         "rho_empty": {"type": ["number", "null"], "exclusiveMinimum": 0, "maximum": MAX_RHO},
         "bids": {"type": "array", "items": _BID},
         **_AGENT_FIELDS,
@@ -141,7 +144,7 @@ _JOB = {
     "type": "object",
     "required": ["id", "gpus"],
     "properties": {
-        "id": {"type": "string", "minLength": 1},
+        "id": _ID,
         "gpus": _GPU_COUNT,
         "class": {"type": ["string", "null"]},
         "weight": _RATIO,

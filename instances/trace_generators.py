@@ -12,11 +12,19 @@ from typing import Any
 
 import pandas as pd
 
-from fairplace.core.errors import TraceError
+from fairplace.core.errors import OptionError, TraceError
+from fairplace.core.limits import (
+    MAX_GPUS,
+    MAX_TIME,
+    MAX_TRACE_APPS,
+    MAX_TRACE_JOBS,
+    annotation_schema,
+    check_value,
+)
 
 from .models import MODELS
 from .traces import SIA_PHILLY, synergy_trace
-from .workloads import themis_workload
+from .workloads import SCALES, themis_workload
 
 
 def _themis(workload: int) -> Callable[..., pd.DataFrame]:
@@ -47,6 +55,48 @@ TRACE_GENERATORS: Mapping[str, Callable[..., pd.DataFrame]] = MappingProxyType(
 #: keyword names the caller may not set (the name fixes the workload, the cell / simulation the seed)
 _RESERVED = frozenset({"workload", "t_iter", "seed"})
 
+_POS = {"type": "number", "exclusiveMinimum": 0, "maximum": MAX_TIME}
+_GPUS = {"type": "integer", "minimum": 1, "maximum": MAX_GPUS}
+_SHARE = {"type": "number", "minimum": 0, "maximum": 1}
+_NULL = {"type": "null"}
+#: value schemas of the generators' keyword arguments (sizes bounded by ``core/limits.py``); any
+#: other argument is checked against its annotation. Used by ``simulate``'s ``trace_options`` and
+#: by the sweep spec schema alike.
+ARG_SCHEMAS: Mapping[str, dict] = MappingProxyType(
+    {
+        "n_apps": {"type": "integer", "minimum": 1, "maximum": MAX_TRACE_APPS},
+        "n_jobs": {"type": "integer", "minimum": 1, "maximum": MAX_TRACE_JOBS},
+        "apps_per_hour": _POS,
+        "jobs_per_hour": _POS,
+        "contention": {"enum": [1, 2, 4]},
+        "base_gpus": _GPUS,
+        "max_gpus": {"anyOf": [_GPUS, _NULL]},
+        "max_gpus_per_job": _GPUS,
+        "single_job_fraction": _SHARE,
+        "network_fraction": {"anyOf": [_SHARE, {"type": "null"}]},
+        "load": {"anyOf": [{"type": "number", "exclusiveMinimum": 0, "maximum": 1000}, _NULL]},
+        "scale": {"enum": list(SCALES)},
+        "window_hours": {
+            "anyOf": [{"type": "number", "exclusiveMinimum": 0, "maximum": 1e6}, _NULL]
+        },
+        "app_gpu_days": {
+            "anyOf": [{"type": "number", "exclusiveMinimum": 0, "maximum": 1e6}, _NULL]
+        },
+        "app_sigma": {"type": "number", "minimum": 0, "maximum": 5},
+        "job_sigma": {"type": "number", "minimum": 0, "maximum": 5},
+        "jobs_median": {
+            "anyOf": [{"type": "integer", "minimum": 1, "maximum": MAX_TRACE_JOBS}, _NULL]
+        },
+        "gpus_per_machine": _GPUS,
+        "jobs_range": {
+            "type": "array",
+            "minItems": 2,
+            "maxItems": 2,
+            "items": {"type": "integer", "minimum": 1, "maximum": MAX_TRACE_JOBS},
+        },
+    }
+)
+
 
 def trace_names() -> tuple[str, ...]:
     """Every trace name ``simulate`` and sweeps accept besides CSV paths: bundled, then generated."""
@@ -76,6 +126,28 @@ def generator_params(trace: str) -> set[str]:
     if f is None:
         return set()
     return set(inspect.signature(f).parameters) - _RESERVED
+
+
+def arg_schema(trace: str, key: str) -> dict:
+    """The value schema of generator argument ``key`` (:data:`ARG_SCHEMAS`, else its annotation)."""
+    if key in ARG_SCHEMAS:
+        return dict(ARG_SCHEMAS[key])
+    f = generator_function(trace)
+    params = inspect.signature(f).parameters if f is not None else {}
+    return annotation_schema(params[key].annotation) if key in params else {}
+
+
+def check_options(trace: str, options: Mapping[str, Any], prefix: str = "trace_options") -> None:
+    """Every key of ``options`` is an argument of ``trace``'s generator and every value has its
+    type and range (:class:`OptionError` naming ``prefix.key``)."""
+    allowed = generator_params(trace)
+    for k, v in options.items():
+        if k not in allowed:
+            raise OptionError(
+                f"{prefix}.{k}",
+                f"not an option of the {trace!r} generator; known: {', '.join(sorted(allowed))}",
+            )
+        check_value(f"{prefix}.{k}", v, arg_schema(trace, k))
 
 
 def make_trace(trace, seed: int, kw: Mapping[str, Any]):

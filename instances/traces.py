@@ -21,8 +21,15 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from fairplace.core.errors import TraceError
-from fairplace.core.limits import MAX_GPUS, MAX_RATIO, MAX_TIME
+from fairplace.core.errors import OptionError, TraceError
+from fairplace.core.limits import (
+    MAX_GPUS,
+    MAX_RATIO,
+    MAX_TIME,
+    MAX_TRACE_JOBS,
+    check_count,
+    check_seed,
+)
 
 COLUMNS = ("job_id", "num_gpus", "submit_time", "duration", "model")
 #: upper bounds of the numeric columns (``fairplace.core.limits``): a typo is an error, not an overflow.
@@ -197,10 +204,15 @@ def synergy_trace(
     histogram (restricted to ``<= max_gpus`` and renormalised), duration (seconds) drawn from the Philly
     duration quantiles by log-linear interpolation of the inverse CDF (clipped to [q05/2, q99]), model
     uniform over ``t_iter`` (model -> seconds per iteration); ``duration`` = seconds / t_iter."""
-    if n_jobs < 1:
-        raise TraceError("n_jobs", f"must be >= 1, got {n_jobs}")
-    if not jobs_per_hour > 0:
-        raise TraceError("jobs_per_hour", f"must be > 0, got {jobs_per_hour}")
+    try:
+        check_count(n_jobs, "n_jobs", MAX_TRACE_JOBS)
+        check_seed(seed)
+    except OptionError as exc:
+        raise TraceError(exc.path, exc.problem) from None
+    if isinstance(jobs_per_hour, bool) or not isinstance(jobs_per_hour, (int, float)):
+        raise TraceError("jobs_per_hour", f"must be a number, got {jobs_per_hour!r}")
+    if not 0 < jobs_per_hour <= MAX_TIME:
+        raise TraceError("jobs_per_hour", f"must be in (0, {MAX_TIME:g}], got {jobs_per_hour}")
     if not t_iter:
         raise TraceError("t_iter", "needs at least one model -> seconds per iteration")
     rng = np.random.default_rng(seed)

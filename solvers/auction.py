@@ -34,12 +34,26 @@ from . import backends
 from .budget import Budget, budget_for
 from .options import SolveOptions
 
+#: HiGHS' presolve is off for programs with more than this many columns per row (as wide as the
+#: subset bids of agent-form apps): on them presolve alone ran 5-20 s (20,000 columns x 19 rows)
+#: and overran the time limit, while the whole solve without it took 0.7-9 s; on bid tables of
+#: 4-10 columns per row presolve helps (docs/solutions.md, "Which route")
+WIDE_COLUMNS_PER_ROW = 25
+
 #: Work limit of the tie-break solve: a node count (deterministic), not a time limit (which is not).
 TIE_BREAK_NODES = 2000
 
 
+def _wide(milp: MILP) -> bool:
+    return milp.n_cols > WIDE_COLUMNS_PER_ROW * max(milp.n_rows, 1)
+
+
 def _start_vector(prog: PFProgram, choice: dict[int, int]) -> np.ndarray:
-    return np.array([1.0 if choice.get(i) == b else 0.0 for i, b in prog.columns])
+    return np.fromiter(
+        (1.0 if choice.get(i) == b else 0.0 for i, b in prog.columns),
+        dtype=float,
+        count=len(prog.columns),
+    )
 
 
 def tie_break_milp(prog: PFProgram, optimum: float, opts: SolveOptions) -> MILP:
@@ -114,7 +128,10 @@ def solve_auction(
         opts = opts.with_(mip_allow_restart=False)
     if opts.mip_pool_soft_limit is None:  # see SolveOptions.mip_pool_soft_limit
         opts = opts.with_(mip_pool_soft_limit=50)
-    prog = PFProgram(inst)
+    # pruning and model building count against the budget: the first solve gets what is left
+    prog = PFProgram(inst, stop=budget.spent)
+    if not budget.spent() and _wide(prog.to_milp()):
+        opts = opts.with_(presolve=False)
     o = budget.options(opts)
     res = backends.run(prog, be, o) if o is not None else _not_started()
     if not res.has_solution:
@@ -130,11 +147,14 @@ def solve_auction(
     want_tie = tie_break and caps.warm_start and res.status == "optimal" and len(prog.columns) > 0
 
     def loo(i: int):
-        o = budget.options(opts)
-        if o is None:  # budget spent: not started
+        if budget.spent():  # not started
             return ("loo", i, "not_run", None)
-        sub = PFProgram(inst, exclude=frozenset({i}))
+        sub = prog.without(i)  # shares the PF program's pruned bids
+        sub.to_milp()
         start = _start_vector(sub, {j: b for j, b in choice0.items() if j != i})
+        o = budget.options(opts)  # what is left once the model is built
+        if o is None:
+            return ("loo", i, "not_run", None)
         r = backends.run(sub, be, o, start=start if caps.warm_start else None)
         return ("loo", i, r.status, sub.value(sub.decode(r.x)) if r.has_solution else None)
 

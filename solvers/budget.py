@@ -53,6 +53,12 @@ class Budget:
             return None
         return self.limit - self.margin - (self.clock() - self.start)
 
+    def spent(self) -> bool:
+        """True once no sub-solve may start (less than :data:`MIN_SOLVE` seconds left); also the
+        ``stop`` test of the work before a solve (listing and pruning bids)."""
+        left = self.left()
+        return left is not None and left < MIN_SOLVE
+
     def options(self, opts: SolveOptions) -> SolveOptions | None:
         """``opts`` for the next sub-solve (its ``time_limit`` = what is left), or None: do not start
         it, the budget is spent."""

@@ -6,64 +6,114 @@ error): ``fairplace.solve`` calls :func:`solve`.
 * agent-form apps (THEMIS AGENT, ``formulations/agents.py``) whose offer is small enough to list
   every subset (:func:`too_large` is None): their exact subset bid tables, then the solver's entry;
 * larger offers: ``exact`` / ``highs`` use the compact arbiter when every app is in agent form;
-  other solvers need bid tables and raise ``OptionError('offer')``.
+  other solvers need bid tables and raise ``OptionError('offer')``;
+* no solver named (``solver=None``): ``exact``, except that an all-agent-form auction whose subset
+  bids would number more than :data:`AUTO_COMPACT_BIDS` goes to the compact arbiter.
 
-Options are checked against the entry that runs (``SolverEntry.check``).
+One time budget (``solvers/budget.py``) starts here, so listing the agents' bids counts against
+``time_limit`` too. Auction solutions say which route ran in ``extra['route']`` (``bids``,
+``subset-bids`` or ``compact``) and, for agent-form apps, how many subset bids that route had to
+consider in ``extra['subset_bids']`` (docs/solutions.md). Options are checked against the entry
+that runs (``SolverEntry.check``).
 """
 
 from __future__ import annotations
 
+import time
 from collections.abc import Mapping
+from dataclasses import replace
 
 from fairplace.core.errors import OptionError
 from fairplace.core.solution import Solution
 from fairplace.formulations import agents
+from fairplace.formulations.program import RawResult
 
 from . import registry
+from .auction import unsolved
+from .budget import Budget
 from .options import COMMON_OPTIONS, SolveOptions
 
 #: solvers that fall back to the compact arbiter for agent-form offers too large to enumerate
 COMPACT_FALLBACK = ("exact", "highs")
+#: with no solver named, an all-agent-form auction whose subset bids (``agents.subset_counts``,
+#: summed over the apps) exceed this goes to the compact arbiter instead of its subset bids.
+#: Measured (docs/solutions.md, "Which route": ``fairplace bench``'s ``auction_route_*`` cases):
+#: full PF + PA on 200 subset bids takes 0.15-0.26 s either way; from ~700 bids the subset-bid
+#: route takes 0.5-1.5 s against 0.05-0.4 s, from ~3,000 bids up to 10 s and from ~10,000 bids
+#: 5-130 s, while the compact arbiter stays under 1 s with the same optimum and payments.
+AUTO_COMPACT_BIDS = 1_000
 
 
 def too_large(inst) -> tuple[str, int] | None:
     """(app id, subset count) of the first agent-form app whose offer has more than
     ``agents.MAX_SUBSETS`` subsets of at most n_max GPUs (n_max = what the app can use on top of the
     GPUs it holds, as in ``agents.rho_table``), or None when every app's bids can be listed."""
-    offer = len(agents.free_gpus(inst))
-    for a in inst.agents:
-        need = agents.ftf_model(a, inst.cluster).app_demand_max - len(set(a.held))
-        count = agents.n_subsets(offer, min(offer, max(need, 0)))
+    for app, count in agents.subset_counts(inst):
         if count > agents.MAX_SUBSETS:
-            return a.id, count
+            return app, count
     return None
 
 
-def solve(inst, solver: str, opts: SolveOptions, options: Mapping) -> Solution:
-    """Run ``solver`` on ``inst`` with ``opts`` and the solver-specific ``options`` (module
-    docstring)."""
+def _routed(sol: Solution, route: str, subset_bids: int | None) -> Solution:
+    if sol.kind != "auction":
+        return sol
+    return replace(sol, extra={**sol.extra, "route": route, "subset_bids": subset_bids})
+
+
+def solve(inst, solver: str | None, opts: SolveOptions, options: Mapping) -> Solution:
+    """Run ``solver`` (None: chosen as in the module docstring) on ``inst`` with ``opts`` and the
+    solver-specific ``options``."""
+    auto = solver is None
+    solver = "exact" if auto else solver
     kind = inst.kind
     entry = registry.get(solver, kind)
+    options = dict(options)
+    if "budget" in entry.options and options.get("budget") is None:
+        options["budget"] = Budget.begin(opts.time_limit)
+    budget = options.get("budget")
     agent_form = kind == "auction" and bool(inst.agents)
     if solver == "compact" or not agent_form:
         entry.check(options, solver, kind)
-        return entry(inst, opts, name=solver, **options)
-    big = too_large(inst)
-    if big is None:
+        route = "compact" if solver == "compact" else "bids"
+        return _routed(entry(inst, opts, name=solver, **options), route, None)
+    counts = agents.subset_counts(inst)
+    size = sum(c for _, c in counts)
+    big = next(((a, c) for a, c in counts if c > agents.MAX_SUBSETS), None)
+    if big is None and not (auto and size > AUTO_COMPACT_BIDS and not inst.apps):
         entry.check(options, solver, kind)
-        return entry(agents.to_explicit(inst), opts, name=solver, **options)
-    app, count = big
-    if solver in COMPACT_FALLBACK and not inst.apps:
+        t0 = time.perf_counter()
+        stop = budget.spent if budget is not None else None
+        explicit = agents.to_explicit(inst, stop=stop)
+        if explicit is None:  # the budget ran out while listing the bids
+            raw = RawResult(
+                "time_limit",
+                None,
+                None,
+                None,
+                0.0,
+                "time limit reached while listing the agents' subset bids",
+            )
+            ids = [a.id for a in (*inst.apps, *inst.agents)]
+            rounding = options.get("rounding", "floor")
+            sol = unsolved(solver, raw, time.perf_counter() - t0, rounding, ids, False)
+            return _routed(sol, "subset-bids", size)
+        return _routed(entry(explicit, opts, name=solver, **options), "subset-bids", size)
+    if (auto or solver in COMPACT_FALLBACK) and not inst.apps:
         compact = registry.get("compact", kind)
         bad = sorted(set(options) - set(compact.options) - set(COMMON_OPTIONS))
         if bad:
+            why = (
+                f"its {size} subset bids exceed {AUTO_COMPACT_BIDS}"
+                if big is None
+                else f"app {big[0]!r}'s offer is too large to list its bids"
+            )
             raise OptionError(
                 bad[0],
                 f"not an option of the compact arbiter, which solver {solver!r} runs on this "
-                f"agent-form auction (app {app!r}'s offer is too large to list its bids); "
-                f"its options: {', '.join(compact.options)}",
+                f"agent-form auction ({why}); its options: {', '.join(compact.options)}",
             )
-        return compact(inst, opts, name="compact", **options)
+        return _routed(compact(inst, opts, name="compact", **options), "compact", size)
+    app, count = big
     raise OptionError(
         "offer",
         f"app {app!r}: {count} subsets exceed max_subsets={agents.MAX_SUBSETS}; solver {solver!r} "

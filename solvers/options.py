@@ -9,6 +9,8 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, replace
 
 from fairplace.core.errors import OptionError
+from fairplace.core.limits import MAX_COUNT, MAX_SEED, check_value
+from fairplace.formulations.pa import ROUNDING_RULES
 
 _REAL = numbers.Real
 #: the type each option must have (bool is not accepted as a number, nor a number as a bool).
@@ -134,6 +136,31 @@ class SolveOptions:
         if unknown:
             raise OptionError(sorted(unknown)[0], f"unknown solver option; known: {sorted(known)}")
         return cls(time_limit=time_limit, **kw)
+
+
+_BOOL = {"type": "boolean"}
+#: value schemas of the solver-specific options (``core.limits.check_value``; the same rules a
+#: JSON / TOML value would meet): checked by ``fairplace.solve`` before any solver runs
+OPTION_SCHEMAS = {
+    "seed": {"type": "integer", "minimum": 0, "maximum": MAX_SEED},
+    "rounding": {"enum": list(ROUNDING_RULES)},
+    "payments": _BOOL,
+    "tie_break": _BOOL,
+    "bin": _BOOL,
+    "backfill": _BOOL,
+    "warm_start": _BOOL,
+    "compute_exact": _BOOL,
+    "exact_objective": {"type": ["number", "null"]},
+    "n_min": {"type": ["integer", "null"], "minimum": 0, "maximum": MAX_COUNT},
+}
+
+
+def check_option_values(options: Mapping) -> None:
+    """Raise :class:`OptionError` naming the first option whose value breaks
+    :data:`OPTION_SCHEMAS` (``seed='x'``, ``seed=-5``, ``rounding=3``, ``payments='yes'``)."""
+    for name, value in options.items():
+        if name in OPTION_SCHEMAS:
+            check_value(name, value, OPTION_SCHEMAS[name])
 
 
 #: options every solver takes besides the SolveOptions fields: ``seed``, the seed of randomised rules

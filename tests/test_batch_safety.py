@@ -47,7 +47,9 @@ def _done_journal(path: Path) -> list[dict]:
 
 
 BAD_LINES = [b"5", b"[1, 2]", b'"text"', b'{"solver": "exact"}', b'{"instance": 3, "solver": "x"}',
-             b"\xff\xfe{}", b"not json", b"{" * 5000 + b"}" * 5000]  # fmt: skip
+             b"\xff\xfe{}", b"not json", b"{" * 5000 + b"}" * 5000,
+             b'{"instance": "a", "solver": "b", "objective": "abc"}',  # the results table computes
+             b'{"instance": "a", "solver": "b", "seconds": true}']  # fmt: skip
 
 
 def test_scan_journal_skips_and_describes_bad_lines(tmp_path):
@@ -61,6 +63,34 @@ def test_scan_journal_skips_and_describes_bad_lines(tmp_path):
     assert problems[0] == f"line {len(rows) + 1}: not a JSON object"
     assert any("not UTF-8" in p for p in problems) and any("not JSON" in p for p in problems)
     assert any("no 'instance'" in p for p in problems)
+    assert any("'objective' is not a number ('abc')" in p for p in problems)
+
+
+def test_resume_re_solves_a_row_whose_objective_is_not_a_number(tmp_path):
+    """Issue 21: ``"objective": "abc"`` in the journal made every ``batch --resume`` exit 1."""
+    out = tmp_path / "r.csv"
+    rows = _done_journal(journal_path(out))
+    lines = journal_path(out).read_text().splitlines()
+    lines[0] = json.dumps({**rows[0], "objective": "abc"})
+    journal_path(out).write_text("\n".join(lines) + "\n")
+    p = subprocess.run(
+        [sys.executable, "-m", "fairplace.cli", "batch", "small", "--solvers", SOLVER,
+         "--out", str(out), "--resume", "--no-progress"],
+        capture_output=True, text=True,
+    )  # fmt: skip
+    assert p.returncode == 0, p.stderr
+    assert p.stderr.strip().splitlines() == [
+        f"fairplace batch: skipped 1 unreadable line(s) of {journal_path(out)} "
+        "(line 1: 'objective' is not a number ('abc'))"
+    ]
+    import pandas as pd
+
+    df = pd.read_csv(out)
+    row = df[df["instance"] == rows[0]["instance"]].iloc[0]
+    assert row["status"] == "heuristic" and row["objective"] == row["objective"]  # a number
+    journal = journal_path(out).read_text().splitlines()
+    assert len(journal) == len(rows) + 1  # the damaged pair was solved again and journaled
+    assert json.loads(journal[-1])["instance"] == rows[0]["instance"]
 
 
 def test_resume_skips_bad_lines_and_reports_them_once(tmp_path, caplog):

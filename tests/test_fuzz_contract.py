@@ -99,12 +99,18 @@ def run_cli(argv: list[str]) -> tuple[int, str, str]:
 
 
 def assert_contract(code: int, out: str, err: str, field_ok) -> dict | None:
-    """Exit 0 with a JSON result (returned) or exit 2 with one line naming a field."""
+    """Exit 0 with a JSON result (returned) or exit 2 with one line naming a field: under
+    ``--json`` the object ``{"error": ..., "where": FIELD}`` on stderr, else ``... error: FIELD: ...``."""
     assert "Traceback" not in err, err
     event(f"exit {code}")
     if code == 2:
         lines = err.strip().splitlines()
         assert len(lines) == 1, err
+        if lines[0].startswith("{"):
+            obj = json.loads(lines[0])
+            assert set(obj) == {"error", "where"} and obj["error"], lines[0]
+            assert obj["where"] and field_ok(obj["where"]), lines[0]
+            return None
         m = LINE.match(lines[0])
         assert m and field_ok(m.group(1)), lines[0]
         return None

@@ -130,7 +130,8 @@ def test_unreadable_files_exit_2(tmp_path):
         (str(bad), "not UTF-8"),
     ):
         code, _, err = run_cli(["solve", path])
-        assert code == 2 and err.count("\n") == 1 and "error: $: " in err and needle in err, err
+        assert code == 2 and err.count("\n") == 1 and needle in err, err
+        assert "$" not in err and f"error: {path[:20]}" in err  # the file, not a JSON path
 
 
 def _trace(tmp_path, locality):
@@ -294,3 +295,129 @@ def test_broken_pipe_in_process(monkeypatch):
     with contextlib.redirect_stdout(Closed()), contextlib.redirect_stderr(err):
         assert main(["schema", "auction"]) == EXIT_BROKEN_PIPE
     assert err.getvalue() == ""
+
+
+# --- issue 21: the remaining crashes, closed stdout, full disk, --json errors ----------------------
+
+UNDERFLOW = _edit(AGENT, lambda d: d["apps"][0]["jobs"][0].update(iters_left=1e-300, t_iter=1e-300))
+
+
+def _sweep(tmp_path, text: str, name: str) -> str:
+    f = tmp_path / f"{name}.toml"
+    f.write_text(text)
+    return str(f)
+
+
+HUGE_SWEEP = (
+    SWEEP_BASE
+    + "[params]\n"
+    + "".join(
+        f"{k} = [{', '.join(str(1.0 + i / 100) for i in range(100))}]\n"
+        for k in ("locality_penalty", "round_length", "checkpoint", "restart")
+    )
+)  # 10^8 cells
+
+
+@pytest.mark.parametrize(
+    "case",
+    ["underflow", "synergy n_jobs", "themis n_apps", "huge generate", "huge sweep", "string list"],
+)
+def test_issue_21_reproducers_exit_2_naming_the_field(tmp_path, case):
+    f = tmp_path / "i.json"
+    f.write_text(json.dumps(UNDERFLOW))
+    argv, field = {
+        "underflow": (["solve", str(f)], "$.apps[0].jobs[0]"),
+        "synergy n_jobs": (
+            ["simulate", "--trace", "synergy", "--trace-option", "n_jobs=abc"],
+            "--trace-option n_jobs",
+        ),
+        "themis n_apps": (
+            ["simulate", "--trace", "themis-1", "--trace-option", "n_apps=abc"],
+            "--trace-option n_apps",
+        ),
+        "huge generate": (
+            ["instances", "generate", "--kind", "auction", "--apps", "100000000", "-o",
+             str(tmp_path / "x.json")],
+            "--apps",
+        ),
+        "huge sweep": (["sweep", _sweep(tmp_path, HUGE_SWEEP, "huge"), "--validate-only"], "params"),
+        "string list": (
+            ["sweep", _sweep(tmp_path, SWEEP_BASE.replace('["fifo"]', '"fifo"'), "str"), "--validate-only"],
+            "schedulers",
+        ),
+    }[case]  # fmt: skip
+    code, out, err = run_cli(argv)
+    assert code == 2 and out == "" and err.count("\n") == 1, (code, err)
+    assert f"error: {field}: " in err, err
+    assert not (tmp_path / "x.json").exists()
+
+
+def test_file_not_found_names_the_path_not_a_json_path(tmp_path):
+    missing = str(tmp_path / "nope.json")
+    code, _, err = run_cli(["solve", missing])
+    assert code == 2 and err == f"fairplace solve: error: {missing}: file not found\n"
+    with pytest.raises(InstanceError) as exc:
+        fairplace.load(missing)
+    assert exc.value.path == missing and exc.value.problem == "file not found"
+
+
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ["solve", "MISSING", "--json"],
+        ["solve", "UNDERFLOW", "--json"],
+        ["solve", "UNDERFLOW", "--time-limit", "x", "--json"],
+        ["simulate", "--trace", "synergy", "--trace-option", "n_jobs=abc", "--json"],
+        ["instances", "generate", "--kind", "auction", "--apps", "0", "-o", "OUT", "--json"],
+        ["sweep", "MISSING", "--validate-only", "--json"],
+        ["batch", "small", "--workers", "0", "--out", "OUT", "--json"],
+    ],
+)
+def test_errors_under_json_are_one_object_on_stderr(tmp_path, argv):
+    f = tmp_path / "i.json"
+    f.write_text(json.dumps(UNDERFLOW))
+    subst = {
+        "MISSING": str(tmp_path / "nope"),
+        "UNDERFLOW": str(f),
+        "OUT": str(tmp_path / "o.json"),
+    }
+    code, out, err = run_cli([subst.get(a, a) for a in argv])
+    assert code == 2 and out == "" and err.count("\n") == 1, (code, err)
+    obj = json.loads(err)
+    assert set(obj) == {"error", "where"} and obj["error"] and obj["where"], obj
+
+
+def _shell(command: str) -> subprocess.CompletedProcess:
+    return subprocess.run(["bash", "-c", command], capture_output=True, text=True)
+
+
+def test_solve_with_stdout_closed_exits_141_quietly(tmp_path):
+    f = tmp_path / "a.json"
+    f.write_text(json.dumps(AUCTION))
+    p = _shell(f"{sys.executable} -m fairplace.cli solve {f} --json >&-")
+    assert p.returncode == EXIT_BROKEN_PIPE and p.stderr == "", p.stderr
+
+
+def test_a_command_that_prints_nothing_runs_with_stdout_closed(tmp_path):
+    f = tmp_path / "a.json"
+    f.write_text(json.dumps(AUCTION))
+    out = tmp_path / "o.json"
+    p = _shell(
+        f"{sys.executable} -m fairplace.cli instances generate --kind auction -o {out} >&-"
+    )  # the file is written, then printing its path meets the closed stdout
+    assert p.returncode == EXIT_BROKEN_PIPE and out.exists() and p.stderr == ""
+    fairplace.load(out)
+
+
+@pytest.mark.skipif(not os.path.exists("/dev/full"), reason="needs /dev/full (a full disk)")
+def test_full_disk_names_the_file(tmp_path):
+    target = tmp_path / "full.json"
+    os.symlink("/dev/full", target)
+    code, _, err = run_cli(["instances", "generate", "--kind", "auction", "-o", str(target)])
+    assert code == 2 and err.count("\n") == 1, err
+    assert f"error: {target}: No space left on device" in err, err
+    from fairplace.instances import io as instance_io
+
+    with pytest.raises(OSError) as exc:  # the library names it too
+        instance_io.save(random_auction(apps=2, machines=1), target)
+    assert exc.value.filename == str(target)

@@ -15,9 +15,29 @@ def _name(requirement: str) -> str:
 
 
 def test_licence_file_matches_pyproject():
-    assert PYPROJECT["project"]["license"]["text"] == "MIT"
+    # an SPDX expression and the file (PEP 639; the table form stops working in setuptools 2027)
+    assert PYPROJECT["project"]["license"] == "MIT"
+    assert PYPROJECT["project"]["license-files"] == ["LICENSE"]
     assert (ROOT / "LICENSE").read_text().startswith("MIT License")
-    assert "License :: OSI Approved :: MIT License" in PYPROJECT["project"]["classifiers"]
+    # PEP 639: no licence classifier next to a licence expression
+    assert not any(c.startswith("License ::") for c in PYPROJECT["project"]["classifiers"])
+
+
+def _floor(requirement: str) -> tuple[int, ...]:
+    version = re.search(r">=\s*([0-9.]+)", requirement).group(1)
+    return tuple(int(x) for x in version.split("."))
+
+
+def test_floors_exclude_known_vulnerable_versions():
+    deps = {_name(r): r for r in PYPROJECT["project"]["dependencies"]}
+    assert _floor(deps["pyarrow"]) >= (14, 0, 1)  # CVE-2023-47248: code execution from Parquet
+    build = {_name(r): r for r in PYPROJECT["build-system"]["requires"]}
+    assert _floor(build["setuptools"]) >= (77,)  # SPDX licence; CVE-2024-6345 is < 70.0
+
+
+def test_ci_installs_the_validated_versions():
+    ci = (ROOT / ".ci" / "run").read_text()
+    assert "-c constraints.txt" in ci
 
 
 def test_citation_cites_both_papers():

@@ -11,7 +11,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import fairplace
-from fairplace.core.solution import AUCTION_EXTRA, PLACEMENT_EXTRA
+from fairplace.core.solution import AUCTION_EXTRA, PLACEMENT_EXTRA, ROUTE_EXTRA
 from fairplace.formulations.placement import PlacementProgram, slowdowns
 from fairplace.formulations.program import lexicographic_bound
 from fairplace.instances.generators import random_auction, random_placement
@@ -103,7 +103,7 @@ def test_budget_spent_after_the_pf_marks_every_unsolved_payment(monkeypatch):
 
     monkeypatch.setattr(auction.backends, "run", pf_then_spent)
     sol = fairplace.solve(inst, budget=budget)
-    assert set(sol.extra) == AUCTION_EXTRA
+    assert set(sol.extra) == AUCTION_EXTRA | ROUTE_EXTRA
     assert sol.status == "time_limit" and sol.extra["pf_status"] == "optimal"
     assert sol.objective == pytest.approx(full.objective)
     assert sol.bound == sol.objective and sol.gap == 0.0
@@ -119,7 +119,7 @@ def test_node_limited_pf_reports_incumbent_bound_and_gap():
     inst = _contended(apps=24, machines=8, seed=1)
     exact = fairplace.solve(inst, payments=False, tie_break=False)
     sol = fairplace.solve(inst, mip_max_nodes=1)
-    assert set(sol.extra) == AUCTION_EXTRA
+    assert set(sol.extra) == AUCTION_EXTRA | ROUTE_EXTRA
     assert sol.status == "time_limit" and sol.extra["pf_status"] == "time_limit"
     assert sol.objective <= exact.objective + 1e-9 <= sol.bound + 2e-9
     assert sol.gap == pytest.approx(sol.bound - sol.objective) and sol.gap > 0
@@ -149,7 +149,7 @@ def test_auction_without_a_pf_point_has_the_same_extra_keys():
     inst = random_auction(apps=4, machines=2, seed=0)
     sol = fairplace.solve(inst, budget=budget)
     assert sol.status == "time_limit" and sol.objective is None and sol.allocation == {}
-    assert set(sol.extra) == AUCTION_EXTRA and sol.bound is None and sol.gap is None
+    assert set(sol.extra) == AUCTION_EXTRA | ROUTE_EXTRA and sol.bound is None and sol.gap is None
 
 
 # --- placements ------------------------------------------------------------------------------------

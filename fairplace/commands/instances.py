@@ -12,6 +12,7 @@ from fairplace.commands import _args
 from fairplace.commands._args import out_dir, out_file
 from fairplace.commands._table import frame, table
 from fairplace.core.errors import OptionError
+from fairplace.core.limits import check_sizes
 from fairplace.instances import generators, io
 
 HELP = "list, show and generate instance suites, or generate one custom instance"
@@ -112,24 +113,32 @@ def _show(name: str, as_json: bool) -> int:
     return 0
 
 
-def _positive(flag: str, value: int) -> None:
-    if value < 1:
-        raise OptionError(flag, f"must be >= 1, got {value}")
+#: generator argument -> the flag that sets it (the generators name their arguments)
+FLAGS = {
+    "apps": "--apps",
+    "jobs": "--jobs",
+    "machines": "--machines",
+    "gpus_per_machine": "--gpus-per-machine",
+    "seed": "--seed",
+    "bids_per_app": "--apps",
+}
 
 
 def _generate_one(args) -> str:
-    """Write one random instance of ``args.kind`` to ``args.out``; load it back through the schema."""
-    for flag, v in (("--apps", args.apps), ("--machines", args.machines)):
-        _positive(flag, v)
-    _positive("--gpus-per-machine", args.gpus_per_machine)
+    """Write one random instance of ``args.kind`` to ``args.out``; load it back through the schema.
+    Sizes are bounded by the generators (``core/limits.py``)."""
     gen, size = KINDS[args.kind]
-    inst = getattr(generators, gen)(
-        **{size: args.apps},
-        machines=args.machines,
-        gpus_per_machine=args.gpus_per_machine,
-        seed=args.seed,
-    )
-    out_file(args.out, (".json",), "-o")
+    try:
+        check_sizes(args.apps, args.machines, args.gpus_per_machine, args.seed, apps_name=size)
+        out_file(args.out, (".json",), "-o")
+        inst = getattr(generators, gen)(
+            **{size: args.apps},
+            machines=args.machines,
+            gpus_per_machine=args.gpus_per_machine,
+            seed=args.seed,
+        )
+    except OptionError as exc:
+        raise OptionError(FLAGS.get(exc.path, exc.path), exc.problem) from None
     Path(args.out).parent.mkdir(parents=True, exist_ok=True)
     path = io.save(inst, args.out)
     fairplace.load(path)  # the published schema accepts what we wrote

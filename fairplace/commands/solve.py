@@ -12,19 +12,23 @@ HELP = "solve one auction or placement instance"
 EXIT_NO_SOLUTION = 3
 
 EPILOG = f"""\
---time-limit S is the budget of the whole solve (auctions: the PF solve, every leave-one-out payment
-solve and the rounding; placements: PAL's warm start and the joint MILP), from the moment the solver
-starts (loading the file is not counted); each solve gets what is left, minus a margin of
-min(10% of S, 0.5 s) kept for the final steps. When it runs out the status is time_limit: the best
-incumbent, its bound and gap when the bound can be stated in the objective's units, and (auctions)
-the apps whose payments are inexact in extra.payments_inexact.
+--time-limit S is the budget of the whole solve (auctions: listing agent-form apps' subset bids,
+pruning, building the models, the PF solve, every leave-one-out payment solve and the rounding;
+placements: PAL's warm start and the joint MILP), from the moment the solver starts (loading the
+file is not counted); each solve gets what is left, minus a margin of min(10% of S, 0.5 s) kept for
+the final steps. When it runs out the status is time_limit: the best incumbent, its bound and gap
+when the bound can be stated in the objective's units, and (auctions) the apps whose payments are
+inexact in extra.payments_inexact. Without --solver, an agent-form auction with more than 1,000
+subset bids is solved by the compact arbiter (extra.route says which route ran).
 
 exit status:
   0  a result (status optimal, heuristic, bound, infeasible, or time_limit with an incumbent)
   1  the solver failed (status error), or an internal error
   2  bad input (one line on stderr naming the field), or an option the solver does not take
-     (e.g. --rounding for a heuristic, which returns no partial allocation)
+     (e.g. --rounding for a heuristic, which returns no partial allocation); with --json the line
+     is a JSON object {{"error": ..., "where": ...}} on stderr
   {EXIT_NO_SOLUTION}  time limit reached with no feasible solution (status time_limit, objective null)
+  141  stdout closed (| head, >&-)
 """
 
 
@@ -48,10 +52,10 @@ def add_arguments(p) -> None:
     p.add_argument("file", help="instance JSON (kind: auction | placement)")
     p.add_argument(
         "--solver",
-        default="exact",
+        default=None,
         metavar="NAME",  # validated by fairplace.solve ("unknown solver ...", exit 2)
         help=f"exact back ends, heuristics and placement policies: {', '.join(names)} "
-        "(default exact)",
+        "(default: exact; an agent-form auction with many subset bids: compact)",
     )
     p.add_argument(
         "--time-limit",
@@ -82,7 +86,9 @@ def run(args) -> int:
     if args.seed is not None:
         kw["seed"] = args.seed
     try:
-        sol = fairplace.solve(inst, solver=args.solver, time_limit=args.time_limit, **kw)
+        sol = fairplace.solve(
+            inst, solver=args.solver, time_limit=args.time_limit, validate=False, **kw
+        )
     except OptionError as exc:  # library errors name parameters; the CLI names its flags
         if exc.path in FLAGS:
             raise type(exc)(FLAGS[exc.path], exc.problem) from None
@@ -91,20 +97,23 @@ def run(args) -> int:
         print(json.dumps(sol.to_dict(), indent=1, default=str))
     else:
         print(repr(sol))
-    return exit_code(sol)
+    return exit_code(sol, as_json=args.json)
 
 
-def exit_code(sol) -> int:
-    """0 = a solution, 1 = solver error, EXIT_NO_SOLUTION = time limit without any solution."""
+def exit_code(sol, as_json: bool = False) -> int:
+    """0 = a solution, 1 = solver error, EXIT_NO_SOLUTION = time limit without any solution (one
+    line on stderr; a JSON object with ``--json``, as every error)."""
     import sys
 
     if sol.status == "error":
         return 1
     if sol.status == "time_limit" and sol.objective is None:
-        print(
-            "fairplace solve: time limit reached with no feasible solution "
-            f"(exit {EXIT_NO_SOLUTION})",
-            file=sys.stderr,
+        problem = f"time limit reached with no feasible solution (exit {EXIT_NO_SOLUTION})"
+        line = (
+            json.dumps({"error": problem, "where": None})
+            if as_json
+            else f"fairplace solve: {problem}"
         )
+        print(line, file=sys.stderr)
         return EXIT_NO_SOLUTION
     return 0

@@ -6,6 +6,10 @@ Every error a user can provoke with bad data or an unsolvable program is a
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
 
 class FairplaceError(Exception):
     """Base class of every error fairplace raises on purpose."""
@@ -49,3 +53,15 @@ class ProgramInfeasible(FairplaceError):
 
 class SolverFailed(FairplaceError):
     """The back end crashed or returned a status fairplace cannot interpret."""
+
+
+@contextmanager
+def naming(path: str | Path) -> Iterator[None]:
+    """An :class:`OSError` raised inside that names no file (a full disk: ``ENOSPC`` from a write,
+    a flush or an fsync) gets ``path`` as its ``filename``, so the CLI's one line names the file."""
+    try:
+        yield
+    except OSError as exc:
+        if exc.filename is None:
+            exc.filename = str(path)
+        raise

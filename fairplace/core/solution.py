@@ -24,6 +24,10 @@ AUCTION_EXTRA = frozenset(
     }
 )
 COMPACT_EXTRA = AUCTION_EXTRA | {"cells", "loo_routes"}
+#: keys ``fairplace.solve`` adds to every auction solution, whatever the solver: ``route`` (``bids``,
+#: ``subset-bids`` or ``compact``) and ``subset_bids`` (agent-form apps: how many subset bids the
+#: AGENT would list; None for bid tables) — ``fairplace.solvers.dispatch``
+ROUTE_EXTRA = frozenset({"route", "subset_bids"})
 #: ``Solution.extra`` keys of the exact placement solvers (docs/solutions.md)
 PLACEMENT_EXTRA = frozenset(
     {
@@ -53,7 +57,8 @@ class Solution:
     ``time_limit`` (a time or work limit stopped a solve: the best incumbent, or no solution at all
     when ``objective`` is None), ``infeasible``, ``error``, ``heuristic`` (no optimality claim) or
     ``bound`` (a relaxation value). ``extra`` keys by solver: :data:`AUCTION_EXTRA`,
-    :data:`COMPACT_EXTRA`, :data:`PLACEMENT_EXTRA` (docs/solutions.md).
+    :data:`COMPACT_EXTRA`, :data:`PLACEMENT_EXTRA`, plus :data:`ROUTE_EXTRA` from ``fairplace.solve``
+    (docs/solutions.md).
     """
 
     kind: str

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from fairplace.core.errors import OptionError
+from fairplace.core.errors import OptionError, naming
 
 #: leading columns of the results table (instance features follow ``kind``).
 COLUMNS = tuple(
@@ -33,14 +33,29 @@ def journal_path(out: str | Path) -> Path:
 
 #: the string fields every row of a batch journal has (a sweep journal's rows have ``cell_id``)
 BATCH_KEYS = ("instance", "solver")
+#: fields that are a number or null wherever a journal row has them (the results table computes
+#: with them); a row with anything else there is damaged
+NUMBER_KEYS = (
+    "objective bound optimum gap seconds wall_seconds unserved_unbounded placed "
+    "optimum_unserved_unbounded optimum_placed"
+).split()
+
+
+def _not_a_number(row: dict) -> str | None:
+    for key in NUMBER_KEYS:
+        v = row.get(key)
+        if v is not None and (isinstance(v, bool) or not isinstance(v, (int, float))):
+            return key
+    return None
 
 
 def scan_journal(
     path: str | Path, keys: tuple[str, ...] = BATCH_KEYS
 ) -> tuple[list[dict], list[str]]:
-    """(rows, problems) of a journal. A row is a JSON object with a string value for each of ``keys``;
-    any other line (not UTF-8, not JSON, not an object, a key missing) is skipped and described in
-    ``problems`` (``"line 3: not a JSON object"``). An unterminated last line (a crash mid-write) is
+    """(rows, problems) of a journal. A row is a JSON object with a string value for each of ``keys``
+    and a number or null in each :data:`NUMBER_KEYS` field it has; any other line (not UTF-8, not
+    JSON, not an object, a key missing, ``"objective": "abc"``) is skipped and described in
+    ``problems`` (``"line 3: not a JSON object"``); a batch re-solves its pair on ``--resume``. An unterminated last line (a crash mid-write) is
     dropped silently: it is the expected trace of a crash, not damage."""
     p = Path(path)
     if not p.exists():
@@ -62,6 +77,8 @@ def scan_journal(
             problems.append(f"line {k}: not a JSON object")
         elif not all(isinstance(row.get(key), str) for key in keys):
             problems.append(f"line {k}: no {' and '.join(repr(key) for key in keys)} names")
+        elif (bad := _not_a_number(row)) is not None:
+            problems.append(f"line {k}: {bad!r} is not a number ({str(row[bad])[:24]!r})")
         else:
             rows.append(row)
     return rows, problems
@@ -133,9 +150,10 @@ def repair_journal(path: str | Path) -> None:
 
 def append_rows(f, rows: Sequence[dict]) -> None:
     """Append ``rows`` as JSON lines to the open journal ``f`` and fsync once (durable on return)."""
-    f.write("".join(json.dumps(row, default=str) + "\n" for row in rows))
-    f.flush()
-    os.fsync(f.fileno())
+    with naming(getattr(f, "name", "the journal")):
+        f.write("".join(json.dumps(row, default=str) + "\n" for row in rows))
+        f.flush()
+        os.fsync(f.fileno())
 
 
 def append_row(f, row: dict) -> None:
@@ -194,10 +212,11 @@ def to_frame(rows: Sequence[dict]) -> pd.DataFrame:
 
 def write_table(df: pd.DataFrame, out: str | Path) -> Path:
     out = Path(out)
-    if out.suffix == ".parquet":
-        df.astype({"seed": "object", "generator": "object"}).to_parquet(out, index=False)
-    elif out.suffix == ".csv":
-        df.to_csv(out, index=False)
+    with naming(out):
+        if out.suffix == ".parquet":
+            df.astype({"seed": "object", "generator": "object"}).to_parquet(out, index=False)
+        elif out.suffix == ".csv":
+            df.to_csv(out, index=False)
     return out
 
 

@@ -101,7 +101,9 @@ def solve_task(instance: str, solver: str, payload, time_limit: float | None = N
     except Exception as exc:  # noqa: BLE001 - a bad instance is a row, not a crash
         return row | {"status": "error", "message": f"{type(exc).__name__}: {exc}"}
     try:
-        sol = fairplace.solve(inst, solver, time_limit=time_limit, threads=1, parallel=False)
+        sol = fairplace.solve(  # loaded and checked by load_item
+            inst, solver, time_limit=time_limit, threads=1, parallel=False, validate=False
+        )
     except UnknownSolver as exc:
         row |= {"status": "skipped", "message": str(exc)}
     except Exception as exc:  # noqa: BLE001

@@ -40,8 +40,8 @@ from typing import Any
 import pandas as pd
 
 from fairplace import sim
-from fairplace.core.errors import OptionError
-from fairplace.core.limits import check_workers
+from fairplace.core.errors import OptionError, naming
+from fairplace.core.limits import MAX_SWEEP_CELLS, check_workers
 from fairplace.core.progress import ProgressBar, progress_bar
 from fairplace.instances.trace_generators import (
     TRACE_GENERATORS,
@@ -114,7 +114,7 @@ def _simulate_params() -> set[str]:
 def _names(spec: dict, key: str, known: tuple[str, ...] | None) -> tuple[str, ...]:
     v = spec.get(key)
     if isinstance(v, str):
-        v = [v]
+        raise OptionError(key, f"must be a list of names, e.g. [{v!r}], got the string {v!r}")
     if not isinstance(v, list) or not v or not all(isinstance(x, str) for x in v):
         raise OptionError(key, "must be a non-empty list of names")
     if known is not None:
@@ -175,13 +175,20 @@ def validate_spec(spec: dict, *, check_names: bool = True) -> SweepSpec:
     if not isinstance(frames, list) or any(f not in FRAMES for f in frames):
         raise OptionError("frames", f"must be a list drawn from {', '.join(FRAMES)}")
     extra = _extra(spec.get("extra", []), allowed, reserved | set(params))
+    out = SweepSpec(name, scheds, places, traces, tuple(seeds), params, fixed, tuple(frames), extra)
+    if len(out) > MAX_SWEEP_CELLS:
+        axes = " x ".join(
+            f"{len(v)} {k}" for k, v in (("schedulers", scheds), ("placements", places),
+                                         ("traces", traces), ("seeds", seeds), *params.items())
+        )  # fmt: skip
+        raise OptionError(
+            "params", f"{len(out):,} cells ({axes}) exceed the limit of {MAX_SWEEP_CELLS:,}"
+        )
     if check_names:
         _check_inputs(traces, params, fixed)
         for _, over in extra:
             _check_inputs(traces, params, {**fixed, **over})
-    return SweepSpec(
-        name, scheds, places, traces, tuple(seeds), params, fixed, tuple(frames), extra
-    )
+    return out
 
 
 def _extra(tables, allowed: set | None, reserved: set) -> tuple:
@@ -320,8 +327,10 @@ def results_paths(out: str | Path) -> dict[str, Path]:
 
 def _write_table(rows: list[dict], csv: Path, parquet: Path) -> None:
     """The CSV table of ``rows`` and its parquet twin (typed as the CSV reads back)."""
-    pd.DataFrame(rows).to_csv(csv, index=False)
-    pd.read_csv(csv).to_parquet(parquet, index=False)
+    with naming(csv):
+        pd.DataFrame(rows).to_csv(csv, index=False)
+    with naming(parquet):
+        pd.read_csv(csv).to_parquet(parquet, index=False)
 
 
 def _finish(paths: dict[str, Path], frames: Iterable[str]) -> list[dict]:

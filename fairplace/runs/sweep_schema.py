@@ -18,97 +18,38 @@ from typing import Any
 import jsonschema
 
 from fairplace.core.errors import OptionError
-from fairplace.core.limits import MAX_COUNT, MAX_GPUS, MAX_RATIO, MAX_SAFE_INT, MAX_SEED, MAX_TIME
+from fairplace.core.limits import MAX_SEED, annotation_schema
 
 #: a sweep name becomes a file name (``<name>-results.parquet``): letters, digits, ``._-``.
 NAME_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9._-]{0,99}$"
 
-_INT = {"type": "integer", "minimum": -MAX_SAFE_INT, "maximum": MAX_SAFE_INT}
-_NUM = {"type": "number", "minimum": -MAX_TIME, "maximum": MAX_TIME}
-_POS_NUM = {"type": "number", "exclusiveMinimum": 0, "maximum": MAX_TIME}
-_SECONDS = {"type": "number", "minimum": 0, "maximum": MAX_TIME}
-_SEED = {"type": "integer", "minimum": 0, "maximum": MAX_SEED}
-_GPUS = {"type": "integer", "minimum": 1, "maximum": MAX_GPUS}
-_COUNT = {"type": "integer", "minimum": 1, "maximum": MAX_COUNT}
-_PENALTY = {"type": "number", "minimum": 1, "maximum": MAX_RATIO}
 _SCALAR = {"type": ["number", "string", "boolean"]}
-
-
-def _enum(values: Iterable[str]) -> dict:
-    return {"enum": list(values)}
+_SEED = {"type": "integer", "minimum": 0, "maximum": MAX_SEED}
 
 
 def known() -> dict[str, Any]:
-    """Value schemas of the simulate() and trace-generator arguments a spec commonly sets."""
-    from fairplace.instances.models import ITER_TIME_TABLES, LOCALITY_MODELS
-    from fairplace.instances.variability import PROFILE_NAMES
-    from fairplace.sim.config import BINNINGS, CLASS_MAPS, OUTLIER_SIDES, RHO_VARIANT_NAMES
-    from fairplace.sim.engine import GRID_ORIGINS, STAMPINGS
-    from fairplace.sim.setups import SETUPS
+    """Value schemas of the simulate() and trace-generator arguments: the
+    :class:`~fairplace.sim.SimulationConfig` fields (``sim.config.field_schemas``, also checked
+    when a config is made) and the generators' arguments
+    (``instances.trace_generators.ARG_SCHEMAS``, also checked for ``trace_options``), plus the
+    sweep's own."""
+    from fairplace.instances.trace_generators import ARG_SCHEMAS
+    from fairplace.sim.config import field_schemas
 
     return {
-        "gpus": {"anyOf": [_GPUS, {"type": "null"}]},
-        "gpus_per_machine": _GPUS,
-        "machines_per_rack": {"anyOf": [_COUNT, {"type": "null"}]},
-        "profile": _enum(PROFILE_NAMES),
-        "classes": _enum(CLASS_MAPS),
-        "with_replacement": {"type": ["boolean", "null"]},
-        "binning": _enum(BINNINGS),
-        "locality_penalty": _PENALTY,
-        "locality_by_model": {"type": "object", "additionalProperties": _PENALTY},
-        "locality_model": _enum(LOCALITY_MODELS),
-        "round_length": _POS_NUM,
-        "checkpoint": _SECONDS,
-        "restart": _SECONDS,
-        "rho_variant": _enum(RHO_VARIANT_NAMES),
-        "grid_origin": _enum(GRID_ORIGINS),
-        "stamping": _enum(STAMPINGS),
-        "iter_times": _enum(ITER_TIME_TABLES),
-        "outlier_side": _enum(OUTLIER_SIDES),
-        "recycle_jobs_per_hour": _SECONDS,  # jobs per hour, >= 0
-        "recycle_seed": _SEED,
-        "setup": {"anyOf": [_enum(SETUPS), {"type": "null"}]},
+        **field_schemas(),
         "trace_options": {"type": "object", "additionalProperties": _SCALAR},
         "scheduler_options": {"type": "object", "additionalProperties": _SCALAR},
         "placement_options": {"type": "object", "additionalProperties": _SCALAR},
         "cluster": {"not": {}},  # a Cluster object cannot be written in TOML: use per_run / profile
         "per_run": {"type": "boolean"},
-        # trace generators (fairplace.instances.trace_generators)
-        "n_apps": _COUNT,
-        "n_jobs": _COUNT,
-        "apps_per_hour": _POS_NUM,
-        "jobs_per_hour": _POS_NUM,
-        "contention": _COUNT,
-        "base_gpus": _GPUS,
-        "max_gpus": {"anyOf": [_GPUS, {"type": "null"}]},
-        "max_gpus_per_job": _GPUS,
+        **ARG_SCHEMAS,
     }
 
 
 def from_annotation(annotation: Any) -> dict:
-    """A value schema from a parameter annotation (a string under ``from __future__ import
-    annotations``); ``{}`` (anything) when it says nothing usable."""
-    text = annotation if isinstance(annotation, str) else getattr(annotation, "__name__", "")
-    out: list[dict] = []
-    for part in (p.strip() for p in str(text).split("|")):
-        head = part.split("[")[0]
-        if head == "bool":
-            out.append({"type": "boolean"})
-        elif head == "int":
-            out.append(_INT)
-        elif head == "float":
-            out.append(_NUM)
-        elif head == "str":
-            out.append({"type": "string"})
-        elif head in ("tuple", "list", "Sequence"):
-            out.append({"type": "array"})
-        elif head in ("dict", "Mapping"):
-            out.append({"type": "object"})
-        elif head == "None":
-            out.append({"type": "null"})
-        else:
-            return {}
-    return out[0] if len(out) == 1 else {"anyOf": out} if out else {}
+    """A value schema from a parameter annotation (``core.limits.annotation_schema``)."""
+    return annotation_schema(annotation)
 
 
 def value_schema(key: str, signatures: Iterable[Callable]) -> dict:
@@ -161,7 +102,7 @@ def spec_schema(spec: Mapping, signatures: Iterable[Callable], check_names: bool
         item = {"type": "string", "minLength": 1}
         if known is not None:
             item = {**item, "enum": list(known)}
-        return {"anyOf": [item, {"type": "array", "minItems": 1, "items": item}]}
+        return {"type": "array", "minItems": 1, "items": item}  # a list, even of one name
 
     return {
         "$schema": "https://json-schema.org/draft/2020-12/schema",

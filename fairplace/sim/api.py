@@ -15,8 +15,8 @@ from fairplace.core.errors import DataError, OptionError, TraceError
 from fairplace.core.progress import progress_bar
 from fairplace.instances.trace_generators import (
     TRACE_GENERATORS,
+    check_options,
     check_trace_name,
-    generator_params,
     make_trace,
 )
 
@@ -92,13 +92,7 @@ def _trace_frame(trace, seed: int, gpus: int | None, options) -> pd.DataFrame:
 
     opts = dict(options or {})
     if isinstance(trace, str) and trace in TRACE_GENERATORS:
-        allowed = generator_params(trace)
-        for k in opts:
-            if k not in allowed:
-                raise OptionError(
-                    f"trace_options.{k}",
-                    f"not an option of the {trace!r} generator; known: {', '.join(sorted(allowed))}",
-                )
+        check_options(trace, opts)
         kw = opts if gpus is None else {**opts, "gpus": gpus}
         return make_trace(trace, seed, kw)[0]
     if opts:
@@ -164,6 +158,9 @@ def _cluster_size(cfg: SimulationConfig, frame) -> tuple[int, int]:
     from fairplace.core.limits import MAX_GPUS
 
     if cfg.cluster is not None:
+        from fairplace.instances.objects import check_cluster
+
+        check_cluster(cfg.cluster)  # a hand-built cluster meets the instance JSON contract
         return len(cfg.cluster), int(np.bincount(cfg.cluster.machine_index).max())
     gpus, gpm = cfg.gpus, cfg.gpus_per_machine
     if gpus is None:

@@ -5,7 +5,6 @@ name lists of the options that take a name (the CLI and the sweep schema read th
 from __future__ import annotations
 
 import inspect
-import math
 from collections.abc import Mapping
 from dataclasses import MISSING, dataclass, fields
 from typing import Any
@@ -13,7 +12,14 @@ from typing import Any
 import numpy as np
 
 from fairplace.core.errors import OptionError
-from fairplace.core.limits import MAX_RATIO, MAX_SEED
+from fairplace.core.limits import (
+    MAX_COUNT,
+    MAX_GPUS,
+    MAX_RATIO,
+    MAX_SEED,
+    MAX_TIME,
+    check_value,
+)
 from fairplace.instances.models import ITER_TIME_TABLES, LOCALITY_MODELS
 
 from . import metrics
@@ -30,6 +36,57 @@ RHO_VARIANT_NAMES = (*metrics.RHO_VARIANTS, metrics.ISOLATED)
 #: which PM-scores count as outliers when binning: both sides of the mean (>3 sigma), or only slow
 #: ones (the PAL artifact's ``identify_outliers``)
 OUTLIER_SIDES = ("both", "upper")
+
+
+_GPUS = {"type": "integer", "minimum": 1, "maximum": MAX_GPUS}
+_SECONDS = {"type": "number", "minimum": 0, "maximum": MAX_TIME}
+_NULL = {"type": "null"}
+
+
+def field_schemas() -> dict[str, dict]:
+    """Value schemas (JSON Schema) of the :class:`SimulationConfig` fields that hold plain values:
+    checked when a config is made and by the sweep spec schema (``runs/sweep_schema.py``), so a
+    value is valid from Python exactly when it is valid in a spec."""
+    from fairplace.instances.variability import PROFILE_NAMES
+
+    from .engine import GRID_ORIGINS, STAMPINGS
+    from .setups import SETUPS
+
+    enum = lambda values: {"enum": list(values)}  # noqa: E731
+    return {
+        "gpus": {"anyOf": [_GPUS, _NULL]},
+        "gpus_per_machine": _GPUS,
+        "machines_per_rack": {
+            "anyOf": [{"type": "integer", "minimum": 1, "maximum": MAX_COUNT}, _NULL]
+        },
+        "profile": {"anyOf": [enum(PROFILE_NAMES), _NULL]},
+        "classes": enum(CLASS_MAPS),
+        "with_replacement": {"type": ["boolean", "null"]},
+        "binning": enum(BINNINGS),
+        "locality_penalty": {"type": "number", "minimum": 1, "maximum": MAX_RATIO},
+        "locality_by_model": {
+            "type": ["object", "null"],
+            "additionalProperties": {"type": "number", "minimum": 1, "maximum": MAX_RATIO},
+        },
+        "locality_model": enum(LOCALITY_MODELS),
+        "round_length": {
+            "anyOf": [{"type": "number", "exclusiveMinimum": 0, "maximum": MAX_TIME}, _NULL]
+        },
+        "checkpoint": _SECONDS,
+        "restart": _SECONDS,
+        "seed": {"type": "integer", "minimum": 0, "maximum": MAX_SEED},
+        "rho_variant": enum(RHO_VARIANT_NAMES),
+        "isolated": {"type": "boolean"},
+        "debug": {"type": "boolean"},
+        "skip_quiet": {"type": "boolean"},
+        "grid_origin": enum(GRID_ORIGINS),
+        "stamping": enum(STAMPINGS),
+        "iter_times": enum(ITER_TIME_TABLES),
+        "outlier_side": enum(OUTLIER_SIDES),
+        "recycle_jobs_per_hour": _SECONDS,  # jobs per hour, >= 0
+        "recycle_seed": {"type": "integer", "minimum": 0, "maximum": MAX_SEED},
+        "setup": {"anyOf": [enum(SETUPS), _NULL]},
+    }
 
 
 @dataclass(frozen=True, init=False)
@@ -148,16 +205,13 @@ class SimulationConfig:
         for name in ("scheduler_options", "placement_options", "trace_options"):
             if getattr(self, name) is not None and not isinstance(getattr(self, name), Mapping):
                 raise OptionError(name, "must be a mapping of option names to values")
-        rate = self.recycle_jobs_per_hour
-        if (
-            isinstance(rate, bool)
-            or not isinstance(rate, (int, float, np.number))
-            or not 0 <= rate < math.inf
-        ):
-            raise OptionError("recycle_jobs_per_hour", f"must be finite and >= 0, got {rate!r}")
-        rs = self.recycle_seed
-        if isinstance(rs, bool) or not isinstance(rs, (int, np.integer)) or not 0 <= rs <= MAX_SEED:
-            raise OptionError("recycle_seed", f"must be an integer in [0, 2^63 - 1], got {rs!r}")
+        for name, schema in field_schemas().items():  # the rest: type and range, as in a spec
+            value = getattr(self, name)
+            if name == "rho_variant" and not isinstance(value, str):
+                continue  # an IdealTimeModel object (checked above)
+            if name == "setup":
+                continue  # checked where it is applied (``setups.apply_setup``, naming the set-ups)
+            check_value(name, value, schema)
 
     def with_overrides(self, **overrides) -> SimulationConfig:
         """A copy with ``overrides`` applied (and counted as given); an unknown name raises

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from fairplace.core.errors import OptionError
+from fairplace.core.errors import OptionError, naming
 
 
 @dataclass(frozen=True)
@@ -37,12 +37,12 @@ class SimulationResult:
         """Write ``jobs.parquet``, ``apps.parquet``, ``rounds.parquet`` and ``summary.json``."""
         d = Path(directory)
         d.mkdir(parents=True, exist_ok=True)
-        self.jobs.to_parquet(d / "jobs.parquet", index=False)
-        self.apps.to_parquet(d / "apps.parquet", index=False)
-        self.rounds.to_parquet(d / "rounds.parquet", index=False)
-        (d / "summary.json").write_text(
-            json.dumps({"summary": self.summary, "config": self.config}, indent=1, default=str)
-        )
+        for name, frame in (("jobs", self.jobs), ("apps", self.apps), ("rounds", self.rounds)):
+            with naming(d / f"{name}.parquet"):
+                frame.to_parquet(d / f"{name}.parquet", index=False)
+        text = json.dumps({"summary": self.summary, "config": self.config}, indent=1, default=str)
+        with naming(d / "summary.json"):
+            (d / "summary.json").write_text(text)
         return d
 
     @classmethod
