@@ -93,20 +93,30 @@ def gain_at(res: Frames, policy: str, baseline: str, param: str, at: float, metr
     return geomean_gain(res, policy, baseline, metric, where={param: at})
 
 
-def max_rho_ratio(res: Frames, scheduler: str, baselines, by: str = "contention"):
-    """min over ``by`` levels of (best baseline's max rho / ``scheduler``'s max rho); > 1 = fairer."""
-    df = ok_rows(res["summary"])
+def max_rho_ratio(
+    res: Frames, scheduler: str, baselines, by: str = "contention", where: dict | None = None
+):
+    """min over ``by`` groups of (best baseline's max rho / ``scheduler``'s max rho), means over
+    seeds; > 1 = fairer (``where`` first selects rows, e.g. one contention level)."""
+    df = _where(ok_rows(res["summary"]), where)
     m = df.groupby([by, "scheduler"])["max_rho"].mean().unstack("scheduler")
     missing = [s for s in [scheduler, *baselines] if s not in m]
     if missing:
         raise DataError("scheduler", f"no results for {', '.join(missing)}")
     ratio = m[list(baselines)].min(axis=1) / m[scheduler]
     det = ", ".join(
-        f"x{lvl}: {scheduler} {m.loc[lvl, scheduler]:.2f} vs best baseline "
+        f"{by} {lvl}: {scheduler} {m.loc[lvl, scheduler]:.2f} vs best baseline "
         f"{m.loc[lvl, list(baselines)].min():.2f} ({m.loc[lvl, list(baselines)].idxmin()})"
         for lvl in m.index
     )
     return float(ratio.min()), det
+
+
+def max_of(res: Frames, metric: str, where: dict | None = None, frame: str = "summary"):
+    """The largest ``metric`` over the selected rows (e.g. idle GPU-hours of every THEMIS run)."""
+    df = _where(ok_rows(res[frame]), where)
+    v = df[metric].astype(float)
+    return float(v.max()), f"max over {len(v)} runs; mean {v.mean():.3g}"
 
 
 def best_param(res: Frames, param: str, metric: str = "max_rho", where=None):
@@ -178,6 +188,7 @@ MEASURES: dict[str, Callable] = {
     "gain_change": gain_change,
     "gain_at": gain_at,
     "max_rho_ratio": max_rho_ratio,
+    "max_of": max_of,
     "best_param": best_param,
     "liar_gain": liar_gain,
     "tipping_point": tipping_point,

@@ -79,7 +79,7 @@ ARG_SCHEMAS: Mapping[str, dict] = MappingProxyType(
         "window_hours": {
             "anyOf": [{"type": "number", "exclusiveMinimum": 0, "maximum": 1e6}, _NULL]
         },
-        "app_gpu_days": {
+        "task_gpu_hours": {
             "anyOf": [{"type": "number", "exclusiveMinimum": 0, "maximum": 1e6}, _NULL]
         },
         "app_sigma": {"type": "number", "minimum": 0, "maximum": 5},

@@ -12,12 +12,13 @@ An app is a hyper-parameter exploration: ``n`` jobs of one model. Each number of
 * **jobs per app** (Fig. 2): ~10% single-job apps, the rest explore "as many as 100 jobs (median 75)"
   from "a few tens": half uniform on ``[jobs_range[0], jobs_median]``, half on
   ``[jobs_median, jobs_range[1]]`` (default 20..75..100);
-* **work per app** (Fig. 3): median app **11.5 GPU-days**, log-normal with ``app_sigma`` 1.4 so that
-  ~5% of apps are more than 10x shorter and ~5% more than 10x longer ("a significant fraction ...
-  more than 10X shorter and many more than 10X longer"); the jobs of an app share its budget with a
-  per-job log-normal spread (``job_sigma`` 0.5). With 75 one- or two-GPU jobs per app this gives a
-  median task of ~3 GPU-hours (Fig. 4: 3.75; the paper's two medians and its 75 jobs per app cannot
-  all hold at once under independent draws: 75 x 1.5 GPUs x 3.75 h is 17.6 GPU-days);
+* **work** (Figs. 3-4): every job of an app has the app's GPU-hours per task (log-normal per app
+  around the median task of **3.75 GPU-hours**, Fig. 4, with ``app_sigma`` 1.4 so that ~5% of apps
+  are more than 10x shorter and ~5% more than 10x longer: "a significant fraction ... more than 10X
+  shorter and many more than 10X longer") times a per-job log-normal factor (``job_sigma`` 0.5,
+  mean 1 within the app), on its 1 or 2 GPUs; an app's budget is the sum over its jobs. With Fig. 2's
+  jobs per app this makes the median app ~11 GPU-days (Fig. 3: 11.5), and a single-job app one
+  task's worth (a short app);
 * **categories** CV 10% / NLP 60% / speech 30% (§6.1) with Gandiva-like models (:data:`THEMIS_MODELS`).
 
 Workload 1: every job of an app runs independently (phase 0) on 1 or 2 GPUs (§6.2: "all jobs are 1-
@@ -27,8 +28,8 @@ on ``d_p = tasks * 2^p`` GPUs (capped at ``max_gpus_per_job``) for ``I * 2^p`` i
 every phase spends the same share of the app's budget (THEMIS Eq. 2, "apportions" a budget B); the app's
 budget is the same as in Workload 1, so W2's tasks are shorter (median ~25-30 min, several leases).
 
-``scale="small"`` is a named quick variant (not the paper's): 48 GPUs, 24 apps over 10 hours, budgets of
-~1 GPU-day and 8..24 jobs per app, so that about a dozen apps are active at once and a THEMIS round
+``scale="small"`` is a named quick variant (not the paper's): 48 GPUs, 24 apps over 10 hours, tasks of
+~15 GPU-minutes and 8..24 jobs per app, so that about a dozen apps are active at once and a THEMIS round
 with f = 0.8 still has ~3 bidders (quick reproductions; reported as such). Every parameter can be
 given explicitly and overrides the preset.
 
@@ -78,7 +79,7 @@ SCALES = MappingProxyType(
             {
                 "n_apps": 85,
                 "window_hours": 14 * 24.0,
-                "app_gpu_days": 11.5,
+                "task_gpu_hours": 3.75,
                 "jobs_range": (20, 100),
                 "jobs_median": 75,
                 "base_gpus": 256,
@@ -88,7 +89,7 @@ SCALES = MappingProxyType(
             {
                 "n_apps": 24,
                 "window_hours": 10.0,
-                "app_gpu_days": 1.0,
+                "task_gpu_hours": 0.25,
                 "jobs_range": (8, 24),
                 "jobs_median": 16,
                 "base_gpus": 48,
@@ -106,7 +107,7 @@ def themis_workload(
     *,
     scale: str = "paper",
     window_hours: float | None = None,
-    app_gpu_days: float | None = None,
+    task_gpu_hours: float | None = None,
     app_sigma: float = 1.4,
     job_sigma: float = 0.5,
     jobs_range: tuple[int, int] | None = None,
@@ -132,8 +133,8 @@ def themis_workload(
     window = _positive(
         "window_hours", preset["window_hours"] if window_hours is None else window_hours
     )
-    budget_days = _positive(
-        "app_gpu_days", preset["app_gpu_days"] if app_gpu_days is None else app_gpu_days
+    task_h = _positive(
+        "task_gpu_hours", preset["task_gpu_hours"] if task_gpu_hours is None else task_gpu_hours
     )
     base_gpus = _count("base_gpus", preset["base_gpus"] if base_gpus is None else base_gpus, 1)
     gpm = _count("gpus_per_machine", gpus_per_machine, 1)
@@ -163,8 +164,10 @@ def themis_workload(
     upper = rng.random(n_apps) < 0.5  # Fig. 2: half the explorations above the median
     many = np.where(upper, rng.integers(med, hi + 1, n_apps), rng.integers(lo, med + 1, n_apps))
     n_jobs = np.where(single, 1, many)
-    budget = budget_days * 24.0 * np.exp(app_sigma * rng.standard_normal(n_apps))  # GPU-hours
     tasks = rng.choice([1, 2], size=n_apps)
+    # GPU-hours per task, log-normal per app (the app-level spread scales every task of the app)
+    task_hours = task_h * np.exp(app_sigma * rng.standard_normal(n_apps))
+    budget = n_jobs * tasks * task_hours  # GPU-hours per app
     net = (
         np.array([THEMIS_MODELS[m][3] for m in model])
         if network_fraction is None

@@ -57,7 +57,7 @@ def test_themis_run_respects_leases_phases_and_invariants(runs, w2):
 
 def test_pm_score_pricing_option_and_bad_options():
     tiny = themis_workload(
-        2, scale="small", n_apps=2, base_gpus=8, jobs_range=(2, 2), app_gpu_days=0.05, seed=1
+        2, scale="small", n_apps=2, base_gpus=8, jobs_range=(2, 2), task_gpu_hours=0.2, seed=1
     )
     res = simulate(
         tiny, "themis", "pal", progress=False, scheduler_options={"pricing": "pm-score", "f": 0.5}
