@@ -10,12 +10,13 @@ from hypothesis import strategies as st
 
 from fairplace.core.domain import AgentApp, AgentJob, AuctionInstance, spread
 from fairplace.core.solution import COMPACT_EXTRA
+from fairplace.formulations import pa
 from fairplace.formulations.agents import RhoTable, levels_of, to_explicit
 from fairplace.formulations.compact import CompactApp, CompactProgram, compact_apps
 from fairplace.instances.generators import grid_cluster
 from fairplace.solvers import compact_enum
 from fairplace.solvers.brute_force import brute_force_payments, brute_force_pf
-from fairplace.solvers.compact import solve_compact_auction, solve_compact_pf
+from fairplace.solvers.compact import _others, solve_compact_auction, solve_compact_pf
 from fairplace.solvers.compact_enum import enumerate_auction
 
 REL = 1e-9
@@ -106,14 +107,19 @@ def test_enumeration_equals_the_milp_route(seed, monotone):
     assert en.pf_allocation == {ids[i]: cl.ids(gs) for i, (_, gs) in e.choice.items()}
     assert en.extra["loo_routes"] == ({"enumeration": len(e.choice)} if e.choice else {})
     assert en.extra["milp_solves"] == 0 and en.extra["loo_solves"] == len(e.choice)
+    assert set(e.loo) == set(range(len(apps)))
     for i, v in e.loo.items():  # PF_{-i}: the same optimum as its own MILP
         _, ch, p = solve_compact_pf(cl, offer, apps, exclude=frozenset({i}), lp_first=False)
         ref = p.value(ch)
         assert v.n_unbounded_served == ref.n_unbounded_served and _close(v.log_sum, ref.log_sum)
-    if en.extra["rho"] == mi.extra["rho"]:  # the same PF values: the same payments
-        for a, c in mi.payments.items():
-            assert _close(en.payments[a], c)
-    else:  # tied PF optima: each route's c_i follow from its own PF
+    for a, c in en.payments.items():  # c_i from the enumeration's PF and PF_{-i}
+        assert _close(c, e.payments().get(ids.index(a), 1.0))
+    # the MILP route's c_i = its PF's others' value / the enumeration's PF_{-i} (equal c_i when
+    # both routes pick the same PF; this also holds between tied PF optima)
+    milp_pf = {ids.index(a): (tuple(c), ()) for a, c in mi.extra["cells"].items()}
+    for i in milp_pf:
+        assert _close(mi.payments[ids[i]], pa.payment(_others(prog, milp_pf, i), e.loo[i]))
+    if en.extra["rho"] != mi.extra["rho"]:
         note(f"tied PF optima: {en.extra['rho']} vs {mi.extra['rho']}")
 
 
@@ -190,7 +196,7 @@ def test_size_guard_falls_back_to_the_milp_route():
     inst = _tiny_agents(3)
     prog = CompactProgram(inst.cluster, tuple(_free(inst)), compact_apps(inst), reduced=False)
     full = enumerate_auction(prog)
-    rows = math.prod(compact_enum._options(prog, i).n.size for i in prog.active)
+    rows = math.prod(compact_enum._options(prog, i, 10**9).n.size for i in prog.active)
     assert full is not None and enumerate_auction(prog, rows - 1) is None
     sol = solve_compact_auction(inst, enum_limit=rows - 1)
     en = solve_compact_auction(inst, enum_limit=rows)
