@@ -97,7 +97,7 @@ def enumerate_auction(prog: CompactProgram, limit: int = ENUM_LIMIT) -> Enumerat
             return None
         opts.append(o)
         size *= o.n.size
-        bidders += opts[-1].n.size > 1
+        bidders += o.n.size > 1
         if size > limit or size << max(bidders - 1, 0) > SUBSET_LIMIT:
             return None
     rows = _rows(opts, np.array([len(g.gpus) for g in prog.groups], dtype=np.int64))
@@ -234,6 +234,7 @@ def _place(prog: CompactProgram, cells: dict, masks: dict) -> Choice:
 
 
 def _greedy(prog, cells, eligible, free) -> dict[int, list[int]] | None:
+    """{app: GPUs} by the greedy of :func:`_place` (``free``: GPUs per group, consumed), or None."""
     grps = prog.groups
     classes = tuple(dict.fromkeys(x.cls for x in prog.apps))
     order = sorted(cells, key=lambda i: (sum(len(free[q]) for q in eligible[i]), i))
