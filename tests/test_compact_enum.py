@@ -5,7 +5,7 @@ import math
 
 import numpy as np
 import pytest
-from hypothesis import given, note, settings
+from hypothesis import example, given, note, settings
 from hypothesis import strategies as st
 
 from fairplace.core.domain import AgentApp, AgentJob, AuctionInstance, spread
@@ -88,13 +88,16 @@ def check_choice(prog: CompactProgram, choice, held_by) -> None:
 
 @settings(max_examples=40, deadline=None)
 @given(st.integers(0, 100_000), st.booleans())
+@example(52552, False)  # a spread-0 cell worth more at a looser level than the GPUs' own
 def test_enumeration_equals_the_milp_route(seed, monotone):
     cl, offer, apps, held_by = random_compact(seed, monotone)
     ids = [a.table.app_id for a in apps]
     inst = AuctionInstance(cl, ())
     kw = {"offer": offer, "apps": apps, "ids": ids}
     en = solve_compact_auction(inst, **kw, enum_limit=10**6)
-    mi = solve_compact_auction(inst, **kw, enum_limit=0)
+    # the plain program's cells: "<= v" for every spread; the aggregated one reads a spread-0
+    # slot at the least level >= its own, the same optimum only when rho rises with the level
+    mi = solve_compact_auction(inst, **kw, enum_limit=0, aggregate=monotone)
     assert en.extra["pf_route"] == "enumeration" and mi.extra["pf_route"] == "milp"
     assert set(en.extra) == set(mi.extra) == COMPACT_EXTRA
     assert en.status == mi.status == "optimal"
@@ -109,7 +112,9 @@ def test_enumeration_equals_the_milp_route(seed, monotone):
     assert en.extra["milp_solves"] == 0 and en.extra["loo_solves"] == len(e.choice)
     assert set(e.loo) == set(range(len(apps)))
     for i, v in e.loo.items():  # PF_{-i}: the same optimum as its own MILP
-        _, ch, p = solve_compact_pf(cl, offer, apps, exclude=frozenset({i}), lp_first=False)
+        _, ch, p = solve_compact_pf(
+            cl, offer, apps, exclude=frozenset({i}), lp_first=False, aggregate=monotone
+        )
         ref = p.value(ch)
         assert v.n_unbounded_served == ref.n_unbounded_served and _close(v.log_sum, ref.log_sum)
     for a, c in en.payments.items():  # c_i from the enumeration's PF and PF_{-i}
