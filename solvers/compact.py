@@ -25,6 +25,7 @@ from fairplace.solvers.compact_pack import best_subbundle, pack
 
 from .auction import auction_gap, pf_bound, unsolved
 from .budget import Budget, budget_for
+from .compact_enum import ENUM_LIMIT, enumerate_auction
 from .compact_lp import Choice
 from .compact_pa import NOT_RUN, _best, _others, payments
 from .compact_pf import REDUCED_MAX_MACHINES, solve_compact_pf
@@ -72,13 +73,16 @@ def solve_compact_auction(
     reduced: bool | None = None,
     budget: Budget | None = None,
     aggregate: bool = True,
+    enum_limit: int = ENUM_LIMIT,
 ) -> Solution:
     """PF + PA over the agent-form apps of ``inst`` (or the given compact ``apps``) on ``offer``.
     ``reduced``: formulation of full-MILP fallbacks (None: by offer size, see :func:`solve_compact_pf`;
     True / False force the tightened / plain one; the optima are the same). ``aggregate``: spread-0
     cells over machine kinds and patterns (``formulations/compact_agg.py``; False: per machine,
     the formulation before it; same optima). ``budget`` (default:
-    ``opts.time_limit`` from now) bounds the whole auction (module docstring)."""
+    ``opts.time_limit`` from now) bounds the whole auction (module docstring). ``enum_limit``:
+    small auctions (at most that many joint choices) are solved by enumeration, PF and payments
+    (``compact_enum``; ``extra['pf_route']``); 0 forces the LP / MILP route."""
     t0 = time.perf_counter()
     budget = budget_for(opts, budget)
     if opts.mip_allow_restart is None:  # as in solvers/auction.py (see SolveOptions)
@@ -92,20 +96,34 @@ def solve_compact_auction(
 
         offer = free_gpus(inst)
     ids = ids or [a.table.app_id for a in apps]
-    res, choice, prog = solve_compact_pf(
-        cl, offer, apps, opts, reduced=reduced, budget=budget, aggregate=aggregate
-    )
+    enum = None
+    if enum_limit > 0 and budget.options(opts) is not None:
+        offer = tuple(int(g) for g in offer)
+        plain = CompactProgram(cl, offer, tuple(apps), reduced=False, aggregate=aggregate)
+        enum = enumerate_auction(plain, enum_limit)
+    if enum is not None:
+        res, choice, prog = enum.result(), enum.choice, enum.prog
+    else:
+        res, choice, prog = solve_compact_pf(
+            cl, offer, apps, opts, reduced=reduced, budget=budget, aggregate=aggregate
+        )
+    route = "milp" if enum is None else "enumeration"
     if choice is None:
         sol = unsolved(
             name, res, time.perf_counter() - t0, rounding, ids if payments_ else [], True
         )
-        return dc_replace(sol, extra={**sol.extra, "cells": {}, "loo_routes": {}})
+        extra = {**sol.extra, "cells": {}, "loo_routes": {}, "pf_route": route}
+        return dc_replace(sol, extra=extra)
     status = res.status
     c = {i: 1.0 for i in range(len(apps))}
-    n_solves, k = 1, 0
+    n_solves, k = int(enum is None), 0
     inexact: list[str] = []
     routes: dict[int, str] = {}
-    if payments_:
+    if payments_ and enum is not None:  # every PF_{-i} from the same enumeration
+        c.update(enum.payments())
+        k = len(choice)
+        routes = dict.fromkeys(choice, "enumeration")
+    elif payments_:
         ci, st, k = payments(
             prog,
             choice,
@@ -154,6 +172,8 @@ def solve_compact_auction(
             "milp_solves": n_solves,
             # how each PF_{-i} was settled, counted per route (``compact_pa.ROUTES``)
             "loo_routes": dict(sorted(Counter(routes.values()).items())),
+            # how the PF was solved: "enumeration" (``compact_enum``) or "milp" (LP / MILP)
+            "pf_route": route,
             # c_i of these apps rests on a PF_{-i} not solved to optimality (time limit: the best
             # incumbent; no point at all: c_i = 1)
             "payments_inexact": inexact,

@@ -32,5 +32,6 @@ def test_compact_payments_run_on_one_blas_thread(monkeypatch):
         return run(*a, **k)
 
     monkeypatch.setattr(compact_pa, "leave_one_out", spy)
-    sol = solve_compact_auction(random_agent_auction(apps=12, machines=8, machines_per_rack=4))
+    inst = random_agent_auction(apps=12, machines=8, machines_per_rack=4)
+    sol = solve_compact_auction(inst, enum_limit=0)  # the LP / MILP route
     assert sol.status == "optimal" and seen and all(s == {1} for s in seen)

@@ -157,7 +157,7 @@ def test_payments_equal_full_milps_when_leave_one_out_lps_split():
 
     with pytest.MonkeyPatch.context() as mp:
         mp.setattr(compact_pa, "leave_one_out", spy)
-        sol = solve_compact_auction(inst)
+        sol = solve_compact_auction(inst, enum_limit=0)  # the LP / MILP route
     assert sol.status == "optimal" and calls
     routes = sol.extra["loo_routes"]  # every PF app's PF_{-i}, counted by how it was settled
     assert sum(routes.values()) == len(sol.pf_allocation)
@@ -173,8 +173,8 @@ def test_chains_on_threads_are_deterministic_and_equal_one_chain():
     from fairplace.solvers.compact import solve_compact_auction
 
     inst = random_agent_auction(apps=20, machines=12, machines_per_rack=4, seed=2)
-    a, b = solve_compact_auction(inst), solve_compact_auction(inst)
-    one = solve_compact_auction(inst, SolveOptions(parallel=False))
+    a, b = solve_compact_auction(inst, enum_limit=0), solve_compact_auction(inst, enum_limit=0)
+    one = solve_compact_auction(inst, SolveOptions(parallel=False), enum_limit=0)
     assert a.status == b.status == one.status == "optimal"
     assert a.payments == b.payments
     assert all(abs(a.payments[k] - one.payments[k]) < 1e-9 for k in one.payments)

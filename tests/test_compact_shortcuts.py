@@ -117,7 +117,7 @@ def test_payment_shortcuts_give_the_full_path_payments(seed):
 
     with pytest.MonkeyPatch.context() as mp:
         mp.setattr(compact_pa, "_lp_proves_one", spy)
-        sol = solve_compact_auction(inst)
+        sol = solve_compact_auction(inst, enum_limit=0)  # the LP / MILP route
     assert sol.status == "optimal"
     want = _full_path_payments(inst, sol)
     for a, c in want.items():

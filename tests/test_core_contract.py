@@ -219,7 +219,7 @@ def test_cli_bad_options_exit_2(tmp_path):
         (["--solver", "nope"], "unknown solver 'nope'"),
         (["--time-limit", "-1"], "time_limit"),
         (["--time-limit", "abc"], "invalid float"),
-        (["--rounding", "ceil"], "unknown rounding"),
+        (["--rounding", "ceil"], "--rounding: expected one of"),
     ):
         r = _cli("solve", str(f), *args)
         assert r.returncode == 2, (args, r.stderr)

@@ -133,7 +133,7 @@ def test_leave_one_out_lp_chain_equals_separate_solves():
     from fairplace.solvers.compact import _others
 
     inst = random_agent_auction(apps=16, machines=8, machines_per_rack=4, seed=1)
-    sol = solve_compact_auction(inst)
+    sol = solve_compact_auction(inst, enum_limit=0)  # the LP / MILP route
     assert sol.status == "optimal"
     apps, offer = compact_apps(inst), free_gpus(inst)
     _, choice, prog = solve_compact_pf(inst.cluster, offer, apps, lp_first=False)
@@ -164,8 +164,8 @@ def test_time_limited_payments_are_marked_inexact(monkeypatch):
 
     monkeypatch.setattr(compact, "payments", spent_after_pf)
     inst = random_agent_auction(apps=6, machines=4, machines_per_rack=2, seed=1)
-    sol = solve_compact_auction(inst, budget=budget)
-    full = solve_compact_auction(inst)
+    sol = solve_compact_auction(inst, budget=budget, enum_limit=0)  # the LP / MILP route
+    full = solve_compact_auction(inst, enum_limit=0)
     assert set(sol.extra) == COMPACT_EXTRA
     assert sol.status == "time_limit" and sol.extra["pf_status"] == "optimal"
     assert sol.pf_allocation == full.pf_allocation and sol.objective == full.objective
@@ -225,8 +225,8 @@ def test_reduced_formulation_keeps_pf_and_payments():
                 x = sub.start_vector({j: v for j, v in choice.items() if j != i})
                 assert sub.to_milp().is_feasible(x)
     assert np.allclose(opt[True], opt[False], rtol=0, atol=1e-9)
-    a = solve_compact_auction(inst)
-    b = solve_compact_auction(inst, reduced=False)
+    a = solve_compact_auction(inst, enum_limit=0)  # the LP / MILP route
+    b = solve_compact_auction(inst, reduced=False, enum_limit=0)
     assert a.status == b.status == "optimal"
     assert abs(a.objective - b.objective) < 1e-9
     assert all(abs(a.payments[k] - b.payments[k]) < 1e-9 for k in b.payments)

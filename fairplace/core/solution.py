@@ -23,7 +23,7 @@ AUCTION_EXTRA = frozenset(
         "payments_inexact",
     }
 )
-COMPACT_EXTRA = AUCTION_EXTRA | {"cells", "loo_routes"}
+COMPACT_EXTRA = AUCTION_EXTRA | {"cells", "loo_routes", "pf_route"}
 #: keys ``fairplace.solve`` adds to every auction solution, whatever the solver: ``route`` (``bids``,
 #: ``subset-bids`` or ``compact``) and ``subset_bids`` (agent-form apps: how many subset bids the
 #: AGENT would list; None for bid tables) — ``fairplace.solvers.dispatch``
