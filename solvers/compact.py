@@ -92,14 +92,18 @@ def solve_compact_auction(
 
         offer = free_gpus(inst)
     ids = ids or [a.table.app_id for a in apps]
+    log: dict = {}
     res, choice, prog = solve_compact_pf(
-        cl, offer, apps, opts, reduced=reduced, budget=budget, aggregate=aggregate
+        cl, offer, apps, opts, reduced=reduced, budget=budget, aggregate=aggregate, log=log
     )
+    if log["route"] == "full" and log["why"]:  # a faster route failed: say why
+        res = dc_replace(res, message=f"{res.message} (full MILP: {'; '.join(log['why'])})")
     if choice is None:
         sol = unsolved(
             name, res, time.perf_counter() - t0, rounding, ids if payments_ else [], True
         )
-        return dc_replace(sol, extra={**sol.extra, "cells": {}, "loo_routes": {}})
+        extra = {"cells": {}, "loo_routes": {}, "pf_route": log["route"]}
+        return dc_replace(sol, extra={**sol.extra, **extra})
     status = res.status
     c = {i: 1.0 for i in range(len(apps))}
     n_solves, k = 1, 0
@@ -150,6 +154,8 @@ def solve_compact_auction(
             "pf_status": res.status,
             "unbounded_served_bound": served_max,
             "cells": {ids[i]: list(choice[i][0]) for i in choice},
+            # how the PF was settled (``compact_pf.PF_ROUTES``; "full" after an LP failure too)
+            "pf_route": log["route"],
             "loo_solves": k if payments_ else 0,
             "milp_solves": n_solves,
             # how each PF_{-i} was settled, counted per route (``compact_pa.ROUTES``)

@@ -23,7 +23,7 @@ AUCTION_EXTRA = frozenset(
         "payments_inexact",
     }
 )
-COMPACT_EXTRA = AUCTION_EXTRA | {"cells", "loo_routes"}
+COMPACT_EXTRA = AUCTION_EXTRA | {"cells", "loo_routes", "pf_route"}
 #: ``Solution.extra`` keys of the exact placement solvers (docs/solutions.md)
 PLACEMENT_EXTRA = frozenset(
     {
