@@ -21,19 +21,36 @@ every payment c_i equals PF_{-i}(at the compact allocation) / PF_{-i}(full MILP)
 numerator from the compact allocation, so that ties between PF optima cannot differ); apps without
 a PF bundle pay c = 1; each final bundle lies in its PF bundle.
 
-Commands (today's 8-app / 32-GPU set-up of docs/themis-results.md passed explicitly; rerun with other
-``--wl`` / ``--sim`` values on other defaults)::
+Commands (workload and simulation parameters are arguments: ``--wl KEY=JSON`` for
+``themis_workload``, ``--sim KEY=JSON`` for ``simulate``; rerun them on new defaults). The sweep of
+issue 25 (709f27c + the fixes; 2 workers on a shared, loaded 2-core VM), today's 30-app / 256-GPU
+defaults passed explicitly as ``DEFAULTS`` = ``--wl n_apps=30 --wl base_gpus=256 --wl
+apps_per_hour=3.0 --wl jobs_per_app=[2,4,8,16] --wl single_job_fraction=0.1 --wl phase_hours=1.0
+--wl max_gpus_per_job=16 --wl jobs_range=[20,100] --sim gpus_per_machine=4``::
 
-    python docs/themis_compact_oracle.py capture rounds.jsonl.gz --workloads 1,2 --contentions 1,2,4 \\
-        --seeds 101,102,103 --wl n_apps=8 --wl base_gpus=32 --wl apps_per_hour=0.5 --wl load=0.6 \\
+    # A: rounds 0-59 of 18 runs: 1,080 rounds, 0 disagreements, compare 275 s wall
+    python docs/themis_compact_oracle.py capture A.jsonl.gz --workloads 1,2 --contentions 1,2,4 \
+        --seeds 211,212,213 --max-rounds 60 DEFAULTS
+    # B: rounds 60, 63, ..., 297 of the same runs: 1,440 rounds, 0 disagreements, 1,199 s wall
+    python docs/themis_compact_oracle.py capture B.jsonl.gz --workloads 1,2 --contentions 1,2,4 \
+        --seeds 211,212,213 --skip 60 --every 3 --max-rounds 300 DEFAULTS
+    # C: every round of the 8-app / 32-GPU set-up of docs/themis-results.md: 5,281 rounds, 0
+    #    disagreements, 57 s wall
+    python docs/themis_compact_oracle.py capture C.jsonl.gz --workloads 1,2 --contentions 1,2,4 \
+        --seeds 101,102,103 --wl n_apps=8 --wl base_gpus=32 --wl apps_per_hour=0.5 --wl load=0.6 \
         --wl jobs_range=[10,40] --sim gpus_per_machine=4
-    python docs/themis_compact_oracle.py compare rounds.jsonl.gz --workers 2
+    python docs/themis_compact_oracle.py compare A.jsonl.gz --workers 2 --audit-lps
 
-``capture`` prints one line per simulation (rounds captured, seconds); ``compare`` prints one line
-per disagreement and then ``instances N disagreements D wall S s`` with the compact and full-MILP
-solve seconds and the count of each PF / leave-one-out route (``extra['pf_route']``,
-``extra['loo_routes']``). ``--out FILE`` writes one JSON row per instance. ``tests/data/
-themis_rounds_sample.jsonl.gz`` is a sample of such rounds (``tests/test_compact_oracle.py``).
+``capture`` prints one line per simulation (rounds kept of rounds run, seconds); ``compare`` prints
+one line per disagreement, then ``instances N disagreements D wall S s`` with the compact and
+full-MILP solve seconds, the count of each PF / leave-one-out route (``extra['pf_route']``,
+``extra['loo_routes']``) and, with ``--audit-lps``, the statuses of the compact arbiter's live LP
+reads (every "infeasible" re-checked on a fresh model; A + B + C: 42,410 optimal, 2,373
+infeasible, all confirmed, no "Optimal" without a point: that was seen only in the crashed round,
+round 73 of W2 x2 seed 213). It exits 1 on a disagreement. ``--out
+FILE`` writes one JSON row per instance. ``tests/data/themis_rounds_sample.jsonl.gz`` holds 22
+rounds of A picked to cover the routes, ``tests/data/themis_round_crash.jsonl.gz`` the round that
+crashed the branch and bound (``tests/test_compact_oracle.py``).
 """
 
 from __future__ import annotations
