@@ -96,24 +96,26 @@ def solve_compact_auction(
 
         offer = free_gpus(inst)
     ids = ids or [a.table.app_id for a in apps]
-    enum = None
+    enum, log = None, {}
     if enum_limit > 0 and budget.options(opts) is not None:
         offer = tuple(int(g) for g in offer)
         plain = CompactProgram(cl, offer, tuple(apps), reduced=False, aggregate=aggregate)
         enum = enumerate_auction(plain, enum_limit)
     if enum is not None:
         res, choice, prog = enum.result(), enum.choice, enum.prog
+        log["route"] = "enumeration"
     else:
         res, choice, prog = solve_compact_pf(
-            cl, offer, apps, opts, reduced=reduced, budget=budget, aggregate=aggregate
+            cl, offer, apps, opts, reduced=reduced, budget=budget, aggregate=aggregate, log=log
         )
-    route = "milp" if enum is None else "enumeration"
+        if log["route"] == "full" and log["why"]:  # a faster route failed: say why
+            res = dc_replace(res, message=f"{res.message} (full MILP: {'; '.join(log['why'])})")
     if choice is None:
         sol = unsolved(
             name, res, time.perf_counter() - t0, rounding, ids if payments_ else [], True
         )
-        extra = {**sol.extra, "cells": {}, "loo_routes": {}, "pf_route": route}
-        return dc_replace(sol, extra=extra)
+        extra = {"cells": {}, "loo_routes": {}, "pf_route": log["route"]}
+        return dc_replace(sol, extra={**sol.extra, **extra})
     status = res.status
     c = {i: 1.0 for i in range(len(apps))}
     n_solves, k = int(enum is None), 0
@@ -168,12 +170,12 @@ def solve_compact_auction(
             "pf_status": res.status,
             "unbounded_served_bound": served_max,
             "cells": {ids[i]: list(choice[i][0]) for i in choice},
+            # how the PF was settled (``compact_pf.PF_ROUTES``; "full" after an LP failure too)
+            "pf_route": log["route"],
             "loo_solves": k if payments_ else 0,
             "milp_solves": n_solves,
             # how each PF_{-i} was settled, counted per route (``compact_pa.ROUTES``)
             "loo_routes": dict(sorted(Counter(routes.values()).items())),
-            # how the PF was solved: "enumeration" (``compact_enum``) or "milp" (LP / MILP)
-            "pf_route": route,
             # c_i of these apps rests on a PF_{-i} not solved to optimality (time limit: the best
             # incumbent; no point at all: c_i = 1)
             "payments_inexact": inexact,

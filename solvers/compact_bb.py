@@ -28,8 +28,7 @@ import numpy as np
 from fairplace.formulations.compact import CompactProgram
 from fairplace.formulations.program import RawResult
 
-from . import highs
-from .compact_lp import from_lp, selector_columns, selectors
+from .compact_lp import from_lp, rerun, selector_columns, selectors
 from .compact_pack import PACK_RULES, pack
 from .options import SolveOptions
 
@@ -84,11 +83,12 @@ def branch_and_bound(
             h.changeColsBounds(zcols.size, zcols, lb, ub)
             if o.time_limit is not None:  # HiGHS' run time is cumulative over re-solves
                 h.setOptionValue("time_limit", float(h.getRunTime() + o.time_limit))
-            h.run()
-            lp = highs.read(h, lp_model, 0.0)
+            lp = rerun(h, lp_model)  # a failed warm re-solve is solved again from scratch
             if lp.status == "infeasible":
                 continue
-            if lp.status != "optimal":
+            if lp.status != "optimal":  # still no optimum: the caller's full MILP decides
+                if why is not None:
+                    why.append(f"LP {lp.status} at node {nodes}: {lp.message}")
                 return None
             x = lp.x.copy()
             x[skip_cols] = 0.0

@@ -11,11 +11,28 @@ import numpy as np
 from fairplace.formulations.compact import CompactProgram
 from fairplace.formulations.program import RawResult
 
+from . import highs  # live-model LP re-solves have no back-end equivalent
 from .backends import get_backend
 from .compact_pack import PACK_RULES, pack
 from .options import SolveOptions
 
 Choice = dict[int, tuple[tuple[int, int, int], tuple[int, ...]]]
+
+
+def rerun(h, lp_model) -> RawResult:
+    """Re-solve the live LP model ``h`` of ``lp_model`` (warm, from its basis) and read it. When
+    HiGHS ends without a usable answer (status ``error``: e.g. "Optimal" whose unscaled point misses
+    a count row by 1.9e-7 after tens of warm dual simplex re-solves on one model, a W2 x2 THEMIS
+    round), solve once more from scratch (``clearSolver``: a fresh basis and factorisation; that
+    node's cold solve is feasible to 1e-15 at the same value). The caller handles what is then
+    still not optimal (its fallback is the full MILP)."""
+    h.run()
+    lp = highs.read(h, lp_model, 0.0)
+    if lp.status == "error":
+        h.clearSolver()
+        h.run()
+        lp = highs.read(h, lp_model, 0.0)
+    return lp
 
 
 def has_rack_selectors(prog: CompactProgram) -> bool:

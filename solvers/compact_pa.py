@@ -36,7 +36,7 @@ from fairplace.formulations.pf import PFValue
 
 from . import highs
 from .budget import Budget, budget_for
-from .compact_lp import Choice, from_lp, lp_cells
+from .compact_lp import Choice, from_lp, lp_cells, rerun
 from .compact_pf import solve_compact_pf
 from .compact_rc import leave_one_out, row_signs, swap_in
 from .options import SolveOptions
@@ -134,7 +134,7 @@ def _payments(prog, choice, opts, parallel, reduced, budget, routes):
         if pf_basis is not None:
             h.setOptionValue("presolve", "off")
             h.setBasis(pf_basis)
-        h.run()
+        rerun(h, lp_model)  # read by every leave-one-out re-solve below, not here
         basis = h.getBasis()
         h.setOptionValue("presolve", "off")  # keep the basis between re-solves
         h.setOptionValue("simplex_strategy", 4)  # primal: the PF basis stays primal feasible
@@ -152,8 +152,7 @@ def _payments(prog, choice, opts, parallel, reduced, budget, routes):
             h.setBasis(basis)  # every re-solve starts from the PF basis (order-independent)
             if cols.size:
                 h.changeColsCost(cols.size, cols, np.zeros(cols.size))
-            h.run()
-            lp = highs.read(h, lp_model, 0.0)
+            lp = rerun(h, lp_model)  # not optimal even from scratch: the full solve below
             if lp.x is not None:  # value under i's zero gains: drop i's selectors
                 x = lp.x.copy()
                 x[cols] = 0.0

@@ -22,6 +22,22 @@ from .options import SolveOptions
 #: largest offer (in machines) whose full-MILP fallbacks use the tightened formulation by default
 REDUCED_MAX_MACHINES = 16
 
+#: how a PF was settled (``log['route']``, ``extra['pf_route']``): the LP's integral cells packed
+#: at its bound; the LP branch and bound (``compact_bb``); the LP's cells placed by a placement
+#: MILP; the full MILP (``checked_milp``); no app can use the offer (a program without columns);
+#: not started (budget spent)
+#: how a compact PF was settled (``extra['pf_route']``); ``enumeration`` is solve_compact_auction's
+#: own route (``compact_enum``) before any LP
+PF_ROUTES = (
+    "enumeration",
+    "lp_cells",
+    "branch_and_bound",
+    "placement_milp",
+    "full",
+    "empty",
+    "not_run",
+)
+
 
 def solve_compact_pf(
     cluster: Cluster,
@@ -34,6 +50,7 @@ def solve_compact_pf(
     reduced: bool | None = None,
     budget: Budget | None = None,
     aggregate: bool = True,
+    log: dict | None = None,
 ):
     """(raw result, decoded choice or None, program) of the compact PF (optionally without some apps).
 
@@ -53,7 +70,13 @@ def solve_compact_pf(
     268 s to 19 s, but its per-(place, cell) columns make 64-machine fallbacks ~20x slower.
     The program returned is the one whose LP gave the answer, else the ``rack_cells`` one (its
     layout serves the payments' LP chains). ``budget`` (default: ``opts.time_limit`` from now)
-    bounds the LP and MILP solves together."""
+    bounds the LP and MILP solves together. ``log``, if given, gets ``route`` (which of
+    :data:`PF_ROUTES` settled the PF) and ``why`` (why each faster route did not; an LP that HiGHS
+    leaves without an optimum, even from scratch, is one: the full MILP then decides, checked
+    against the LP bound, ``checked_milp``)."""
+    log = {} if log is None else log
+    why = log.setdefault("why", [])
+    log["route"] = "not_run"
     budget = budget_for(opts, budget)
     if budget.options(opts) is None:  # spent: do not even build the program
         msg = "time limit reached before the PF was started"
@@ -78,22 +101,28 @@ def solve_compact_pf(
                 break
             lp_model = milp.relaxed()
             h = highs.build(lp_model, o)
+            name = "rack-cell LP" if prog.rack_cells else "LP"
             h.run()
             lp = highs.read(h, lp_model, 0.0)
-            if lp.status == "optimal":
-                lp_bound = lp.objective if lp_bound is None else min(lp_bound, lp.objective)
-            if lp.status != "optimal":
+            if lp.status != "optimal":  # infeasible, cut short or no point: not usable
+                why.append(f"{name} {lp.status}: {lp.message}")
                 continue
+            lp_bound = lp.objective if lp_bound is None else min(lp_bound, lp.objective)
             if lp_cells(prog, lp.x) is None:  # a few split apps: branch on their cells
-                hit = branch_and_bound(prog, milp, h, lp_model, opts, budget)
+                bb_why: list[str] = []
+                hit = branch_and_bound(prog, milp, h, lp_model, opts, budget, why=bb_why)
                 if hit is not None:
                     res, choice = hit
+                    log["route"] = "branch_and_bound"
                     return replace(res, seconds=time.perf_counter() - t0), choice, prog
+                why.append(f"{name} branch and bound: {'; '.join(bb_why)}")
                 continue
             hit = from_lp(prog, milp, lp, opts, placement_milp=False, budget=budget)
             if hit is not None:
                 res, choice = hit
+                log["route"] = "lp_cells"
                 return replace(res, seconds=time.perf_counter() - t0), choice, prog
+            why.append(f"{name} cells not packed at the LP bound")
             tried.append((prog, milp, lp))
         for prog, milp, lp in reversed(tried):  # placement MILPs, tightest LP first
             o = budget.options(opts)
@@ -101,14 +130,18 @@ def solve_compact_pf(
                 break
             fixed = fixed_cells(prog, milp, lp, o)
             if fixed is not None:
+                log["route"] = "placement_milp"
                 return replace(fixed, seconds=time.perf_counter() - t0), prog.decode(fixed.x), prog
+            why.append("placement MILP: the LP's cells cannot be placed at its bound")
     full = replace(racks, reduced=True) if reduced else racks
     x0 = full.start_vector(start) if start is not None else None
     o = budget.options(opts)
     if o is None:
         msg = "time limit reached before the MILP was started"
         return RawResult("time_limit", None, None, None, 0.0, msg), None, racks
-    res = checked_milp(full.to_milp(), o, x0, lp_bound, opts, budget)
+    full_milp = full.to_milp()
+    log["route"] = "full" if full_milp.n_cols else "empty"
+    res = checked_milp(full_milp, o, x0, lp_bound, opts, budget)
     choice = full.decode(res.x) if res.has_solution else None
     if full is not racks and choice is not None:  # the point in the returned program's layout
         res = replace(res, x=racks.start_vector(choice))

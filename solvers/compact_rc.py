@@ -41,7 +41,7 @@ from fairplace.formulations.program import MILP, RawResult
 from . import highs
 from .backends import get_backend
 from .compact_bb import _incumbent
-from .compact_lp import from_lp, selector_columns
+from .compact_lp import from_lp, rerun, selector_columns
 from .compact_pack import best_subbundle
 from .options import SolveOptions
 
@@ -228,7 +228,10 @@ def _fixed_milp(prog, loo: MILP, y, floor: float, best, opts, budget, signs):
     start = None if best is None else best[1].x[free]
     res = get_backend("highs").solve(small, o, start=start)
     if res.status != "optimal":
-        return None if best is None or res.status != "infeasible" else best
+        # infeasible with a start: impossible (``best`` survives the fixing), so HiGHS' answer is
+        # not to be trusted and nothing is proven; like a failed or cut-short solve, None lets the
+        # caller's full solve decide
+        return None
     if res.has_solution and (best is None or res.objective > best[0]):
         x = lb.copy()
         x[free] = np.round(res.x)
@@ -258,9 +261,9 @@ def _dive(prog, loo: MILP, h, lp_model: MILP, opts, budget, skip: int, best):
     h.setOptionValue("simplex_strategy", 1)  # dual: a bound change keeps the basis dual feasible
     h.setOptionValue("simplex_iteration_limit", 20_000)
     try:
+        lp = highs.read(h, lp_model, 0.0)  # the leave-one-out LP, then each dive LP
         for _ in range(DIVE_LIMIT):
-            lp = highs.read(h, lp_model, 0.0)  # the leave-one-out LP, then each dive LP
-            if lp.status != "optimal":
+            if lp.status != "optimal":  # no optimum even from scratch: no incumbent from here
                 return None
             x = lp.x.copy()
             x[mine] = 0.0
@@ -278,7 +281,7 @@ def _dive(prog, loo: MILP, h, lp_model: MILP, opts, budget, skip: int, best):
             k = int(np.argmax(np.where(frac > 1e-7, z, -1.0)))
             lb[k] = 1.0
             h.changeColsBounds(zcols.size, zcols, lb, ub0)
-            h.run()
+            lp = rerun(h, lp_model)
         return None
     finally:
         h.changeColsBounds(zcols.size, zcols, lb0, ub0)

@@ -29,7 +29,10 @@ def _status(h: highspy.Highs, has_x: bool) -> str:
     ms = h.getModelStatus()
     M = highspy.HighsModelStatus
     if ms == M.kOptimal:
-        return "optimal"
+        # HiGHS 1.16 can report "Optimal" with an infeasible point: a warm dual simplex re-solve
+        # whose unscaled point misses a row by 1.9e-7 > the 1e-7 tolerance (a branch-and-bound
+        # node of a THEMIS round, tests/test_compact_oracle.py); "optimal" needs a feasible point
+        return "optimal" if has_x else "error"
     if ms in (M.kInfeasible,):
         return "infeasible"
     if ms in (M.kTimeLimit, M.kIterationLimit, M.kSolutionLimit, M.kInterrupt):
@@ -144,6 +147,8 @@ def interrupt_after(h: highspy.Highs, seconds: float) -> None:
 
 #: message prefix of a result whose point does not have the objective HiGHS reports for it
 INCONSISTENT = "inconsistent"
+#: message prefix of an "Optimal" model status whose point is not feasible (status ``error``)
+NO_POINT = "no feasible point"
 
 
 def read(h: highspy.Highs, milp: MILP, seconds: float) -> RawResult:
@@ -172,6 +177,11 @@ def read(h: highspy.Highs, milp: MILP, seconds: float) -> RawResult:
         msg = f"{INCONSISTENT}: the point's objective {obj!r} is not HiGHS' optimum {claimed!r}"
     elif status == "time_limit" and x is None:
         msg = "time limit reached before any feasible point was found"
+    elif status == "error" and h.getModelStatus() == highspy.HighsModelStatus.kOptimal:
+        msg = (
+            f"{NO_POINT}: HiGHS reports 'Optimal' without a feasible point (max primal "
+            f"infeasibility {info.max_primal_infeasibility:.3g})"
+        )
     else:
         msg = h.modelStatusToString(h.getModelStatus())
     return RawResult(status, x, obj, bound, seconds, msg)
