@@ -229,3 +229,40 @@ def share_at_or_above(values, threshold: float) -> tuple[int, int]:
     v = np.asarray(values, dtype=float)
     v = v[np.isfinite(v)]
     return int(np.count_nonzero(v >= threshold)), int(v.size)
+
+
+#: THEMIS' paper baselines (§6.1): Tiresias (LAS), SRTF, Gandiva, Optimus, SLAQ
+THEMIS_BASELINES = ("las", "srtf", "gandiva", "optimus", "slaq")
+
+
+def themis_table(summary: pd.DataFrame, baselines=THEMIS_BASELINES) -> pd.DataFrame:
+    """Per (trace, grid parameters, scheduler): max rho mean ± sd over seeds, median rho, idle
+    GPU-hours while jobs wait, and for THEMIS the best paper baseline's max rho / THEMIS' per seed
+    (mean, min..max) and its auction statistics (mean bidders per round, single-bidder share,
+    fraction of the cluster re-auctioned per round)."""
+    df = ok_rows(summary)
+    grid = [k for k in ("trace", "contention", "network_fraction", "scheduler_options.f",
+                        "round_length") if k in df and df[k].nunique() > 1]  # fmt: skip
+    keys = [*grid, "scheduler"]
+    g = df.groupby(keys)
+    out = g["max_rho"].agg(["mean", "std"]).rename(columns={"mean": "max_rho", "std": "sd"})
+    out["median_rho"] = g["median_rho"].mean()
+    if "idle_gpu_hours_while_waiting" in df:
+        out["idle_gpu_h_waiting"] = g["idle_gpu_hours_while_waiting"].mean()
+    out = out.reset_index()
+    base = [b for b in baselines if b in set(df["scheduler"])]
+    if base and "themis" in set(df["scheduler"]) and "seed" in df:
+        per = df.pivot_table(index=[*grid, "seed"], columns="scheduler", values="max_rho")
+        r = (per[base].min(axis=1) / per["themis"]).rename("r").reset_index()
+        ratio = r.groupby(grid or (lambda _: 0))["r"].agg(["mean", "min", "max"])
+        ratio = ratio.reset_index(drop=not grid).assign(scheduler="themis")
+        ratio["best_baseline_ratio"] = [
+            f"{m:.2f} ({lo:.2f}..{hi:.2f})"
+            for m, lo, hi in zip(ratio["mean"], ratio["min"], ratio["max"], strict=True)
+        ]
+        out = out.merge(ratio[[*grid, "scheduler", "best_baseline_ratio"]], how="left")
+    stats = [c for c in ("mean_bidders", "single_bidder_share", "mean_offered_fraction") if c in df]
+    if stats:
+        th = df[df["scheduler"] == "themis"].groupby(grid or ["scheduler"])[stats].mean()
+        out = out.merge(th.reset_index().assign(scheduler="themis"), how="left")
+    return out.round(3)

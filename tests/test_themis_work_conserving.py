@@ -109,3 +109,20 @@ def test_even_split_water_fills(n, caps, rnd):
     open_ = t < caps
     if open_.any():  # jobs that could take more hold within one GPU of the largest share
         assert t[open_].max() - t[open_].min() <= 1 and t.max() <= t[open_].min() + 1
+
+
+def test_themis_table_reports_the_best_baseline_ratio_per_seed():
+    from fairplace.analysis.tables import themis_table
+
+    rows = [
+        {"status": "ok", "trace": "themis-2", "contention": c, "seed": seed, "scheduler": s,
+         "max_rho": rho, "median_rho": 1.0, "idle_gpu_hours_while_waiting": 0.0}
+        for c in (1, 2)
+        for seed, (th, best) in enumerate([(2.0, 4.0), (1.0, 3.0)])
+        for s, rho in (("themis", th), ("las", best), ("srtf", best + 1.0))
+    ]  # fmt: skip
+    t = themis_table(pd.DataFrame(rows)).set_index(["contention", "scheduler"])
+    # per seed 4/2 = 2 and 3/1 = 3: mean 2.5, range 2..3 (not 3.5/1.5 of the means)
+    assert t.loc[(1, "themis"), "best_baseline_ratio"] == "2.50 (2.00..3.00)"
+    assert t.loc[(1, "las"), "max_rho"] == pytest.approx(3.5)
+    assert t.loc[(2, "themis"), "sd"] == pytest.approx(np.std([2.0, 1.0], ddof=1), rel=1e-3)

@@ -40,7 +40,7 @@ from fairplace.analysis.report import (
     png,
     write_report,
 )
-from fairplace.analysis.tables import PACKED_BASELINES, draw_gains, ok_rows
+from fairplace.analysis.tables import PACKED_BASELINES, draw_gains, ok_rows, themis_table
 from fairplace.core.errors import ClusterUnavailable, OptionError
 from fairplace.core.progress import ProgressBar, progress_bar
 from fairplace.instances import generators, io
@@ -64,6 +64,7 @@ class Experiment:
     spec: dict[str, Any]
     figures: tuple[dict, ...] = ()
     runs: bool = True
+    note: str = ""  # [experiment] <size>_note: how this size differs from the full one, and why
 
 
 @dataclass
@@ -112,6 +113,7 @@ def load_experiments(paper: str, size: str) -> list[Experiment]:
                 spec=spec,
                 figures=tuple(meta.get("figure", [])),
                 runs=size in meta.get("sizes", SIZES),
+                note=meta.get(f"{size}_note", ""),
             )
         )
     return out
@@ -382,6 +384,8 @@ def reproduce(
                 log(f"[{e.paper}] {e.key}: {o.status} ({o.seconds:.1f} s)")
             sec = Section(title=f"{e.paper.upper()} — {e.title}", status=o.status)
             sec.lines.append(f"Experiment `{e.paper}/{e.key}` ({e.kind}), {o.seconds:.1f} s.")
+            if e.note:
+                sec.lines.append(f"{size.capitalize()} size: {e.note}")
             if o.ran:
                 sec.figures, failed = make_figures(e, o)
                 sec.lines += [f"Figure '{n}' not drawn: {why}" for n, why in failed]
@@ -392,6 +396,13 @@ def reproduce(
                     draws = _draws_table(e, o)
                     if draws is not None:
                         sec.tables.append(draws)
+                summ = o.frames.get("summary")
+                if e.paper == "themis" and summ is not None and "max_rho" in summ:
+                    sec.tables.append(
+                        ("Max rho per scheduler: mean ± sd over seeds (best baseline / THEMIS "
+                         "per seed: mean, min..max); idle GPU-hours while jobs wait; THEMIS' "
+                         "auction statistics", themis_table(summ))
+                    )  # fmt: skip
             sections.append(sec)
             bar.advance()
     for p in papers:
