@@ -44,17 +44,24 @@ def machine_gpus(cluster: Cluster | None) -> int | None:
     return int(np.bincount(cluster.machine_index).min())
 
 
-def ftf_model(app: AgentApp, cluster: Cluster | None = None) -> FTFModel:
-    """The finish-time fairness model of an agent-form app (``cluster``: for per-job spreads)."""
+def optimizer_of(app: AgentApp) -> SuccessiveHalving | PerfCurve:
+    """The hyper-parameter optimiser's view of ``app`` (Figure 7): its jobs as ``JobInfo`` under
+    its stopping rule."""
     jobs = tuple(JobInfo(j.iters_left, j.t_iter, j.locality_sensitivity) for j in app.jobs)
     if app.stopping == "successive-halving":
-        opt = SuccessiveHalving(
+        return SuccessiveHalving(
             jobs, tuple(app.phases), app.current_phase, app.phase_model, app.future
         )
-    elif app.stopping in ("perf-curve", "none"):
-        opt = PerfCurve(jobs, tuple(tuple(j.forecasts) for j in app.jobs))
-    else:
-        raise OptionError("stopping", f"expected one of {STOPPING}, got {app.stopping!r}")
+    if app.stopping in ("perf-curve", "none"):
+        return PerfCurve(jobs, tuple(tuple(j.forecasts) for j in app.jobs))
+    raise OptionError("stopping", f"expected one of {STOPPING}, got {app.stopping!r}")
+
+
+def ftf_model(app: AgentApp, cluster: Cluster | None = None, optimizer=None) -> FTFModel:
+    """The finish-time fairness model of an agent-form app (``cluster``: for per-job spreads;
+    ``optimizer``: :func:`optimizer_of` ``app`` when the caller already has it — its jobs and
+    phases, the parts that do not move with time)."""
+    opt = optimizer_of(app) if optimizer is None else optimizer
     return FTFModel(
         optimizer=opt,
         d_max=int(app.d_max),
@@ -110,11 +117,13 @@ def rho_table(
     offer: Sequence[int],
     r_c: int | None = None,
     room: int | None = None,
+    model: FTFModel | None = None,
 ) -> RhoTable:
     """The AGENT's valuation of every (count, spread, worst level) an offer can produce; at most
     ``room`` more GPUs when given (what the app can run now: the simulator's THEMIS bids for no GPU
-    its running jobs cannot use, although its model values GPUs for later phases)."""
-    model = ftf_model(app, cluster)
+    its running jobs cannot use, although its model values GPUs for later phases). ``model``:
+    ``ftf_model(app, cluster)`` when the caller has built it."""
+    model = ftf_model(app, cluster) if model is None else model
     offer = np.asarray(offer, dtype=np.int64)
     held = cluster.indices(app.held) if app.held else np.zeros(0, np.int64)
     levels = levels_of(cluster, np.concatenate([offer, held]), app.cls)

@@ -85,9 +85,11 @@ def compact_apps(inst: AuctionInstance, offer: np.ndarray | None = None) -> tupl
 
 
 def compact_app(
-    app: AgentApp, cluster: Cluster, offer: np.ndarray, room: int | None = None
+    app: AgentApp, cluster: Cluster, offer: np.ndarray, room: int | None = None, model=None
 ) -> CompactApp:
-    t = rho_table(app, cluster, offer, room=room)
+    """``app`` as the compact arbiter sees it on ``offer`` (``room`` / ``model``: as
+    :func:`~fairplace.formulations.agents.rho_table`)."""
+    t = rho_table(app, cluster, offer, room=room, model=model)
     hm = hr = -1
     if app.held:
         idx = cluster.indices(app.held)

@@ -306,39 +306,39 @@ def identical_phase_time(
 
 
 def identical_phase_times(
-    k: int,
-    work: float,
+    k,
+    work,
     sensitivity: float,
     counts: np.ndarray,
-    d_max: int,
+    d_max,
     spread_level: int = 0,
     locality: Sequence[float] = LOCALITY_BOOTSTRAP,
     machine_gpus: int | None = None,
 ) -> np.ndarray:
-    """:func:`identical_phase_time` at max V = 1 for every GPU count in ``counts`` (vectorised)."""
-    n = np.asarray(counts, np.int64)
-    if k <= 0:
-        return np.zeros(n.size)
-    cap = max(1, int(d_max))
+    """:func:`identical_phase_time` at max V = 1 for every GPU count in ``counts`` (vectorised);
+    ``k``, ``work`` and ``d_max`` may be arrays of P phases: the result is then (P, len(counts))."""
+    scalar = np.ndim(k) == 0
+    n = np.asarray(counts, np.int64)[None, :]
+    k = np.atleast_1d(np.asarray(k, np.int64))[:, None]
+    work = np.atleast_1d(np.asarray(work, float))[:, None]
+    cap = np.maximum(1, np.atleast_1d(np.asarray(d_max, np.int64)))[:, None]
     pos = np.maximum(n, 1)
-    base = np.minimum(pos // k, cap)
+    kk = np.maximum(k, 1)
+    base = np.minimum(pos // kk, cap)
+    L0 = job_locality(locality, 0, sensitivity)
+    Ls = job_locality(locality, spread_level, sensitivity)
 
     def t(nj: np.ndarray) -> np.ndarray:
-        fits = (
-            (nj <= machine_gpus) & (nj < n) if machine_gpus is not None else np.zeros(n.size, bool)
-        )
-        L = np.where(
-            fits,
-            job_locality(locality, 0, sensitivity),
-            job_locality(locality, spread_level, sensitivity),
-        )
-        return work * np.where(nj > 1, L, 1.0) / np.maximum(nj, 1)
+        fits = (nj <= machine_gpus) & (nj < n) if machine_gpus is not None else False
+        return work * np.where(nj > 1, np.where(fits, L0, Ls), 1.0) / np.maximum(nj, 1)
 
     out = t(base)
-    more = (pos % k > 0) & (base + 1 <= cap)
+    more = (pos % kk > 0) & (base + 1 <= cap)
     out = np.where(more, np.maximum(out, t(base + 1)), out)
     out = np.where(n < k, -(-k // pos) * work, out)
-    return np.where(n <= 0, np.inf, out)
+    out = np.where(n <= 0, np.inf, out)
+    out = np.where(k <= 0, 0.0, out)
+    return out[0] if scalar else out
 
 
 def _lpt_makespans(works: Sequence[float], counts: Sequence[int]) -> np.ndarray:
@@ -412,17 +412,21 @@ def t_shared_counts(
     """:func:`t_shared` at max V = 1 for every GPU count in ``counts`` (phase by phase)."""
     total = np.full(len(counts), float(elapsed))
     halving = isinstance(opt, SuccessiveHalving)
+    later = []  # later successive-halving phases: k copies of the model job, all phases at once
     for p in range(opt.num_phases()):
         d = opt.phase_demand(p, d_max) if halving else d_max
         if halving and p > opt.current_phase and split == "even":
-            k, iters = opt.phases[p][:2]
-            tm, sens = opt._future_job
-            total += identical_phase_times(
-                int(k), float(iters) * tm, sens, counts, d, spread_level, locality, machine_gpus
-            )
+            later.append((int(opt.phases[p][0]), float(opt.phases[p][1]), d))
             continue
         jobs = opt.jobs_in_phase(p, range(0))
         total += phase_time_counts(jobs, counts, d, spread_level, locality, split, machine_gpus)
+    if later:
+        tm, sens = opt._future_job
+        k, iters, d = (np.array(c) for c in zip(*later, strict=True))
+        rows = identical_phase_times(k, iters * tm, sens, counts, d, spread_level, locality,
+                                     machine_gpus)  # fmt: skip
+        for row in rows:  # phase by phase: the sums of t_shared, in its order
+            total += row
     return total
 
 

@@ -55,6 +55,7 @@ from fairplace.core.domain import AgentApp, AuctionInstance, Cluster, spread
 from fairplace.core.errors import OptionError
 from fairplace.formulations.agents import RhoTable, ftf_model
 from fairplace.formulations.compact import compact_app
+from fairplace.formulations.ftf import FTFModel
 from fairplace.solvers.options import SolveOptions
 
 LEFTOVER_RULES = ("random", "work-conserving")
@@ -69,6 +70,7 @@ class AppState:
     held: tuple[str, ...] = ()
     rho: float | None = None
     room: int | None = None  # GPUs it can use beyond ``held`` (None: its demand cap minus held)
+    model: FTFModel | None = None  # ``ftf_model(app, cluster)`` when the driver has built it
 
 
 @dataclass(frozen=True)
@@ -137,7 +139,7 @@ class Arbiter:
         states = [
             s
             if s.app.t_now == float(t_now) and s.app.held == tuple(s.held)
-            else replace(s, app=replace(s.app, t_now=float(t_now), held=tuple(s.held)))
+            else replace(s, app=replace(s.app, t_now=float(t_now), held=tuple(s.held)), model=None)
             for s in apps
         ]
         seed = int(np.random.SeedSequence([self.seed, round_index]).generate_state(1)[0])
@@ -159,7 +161,7 @@ class Arbiter:
         free = cluster.ids(offer)
         auction, pf, pay, tables, status = {}, {}, {}, {}, "optimal"
         if part and offer.size:
-            capps = tuple(compact_app(s.app, cluster, offer, s.room) for s in part)
+            capps = tuple(compact_app(s.app, cluster, offer, s.room, s.model) for s in part)
             ids = [s.app.id for s in part]
             if len(part) == 1:  # PF = the bidder's best bundle; PA: c = 1 (no one else to pay)
                 best = best_subbundle(capps[0], cluster, tuple(offer.tolist()), offer.size)
@@ -220,7 +222,8 @@ class Arbiter:
         """rho from now on with a 1/N share (floor(R_C / N) GPUs on one machine): the tie-break among
         equal current rho (it grows while the app waits)."""
         n = max(1, len(cluster) // max(n_apps, 1))
-        return float(ftf_model(s.app, cluster).rho(n, len(cluster), 0, 1.0))
+        model = s.model if s.model is not None else ftf_model(s.app, cluster)
+        return float(model.rho(n, len(cluster), 0, 1.0))
 
     def _rho_now(self, cluster: Cluster, s: AppState) -> float:
         return float(s.rho) if s.rho is not None else self._rho_of(cluster, s.app, s.held)

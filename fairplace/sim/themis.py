@@ -45,7 +45,7 @@ import numpy as np
 
 from fairplace.core.domain import GPU, AgentApp, AgentJob, Cluster
 from fairplace.core.errors import OptionError
-from fairplace.formulations.agents import ftf_model
+from fairplace.formulations.agents import ftf_model, optimizer_of
 from fairplace.formulations.ftf import bundle_rho
 from fairplace.formulations.variants import AGENT_T_ID_VARIANTS
 
@@ -178,7 +178,7 @@ class Themis:
         self.steps = StepAverage()  # active apps over time, for N_avg
         self._split_memo: dict = {}  # per app: (its GPUs and running jobs, the split they got)
         self._statics: dict = {}  # per app: its agent description's workload-only parts
-        self._jobs: dict = {}  # per app: (running jobs and their progress, their AgentJobs)
+        self._jobs: dict = {}  # per app: (running jobs, progress), their AgentJobs, its optimiser
         self.auctions: list[tuple[float, int, int]] = []  # (t, bidders, GPUs offered) per auction
         self.k = 0
 
@@ -335,11 +335,13 @@ class Themis:
 
         held = tuple(self.decide_cluster.ids(np.flatnonzero(self.owner == a)))
         app = self._agent(a, view, w, held)
+        jobs = self._jobs[a]
+        if jobs[2] is None:  # the optimiser's view changes only with the running jobs
+            self._jobs[a] = jobs = (*jobs[:2], optimizer_of(app))
+        model = ftf_model(app, self.decide_cluster, jobs[2])
         had = np.flatnonzero(before == a)
-        rho = None
-        if had.size:
-            rho = bundle_rho(ftf_model(app, self.decide_cluster), self.decide_cluster, had, app.cls)
-        return AppState(app, held=held, rho=rho, room=room)
+        rho = bundle_rho(model, self.decide_cluster, had, app.cls) if had.size else None
+        return AppState(app, held=held, rho=rho, room=room, model=model)
 
     def _static(self, a: int, w) -> dict:
         """What the agent description of app ``a`` takes from the workload alone (computed once)."""
@@ -381,6 +383,7 @@ class Themis:
             jobs = (
                 key,
                 tuple(AgentJob(float(r), float(x)) for r, x in zip(rem, serial, strict=True)),
+                None,  # the optimiser, built on first use (``_state``)
             )
             self._jobs[a] = jobs
         t_start = float(view.arrival[mine].min())
