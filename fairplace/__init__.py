@@ -12,10 +12,12 @@ from fairplace.core.domain import (
 )
 from fairplace.core.errors import (
     DataError,
+    ExtensionError,
     FairplaceError,
     InstanceError,
     OptionError,
     ProgramInfeasible,
+    SimulationStalled,
     SolverFailed,
     UnknownSolver,
 )
@@ -33,10 +35,12 @@ __all__ = [
     "PlacementInstance",
     "Solution",
     "DataError",
+    "ExtensionError",
     "FairplaceError",
     "InstanceError",
     "OptionError",
     "ProgramInfeasible",
+    "SimulationStalled",
     "SolverFailed",
     "UnknownSolver",
     "SimulationConfig",

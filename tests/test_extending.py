@@ -53,6 +53,19 @@ def test_extending_example_runs(heading):
         assert res.summary["max_rho"] == pytest.approx(rho.max())
 
 
+def test_what_the_driver_checks_example_names_the_policy_and_the_rule():
+    """docs/extending.md, "What the driver checks": the broken policy of the example is stopped with
+    an ExtensionError naming it and the rule (a GPU given to two jobs)."""
+    ns: dict = {}
+    for k, block in enumerate(python_blocks("What the driver checks")):
+        exec(compile(block, f"{DOC.name}[checks][{k}]", "exec"), ns)
+    err = ns["err"]
+    assert err.path == "placement"
+    assert re.search(
+        r"placement policy 'everyone-on-gpu-zero' gave GPU 0 to jobs \S+ and", str(err)
+    )
+
+
 def test_a_scheduler_object_matches_the_named_scheduler():
     """FIFO given as an object gives the schedule of the name ``fifo``."""
     from fairplace.sim.schedulers import FIFO

@@ -15,6 +15,7 @@ import json
 import math
 import re
 
+import numpy as np
 import pandas as pd
 from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
@@ -321,3 +322,200 @@ def test_mutated_sweep_spec_validates_fully(tmp_path, spec):
         s = load_spec(str(f))
         assert re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9._-]*", s.name)
         assert all(isinstance(x, int) and x >= 0 for x in s.seeds)
+
+
+# --- user extensions: a scheduler or placement policy that breaks its contract --------------------
+# `fairplace simulate` takes names; the objects behind them are swapped for broken ones here, as a
+# user's objects reach the same driver through fairplace.simulate. A broken decision exits 2 with
+# one line naming --placement / --scheduler, the object and the rule (or the run is still valid).
+EXT_TRACE = pd.DataFrame(
+    {
+        "job_id": [f"j{k}" for k in range(6)],
+        "num_gpus": [1, 2, 4, 1, 2, 1],
+        "submit_time": [0.0, 0.0, 100.0, 400.0, 900.0, 900.0],
+        "duration": [3000, 2000, 1500, 4000, 1000, 2500],
+        "model": ["resnet50", "bert", "vgg19", "resnet50", "bert", "vgg19"],
+    }
+)
+
+
+class _Policy:
+    """Lowest free GPU indices in queue order, stop at a misfit; ``mutate`` breaks decision ``at``
+    and every later one."""
+
+    def __init__(self, mutate, at: int):
+        self.name, self.mutate, self.at, self.calls = "fuzzed-policy", mutate, at, 0
+
+    def place(self, state, queue):
+        from fairplace.solvers.policies import Decision
+
+        free, alloc = list(range(len(state.cluster))), {}
+        for job in queue:
+            if job.gpus > len(free):
+                break
+            alloc[job.id], free = tuple(free[: job.gpus]), free[job.gpus :]
+        dec = Decision(alloc, tuple(j for j in state.allocation if j not in alloc))
+        self.calls += 1
+        return dec if self.calls <= self.at else self.mutate(dec, state)
+
+
+class _Scheduler:
+    def __init__(self, mutate, at: int):
+        self.name, self.mutate, self.at, self.calls = "fuzzed-scheduler", mutate, at, 0
+
+    def order(self, view):
+        order = view.active[np.lexsort((view.active, view.arrival[view.active]))]
+        self.calls += 1
+        return order if self.calls <= self.at else self.mutate(order, view)
+
+    def next_change(self, view):
+        return np.inf
+
+
+def _edit_gpus(how: str, hostile):
+    def mutate(dec, state):
+        from fairplace.solvers.policies import Decision
+
+        a = dict(dec.allocation)
+        if not a:
+            return dec
+        j = next(iter(a))
+        g = list(a[j])
+        other = [x for k, v in a.items() if k != j for x in v]
+        edits = {
+            "hostile": lambda: hostile,
+            "gpu-id": lambda: tuple(state.cluster.gpus[x].id for x in g),
+            "float": lambda: tuple(x + 0.0 for x in g),
+            "reversed": lambda: tuple(g[::-1]),
+            "shifted": lambda: tuple(x + len(state.cluster) for x in g),
+            "negative": lambda: tuple(-1 - x for x in g),
+            "taken": lambda: tuple(sorted({*g[1:], other[0]})) if other else tuple(g),
+            "short": lambda: tuple(g[:-1]),
+            "long": lambda: (*g, g[-1]),
+            "array": lambda: np.asarray(g),
+            "list": lambda: g,
+        }
+        a[j] = edits[how]()
+        return Decision(a, dec.preempted)
+
+    return mutate
+
+
+def _edit_decision(how: str, hostile):
+    def mutate(dec, state):
+        from fairplace.solvers.policies import Decision
+
+        if how == "hostile":
+            return hostile
+        if how == "dict":
+            return dict(dec.allocation)
+        if how == "idle":
+            return Decision({}, tuple(state.allocation))
+        try:
+            job = hostile if how == "unknown" else "a"  # an unknown id / a job perhaps not queued
+            hash(job)
+        except TypeError:
+            job = repr(hostile)
+        return Decision({**dec.allocation, job: (0,)}, ())
+
+    return mutate
+
+
+def _edit_order(how: str, hostile):
+    def mutate(order, view):
+        return {
+            "hostile": lambda: hostile,
+            "float": lambda: order.astype(float),
+            "inactive": lambda: np.arange(len(view.arrival)),
+            "twice": lambda: np.concatenate([order, order[:1]]),
+            "beyond": lambda: np.append(order, len(view.arrival)),
+            "negative": lambda: np.append(order, -1),
+            "mask": lambda: np.isin(np.arange(len(view.arrival)), order),
+            "empty": lambda: order[:0],
+            "list": lambda: order.tolist(),
+        }[how]()
+
+    return mutate
+
+
+GPU_EDITS = ["hostile", "gpu-id", "float", "reversed", "shifted", "negative", "taken", "short",
+             "long", "array", "list"]  # fmt: skip
+
+
+@st.composite
+def broken_extension(draw):
+    """(which flag, the object): a policy or scheduler whose decisions break from the ``at``-th."""
+    at = draw(st.integers(0, 2))
+    hostile = copy.deepcopy(draw(st.sampled_from(HOSTILE)))
+    kind = draw(st.sampled_from(["gpus", "decision", "order"]))
+    if kind == "gpus":
+        return "--placement", _Policy(_edit_gpus(draw(st.sampled_from(GPU_EDITS)), hostile), at)
+    if kind == "decision":
+        how = draw(st.sampled_from(["hostile", "dict", "idle", "unknown", "unqueued"]))
+        return "--placement", _Policy(_edit_decision(how, hostile), at)
+    how = draw(
+        st.sampled_from(
+            ["hostile", "float", "inactive", "twice", "beyond", "negative", "mask", "empty", "list"]
+        )
+    )
+    return "--scheduler", _Scheduler(_edit_order(how, hostile), at)
+
+
+@settings(FUZZ, max_examples=60)
+@given(ext=broken_extension())
+def test_broken_extensions_exit_2_naming_the_object(tmp_path, ext):
+    from unittest import mock
+
+    flag, obj = ext
+    f = tmp_path / "t.csv"
+    EXT_TRACE.to_csv(f, index=False)
+    target = (
+        "fairplace.solvers.policies.make_policy"
+        if flag == "--placement"
+        else "fairplace.sim.api.make_scheduler"
+    )
+    with mock.patch(target, lambda *a, **k: obj):
+        code, out, err = run_cli(["simulate", "--trace", str(f), "--gpus", "8", "--json"])
+    res = assert_contract(code, out, err, lambda field: field == flag)
+    if res is None:
+        assert f"'{obj.name}'" in err, err
+    else:  # the edit was harmless (a list for a tuple, an empty queue for a while, ...)
+        assert res["jobs"] == len(EXT_TRACE)
+        assert all(v is None or not isinstance(v, float) or math.isfinite(v) for v in res.values())
+
+
+#: the issue's reproducers, through the CLI: (flag, object, words of the one line)
+REPRODUCERS = {
+    "duplicate GPU": ("--placement", _Policy(_edit_gpus("taken", None), 0), "gave GPU"),
+    "inactive job ordered": (
+        "--scheduler",
+        _Scheduler(_edit_order("inactive", None), 0),
+        "which is not active",
+    ),
+    "dict returned": ("--placement", _Policy(_edit_decision("dict", None), 0), "returned dict"),
+    "GPU ids": ("--placement", _Policy(_edit_gpus("gpu-id", None), 0), "not GPU ids"),
+    "float orders": ("--scheduler", _Scheduler(_edit_order("float", None), 0), "float64 values"),
+    "no progress": (
+        "--placement",
+        _Policy(_edit_decision("idle", None), 0),
+        "no job started, finished or advanced in 1000 consecutive decisions",
+    ),
+}
+
+
+def test_issue_reproducers_exit_2_with_one_line(tmp_path):
+    from unittest import mock
+
+    f = tmp_path / "t.csv"
+    EXT_TRACE.to_csv(f, index=False)
+    for case, (flag, obj, words) in REPRODUCERS.items():
+        target = (
+            "fairplace.solvers.policies.make_policy"
+            if flag == "--placement"
+            else "fairplace.sim.api.make_scheduler"
+        )
+        with mock.patch(target, lambda *a, obj=obj, **k: obj):
+            code, out, err = run_cli(["simulate", "--trace", str(f), "--gpus", "8"])
+        assert code == 2 and "Traceback" not in err, (case, err)
+        assert err.startswith(f"fairplace simulate: error: {flag}: ") and err.count("\n") == 1, err
+        assert f"'{obj.name}'" in err and words in err, (case, err)

@@ -28,7 +28,7 @@ SCHEDULERS = ["fifo", "las", "srtf"]
 T_ITER = {"resnet50": 0.2, "bert": 0.5, "gpt2": 0.9, "vgg19": 0.3}
 
 
-def _run(trace, scheduler, placement, options, incremental, monkeypatch, calls=None):
+def _run(trace, scheduler, placement, options, incremental, monkeypatch, calls=None, debug=True):
     init = engine.Driver.__init__
 
     def patched(self, *a, **kw):
@@ -51,7 +51,7 @@ def _run(trace, scheduler, placement, options, incremental, monkeypatch, calls=N
             placement=placement,
             gpus=16,
             seed=3,
-            debug=True,
+            debug=debug,  # debug re-asks the policy at every reused decision
             progress=False,
             placement_options=options,
             scheduler_options={"threshold": 400.0} if scheduler == "las" else None,
@@ -93,8 +93,8 @@ def test_incremental_equals_full_replacement(scheduler, placement, options, monk
 def test_incremental_driver_skips_repeated_decisions(monkeypatch):
     trace = synergy_trace(30, 10.0, T_ITER, max_gpus=8, seed=2)
     fast, full = [], []
-    a = _run(trace, "fifo", "pal", {}, True, monkeypatch, fast)
-    b = _run(trace, "fifo", "pal", {}, False, monkeypatch, full)
+    a = _run(trace, "fifo", "pal", {}, True, monkeypatch, fast, debug=False)
+    b = _run(trace, "fifo", "pal", {}, False, monkeypatch, full, debug=False)
     _same(a, b)
     assert len(full) == a.summary["decisions"]  # the reference asks the policy at every decision
     assert len(fast) < len(full)  # unchanged queues reuse the previous decision

@@ -203,7 +203,13 @@ def add_arguments(p) -> None:
     )
     p.add_argument("--out", default=None, metavar="DIR", help="write parquet frames + summary.json")
     p.add_argument("--json", action="store_true", help="print the summary as one JSON object")
-    p.add_argument("--debug", action="store_true", help="check the invariants every round")
+    p.add_argument(
+        "--debug",
+        action="store_true",
+        help="add the expensive checks: a reused decision is re-asked of the policy, the "
+        "driver's holdings are checked every decision (every decision is always checked against "
+        "the scheduler / policy contract)",
+    )
 
 
 def _clean(x):

@@ -47,6 +47,18 @@ class ClusterUnavailable(DataError):
     """The Dask cluster has no worker left (a batch stops; its journal keeps every finished row)."""
 
 
+class ExtensionError(DataError):
+    """A scheduler or placement policy broke its contract (:mod:`fairplace.sim.protocols`): a
+    decision of the wrong type, a job or GPU index out of range, a GPU given twice, an inactive job
+    ordered or placed. ``path`` is the parameter that took the object (``scheduler`` /
+    ``placement``); the message names the object and the rule broken."""
+
+
+class SimulationStalled(ExtensionError):
+    """A simulation made no progress (no job started, finished or advanced) for a bounded number of
+    consecutive decisions (``SimConfig.max_stalled``); it stops instead of running forever."""
+
+
 class ProgramInfeasible(FairplaceError):
     """The mathematical program has no feasible point."""
 

@@ -39,12 +39,13 @@ from dataclasses import dataclass
 import numpy as np
 
 from fairplace.core.domain import Cluster, slowdown, spread
-from fairplace.core.errors import OptionError
+from fairplace.core.errors import ExtensionError, OptionError
 from fairplace.solvers.policies import PlacementPolicy
 
 from . import accounting as acc
 from .accounting import Timeline
-from .running import InvariantError, Running, check_decision
+from .contract import MAX_STALLED, Contract
+from .running import InvariantError, Running, check_holdings
 from .schedulers import SchedView
 from .workload import Workload
 
@@ -59,7 +60,11 @@ STAMPINGS = ("exact", "round-end")
 @dataclass(frozen=True)
 class SimConfig:
     """Driver options (seconds). ``incremental=False`` re-places every job at every decision (the
-    reference for the incremental driver; same results, slower)."""
+    reference for the incremental driver; same results, slower). Every decision is checked against
+    the contract (:mod:`.contract`); ``debug`` adds the expensive checks (a reused decision is
+    what the policy returns afresh; the holdings agree with themselves). ``max_stalled``
+    consecutive decisions without progress over more than ``checkpoint + restart`` s stop the run
+    (:class:`~fairplace.core.errors.SimulationStalled`)."""
 
     round_length: float = 300.0
     checkpoint: float = 10.0
@@ -67,6 +72,7 @@ class SimConfig:
     debug: bool = False
     skip_quiet: bool = True
     max_decisions: int = 10_000_000
+    max_stalled: int = MAX_STALLED
     grid_origin: str = "first-arrival"
     stamping: str = "exact"
     incremental: bool = True
@@ -80,6 +86,8 @@ class SimConfig:
         for k in ("checkpoint", "restart"):
             if not 0 <= getattr(self, k) < math.inf:
                 raise OptionError(k, f"must be >= 0, got {getattr(self, k)}")
+        if not (isinstance(self.max_stalled, int) and self.max_stalled >= 1):
+            raise OptionError("max_stalled", f"must be an integer >= 1, got {self.max_stalled!r}")
 
 
 class Driver:
@@ -165,7 +173,10 @@ class Driver:
         last_rec = (None, "{}")  # the previous recorded allocation and its JSON
         waiting_since = release.copy()  # when each job last stopped holding GPUs (else: release)
         jobs = w.jobs()
-        pos = {i: k for k, i in enumerate(w.ids)}
+        grace = cfg.checkpoint + cfg.restart  # the longest a job may hold GPUs before it progresses
+        ck = self.contract = Contract(
+            w.ids, w.demand, G, self.scheduler, self.policy, self.allocates, cfg.max_stalled, grace
+        )
         t0 = 0.0 if cfg.grid_origin == "zero" else float(np.min(release))
         t = t0
         tr.t0 = t0
@@ -213,10 +224,9 @@ class Driver:
                     {j: g.tolist() for j, g in run.alloc.items()},
                     lambda x: t0 + np.ceil((x - t0) / R - 1e-12) * R,
                 )
-                new_key = {j: tuple(sorted(g.tolist())) for j, g in new.items()}
-                record = {w.ids[j]: g.tolist() for j, g in new.items()}
+                new, new_key, record = ck.allocation(new, is_active)
             else:
-                order = self.scheduler.order(view)
+                order = ck.order(self.scheduler.order(view), is_active)
                 same = (
                     incremental
                     and last_order is not None
@@ -225,12 +235,14 @@ class Driver:
                 )
                 if same:  # the policy would return the previous decision: keep it
                     record, new_key, new = last_rec[0], run.key, run.alloc
-                else:
-                    last_dec, new_key, new = self._place(order, run, t, t0, jobs, pos, last_dec)
-                    record = last_dec.allocation  # sorted tuples of ints: JSON arrays
+                    if cfg.debug:
+                        self._recheck(order, run, t, t0, jobs, record)
+                else:  # record: sorted tuples of ints by job id (JSON arrays)
+                    last_dec, new_key, new, record = self._place(order, run, t, t0, jobs, last_dec)
                 last_order = order
-            check_decision(new, active, w.demand, w.ids, G, self.allocates, cfg.debug)
             gone, changed, was = run.apply(new, new_key)
+            if cfg.debug:
+                check_holdings(run, G)
             n_pre, n_start, n_mig = len(gone), int((~was).sum()), int(was.sum())
             if gone:
                 g = np.asarray(gone, np.int64)
@@ -250,7 +262,9 @@ class Driver:
             if self.allocates:  # resource-available events: completions, arrivals, the grid
                 nxt_ev = getattr(self.scheduler, "next_event", None)  # per-allocation leases
                 t_next = min(
-                    float(nxt_ev(t)) if nxt_ev else t0 + (np.floor((t - t0) / R + 1e-9) + 1) * R,
+                    ck.time(nxt_ev(t), "next_event(t)", t)
+                    if nxt_ev
+                    else t0 + (np.floor((t - t0) / R + 1e-9) + 1) * R,
                     nxt_rel,
                     acc.next_completion(run.idx, t, rem, rate, ready),
                 )
@@ -258,7 +272,7 @@ class Driver:
                 ev = min(
                     nxt_rel,
                     acc.next_completion(run.idx, t, rem, rate, ready),
-                    float(self.scheduler.next_change(view)),
+                    ck.time(self.scheduler.next_change(view), "next_change(view)"),
                 )
                 if np.isfinite(ev) and ev > t + R:
                     t_next = acc.grid(t0, ev, t, R)
@@ -275,7 +289,7 @@ class Driver:
             if record is not last_rec[0] and (
                 record != last_rec[0] or list(record) != list(last_rec[0])  # same keys, order
             ):
-                last_rec = (record, json.dumps(record, separators=(",", ":")))
+                last_rec = (record, json.dumps(record, separators=(",", ":"), default=int))
             r["allocation"].append(last_rec[1])
             # advance to t_next with exact completions
             j_run = run.idx
@@ -286,6 +300,9 @@ class Driver:
                 cfg.stamping, R,
             )  # fmt: skip
             acc.isolated(tr, w, G, max(n_apps, 1), app_dmax, j_run, prog)
+            ck.step(
+                bool(np.count_nonzero(fin) or np.count_nonzero(prog)), t, t_next, int(active.size)
+            )
             if fin.any():
                 fixed = False
                 finished = run.finish(fin)
@@ -337,8 +354,9 @@ class Driver:
             self.w.demand[j_run[fin]] - kf, at, dem,
         )  # fmt: skip
 
-    def _place(self, order, run: Running, t, t0, jobs, pos, last_dec):
-        """Ask the policy: (its decision, new holdings as sorted tuples and as index arrays)."""
+    def _place(self, order, run: Running, t, t0, jobs, last_dec):
+        """Ask the policy: (its decision, new holdings as sorted tuples and as index arrays, the
+        allocation to record), checked against the contract (:meth:`.Contract.placement`)."""
         R, w, key = self.cfg.round_length, self.w, run.key
         state = self.state_factory(
             self.cluster,
@@ -351,13 +369,18 @@ class Driver:
             dec = self.policy.place(state, queue, previous=last_dec)
         else:
             dec = self.policy.place(state, queue)
-        new_key = {pos[i]: g for i, g in dec.allocation.items()}
-        alloc = run.alloc
-        new = {
-            j: alloc[j] if key.get(j) == g else np.asarray(g, dtype=np.int64)
-            for j, g in new_key.items()
-        }
-        return dec, new_key, new
+        return (dec, *self.contract.placement(dec, key, run.alloc))
+
+    def _recheck(self, order, run: Running, t, t0, jobs, record) -> None:
+        """debug: a reused decision (same queue) is what the policy returns afresh now."""
+        fresh = self._place(order, run, t, t0, jobs, None)[3]
+        if list(fresh.items()) != list(record.items()):
+            raise ExtensionError(
+                "placement",
+                f"{self.contract.policy} returned another decision for the same queue at "
+                f"t = {t:g} s than the one the driver reused: a policy that is resumable must "
+                "depend on the queue only (debug check)",
+            )
 
     def _restart(self, c, was, new, t, tr: Timeline, started, ready) -> None:
         """Jobs ``c`` start or move at ``t``: a move or a resume pays checkpoint + restart, a first

@@ -32,6 +32,15 @@ GPU-seconds on median GPUs), ``demand_max`` (GPUs), ``n_avg`` (time-averaged num
 apps over the row's life) and ``n_arrival`` (active apps at its arrival). The result becomes the
 columns ``rho_<name>`` of the jobs and apps frames and the summary's ``max_rho`` / ``median_rho``.
 docs/extending.md has a worked example of each.
+
+The driver checks every decision of a scheduler and a placement policy against this contract
+(:mod:`fairplace.sim.contract`): ``order`` returns distinct indices of active jobs; ``place``
+returns a ``Decision`` whose ``allocation`` maps ids of jobs in the queue to sorted tuples of GPU
+indices (not ids), as many as each job's demand, no GPU twice; ``allocate`` maps indices of active
+jobs to 1..demand GPU indices, no GPU twice; ``next_change`` returns a number, ``next_event(t)`` one
+> t. A broken rule raises :class:`~fairplace.core.errors.ExtensionError` naming the object and the
+rule; a run without progress for ``SimConfig.max_stalled`` decisions stops with
+:class:`~fairplace.core.errors.SimulationStalled`. ``debug=True`` adds the expensive checks.
 """
 
 from __future__ import annotations

@@ -66,24 +66,25 @@ class Running:
         return out.tolist()
 
 
-def check_decision(new, active, demand, ids, G: int, elastic: bool, debug: bool) -> None:
-    """Decision sanity (always cheap checks; full invariants in debug mode): each job gets its demand
-    (an elastic scheduler: between 1 and its demand); debug: disjoint GPUs inside the cluster, only
-    active jobs placed."""
-    js = np.fromiter(new, np.int64, len(new))
-    size = np.fromiter((g.size for g in new.values()), np.int64, len(new))
-    bad = (size != demand[js]) & ~(elastic & (size >= 1) & (size <= demand[js]))
-    if bad.any():
-        j, n = int(js[bad][0]), int(size[bad][0])
-        raise InvariantError(f"job {ids[j]} got {n} GPUs, demand {demand[j]}")
-    if not debug:
-        return
-    allg = np.concatenate(list(new.values())) if new else np.zeros(0, np.int64)
+def check_holdings(run: Running, G: int) -> None:
+    """Debug: the holdings agree with themselves (O(jobs) per decision): the running jobs are the same
+    in ``alloc``, ``key``, ``idx`` and ``mask``, each holds ``k`` GPUs (its key sorted), no GPU is
+    held twice, ``busy`` GPUs <= G. (The decision itself is checked at every decision:
+    :mod:`.contract`.)"""
+    jobs = set(run.key)
+    if set(run.alloc) != jobs or set(run.idx.tolist()) != jobs or len(run.idx) != len(jobs):
+        raise InvariantError("the running jobs differ between alloc, key and idx")
+    if np.count_nonzero(run.mask) != len(jobs) or not run.mask[run.idx].all():
+        raise InvariantError("the running mask differs from the running jobs")
+    for j, g in run.alloc.items():
+        if run.k[j] != g.size or run.key[j] != tuple(sorted(g.tolist())):
+            raise InvariantError(f"job {j}: holdings out of step ({run.k[j]} GPUs, {run.key[j]})")
+    allg = np.concatenate(list(run.alloc.values())) if run.alloc else np.zeros(0, np.int64)
     if np.unique(allg).size != allg.size:
         raise InvariantError("a GPU is held by two jobs")
-    if allg.size > G or (allg.size and (allg.min() < 0 or allg.max() >= G)):
-        raise InvariantError("busy GPUs exceed the cluster")
-    act = set(active.tolist())
-    for j in new:
-        if j not in act:
-            raise InvariantError(f"job {ids[j]} placed but not active")
+    if (
+        run.busy != allg.size
+        or allg.size > G
+        or (allg.size and (allg.min() < 0 or allg.max() >= G))
+    ):
+        raise InvariantError(f"busy GPUs {run.busy} differ from those held or exceed the cluster")

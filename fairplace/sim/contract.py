@@ -1,0 +1,336 @@
+"""The contract of every scheduler and placement decision, checked at each decision, and the bound on
+decisions without progress (:class:`Contract`).
+
+The rules (the same for built-in and user objects, :mod:`fairplace.sim.protocols`):
+
+* ``order(view)``: a 1-D array (or sequence) of integer job indices, each of an active job
+  (``view.active``), none twice;
+* ``place(state, queue)``: an object whose ``allocation`` maps ids of jobs in ``queue`` to sorted
+  tuples of distinct GPU indices (ints in 0..G-1), as many as the job's demand, no GPU given to two
+  jobs (a :class:`~fairplace.solvers.policies.Decision`);
+* ``allocate(...)`` (a scheduler that ``allocates``): a mapping from indices of active jobs to GPU
+  indices (ints in 0..G-1), between 1 and the job's demand, no GPU given twice;
+* ``next_change(view)``: a number; ``next_event(t)``: a number > t.
+
+A broken rule raises :class:`~fairplace.core.errors.ExtensionError` naming the object and the rule
+(``placement policy 'mine' gave GPU 7 to jobs 3 and 5``); its ``path`` is the parameter of
+:func:`fairplace.simulate` that took the object (``scheduler`` / ``placement``). The checks are numpy
+over the queue and the GPUs placed, O(queue + placed GPUs) per decision (about 2% of the 10,000-job
+benchmark); ``SimConfig.debug`` adds the expensive ones (the driver's).
+
+A simulation that makes no progress (no job started, finished or advanced) in ``max_stalled``
+consecutive decisions spanning more than ``checkpoint + restart`` seconds (the longest a job may hold
+GPUs before it progresses) raises :class:`~fairplace.core.errors.SimulationStalled` instead of
+running on: a started job progresses within ``checkpoint + restart`` s unless it is moved again, so
+only a decision loop that never lets a job run that long trips it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from itertools import chain
+
+import numpy as np
+
+from fairplace.core.errors import ExtensionError, SimulationStalled
+
+#: decisions in a row without progress before a simulation stops (:class:`SimulationStalled`)
+MAX_STALLED = 1000
+
+
+def label(obj, kind: str) -> str:
+    """``placement policy 'name'``: the object as the messages name it."""
+    return f"{kind} {str(getattr(obj, 'name', type(obj).__name__))!r}"
+
+
+def _what(x) -> str:
+    """A short description of a returned value of the wrong type."""
+    text = repr(x)
+    return f"{type(x).__name__} {text[:60]}{'...' if len(text) > 60 else ''}"
+
+
+def _is_index_type(t: type) -> bool:
+    return t is int or (issubclass(t, (int, np.integer)) and not issubclass(t, (bool, np.bool_)))
+
+
+class Contract:
+    """The checks of one simulation: ``ids`` / ``demand`` of its jobs, ``G`` GPUs, the scheduler and
+    the placement policy (unused when the scheduler ``allocates``)."""
+
+    def __init__(
+        self,
+        ids,
+        demand,
+        G: int,
+        scheduler,
+        policy,
+        allocates: bool,
+        max_stalled: int,
+        grace: float,
+    ):
+        self.ids, self.demand, self.G, self.J = ids, demand, int(G), len(demand)
+        self.pos = {i: k for k, i in enumerate(ids)}
+        self.sched = label(scheduler, "scheduler")
+        self.policy = label(policy, "placement policy")
+        self.allocates = allocates
+        self.in_queue = np.zeros(self.J, bool)  # the last order, as a mask over jobs
+        self.queue = np.zeros(0, np.int64)
+        self.max_stalled, self.grace = max_stalled, grace
+        self.stalled, self.stall_since = 0, 0.0
+
+    def _sched_error(self, rule: str) -> ExtensionError:
+        return ExtensionError("scheduler", f"{self.sched} {rule}")
+
+    def _policy_error(self, rule: str) -> ExtensionError:
+        return ExtensionError("placement", f"{self.policy} {rule}")
+
+    def job(self, j) -> str:
+        return f"job {self.ids[int(j)]}"
+
+    # -- scheduler -----------------------------------------------------------------------------
+    def order(self, order, is_active: np.ndarray) -> np.ndarray:
+        """``order(view)``'s result checked: distinct indices of active jobs (int64)."""
+        try:
+            o = np.asarray(order)
+        except (TypeError, ValueError):
+            o = np.asarray(None)
+        if o.ndim != 1:
+            raise self._sched_error(
+                f"order() returned {_what(order)}: expected a 1-D array of job indices "
+                "(of view.active)"
+            )
+        if o.dtype.kind not in "iu" and o.size:
+            raise self._sched_error(
+                f"order() returned {o.dtype} values ({o[0].item()!r}, ...): expected integer job "
+                "indices (of view.active)"
+            )
+        J = self.J
+        o = o.astype(np.int64, copy=False)  # (np.asarray([]) is float)
+        if np.count_nonzero(o.view(np.uint64) >= J):  # (negatives: >= 2**63 unsigned)
+            j = o[(o < 0) | (o >= J)][0]
+            raise self._sched_error(f"order() returned job index {j}, outside 0..{J - 1}")
+        act = is_active[o]
+        if np.count_nonzero(act) != o.size:  # (count_nonzero: no Python frame, unlike .all())
+            j = o[~act][0]
+            raise self._sched_error(
+                f"ordered {self.job(j)} (index {j}), which is not active (not arrived yet, "
+                "waiting for its app's previous phase, or finished): order only view.active"
+            )
+        mask = self.in_queue
+        mask[self.queue] = False
+        mask[o] = True
+        self.queue = o
+        if np.count_nonzero(mask) != o.size:
+            u, c = np.unique(o, return_counts=True)
+            raise self._sched_error(f"ordered {self.job(u[c > 1][0])} twice")
+        return o
+
+    def time(self, value, call: str, after: float | None = None) -> float:
+        """A time returned by ``next_change`` / ``next_event`` (which must be > ``after``)."""
+        try:
+            x = float(value)
+        except (TypeError, ValueError):
+            raise self._sched_error(
+                f"{call} returned {_what(value)}: expected a time in seconds (np.inf: never)"
+            ) from None
+        if after is not None and not x > after:
+            raise self._sched_error(f"{call} returned {x!r} at t = {after!r}: expected a time > t")
+        return x
+
+    def allocation(self, new, is_active: np.ndarray):
+        """``allocate(...)``'s result checked: (job -> int64 GPU array, job -> sorted tuple, the
+        allocation to record by job id)."""
+        if not isinstance(new, Mapping):
+            raise self._sched_error(
+                f"allocate() returned {_what(new)}: expected a dict job index -> GPU indices"
+            )
+        for t in set(map(type, new)):
+            if not _is_index_type(t):
+                k = next(k for k in new if type(k) is t)
+                raise self._sched_error(
+                    f"allocate() returned the key {k!r}: expected job indices (ints), not ids"
+                )
+        J = self.J
+        js = [int(j) for j in new]
+        for j in js:
+            if not 0 <= j < J:
+                raise self._sched_error(
+                    f"allocate() gave GPUs to job index {j}, outside 0..{J - 1}"
+                )
+            if not is_active[j]:
+                raise self._sched_error(f"allocated GPUs to {self.job(j)}, which is not active")
+        arrays = []
+        for j, g in zip(js, new.values(), strict=True):
+            try:
+                a = np.asarray(g)
+            except (TypeError, ValueError):
+                a = np.asarray(None)
+            if a.ndim != 1 or a.dtype.kind not in "iu":
+                raise self._sched_error(
+                    f"allocate() gave {self.job(j)} {_what(g)}: expected an array of GPU indices "
+                    f"(ints in 0..{self.G - 1})"
+                )
+            arrays.append(a.astype(np.int64, copy=False))
+        sizes = np.fromiter(map(len, arrays), np.int64, len(arrays))
+        idx = np.asarray(js, np.int64)
+        bad = (sizes < 1) | (sizes > self.demand[idx])
+        if bad.any():
+            k = int(np.argmax(bad))
+            raise self._sched_error(
+                f"gave {self.job(js[k])} {sizes[k]} GPUs, expected 1..{self.demand[js[k]]} "
+                "(its demand)"
+            )
+        flat = np.concatenate(arrays) if arrays else np.zeros(0, np.int64)
+        self._gpus(flat, idx, sizes, self._sched_error)
+        alloc = dict(zip(js, arrays, strict=True))
+        key = {j: tuple(sorted(g.tolist())) for j, g in alloc.items()}
+        record = {self.ids[j]: g.tolist() for j, g in alloc.items()}
+        return alloc, key, record
+
+    # -- placement policy ----------------------------------------------------------------------
+    def placement(self, dec, key: dict, alloc: dict):
+        """``place(state, queue)``'s result checked against the last :meth:`order`: (job -> sorted
+        tuple, job -> int64 GPU array (``alloc``'s array where the job keeps its GPUs), the
+        allocation to record by job id)."""
+        a = getattr(dec, "allocation", None)
+        if not isinstance(a, Mapping):
+            raise self._policy_error(
+                f"returned {_what(dec)}: expected a Decision (fairplace.solvers.policies.Decision) "
+                "whose allocation maps job ids to GPU indices"
+            )
+        pos = self.pos
+        try:
+            new_key = {pos[i]: g for i, g in a.items()}
+        except (KeyError, TypeError):
+            bad = next(i for i in a if not _known(i, pos))
+            raise self._policy_error(f"placed {bad!r}, which is not the id of a job") from None
+        vals = list(new_key.values())
+        n = len(vals)
+        js = np.fromiter(new_key, np.int64, n)
+        queued = self.in_queue[js]
+        if np.count_nonzero(queued) != n:
+            raise self._policy_error(
+                f"placed {self.job(js[~queued][0])}, which is not in its queue"
+            )
+        record = a
+        if type(a) is not dict or list(map(type, vals)).count(tuple) != n:
+            vals = self._tuples(vals, js)  # lists, arrays, ...: tuples of Python ints
+            new_key = dict(zip(js.tolist(), vals, strict=True))
+            record = {self.ids[j]: g for j, g in new_key.items()}
+        sizes = np.fromiter(map(len, vals), np.int64, n)
+        bad = sizes != self.demand[js]
+        if np.count_nonzero(bad):
+            k = int(np.argmax(bad))
+            raise self._policy_error(
+                f"gave {self.job(js[k])} {sizes[k]} GPUs, its demand is {self.demand[js[k]]}"
+            )
+        flat = list(chain.from_iterable(vals))
+        try:  # ints: int64; a float, a string, a huge int: another dtype
+            arr = np.array(flat)
+        except (TypeError, ValueError):  # ragged: a tuple inside a job's GPUs
+            arr = None
+        if arr is None or arr.dtype != np.int64:  # named, or numpy ints (accepted)
+            arr = self._indices(flat, js, sizes)
+        self._gpus(arr, js, sizes, self._policy_error)
+        ends = sizes.cumsum()
+        if arr.size > 1:  # sorted within each job (the key of a placement)
+            down = arr[1:] <= arr[:-1]
+            down[ends[:-1] - 1] = False  # between two jobs: any order
+            if np.count_nonzero(down):
+                k = int(np.searchsorted(ends, int(np.argmax(down)), side="right"))
+                raise self._policy_error(
+                    f"gave {self.job(js[k])} GPUs {tuple(vals[k])}: expected sorted, distinct "
+                    "GPU indices"
+                )
+        bounds = zip(new_key.items(), (ends - sizes).tolist(), ends.tolist(), strict=True)
+        new = {  # a kept job's array, or its new GPUs: a view of arr (never written)
+            j: alloc[j] if key.get(j) == g else arr[s:e] for (j, g), s, e in bounds
+        }
+        return new_key, new, record
+
+    def _tuples(self, vals: list, js: np.ndarray) -> list[tuple]:
+        """Each job's GPUs (a tuple, a list, a range or a 1-D array) as a tuple of Python ints, or
+        the error naming the first job whose GPUs are not integers."""
+        out = []
+        for k, v in enumerate(vals):
+            if isinstance(v, np.ndarray) and v.ndim == 1:
+                v = v.tolist()
+            if not isinstance(v, (tuple, list, range)):
+                raise self._policy_error(
+                    f"gave {self.job(js[k])} {_what(v)}: expected a tuple of GPU indices"
+                )
+            self._indices(list(v), js[k : k + 1], np.array([len(v)]))
+            out.append(tuple(int(g) for g in v))
+        return out
+
+    def _indices(self, flat: list, js: np.ndarray, sizes: np.ndarray) -> np.ndarray:
+        """``flat`` as int64 if every entry is an integer (numpy or not) that int64 holds, else the
+        error naming the first other one."""
+        ends = np.cumsum(sizes)
+        for k, g in enumerate(flat):
+            if not _is_index_type(type(g)) or not -(2**63) <= g < 2**63:
+                job = self.job(js[np.searchsorted(ends, k, side="right")])
+                if _is_index_type(type(g)):
+                    rule = f"outside the cluster's GPUs 0..{self.G - 1}"
+                else:
+                    rule = f"expected GPU indices (ints in 0..{self.G - 1})"
+                    rule += ", not GPU ids" if isinstance(g, str) else ""
+                raise self._policy_error(f"gave {job} GPU {g!r}: {rule}")
+        return np.array(flat, np.int64)
+
+    def _gpus(self, flat: np.ndarray, js: np.ndarray, sizes: np.ndarray, error) -> None:
+        """GPU indices (int64) in 0..G-1, none given twice (``flat``: every job's GPUs, job after
+        job; ``sizes``: how many each of ``js`` has)."""
+        G = self.G
+        if not flat.size:
+            return
+        if np.count_nonzero(flat.view(np.uint64) >= G):  # (negatives: >= 2**63 unsigned)
+            owner = np.repeat(js, sizes)
+            k = int(np.flatnonzero((flat < 0) | (flat >= G))[0])
+            raise error(
+                f"gave {self.job(owner[k])} GPU {flat[k]}, outside the cluster's GPUs 0..{G - 1}"
+            )
+        used = np.zeros(G, bool)
+        used[flat] = True
+        if np.count_nonzero(used) != flat.size:
+            owner = np.repeat(js, sizes)
+            o = np.argsort(flat, kind="stable")
+            k = int(np.flatnonzero(np.diff(flat[o]) == 0)[0])
+            a, b = int(owner[o[k]]), int(owner[o[k + 1]])
+            g = int(flat[o[k]])
+            if a == b:
+                raise error(f"gave {self.job(a)} GPU {g} twice")
+            raise error(f"gave GPU {g} to jobs {self.ids[a]} and {self.ids[b]}")
+
+    # -- progress ------------------------------------------------------------------------------
+    def step(self, progressed: bool, t: float, t_next: float, active: int) -> None:
+        """After the decision at ``t`` and the interval up to ``t_next``: stop a simulation that
+        has made no progress in :attr:`max_stalled` decisions and more than :attr:`grace` s."""
+        if progressed:
+            self.stalled = 0
+            return
+        if not self.stalled:
+            self.stall_since = t
+        self.stalled += 1
+        if self.stalled < self.max_stalled or not t_next - self.stall_since > self.grace:
+            return
+        if self.allocates:
+            who, blame, queue = self.sched, "scheduler", ""
+        else:
+            who = f"{self.sched} with {self.policy}"
+            blame = "placement" if self.queue.size else "scheduler"
+            queue = f", {self.queue.size} in the last queue"
+        raise SimulationStalled(
+            blame,
+            f"{who}: no job started, finished or advanced in {self.stalled} consecutive "
+            f"decisions (t = {self.stall_since:g} to {t_next:g} s; {active} active jobs{queue}); "
+            f"stopped (bound: SimConfig.max_stalled decisions over more than checkpoint + "
+            f"restart = {self.grace:g} s)",
+        )
+
+
+def _known(i, pos: dict) -> bool:
+    try:
+        return i in pos
+    except TypeError:  # unhashable
+        return False
