@@ -52,7 +52,9 @@ def test_round_invariants(rule):
     given = [g for gs in out.allocation.values() for g in gs]
     assert len(given) == len(set(given)) and set(given) <= set(FREE)  # no GPU given twice
     assert set(given) | set(out.unallocated) == set(FREE)
-    assert out.lease_expiry == 650.0
+    assert out.lease_expiry == 660.0  # 50 + 600, rounded up to the 60 s lease tick
+    exact = Arbiter(f=0.6, leftover=rule, seed=3, lease_tick=0.0)
+    assert exact.auction_round(CL, _states(), FREE, 50.0, 0).lease_expiry == 650.0
     assert set(out.tables) == set(out.participants)
 
 
@@ -77,7 +79,7 @@ def test_cached_table_updates_leftover_rho():
 
 
 def test_bad_options():
-    for kw in ({"f": 1.0}, {"lease": 0}, {"leftover": "x"}):
+    for kw in ({"f": 1.0}, {"lease": 0}, {"leftover": "x"}, {"lease_tick": -1.0}):
         with pytest.raises(OptionError):
             Arbiter(**kw)
 

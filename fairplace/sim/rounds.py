@@ -17,7 +17,9 @@ On a resource-available event (lease expiry, arrival, completion) the driver cal
    paper's PA leaves them idle (hidden payments are "not work-conserving", §3.3.1) and makes rounds
    work-conserving through the leftover rule alone; when every non-participant is already served,
    that rule has no taker,
-6. returns the decisions with lease expiries (t_now + lease) — time advancement stays with the driver.
+6. returns the decisions with lease expiries (t_now + lease, rounded up to a multiple of
+   ``lease_tick``, default 60 s: leases ending within one minute are re-auctioned together) — time
+   advancement stays with the driver.
 
 What an app "can use" is ``AppState.room`` when the driver knows it (THEMIS in the simulator: the
 demand of the app's running jobs minus what it holds), else its demand cap minus what it holds.
@@ -104,12 +106,25 @@ class Arbiter:
     # one thread: a round's leave-one-out solves are small, a thread pool costs more than it saves
     options: SolveOptions = SolveOptions(parallel=False)
     fill: bool = True
+    lease_tick: float = 60.0
+
+    def lease_end(self, t_now: float) -> float:
+        """When a lease granted at ``t_now`` ends: t_now + lease, rounded up to a multiple of
+        ``lease_tick`` (0: not rounded). Leases ending within the same tick are re-auctioned in one
+        round; per-allocation expiries would otherwise give every round its own expiry time and the
+        rounds multiply (~190 rounds per hour, each with a few GPUs, on the paper-scale W2)."""
+        end = float(t_now) + self.lease
+        if self.lease_tick > 0:
+            end = math.ceil(end / self.lease_tick - 1e-9) * self.lease_tick
+        return end
 
     def __post_init__(self):
         if not 0.0 <= self.f < 1.0:
             raise OptionError("f", f"must be in [0, 1), got {self.f!r}")
         if self.lease <= 0:
             raise OptionError("lease", f"must be > 0 seconds, got {self.lease!r}")
+        if not 0 <= self.lease_tick <= self.lease:
+            raise OptionError("lease_tick", f"must be in [0, lease], got {self.lease_tick!r}")
         if self.leftover not in LEFTOVER_RULES:
             raise OptionError(
                 "leftover", f"expected one of {LEFTOVER_RULES}, got {self.leftover!r}"
@@ -200,7 +215,7 @@ class Arbiter:
             unallocated=unallocated,
             participants=[s.app.id for s in part],
             ranking=ranking,
-            lease_expiry=float(t_now) + self.lease,
+            lease_expiry=self.lease_end(t_now),
             tables=tables,
             rho_after=rho_after,
             status=status,
