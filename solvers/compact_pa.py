@@ -195,8 +195,12 @@ def _payments(prog, choice, opts, parallel, reduced, budget, routes):
         h0.run()
         if highs.read(h0, lp_model, 0.0).status == "optimal":
             pf_basis = h0.getBasis()
-    with ThreadPoolExecutor(max_workers=min(2, len(chunks))) as ex:
-        results = [r for part in ex.map(lp_chain, [ch for ch in chunks if ch]) for r in part]
+    chunks = [ch for ch in chunks if ch]
+    if len(chunks) > 1:
+        with ThreadPoolExecutor(max_workers=2) as ex:
+            results = [r for part in ex.map(lp_chain, chunks) for r in part]
+    else:  # one chain: no thread to start and join
+        results = [r for part in map(lp_chain, chunks) for r in part]
     hard = []
     for i, val, route in results:
         routes[i] = route
