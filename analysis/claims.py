@@ -123,6 +123,8 @@ def best_param(res: Frames, param: str, metric: str = "max_rho", where=None):
     """The value of ``param`` with the lowest mean ``metric``."""
     df = _where(ok_rows(res["summary"]), where)
     m = df.groupby(param)[metric].mean()
+    if m.size < 2:
+        raise DataError(param, f"only {m.size} value of {param} was run: nothing to compare")
     det = ", ".join(f"{param}={k}: {v:.3g}" for k, v in m.items())
     ties = m.index[np.isclose(m, m.min(), rtol=1e-9)].tolist()
     if len(ties) > 1:

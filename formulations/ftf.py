@@ -139,6 +139,12 @@ class SuccessiveHalving:
         """B in GPU-seconds: done + remaining phases at the model's job times."""
         return float(sum(p[0] * p[1] * self._median_time for p in self.phases))
 
+    @cached_property
+    def phase_memo(self) -> dict:
+        """Phase times already computed for these jobs ({(phase, GPUs, ...): seconds}): an app
+        whose jobs did not move is priced again at every round it waits through."""
+        return {}
+
     def demand_jobs(self) -> int:
         return int(max(p[0] for p in self.phases[self.current_phase :]))
 
@@ -163,6 +169,11 @@ class PerfCurve:
 
     def num_phases(self) -> int:
         return 1
+
+    @cached_property
+    def phase_memo(self) -> dict:
+        """As :attr:`SuccessiveHalving.phase_memo`."""
+        return {}
 
     def jobs_remaining(self, gpu_alloc: Sequence = ()) -> list[JobInfo]:
         out = []
@@ -418,8 +429,18 @@ def t_shared_counts(
         if halving and p > opt.current_phase and split == "even":
             later.append((int(opt.phases[p][0]), float(opt.phases[p][1]), d))
             continue
-        jobs = opt.jobs_in_phase(p, range(0))
-        total += phase_time_counts(jobs, counts, d, spread_level, locality, split, machine_gpus)
+        memo = getattr(opt, "phase_memo", None)
+        key = (p, d, spread_level, tuple(locality), split, machine_gpus)
+        have = memo.get(key) if memo is not None else None
+        if have is None or any(n not in have for n in counts):
+            jobs = opt.jobs_in_phase(p, range(0))
+            new = phase_time_counts(jobs, counts, d, spread_level, locality, split, machine_gpus)
+            if memo is not None:
+                have = memo.setdefault(key, {})
+                have.update(zip((int(n) for n in counts), new.tolist(), strict=True))
+            total += new
+        else:
+            total += np.array([have[int(n)] for n in counts])
     if later:
         tm, sens = opt._future_job
         k, iters, d = (np.array(c) for c in zip(*later, strict=True))
@@ -465,8 +486,16 @@ def t_shared(
                 machine_gpus,
             )  # fmt: skip
             continue
-        jobs = opt.jobs_in_phase(p, alloc)
-        total += phase_time(jobs, n_gpus, d, spread_level, vmax, locality, split, machine_gpus)
+        memo = getattr(opt, "phase_memo", None)
+        key = (p, n_gpus, d, spread_level, vmax, tuple(locality), split, machine_gpus)
+        if memo is None or key not in memo:
+            jobs = opt.jobs_in_phase(p, alloc)
+            x = phase_time(jobs, n_gpus, d, spread_level, vmax, locality, split, machine_gpus)
+            if memo is None:
+                total += x
+                continue
+            memo[key] = x
+        total += memo[key]
     return total
 
 

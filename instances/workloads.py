@@ -28,10 +28,12 @@ on ``d_p = tasks * 2^p`` GPUs (capped at ``max_gpus_per_job``) for ``I * 2^p`` i
 every phase spends the same share of the app's budget (THEMIS Eq. 2, "apportions" a budget B); the app's
 budget is the same as in Workload 1, so W2's tasks are shorter (median ~25-30 min, several leases).
 
-``scale="small"`` is a named quick variant (not the paper's): 48 GPUs, 24 apps over 10 hours, tasks of
-~15 GPU-minutes and 8..24 jobs per app, so that about a dozen apps are active at once and a THEMIS round
-with f = 0.8 still has ~3 bidders (quick reproductions; reported as such). Every parameter can be
-given explicitly and overrides the preset.
+``scale="small"`` is a named quick variant (not the paper's): 48 apps over 8 hours on 64 GPUs, tasks
+of half a GPU-hour and 8..24 jobs per app. It is heavily loaded (offered load ~3 at x1) so that, as
+at the paper's scale under contention, ~15 apps are active at once and a THEMIS round with f = 0.8
+has ~3 bidders (``mean_bidders`` in the summary); a scaled-down workload at a moderate load has one
+bidder per round, where PA degenerates (no hidden payments). Every parameter can be given explicitly
+and overrides the preset.
 
 ``load`` (optional) rescales every app's budget so that the offered load at x1 (GPU-hours arriving /
 (``base_gpus`` x arrival window), :func:`fairplace.sim.metrics.offered_load`) equals it.
@@ -87,12 +89,12 @@ SCALES = MappingProxyType(
         ),
         "small": MappingProxyType(
             {
-                "n_apps": 24,
-                "window_hours": 10.0,
-                "task_gpu_hours": 0.25,
+                "n_apps": 48,
+                "window_hours": 8.0,
+                "task_gpu_hours": 0.5,
                 "jobs_range": (8, 24),
                 "jobs_median": 16,
-                "base_gpus": 48,
+                "base_gpus": 64,
             }
         ),
     }
