@@ -121,3 +121,21 @@ def test_cli_tiny_pal_with_the_real_simulator(tmp_path, capsys):
     assert "data:image/png;base64," in html and "<table" in html and "`" not in html
     assert any((tmp_path / "figures").glob("*.png"))
     assert (tmp_path / "data" / "pal-sia_philly.parquet").exists()
+
+
+def test_resume_keeps_journaled_cells(tmp_path):
+    """``reproduce(..., resume=True)`` runs no cell its sweeps already journaled (a killed run, or
+    journals appended from another machine), and writes the same claims."""
+    calls = []
+
+    def counting(*args, **kw):
+        calls.append(1)
+        return fake_simulate(*args, **kw)
+
+    first = reproduce("themis", size="tiny", out=tmp_path, simulate=counting, progress=False)
+    n = len(calls)
+    again = reproduce(
+        "themis", size="tiny", out=tmp_path, simulate=counting, progress=False, resume=True
+    )
+    assert n > 0 and len(calls) == n  # nothing simulated again
+    pd.testing.assert_frame_equal(first["table"], again["table"])

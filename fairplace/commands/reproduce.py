@@ -41,6 +41,12 @@ def add_arguments(p) -> None:
         help="run simulation sweeps on an existing Dask scheduler (tcp:// or tls://; TLS files "
         "from the Dask configuration, docs/dask.md)",
     )
+    p.add_argument(
+        "--resume",
+        action="store_true",
+        help="keep the cells the simulation sweeps already journaled in OUT/data (a killed or "
+        "split run; journals from other machines of the same experiment may be appended)",
+    )
     p.add_argument("--no-progress", action="store_true", help="no progress bars")
     p.add_argument(
         "--json",
@@ -64,6 +70,7 @@ def run(args) -> int:
         progress=not args.no_progress,
         workers=args.workers,
         scheduler_address=args.scheduler_address,
+        resume=args.resume,
         log=log.info,
     )
     t = res["table"]

@@ -128,13 +128,13 @@ def load_claims(paper: str) -> list[dict]:
 
 def run_sweep_experiment(
     exp: Experiment, data_dir: Path, simulate=None, progress=True, workers: int = 1,
-    scheduler_address: str | None = None,
+    scheduler_address: str | None = None, resume: bool = False,
 ) -> Outcome:  # fmt: skip
     spec = load_spec(exp.spec, check_names=simulate is None)
     out = data_dir / f"{exp.paper}-{exp.key}"
     df = run_sweep(
         spec, out, progress=progress, simulate=simulate, workers=workers,
-        scheduler_address=scheduler_address,
+        scheduler_address=scheduler_address, resume=resume,
     )  # fmt: skip
     frames = {"summary": df}
     if spec.extra:  # [[extra]] cells (PAL: the artifact's own draw) only in "all", not the tables
@@ -219,7 +219,7 @@ RUNNERS: dict[str, Callable[..., Outcome]] = {
 
 def run_experiment(
     exp: Experiment, data_dir: Path, simulate=None, progress=True, workers: int = 1,
-    scheduler_address: str | None = None,
+    scheduler_address: str | None = None, resume: bool = False,
 ) -> Outcome:  # fmt: skip
     """Run one experiment; never raises — a missing dependency or a failure is ``not run: ...``,
     except a scheduler that cannot be reached (:class:`OptionError`, the same for every
@@ -230,7 +230,7 @@ def run_experiment(
     try:
         runner = RUNNERS[exp.kind]
         kw = (
-            dict(workers=workers, scheduler_address=scheduler_address)
+            dict(workers=workers, scheduler_address=scheduler_address, resume=resume)
             if exp.kind == "sweep"
             else {}
         )
@@ -353,6 +353,7 @@ def reproduce(
     log: Callable[[str], None] | None = None,
     workers: int = 1,
     scheduler_address: str | None = None,
+    resume: bool = False,
 ) -> dict[str, Any]:
     """Run the experiments of ``which`` (themis | pal | all) at ``size`` and write the report.
 
@@ -360,7 +361,8 @@ def reproduce(
     ("N of M claims reproduce ..."), "seconds"}``.
     ``simulate`` replaces ``fairplace.simulate`` (tests); ``workers > 1`` runs sweep cells on a
     loopback Dask cluster, ``scheduler_address`` on an existing one (sequential by default); each
-    sweep journals its cells (``data/<paper>-<experiment>.jsonl``) as they finish."""
+    sweep journals its cells (``data/<paper>-<experiment>.jsonl``) as they finish; ``resume``
+    keeps the cells already journaled there (``run_sweep(resume=True)``)."""
     if which not in (*PAPERS, "all"):
         raise OptionError("paper", f"unknown paper {which!r}; use themis, pal or all")
     papers = PAPERS if which == "all" else (which,)
@@ -377,7 +379,7 @@ def reproduce(
                 log(f"[{e.paper}] {e.key}: {e.title}")
             o = run_experiment(
                 e, data_dir, simulate=simulate, progress=bar, workers=workers,
-                scheduler_address=scheduler_address,
+                scheduler_address=scheduler_address, resume=resume,
             )  # fmt: skip
             outcomes[(e.paper, e.key)] = o
             if log:
