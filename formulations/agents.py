@@ -24,6 +24,7 @@ from fairplace.core.domain import AgentApp, App, AuctionInstance, Bid, Cluster, 
 from fairplace.core.errors import OptionError
 
 from .ftf import FTFModel, IdealTime, JobInfo, PerfCurve, SuccessiveHalving, model_locality
+from .ftf_counts import rho_grid
 from .variants import STOPPING
 
 #: Largest number of subsets ``subset_bids`` enumerates per app before refusing.
@@ -131,7 +132,7 @@ def rho_table(
     n_max = int(min(offer.size, max(model.app_demand_max - held.size, 0)))
     if room is not None:
         n_max = min(n_max, max(int(room), 0))
-    rho = model.rho_grid(range(held.size, held.size + n_max + 1), r_c, levels)
+    rho = rho_grid(model, range(held.size, held.size + n_max + 1), r_c, levels)
     h_level, h_spread = -1, 0
     if held.size:
         h_level = int(np.searchsorted(levels, np.round(cluster.pm_vector(app.cls)[held].max(), 12)))

@@ -1,0 +1,184 @@
+"""Finish-time fairness for every GPU count at once: the AGENT's rho table (``agents.rho_table``)
+prices n = 0..n_max offered GPUs per spread and PM level, so the phase times of THEMIS Eq. 2 are
+computed over a whole row of counts (the same numbers as :func:`ftf.t_shared` one count at a time,
+tested against it): later successive-halving phases in closed form, vectorised over phases and
+counts; the running phase's LPT makespans for every count in one pass; times memoised on the
+optimiser, whose jobs do not change while an app waits."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+
+import numpy as np
+
+from .ftf import (
+    LOCALITY_BOOTSTRAP,
+    FTFModel,
+    HyperOptimizer,
+    JobInfo,
+    SuccessiveHalving,
+    job_locality,
+    phase_time,
+)
+
+
+def identical_phase_times(
+    k,
+    work,
+    sensitivity: float,
+    counts: np.ndarray,
+    d_max,
+    spread_level: int = 0,
+    locality: Sequence[float] = LOCALITY_BOOTSTRAP,
+    machine_gpus: int | None = None,
+) -> np.ndarray:
+    """:func:`identical_phase_time` at max V = 1 for every GPU count in ``counts`` (vectorised);
+    ``k``, ``work`` and ``d_max`` may be arrays of P phases: the result is then (P, len(counts))."""
+    scalar = np.ndim(k) == 0
+    n = np.asarray(counts, np.int64)[None, :]
+    k = np.atleast_1d(np.asarray(k, np.int64))[:, None]
+    work = np.atleast_1d(np.asarray(work, float))[:, None]
+    cap = np.maximum(1, np.atleast_1d(np.asarray(d_max, np.int64)))[:, None]
+    pos = np.maximum(n, 1)
+    kk = np.maximum(k, 1)
+    base = np.minimum(pos // kk, cap)
+    L0 = job_locality(locality, 0, sensitivity)
+    Ls = job_locality(locality, spread_level, sensitivity)
+
+    def t(nj: np.ndarray) -> np.ndarray:
+        fits = (nj <= machine_gpus) & (nj < n) if machine_gpus is not None else False
+        return work * np.where(nj > 1, np.where(fits, L0, Ls), 1.0) / np.maximum(nj, 1)
+
+    out = t(base)
+    more = (pos % kk > 0) & (base + 1 <= cap)
+    out = np.where(more, np.maximum(out, t(base + 1)), out)
+    out = np.where(n < k, -(-k // pos) * work, out)
+    out = np.where(n <= 0, np.inf, out)
+    out = np.where(k <= 0, 0.0, out)
+    return out[0] if scalar else out
+
+
+def _lpt_makespans(works: Sequence[float], counts: Sequence[int]) -> np.ndarray:
+    """LPT makespans of ``works`` (sorted, longest first) on n GPUs for every n in ``counts``, all
+    at once: each job goes to the least-loaded GPU of every instance (an argmin per job over a
+    counts x max(counts) load matrix). Equal loads are interchangeable, so which of them takes a
+    job changes no load (the same sums in the same order as :func:`phase_time`'s heap)."""
+    ns = np.asarray(counts, np.int64)
+    loads = np.where(np.arange(ns.max())[None, :] < ns[:, None], 0.0, np.inf)
+    rows = np.arange(ns.size)
+    for w in works:
+        k = np.argmin(loads, axis=1)
+        loads[rows, k] += w
+    return np.where(np.isinf(loads), -np.inf, loads).max(axis=1)
+
+
+def phase_time_counts(
+    jobs: Sequence[JobInfo],
+    counts: Sequence[int],
+    d_max: int,
+    spread_level: int = 0,
+    locality: Sequence[float] = LOCALITY_BOOTSTRAP,
+    split: str = "even",
+    machine_gpus: int | None = None,
+) -> np.ndarray:
+    """:func:`phase_time` at max V = 1 for every GPU count in ``counts`` (a rho table's row of
+    counts): the jobs are sorted once; under the ``even`` split with one locality sensitivity the
+    slowest job of n >= J GPUs is read off the sorted works (the remainder goes to the jobs with
+    most work: the slowest job is the first of them or the first without), in O(1) per count."""
+    counts = [int(n) for n in counts]
+    sens = {j.locality_sensitivity for j in jobs}
+    if not jobs or split != "even" or len(sens) != 1:
+        return np.array(
+            [phase_time(jobs, n, d_max, spread_level, 1.0, locality, split, machine_gpus)
+             for n in counts], float,
+        )  # fmt: skip
+    (sens,) = sens
+    J, cap = len(jobs), max(1, int(d_max))
+    works = sorted((j.work for j in jobs), reverse=True)
+
+    def t(nj: int, w: float, n: int) -> float:
+        fits = machine_gpus is not None and nj <= machine_gpus and nj < n
+        L = job_locality(locality, 0 if fits else spread_level, sens) if nj > 1 else 1.0
+        return w * L / nj
+
+    out = np.empty(len(counts))
+    few = [n for n in counts if 0 < n < J]
+    lpt = dict(zip(few, _lpt_makespans(works, few), strict=True)) if few else {}
+    for a, n in enumerate(counts):
+        if n <= 0:
+            out[a] = math.inf
+        elif n < J:
+            out[a] = lpt[n]
+        else:
+            base, r = min(n // J, cap), n % J
+            v = t(base, works[r], n) if r < J else 0.0
+            out[a] = max(v, t(min(base + 1, cap), works[0], n)) if r else v
+    return out
+
+
+def t_shared_counts(
+    opt: HyperOptimizer,
+    counts: Sequence[int],
+    d_max: int,
+    elapsed: float = 0.0,
+    spread_level: int = 0,
+    locality: Sequence[float] = LOCALITY_BOOTSTRAP,
+    split: str = "even",
+    machine_gpus: int | None = None,
+) -> np.ndarray:
+    """:func:`t_shared` at max V = 1 for every GPU count in ``counts`` (phase by phase)."""
+    total = np.full(len(counts), float(elapsed))
+    halving = isinstance(opt, SuccessiveHalving)
+    later = []  # later successive-halving phases: k copies of the model job, all phases at once
+    for p in range(opt.num_phases()):
+        d = opt.phase_demand(p, d_max) if halving else d_max
+        if halving and p > opt.current_phase and split == "even":
+            later.append((int(opt.phases[p][0]), float(opt.phases[p][1]), d))
+            continue
+        memo = getattr(opt, "phase_memo", None)
+        key = (p, d, spread_level, tuple(locality), split, machine_gpus)
+        have = memo.get(key) if memo is not None else None
+        if have is None or any(n not in have for n in counts):
+            jobs = opt.jobs_in_phase(p, range(0))
+            new = phase_time_counts(jobs, counts, d, spread_level, locality, split, machine_gpus)
+            if memo is not None:
+                have = memo.setdefault(key, {})
+                have.update(zip((int(n) for n in counts), new.tolist(), strict=True))
+            total += new
+        else:
+            total += np.array([have[int(n)] for n in counts])
+    if later:
+        tm, sens = opt._future_job
+        k, iters, d = (np.array(c) for c in zip(*later, strict=True))
+        rows = identical_phase_times(k, iters * tm, sens, counts, d, spread_level, locality,
+                                     machine_gpus)  # fmt: skip
+        for row in rows:  # phase by phase: the sums of t_shared, in its order
+            total += row
+    return total
+
+
+def rho_grid(
+    model: FTFModel, counts: Sequence[int], r_c: int, levels: Sequence[float]
+) -> np.ndarray:
+    """rho[a, s, v] for ``counts[a]`` GPUs, spread s = 0, 1, 2 and max V = ``levels[v]``: T_id
+    once, and T_sh = elapsed + V x (the phases' time at V = 1), since every job time is linear
+    in max V (Eq. 1 / Eq. 2)."""
+    ideal = model.ideal(r_c)
+    lv = np.asarray(levels, float)
+    counts = [int(n) for n in counts]
+
+    def times(ns: list[int], s: int) -> np.ndarray:
+        return t_shared_counts(
+            model.optimizer, ns, model.d_max, model.elapsed, s, model.locality, model.split,
+            model.machine_gpus,
+        )  # fmt: skip
+
+    x0, x2 = times(counts, 0), times(counts, 2)
+    x1 = x0.copy()  # times are monotone in the spread: equal at 0 and 2 -> equal at 1 too
+    differ = np.flatnonzero(x0 != x2)
+    if differ.size:
+        x1[differ] = times([counts[k] for k in differ], 1)
+    x = np.stack([x0, x1, x2], axis=1)  # (counts, spread)
+    with np.errstate(invalid="ignore"):  # inf - elapsed stays inf
+        return (model.elapsed + lv[None, None, :] * (x - model.elapsed)[:, :, None]) / ideal

@@ -1,0 +1,108 @@
+"""The vectorised finish-time-fairness paths (formulations/ftf_counts.py, the THEMIS driver's N_avg
+bookkeeping) equal the scalar definitions they speed up (formulations/ftf.py), to 1e-12."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from fairplace.formulations.ftf import (
+    FTFModel,
+    IdealTime,
+    JobInfo,
+    PerfCurve,
+    SuccessiveHalving,
+    identical_phase_time,
+    n_avg,
+    phase_time,
+    remaining_work,
+)
+from fairplace.formulations.ftf_counts import identical_phase_times, rho_grid
+from fairplace.sim.themis import StepAverage
+
+
+def _close(a: float, b: float) -> bool:
+    return a == b or math.isclose(a, b, rel_tol=1e-12)
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    st.integers(1, 30),
+    st.floats(1.0, 500.0),
+    st.floats(0.0, 1.0),
+    st.integers(0, 40),
+    st.sampled_from([1, 2, 4, 8, 16]),
+    st.integers(0, 2),
+    st.sampled_from([None, 4]),
+)
+def test_identical_jobs_in_closed_form(k, work, sens, n, d, spread, machine):
+    job = JobInfo(work, 1.0, sens)
+    loc = (1.0, 1.5, 2.0)
+    want = phase_time([job] * k, n, d, spread, 1.3, loc, "even", machine)
+    assert _close(identical_phase_time(k, work, sens, n, d, spread, 1.3, loc, machine), want)
+    row = identical_phase_times(k, work, sens, np.array([n]), d, spread, loc, machine)
+    assert _close(float(row[0]), phase_time([job] * k, n, d, spread, 1.0, loc, "even", machine))
+
+
+@st.composite
+def models(draw):
+    J = draw(st.integers(1, 25))
+    works = draw(st.lists(st.floats(1.0, 500.0), min_size=J, max_size=J))
+    jobs = tuple(JobInfo(w, draw(st.floats(0.1, 2.0)), 1.0) for w in works)
+    phases = tuple(
+        (max(J >> p, 1), draw(st.floats(1.0, 100.0)), min(2**p, 16))
+        for p in range(draw(st.integers(1, 5)))
+    )
+    opt = SuccessiveHalving(jobs, phases, 0) if draw(st.booleans()) else PerfCurve(jobs)
+    return FTFModel(
+        opt,
+        d_max=draw(st.sampled_from([1, 2, 4])),
+        elapsed=draw(st.floats(0.0, 1000.0)),
+        locality=(1.0, 1.5, 2.0),
+        t_id=IdealTime(n_avg=2.0),
+        machine_gpus=draw(st.sampled_from([None, 4])),
+    )
+
+
+@settings(max_examples=60, deadline=None)
+@given(models())
+def test_rho_grid_equals_rho_count_by_count(model):
+    counts, levels = list(range(0, 30)), [1.0, 1.3]
+    grid = rho_grid(model, counts, 64, levels)
+    for a, n in enumerate(counts):
+        for s in range(3):
+            for v, lv in enumerate(levels):
+                assert _close(float(grid[a, s, v]), model.rho(n, 64, s, lv)), (n, s, lv)
+    again = rho_grid(model, counts, 64, levels)  # from the optimiser's memo: the same numbers
+    np.testing.assert_array_equal(again, grid)
+
+
+@settings(max_examples=100, deadline=None)
+@given(models())
+def test_remaining_work_in_closed_form(model):
+    opt = model.optimizer
+    phases = range(opt.num_phases())
+    want = sum(j.work for p in phases for j in opt.jobs_in_phase(p))
+    assert _close(remaining_work(opt), float(want))
+
+
+@settings(max_examples=100, deadline=None)
+@given(
+    st.lists(st.tuples(st.floats(0.0, 50.0), st.integers(1, 9)), min_size=1, max_size=30),
+    st.floats(0.0, 1.0),
+    st.floats(0.0, 1.0),
+)
+def test_running_n_avg_equals_the_pass_over_every_decision(steps, lo, hi):
+    t, times, counts, avg = 0.0, [], [], StepAverage()
+    for dt, n in steps:
+        t += dt
+        times.append(t)
+        counts.append(n)
+        avg.append(t, n)
+    a = times[0] + lo * (t - times[0])
+    b = a + 1.0 + hi * (t + 10.0 - a)  # windows of a second or more (the integral's cancellation)
+    assert math.isclose(avg.mean(a, b), n_avg(times, counts, a, b), rel_tol=1e-9)
+    assert avg.mean(a, a) == n_avg(times, counts, a, a)  # an empty window: the value at t_start
