@@ -21,7 +21,7 @@ from fairplace.formulations.ftf import (
     remaining_work,
 )
 from fairplace.formulations.ftf_counts import identical_phase_times, rho_grid
-from fairplace.sim.themis import StepAverage
+from fairplace.sim.themis_apps import StepAverage
 
 
 def _close(a: float, b: float) -> bool:

@@ -26,7 +26,7 @@ import numpy as np
 from fairplace.core.domain import Cluster
 
 from .schedulers import SchedView
-from .themis import best_fit
+from .themis_apps import best_fit
 
 
 class Optimus:

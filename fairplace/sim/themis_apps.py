@@ -1,0 +1,265 @@
+"""The app side of THEMIS in the driver (``fairplace.sim.themis``): how an app describes itself to the
+ARBITER (:class:`Agents`: THEMIS' AGENT, §4.3, one :class:`~fairplace.core.domain.AgentApp` per app and
+round) and how its GPUs are split among its jobs (:class:`AppScheduler`: the hyper-parameter app
+scheduler's even split, §4.3.3), with the pieces both use.
+
+The agents keep per app what does not move between rounds (its phases from the workload; its running
+jobs and their optimiser while the jobs make no progress); N_avg comes from :class:`StepAverage`.
+"""
+
+from __future__ import annotations
+
+import bisect
+
+import numpy as np
+
+from fairplace.core.domain import AgentApp, AgentJob, Cluster
+from fairplace.formulations.agents import ftf_model, optimizer_of
+from fairplace.formulations.ftf import bundle_rho
+
+from .schedulers import SchedView
+
+
+def best_fit(pool: set, need: int, machine_of: np.ndarray) -> list:
+    """``need`` GPUs of ``pool``: all on the machine with the fewest pool GPUs that still has ``need``
+    of them; otherwise from the machines with most pool GPUs first (``machine_of[g]``: g's machine).
+    The app-level job placement of THEMIS' agents and of Optimus."""
+    by: dict = {}
+    for g in sorted(pool):
+        by.setdefault(int(machine_of[g]), []).append(g)
+    fits = [m for m, gs in by.items() if len(gs) >= need]
+    if fits:
+        m = min(fits, key=lambda m: (len(by[m]), m))
+        return by[m][:need]
+    out = []
+    for m in sorted(by, key=lambda m: (-len(by[m]), m)):
+        out += by[m][: need - len(out)]
+    return out
+
+
+def _groups_of(keys: np.ndarray, values: np.ndarray) -> dict[int, np.ndarray]:
+    """{key: the values with that key, in their order} (one stable sort)."""
+    if not keys.size:
+        return {}
+    order = np.argsort(keys, kind="stable")
+    k, v = keys[order], values[order]
+    cuts = np.flatnonzero(np.diff(k)) + 1
+    return {int(g[0]): vals for g, vals in zip(np.split(k, cuts), np.split(v, cuts), strict=True)}
+
+
+def even_split(n: int, caps: np.ndarray, order: np.ndarray) -> np.ndarray:
+    """THEMIS' even split of ``n`` GPUs over jobs with demands ``caps``, water-filled: every job gets
+    the same count up to its demand, what a capped job cannot take goes to the others, and a
+    remainder of one GPU each goes to the jobs first in ``order`` (most work left). Uses
+    min(n, sum(caps)) GPUs."""
+    target = np.zeros(caps.size, np.int64)
+    left, open_ = int(n), caps > 0
+    while left > 0 and open_.any():
+        share = left // int(open_.sum())
+        if share == 0:
+            pick = order[open_[order]][:left]
+            target[pick] += 1
+            break
+        add = np.where(open_, np.minimum(share, caps - target), 0)
+        target += add
+        left -= int(add.sum())
+        open_ &= target < caps
+    return target
+
+
+class StepAverage:
+    """N_avg bookkeeping: the number of active apps as a step function of time, with its running
+    integral, so that the time-weighted mean over [t_start, t_now] (``ftf.n_avg``) costs two
+    binary searches instead of a pass over every past decision."""
+
+    def __init__(self):
+        self.t: list[float] = []
+        self.n: list[int] = []
+        self.area: list[float] = []
+
+    def append(self, t: float, n: int) -> None:
+        if self.t and t == self.t[-1]:  # a later count at the same time replaces the earlier one
+            self.n[-1] = n
+            return
+        a = self.area[-1] + self.n[-1] * (t - self.t[-1]) if self.t else 0.0
+        self.t.append(t)
+        self.n.append(n)
+        self.area.append(a)
+
+    def _integral(self, x: float) -> float:
+        k = max(bisect.bisect_right(self.t, x) - 1, 0)
+        return self.area[k] + self.n[k] * (x - self.t[k])
+
+    def mean(self, t_start: float, t_now: float) -> float:
+        """Time-weighted mean over [t_start, t_now] (the value at t_start for an empty window)."""
+        if not self.t:
+            return 1.0
+        lo = max(t_start, self.t[0])
+        if t_now <= lo:
+            return float(self.n[max(bisect.bisect_right(self.t, t_start) - 1, 0)])
+        return (self._integral(t_now) - self._integral(lo)) / (t_now - lo)
+
+
+class Agents:
+    """THEMIS' AGENTs: the :class:`AppState` of each bidding app (T_id variant ``t_id``)."""
+
+    def __init__(self, t_id: str, steps: StepAverage):
+        self.t_id = t_id
+        self.steps = steps  # active apps over time, for N_avg
+        self._statics: dict = {}  # per app: its agent description's workload-only parts
+        self._jobs: dict = {}  # per app: (running jobs, progress), their AgentJobs, its optimiser
+
+    def state(self, a: int, view: SchedView, w, owner, before, room: int, cluster: Cluster):
+        """App ``a``'s :class:`~fairplace.sim.rounds.AppState` at ``view.t``: its AGENT description
+        (:meth:`agent`), the GPUs it holds (``owner == a``) on the decision ``cluster``, its current
+        rho with the GPUs it held just before (``before == a``; None: none), its ``room`` and its
+        FTF model (built once for the arbiter's rho table and this rho)."""
+        from fairplace.sim.rounds import AppState
+
+        held = tuple(cluster.ids(np.flatnonzero(owner == a)))
+        app = self.agent(a, view, w, held)
+        jobs = self._jobs[a]
+        if jobs[2] is None:  # the optimiser's view changes only with the running jobs
+            self._jobs[a] = jobs = (*jobs[:2], optimizer_of(app))
+        model = ftf_model(app, cluster, jobs[2])
+        had = np.flatnonzero(before == a)
+        rho = bundle_rho(model, cluster, had, app.cls) if had.size else None
+        return AppState(app, held=held, rho=rho, room=room, model=model)
+
+    def _static(self, a: int, w) -> dict:
+        """What the agent description of app ``a`` takes from the workload alone (computed once)."""
+        out = self._statics.get(a)
+        if out is None:
+            mine = np.flatnonzero(w.app == a)
+            ph = w.phase[mine]
+            phases, per_phase = [], []
+            for p in np.unique(ph):
+                jp = mine[ph == p]
+                phases.append((int(jp.size), float(w.iters[jp[0]]), int(w.demand[jp[0]])))
+                per_phase.append(
+                    (float(np.sum(w.iters[jp] * w.t_iter[jp] * w.demand[jp])), int(w.demand[jp].sum()))
+                )  # fmt: skip
+            j0 = int(mine[0])
+            out = self._statics[a] = {
+                "mine": mine,
+                "phase_ids": np.unique(ph),
+                "phases": tuple(phases),
+                "per_phase": tuple(per_phase),
+                "work_total": float(np.sum(w.iters[mine] * w.t_iter[mine] * w.demand[mine])),
+                "locality": (1.0, float(w.l_machine[j0]), float(w.l_rack[j0])),
+                "cls": w.cls[j0],
+                "model": w.model[j0],
+            }
+        return out
+
+    def agent(self, a: int, view: SchedView, w, held: tuple = ()) -> AgentApp:
+        """App ``a`` as its AGENT describes it at ``view.t`` (:class:`AgentApp`): the running jobs of
+        its current phase, its successive-halving phases, T_id under ``t_id`` with N_avg so far."""
+        st = self._static(a, w)
+        mine = st["mine"]
+        run = view.active[w.app[view.active] == a]
+        cur = int(w.phase[run].min())
+        run = run[w.phase[run] == cur]
+        rem = view.remaining[run]
+        key = (run.tobytes(), rem.tobytes())
+        jobs = self._jobs.get(a)
+        if jobs is None or jobs[0] != key:  # the running jobs or their progress changed
+            serial = w.t_iter[run] * w.demand[run]
+            jobs = (
+                key,
+                tuple(AgentJob(float(r), float(x)) for r, x in zip(rem, serial, strict=True)),
+                None,  # the optimiser, built on first use (``_state``)
+            )
+            self._jobs[a] = jobs
+        t_start = float(view.arrival[mine].min())
+        many = len(st["phases"]) > 1
+        return AgentApp(
+            id=w.app_ids[a],
+            jobs=jobs[1],
+            t_start=t_start,
+            t_now=view.t,
+            d_max=int(w.demand[run].max()),
+            locality=st["locality"],
+            cls=st["cls"],
+            model=st["model"],
+            stopping="successive-halving" if many else "none",
+            phases=st["phases"] if many else (),
+            current_phase=int(np.searchsorted(st["phase_ids"], cur)) if many else 0,
+            work_total=st["work_total"],
+            demand_max=int(self._dmax(w)[a]),
+            t_id={
+                "variant": self.t_id,
+                "n_avg": max(1.0, self.steps.mean(t_start, view.t)),
+                "phases": st["per_phase"] if self.t_id == "themis" else (),
+            },
+            held=held,
+        )
+
+    def _dmax(self, w) -> np.ndarray:
+        if not hasattr(self, "_dmax_"):
+            self._dmax_ = w.app_demand_max()
+        return self._dmax_
+
+
+class AppScheduler:
+    """THEMIS' app scheduler: the even split of each app's GPUs among its running jobs."""
+
+    def __init__(self, machine_of: np.ndarray):
+        self.machine_of = machine_of
+        self.memo: dict = {}  # per app: (its GPUs and running jobs, the split they got)
+
+    def split(self, owner: np.ndarray, view: SchedView, w, alloc) -> dict:
+        """THEMIS' even split of each app's GPUs among its running jobs (module doc). An app whose
+        GPUs and running jobs are those of the previous decision, each job still on what the split
+        gave it, keeps that split (the split of the same input is the same: the remainder stays
+        where it is), so only apps that changed are split again."""
+        out: dict[int, np.ndarray] = {}
+        act = view.active
+        cur = np.full(len(w.app_ids), np.iinfo(np.int64).max)
+        np.minimum.at(cur, w.app[act], w.phase[act])
+        run_all = act[w.phase[act] == cur[w.app[act]]]
+        by_app = _groups_of(w.app[run_all], run_all)
+        owned = np.flatnonzero(owner >= 0)
+        gpus_of = _groups_of(owner[owned], owned)
+        memo = {}
+        for a, gpus in gpus_of.items():
+            run = by_app.get(a, np.zeros(0, np.int64))
+            key = (gpus.tobytes(), run.tobytes())
+            last = self.memo.get(a)
+            if (
+                last is not None
+                and last[0] == key
+                and all(tuple(alloc.get(j, ())) == g for j, g in last[2].items())
+            ):
+                split, lists = last[1], last[2]
+            else:
+                split = self._split_app(gpus, run, view, w, alloc)
+                lists = {j: tuple(g.tolist()) for j, g in split.items()}
+            memo[a] = (key, split, lists)
+            out.update(split)
+        self.memo = memo
+        return out
+
+    def _split_app(self, gpus: np.ndarray, run: np.ndarray, view: SchedView, w, alloc) -> dict:
+        """One app's even split: {job: sorted GPU indices} for its jobs that get GPUs."""
+        out = {}
+        n = gpus.size
+        work = view.remaining[run] * w.t_iter[run]
+        mine = set(gpus.tolist())
+        cur = np.array([sum(g in mine for g in alloc.get(int(j), ())) for j in run], np.int64)
+        # the remainder stays with the jobs holding it (a lease renewal moves no job), then
+        # goes to the jobs with most work left
+        target = even_split(n, w.demand[run], np.lexsort((run, -work, -cur)))
+        pool = set(mine)
+        for k, j in enumerate(run):
+            keep = [g for g in alloc.get(int(j), ()) if g in pool][: target[k]]
+            out[int(j)] = keep
+            pool -= set(keep)
+        for k in np.argsort(-(target - [len(out[int(j)]) for j in run]), kind="stable"):
+            j = int(run[k])
+            need = int(target[k]) - len(out[j])
+            if need > 0:
+                take = best_fit(pool, need, self.machine_of)
+                out[j] = out[j] + take
+                pool -= set(take)
+        return {j: np.asarray(sorted(g), np.int64) for j, g in out.items() if len(g)}
