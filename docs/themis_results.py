@@ -1,0 +1,78 @@
+"""The tables of docs/themis-results.md from a paper-scale THEMIS reproduction's journals.
+
+    fairplace reproduce themis --workers 2 --out OUT        # hours on 2 cores; --resume after a stop
+    python docs/themis_results.py OUT                       # Markdown on stdout
+
+Reads ``OUT/data/themis-<experiment>.jsonl`` (the sweeps' journals: every finished cell, also of a
+run still going) and prints, per workload and contention level, max rho mean ± sd over seeds per
+scheduler, the best paper baseline / THEMIS ratio per seed (mean, min..max), THEMIS' auction
+statistics, idle GPU-hours while jobs wait per scheduler, and the network / sensitivity tables.
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import pandas as pd
+
+from fairplace.analysis.tables import THEMIS_BASELINES, themis_table
+from fairplace.runs.batch_results import read_journal
+from fairplace.runs.sweep import SWEEP_KEYS
+
+
+def journal(out: Path, key: str) -> pd.DataFrame:
+    path = out / "data" / f"themis-{key}.jsonl"
+    rows = read_journal(path, SWEEP_KEYS) if path.exists() else []
+    df = pd.DataFrame(rows)
+    return df[df["status"] == "ok"] if "status" in df else df
+
+
+def contention(df: pd.DataFrame) -> str:
+    parts = []
+    for trace, g in df.groupby("trace"):
+        t = themis_table(g.drop(columns=["trace"]))
+        cols = ["contention", "scheduler", "max_rho", "sd", "median_rho", "idle_gpu_h_waiting"]
+        extra = [c for c in ("best_baseline_ratio", "mean_bidders", "single_bidder_share",
+                             "mean_offered_fraction") if c in t]  # fmt: skip
+        seeds = g.groupby(["contention", "scheduler"])["seed"].nunique().rename("seeds")
+        t = t.merge(seeds.reset_index(), how="left")
+        parts.append(f"### {trace}\n\n" + t[[*cols, "seeds", *extra]].to_markdown(index=False))
+    return "\n\n".join(parts)
+
+
+def per_seed_ratio(df: pd.DataFrame) -> str:
+    """Best paper baseline's max rho / THEMIS' per (workload, contention, seed)."""
+    p = df.pivot_table(index=["trace", "contention", "seed"], columns="scheduler", values="max_rho")
+    base = [b for b in THEMIS_BASELINES if b in p]
+    if "themis" not in p or not base:
+        return "(no THEMIS and baseline pairs yet)"
+    r = (p[base].min(axis=1) / p["themis"]).rename("best_baseline / themis")
+    best = p[base].idxmin(axis=1).rename("best baseline")
+    return pd.concat([r.round(2), best], axis=1).dropna().reset_index().to_markdown(index=False)
+
+
+def grid(df: pd.DataFrame, param: str) -> str:
+    m = df.groupby([param, "scheduler"])[["max_rho", "gpu_time"]].mean()
+    return m.round(3).reset_index().to_markdown(index=False)
+
+
+def main(out: str) -> None:
+    out = Path(out)
+    c = journal(out, "contention")
+    print(f"## Contention ({len(c)} runs)\n")
+    if len(c):
+        print(contention(c), "\n\n### Best paper baseline / THEMIS per seed\n")
+        print(per_seed_ratio(c))
+    n = journal(out, "network")
+    if len(n):
+        print(f"\n## Network-intensive fraction ({len(n)} runs)\n\n" + grid(n, "network_fraction"))
+    s = journal(out, "sensitivity")
+    if len(s):
+        print(f"\n## Sensitivity ({len(s)} runs)\n")
+        for p in ("scheduler_options.f", "round_length"):
+            print(grid(s, p), "\n")
+
+
+if __name__ == "__main__":
+    main(sys.argv[1] if len(sys.argv) > 1 else "results/themis-full")
