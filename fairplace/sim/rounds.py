@@ -106,7 +106,11 @@ class Arbiter:
     # one thread: a round's leave-one-out solves are small, a thread pool costs more than it saves
     options: SolveOptions = SolveOptions(parallel=False)
     fill: bool = True
-    lease_tick: float = 60.0
+    lease_tick: float | None = None  # None: 60 s, or the lease if shorter
+
+    @property
+    def tick(self) -> float:
+        return min(60.0, self.lease) if self.lease_tick is None else float(self.lease_tick)
 
     def lease_end(self, t_now: float) -> float:
         """When a lease granted at ``t_now`` ends: t_now + lease, rounded up to a multiple of
@@ -114,8 +118,8 @@ class Arbiter:
         round; per-allocation expiries would otherwise give every round its own expiry time and the
         rounds multiply (~190 rounds per hour, each with a few GPUs, on the paper-scale W2)."""
         end = float(t_now) + self.lease
-        if self.lease_tick > 0:
-            end = math.ceil(end / self.lease_tick - 1e-9) * self.lease_tick
+        if self.tick > 0:
+            end = math.ceil(end / self.tick - 1e-9) * self.tick
         return end
 
     def __post_init__(self):
@@ -123,8 +127,11 @@ class Arbiter:
             raise OptionError("f", f"must be in [0, 1), got {self.f!r}")
         if self.lease <= 0:
             raise OptionError("lease", f"must be > 0 seconds, got {self.lease!r}")
-        if not 0 <= self.lease_tick <= self.lease:
-            raise OptionError("lease_tick", f"must be in [0, lease], got {self.lease_tick!r}")
+        if self.lease_tick is not None and not 0 <= self.lease_tick <= self.lease:
+            raise OptionError(
+                "scheduler_options.lease_tick",
+                f"must be in [0, lease = {self.lease:g}] seconds, got {self.lease_tick!r}",
+            )
         if self.leftover not in LEFTOVER_RULES:
             raise OptionError(
                 "leftover", f"expected one of {LEFTOVER_RULES}, got {self.leftover!r}"

@@ -84,7 +84,7 @@ class Themis:
         rounding: str = "lottery",
         t_id: str = "themis",
         seed: int = 0,
-        lease_tick: float = 60.0,
+        lease_tick: float | None = None,
     ):
         from fairplace.sim.rounds import Arbiter
 
