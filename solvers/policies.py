@@ -31,6 +31,7 @@ from operator import attrgetter
 import numpy as np
 
 from fairplace.core.errors import OptionError, UnknownSolver
+from fairplace.core.params import LOCALITY_PENALTY
 from fairplace.formulations.lv import choose_cell
 
 from . import round_kernel
@@ -188,7 +189,7 @@ def make_policy(
     name: str,
     *,
     seed: int = 0,
-    locality_penalty: float = 1.7,
+    locality_penalty: float = LOCALITY_PENALTY.default,
     locality_by_model: Mapping[str, float] | None = None,
     **options,
 ) -> PlacementPolicy:
@@ -213,17 +214,16 @@ def make_policy(
         if options["migrate"] not in MIGRATE:
             raise OptionError("migrate", f"expected one of {MIGRATE}, got {options['migrate']!r}")
         extra["migrate"] = options["migrate"]
-    if not np.isfinite(locality_penalty) or locality_penalty <= 0:
-        raise OptionError(
-            "locality_penalty", f"must be a positive number, got {locality_penalty!r}"
-        )
+    locality_penalty = LOCALITY_PENALTY.check(locality_penalty)
+    for m, v in (locality_by_model or {}).items():
+        LOCALITY_PENALTY.check(v, f"locality_by_model.{m}")
     table = tuple(sorted((str(k), float(v)) for k, v in (locality_by_model or {}).items()))
     cls, sticky = _POLICIES[name]
     return cls(
         name=name,
         sticky=sticky,
         seed=int(seed),
-        locality_penalty=float(locality_penalty),
+        locality_penalty=locality_penalty,
         locality_by_model=table,
         backfill=bool(options.get("backfill", False)),
         **extra,

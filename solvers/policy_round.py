@@ -21,6 +21,7 @@ import numpy as np
 
 from fairplace.core.domain import Cluster, Job, slowdown, spread
 from fairplace.core.errors import DataError
+from fairplace.core.params import LOCALITY_PENALTY
 
 from . import round_kernel
 from .placement_engine import FreePool
@@ -68,7 +69,7 @@ class PlacementPolicy:
     name: str = "policy"
     sticky: bool = False
     seed: int = 0
-    locality_penalty: float = 1.7
+    locality_penalty: float = LOCALITY_PENALTY.default
     locality_by_model: tuple[tuple[str, float], ...] = ()
     backfill: bool = False
     migrate: str = "always"

@@ -116,7 +116,7 @@ def exact_instance(machines: int = 64, jobs: int = 64, seed: int = 0) -> Placeme
     state = _state(machines, "longhorn", seed)
     cl = grid_cluster(machines, 4, pm={c: np.asarray(v) for c, v in state.scores.items()})
     queue = [j for j in philly_queue(len(cl), seed=seed, load=50) if j.gpus <= 8][:jobs]
-    return PlacementInstance(cl, tuple(queue), locality_penalty=1.7, name=f"exact-{jobs}x{len(cl)}")
+    return PlacementInstance(cl, tuple(queue), name=f"exact-{jobs}x{len(cl)}")
 
 
 def _exact(quick: bool = False) -> dict:

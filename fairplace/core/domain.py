@@ -12,6 +12,8 @@ from functools import cached_property
 
 import numpy as np
 
+from fairplace.core.params import LOCALITY_PENALTY
+
 #: Spread levels of a GPU set (ARCHITECTURE.md): one machine, several machines in one rack, several racks.
 SPREAD_MACHINE, SPREAD_RACK, SPREAD_CLUSTER = 0, 1, 2
 SPREAD_NAMES = ("machine", "rack", "cluster")
@@ -236,7 +238,7 @@ class PlacementInstance:
 
     cluster: Cluster
     jobs: tuple[Job, ...]
-    locality_penalty: float = 1.7
+    locality_penalty: float = LOCALITY_PENALTY.default
     locality_by_model: Mapping[str, float] = field(default_factory=dict)
     name: str = ""
     meta: Mapping[str, object] = field(default_factory=dict)

@@ -15,11 +15,11 @@ from fairplace.core.errors import OptionError
 from fairplace.core.limits import (
     MAX_COUNT,
     MAX_GPUS,
-    MAX_RATIO,
     MAX_SEED,
     MAX_TIME,
     check_value,
 )
+from fairplace.core.params import LOCALITY_PENALTY
 from fairplace.instances.models import ITER_TIME_TABLES, LOCALITY_MODELS
 
 from . import metrics
@@ -63,10 +63,10 @@ def field_schemas() -> dict[str, dict]:
         "classes": enum(CLASS_MAPS),
         "with_replacement": {"type": ["boolean", "null"]},
         "binning": enum(BINNINGS),
-        "locality_penalty": {"type": "number", "minimum": 1, "maximum": MAX_RATIO},
+        "locality_penalty": LOCALITY_PENALTY.schema(),
         "locality_by_model": {
             "type": ["object", "null"],
-            "additionalProperties": {"type": "number", "minimum": 1, "maximum": MAX_RATIO},
+            "additionalProperties": LOCALITY_PENALTY.constraint.schema(),
         },
         "locality_model": enum(LOCALITY_MODELS),
         "round_length": {
@@ -124,7 +124,7 @@ class SimulationConfig:
     classes: str = "paper"
     with_replacement: bool | None = None
     binning: str = "silhouette"
-    locality_penalty: float = 1.7
+    locality_penalty: float = LOCALITY_PENALTY.default
     locality_by_model: Mapping[str, float] | None = None
     locality_model: str = "constant"
     round_length: float | None = None
@@ -192,23 +192,24 @@ class SimulationConfig:
             raise OptionError(
                 "rho_variant", "expected a T_id variant name or an object with ideal_time()"
             )
-        pen = self.locality_penalty
-        if isinstance(pen, bool) or not isinstance(pen, (int, float, np.number)):
-            raise OptionError("locality_penalty", f"must be a number, got {pen!r}")
-        if not 1.0 <= pen <= MAX_RATIO:
-            raise OptionError("locality_penalty", f"must be in [1, {MAX_RATIO:g}], got {pen}")
+        LOCALITY_PENALTY.check(self.locality_penalty)
         for m, v in dict(self.locality_by_model or {}).items():
-            if isinstance(v, bool) or not isinstance(v, (int, float)) or not 1.0 <= v <= MAX_RATIO:
-                raise OptionError(
-                    f"locality_by_model.{m}", f"must be in [1, {MAX_RATIO:g}], got {v!r}"
-                )
+            LOCALITY_PENALTY.check(v, f"locality_by_model.{m}")
         for name in ("scheduler_options", "placement_options", "trace_options"):
             if getattr(self, name) is not None and not isinstance(getattr(self, name), Mapping):
                 raise OptionError(name, "must be a mapping of option names to values")
+        if LOCALITY_PENALTY.name in (self.placement_options or {}):  # one L: policies and runtime
+            raise OptionError(
+                f"placement_options.{LOCALITY_PENALTY.name}",
+                f"not a policy option: L is the simulation parameter {LOCALITY_PENALTY.name} "
+                f"({LOCALITY_PENALTY.flag})",
+            )
         for name, schema in field_schemas().items():  # the rest: type and range, as in a spec
             value = getattr(self, name)
             if name == "rho_variant" and not isinstance(value, str):
                 continue  # an IdealTimeModel object (checked above)
+            if name == LOCALITY_PENALTY.name:
+                continue  # its spec's check, above
             if name == "setup":
                 continue  # checked where it is applied (``setups.apply_setup``, naming the set-ups)
             check_value(name, value, schema)

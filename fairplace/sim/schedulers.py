@@ -17,6 +17,7 @@ from types import MappingProxyType
 import numpy as np
 
 from fairplace.core.errors import OptionError, UnknownSolver
+from fairplace.core.params import THEMIS_F, Param
 
 
 @dataclass(frozen=True)
@@ -274,6 +275,9 @@ ALLOCATING_SCHEDULERS = MappingProxyType(
 )
 #: every scheduler name: the one list simulate(), the CLI help and the sweep schema read
 SCHEDULERS = (*QUEUE_SCHEDULERS, *ALLOCATING_SCHEDULERS)
+#: scheduler name -> the specs of its options checked by :func:`make_scheduler` (errors name
+#: ``scheduler_options.<option>``; the sweep schema reads the same specs)
+OPTION_SPECS: MappingProxyType[str, tuple[Param, ...]] = MappingProxyType({"themis": (THEMIS_F,)})
 
 
 def scheduler_class(name: str) -> type:
@@ -298,6 +302,9 @@ def make_scheduler(name: str, *, seed: int = 0, **options):
         raise OptionError(
             sorted(unknown)[0], f"unknown option of scheduler {key!r}; known: {sorted(known)}"
         )
+    for spec in OPTION_SPECS.get(key, ()):
+        if spec.name in options:
+            options[spec.name] = spec.check(options[spec.name])
     if "seed" in inspect.signature(cls).parameters:
         return cls(seed=seed, **options)
     return cls(**options)

@@ -10,6 +10,7 @@ import pandas as pd
 
 from fairplace.core.domain import Job
 from fairplace.core.errors import TraceError
+from fairplace.core.params import LOCALITY_PENALTY
 
 
 @dataclass(frozen=True)
@@ -95,7 +96,7 @@ def _lookup(models: Mapping[str, Mapping[str, object]], model: str, key: str, ro
 def workload_from_trace(
     frame: pd.DataFrame,
     models: Mapping[str, Mapping[str, object]] | None = None,
-    locality_penalty: float = 1.7,
+    locality_penalty: float = LOCALITY_PENALTY.default,
     locality_by_model: Mapping[str, float] | None = None,
     max_gpus: int | None = None,
 ) -> Workload:
