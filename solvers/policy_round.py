@@ -15,11 +15,12 @@ from __future__ import annotations
 import itertools
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from functools import cached_property
 from operator import attrgetter
 
 import numpy as np
 
-from fairplace.core.domain import Cluster, Job, slowdown, spread
+from fairplace.core.domain import Cluster, Job, locality, slowdown, spread
 from fairplace.core.errors import DataError
 from fairplace.core.params import LOCALITY_PENALTY
 
@@ -75,12 +76,13 @@ class PlacementPolicy:
     migrate: str = "always"
 
     def locality(self, job: Job) -> float:
-        """L_across of a job: per-model table first, then the constant."""
-        if job.model is not None:
-            for m, v in self.locality_by_model:
-                if m == job.model:
-                    return v
-        return self.locality_penalty
+        """L_across of a job (:func:`fairplace.core.domain.locality`: per-model table first, then
+        the constant); the compiled kernel asks it too."""
+        return locality(job.model, self._locality_table, self.locality_penalty)
+
+    @cached_property
+    def _locality_table(self) -> dict[str, float]:
+        return dict(self.locality_by_model)
 
     @property
     def resumable(self) -> bool:

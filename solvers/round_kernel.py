@@ -53,7 +53,7 @@ def run(pool, order, start, spec, backfill, policy, ids, alloc) -> tuple[int, bo
     """Place ``order[start:]`` with the kernel into ``alloc`` (job id -> sorted GPU tuple), taking the
     GPUs from ``pool`` (whose counts are stale afterwards: the round is over); ``spec`` = (mode,
     PM-First multi-GPU count, singles count) (:meth:`.policy_round.PlacementPolicy._kernel_spec`);
-    ``policy`` gives L_across (``locality_by_model``, ``locality_penalty``). Returns (the index of
+    ``policy.locality(job)`` gives L_across (the kernel asks it). Returns (the index of
     the last job decided, whether a misfit stopped the round), as the Python loop leaves them."""
     mode, ties, singles = spec
 
@@ -74,8 +74,7 @@ def run(pool, order, start, spec, backfill, policy, ids, alloc) -> tuple[int, bo
         _COUNT[singles],
         bool(backfill),
         class_data,
-        dict(policy.locality_by_model),
-        float(policy.locality_penalty),
+        policy.locality,
         _choose_cell,
         alloc,
     )
