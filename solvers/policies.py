@@ -17,7 +17,7 @@ A policy maps the cluster state (per-class scores, current allocations) and the 
   a uniformly random set of free GPUs, seeded by (seed, ``ClusterState.round``).
 
 The round itself (queue, stickiness, preemption, misfits, resuming) is :mod:`.policy_round`, whose
-names (:class:`ClusterState`, :class:`Decision`, :class:`PlacementPolicy`) are re-exported here; the
+names (:class:`ClusterState`, :class:`Decision`, :class:`PolicyBase`) are re-exported here; the
 free-GPU queries are :class:`~.placement_engine.FreePool`'s.
 """
 
@@ -30,12 +30,12 @@ from operator import attrgetter
 
 import numpy as np
 
-from fairplace.core.errors import OptionError, UnknownSolver
+from fairplace.core.errors import OptionError, UnknownName
 from fairplace.core.params import LOCALITY_PENALTY
 from fairplace.formulations.lv import choose_cell
 
 from . import round_kernel
-from .policy_round import ClusterState, Decision, PlacementPolicy
+from .policy_round import ClusterState, Decision, PolicyBase
 
 __all__ = [
     "MIGRATE",
@@ -48,7 +48,7 @@ __all__ = [
     "PALPolicy",
     "PMFirstPolicy",
     "PackedPolicy",
-    "PlacementPolicy",
+    "PolicyBase",
     "RandomPolicy",
     "instance_scores",
     "make_policy",
@@ -59,7 +59,7 @@ _GPUS = attrgetter("gpus")
 
 
 @dataclass(frozen=True)
-class PMFirstPolicy(PlacementPolicy):
+class PMFirstPolicy(PolicyBase):
     """PM-First: class-sorted guaranteed prefix, lowest-score free GPUs."""
 
     name: str = "pm-first"
@@ -138,7 +138,7 @@ def _stock(policy, base) -> bool:
 
 
 @dataclass(frozen=True)
-class PackedPolicy(PlacementPolicy):
+class PackedPolicy(PolicyBase):
     """Tiresias (sticky) / Gandiva (non-sticky) consolidated placement; ignores scores."""
 
     name: str = "packed-sticky"
@@ -149,7 +149,7 @@ class PackedPolicy(PlacementPolicy):
 
 
 @dataclass(frozen=True)
-class RandomPolicy(PlacementPolicy):
+class RandomPolicy(PolicyBase):
     """Uniformly random free GPUs: the first free ones of a permutation seeded by (seed, round)."""
 
     name: str = "random-sticky"
@@ -192,12 +192,12 @@ def make_policy(
     locality_penalty: float = LOCALITY_PENALTY.default,
     locality_by_model: Mapping[str, float] | None = None,
     **options,
-) -> PlacementPolicy:
+) -> PolicyBase:
     """A policy by name (:data:`POLICY_NAMES`). Options: ``backfill`` (bool, default False = stop at the
     first job that does not fit, as the artifact does); ``ties``: for ``pal`` :data:`PAL_TIES`, for
     ``pm-first`` :data:`PM_FIRST_TIES`."""
     if name not in _POLICIES:
-        raise UnknownSolver(
+        raise UnknownName(
             "placement", f"unknown placement policy {name!r}; known: {', '.join(POLICY_NAMES)}"
         )
     known = {"backfill", "migrate"} | ({"ties"} if name in ("pal", "pm-first") else set())

@@ -47,7 +47,7 @@ class Decision:
 
     allocation: dict[str, tuple[int, ...]]
     preempted: tuple[str, ...]
-    #: how the round went, for resuming the next one (:meth:`PlacementPolicy.place`): the job ids in
+    #: how the round went, for resuming the next one (:meth:`PolicyBase.place`): the job ids in
     #: processing order, how many of them were decided, whether a misfit stopped the round, and
     #: (cluster, scores, per-class score orders) so the next round need not sort them again
     trail: tuple | None = field(default=None, compare=False, repr=False)
@@ -64,7 +64,7 @@ class Decision:
 
 
 @dataclass(frozen=True)
-class PlacementPolicy:
+class PolicyBase:
     """Base policy: queue handling, stickiness and misfits; subclasses choose GPUs in ``_pick``."""
 
     name: str = "policy"
@@ -90,6 +90,12 @@ class PlacementPolicy:
         number): non-sticky, ``migrate="always"``, no per-round randomness. Such a policy can resume
         from a previous :class:`Decision` (``place(..., previous=...)``)."""
         return not self.sticky and self.migrate == "always" and not self._round_seeded
+
+    @property
+    def repeatable(self) -> bool:
+        """True if the same queue, holdings, cluster and scores give the same decision (every
+        policy but one that draws per round)."""
+        return not self._round_seeded
 
     _round_seeded = False
 

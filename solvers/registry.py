@@ -8,7 +8,7 @@ and placement policies add their own tables (each module's ``SOLVERS``).
 
 from __future__ import annotations
 
-from fairplace.core.errors import UnknownSolver
+from fairplace.core.errors import UnknownName
 
 from . import backends
 from .options import SolveOptions, SolverEntry
@@ -101,13 +101,13 @@ def _extend(table: dict[str, dict[str, SolverEntry]]) -> None:
 
 
 def get(name: str, kind: str) -> SolverEntry:
-    """The entry of solver ``name`` for ``kind`` instances (``UnknownSolver`` naming the known ones)."""
+    """The entry of solver ``name`` for ``kind`` instances (``UnknownName`` naming the known ones)."""
     table = solver_table()
     if name not in table:
-        raise UnknownSolver("solver", f"unknown solver {name!r}; known: {', '.join(sorted(table))}")
+        raise UnknownName("solver", f"unknown solver {name!r}; known: {', '.join(sorted(table))}")
     if kind not in table[name]:
         ok = sorted(n for n, t in table.items() if kind in t)
-        raise UnknownSolver(
+        raise UnknownName(
             "solver",
             f"solver {name!r} does not solve {kind} instances; use one of: {', '.join(ok)}",
         )

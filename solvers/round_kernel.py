@@ -1,5 +1,5 @@
 """The compiled pick loop of a PM-First / PAL round (``_round_kernel.c``), with the Python path
-(:meth:`.policy_round.PlacementPolicy.place` over :class:`.placement_engine.FreePool`) as the
+(:meth:`.policy_round.PolicyBase.place` over :class:`.placement_engine.FreePool`) as the
 reference and fallback.
 
 The kernel covers non-sticky, ``migrate="always"`` rounds of :class:`.policies.PMFirstPolicy`
@@ -52,7 +52,7 @@ def wanted() -> bool:
 def run(pool, order, start, spec, backfill, policy, ids, alloc) -> tuple[int, bool]:
     """Place ``order[start:]`` with the kernel into ``alloc`` (job id -> sorted GPU tuple), taking the
     GPUs from ``pool`` (whose counts are stale afterwards: the round is over); ``spec`` = (mode,
-    PM-First multi-GPU count, singles count) (:meth:`.policy_round.PlacementPolicy._kernel_spec`);
+    PM-First multi-GPU count, singles count) (:meth:`.policy_round.PolicyBase._kernel_spec`);
     ``policy.locality(job)`` gives L_across (the kernel asks it). Returns (the index of
     the last job decided, whether a misfit stopped the round), as the Python loop leaves them."""
     mode, ties, singles = spec

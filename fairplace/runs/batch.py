@@ -55,7 +55,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from fairplace.core.errors import OptionError, UnknownSolver
+from fairplace.core.errors import OptionError, UnknownName
 from fairplace.core.limits import check_workers
 from fairplace.core.progress import ProgressBar, progress_bar
 from fairplace.runs.batch_plan import (
@@ -151,7 +151,7 @@ def run_batch(
     known = solver_table()
     for s in solvers:
         if s not in known:
-            raise UnknownSolver("--solvers", f"unknown solver {s!r}; known: {', '.join(known)}")
+            raise UnknownName("--solvers", f"unknown solver {s!r}; known: {', '.join(known)}")
     check_workers(workers)  # before the in-process rule: a bad value is an error even when unused
     if no_workers_timeout is not None and not no_workers_timeout > 0:
         raise OptionError("--no-workers-timeout", f"must be > 0 seconds, got {no_workers_timeout}")

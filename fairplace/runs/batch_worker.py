@@ -16,7 +16,7 @@ import time
 from collections.abc import Sequence
 
 from fairplace.core.blas import one_blas_thread
-from fairplace.core.errors import UnknownSolver
+from fairplace.core.errors import UnknownName
 
 #: a one-GPU auction and a one-job placement: :func:`warm` solves them once with each solver
 TINY = (
@@ -104,7 +104,7 @@ def solve_task(instance: str, solver: str, payload, time_limit: float | None = N
         sol = fairplace.solve(  # loaded and checked by load_item
             inst, solver, time_limit=time_limit, threads=1, parallel=False, validate=False
         )
-    except UnknownSolver as exc:
+    except UnknownName as exc:
         row |= {"status": "skipped", "message": str(exc)}
     except Exception as exc:  # noqa: BLE001
         row |= {"status": "error", "message": f"{type(exc).__name__}: {exc}"}

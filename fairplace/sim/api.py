@@ -11,7 +11,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from fairplace.core.errors import DataError, OptionError, TraceError
+from fairplace.core.errors import DataError, OptionError, TraceError, UnknownName
 from fairplace.core.progress import progress_bar
 from fairplace.instances.trace_generators import (
     TRACE_GENERATORS,
@@ -22,7 +22,7 @@ from fairplace.instances.trace_generators import (
 
 from . import metrics
 from .config import BINNINGS, DEFAULT_PROFILE, SimulationConfig
-from .engine import Driver, SimConfig
+from .engine import Driver, DriverConfig
 from .ideal_time import add_rho
 from .isolated import isolated_jct
 from .protocols import AllocatingScheduler, PlacementPolicy, Scheduler
@@ -259,10 +259,10 @@ def _run(trace, scheduler, placement, cfg: SimulationConfig) -> SimulationResult
         round_length = lease
         sched_opts["lease"] = lease
     if sched_obj is None and sched_name not in SCHEDULERS:
-        raise OptionError(
+        raise UnknownName(
             "scheduler", f"unknown scheduler {scheduler!r}; known: {', '.join(SCHEDULERS)}"
         )
-    config = SimConfig(
+    config = DriverConfig(
         round_length=float(round_length if round_length is not None else 300.0),
         checkpoint=cfg.checkpoint,
         restart=cfg.restart,

@@ -32,7 +32,7 @@ CLASS_MAPS = ("paper", "artifact")
 #: the variability profile of a trace that names none (PAL's per-run Longhorn sampling)
 DEFAULT_PROFILE = "longhorn-runs"
 #: every T_id variant ``rho_variant`` may name: IdealTime's variants, then apps re-simulated alone
-RHO_VARIANT_NAMES = (*metrics.RHO_VARIANTS, metrics.ISOLATED)
+RHO_VARIANT_NAMES = (*metrics.T_ID_VARIANTS, metrics.ISOLATED)
 #: which PM-scores count as outliers when binning: both sides of the mean (>3 sigma), or only slow
 #: ones (the PAL artifact's ``identify_outliers``)
 OUTLIER_SIDES = ("both", "upper")

@@ -18,12 +18,12 @@ Time model:
 * a scheduler that ``allocates`` itself decides at arrivals, completions and its own ``next_event(t)``
   (THEMIS: the next per-allocation lease expiry), or on the grid when it has no ``next_event``.
 
-Incremental decisions (``SimConfig.incremental``, on by default; off = place every job afresh at every
+Incremental decisions (``DriverConfig.incremental``, on by default; off = place every job afresh at every
 decision, the reference the tests compare with): a decision whose queue is the previous one's, in the
 same order, reuses the previous decision without calling the policy when that is exactly what the
 policy would return: a *resumable* policy (its picks depend on the queue only:
-``PlacementPolicy.resumable``), or a deterministic :class:`~fairplace.solvers.policies.PlacementPolicy`
-not seeded by the round whose previous decision changed nothing (same queue, same holdings: same
+``IncrementalPolicy.resumable``), or a *repeatable* policy (``IncrementalPolicy.repeatable``: not
+seeded by the round) whose previous decision changed nothing (same queue, same holdings: same
 input). Otherwise a resumable policy continues from the previous decision (``place(...,
 previous=...)``: the jobs heading both processing orders keep their picks).
 """
@@ -40,7 +40,6 @@ import numpy as np
 
 from fairplace.core.domain import Cluster, slowdown, spread
 from fairplace.core.errors import ExtensionError, OptionError
-from fairplace.solvers.policies import PlacementPolicy
 
 from . import accounting as acc
 from .accounting import Timeline
@@ -49,7 +48,7 @@ from .running import InvariantError, Running, check_holdings
 from .schedulers import SchedView
 from .workload import Workload
 
-__all__ = ["GRID_ORIGINS", "STAMPINGS", "Driver", "InvariantError", "SimConfig", "Timeline"]
+__all__ = ["GRID_ORIGINS", "STAMPINGS", "Driver", "InvariantError", "DriverConfig", "Timeline"]
 
 #: where the decision grid starts: the first release, or t = 0 (the PAL artifact)
 GRID_ORIGINS = ("first-arrival", "zero")
@@ -58,7 +57,7 @@ STAMPINGS = ("exact", "round-end")
 
 
 @dataclass(frozen=True)
-class SimConfig:
+class DriverConfig:
     """Driver options (seconds). ``incremental=False`` re-places every job at every decision (the
     reference for the incremental driver; same results, slower). Every decision is checked against
     the contract (:mod:`.contract`); ``debug`` adds the expensive checks (a reused decision is
@@ -90,8 +89,12 @@ class SimConfig:
             raise OptionError("max_stalled", f"must be an integer >= 1, got {self.max_stalled!r}")
 
 
+#: the former name of :class:`DriverConfig` (next to ``SimulationConfig`` it read as the same thing)
+SimConfig = DriverConfig
+
+
 class Driver:
-    """Runs one simulation; ``policy`` follows ``solvers.policies.PlacementPolicy``
+    """Runs one simulation; ``policy`` follows :class:`.protocols.PlacementPolicy`
     (``place(ClusterState, queue) -> Decision``) and ``scheduler`` the :mod:`.schedulers` protocol."""
 
     def __init__(
@@ -102,7 +105,7 @@ class Driver:
         scheduler,
         policy,
         state_factory: Callable,
-        config: SimConfig = SimConfig(),
+        config: DriverConfig = DriverConfig(),
         progress: Callable[[int], None] | None = None,
     ):
         self.w, self.cluster, self.scores = workload, cluster, scores
@@ -112,9 +115,10 @@ class Driver:
         self.raw = {c: cluster.pm_vector(c) for c in set(workload.cls)}
         self.mi, self.ri = cluster.machine_index, cluster.rack_index
         self.allocates = bool(getattr(scheduler, "allocates", False))
+        # IncrementalPolicy's members, optional: a policy without them is asked at every decision
         self.resumable = bool(getattr(policy, "resumable", False))
         #: same input (queue, holdings, cluster, scores) -> same decision
-        self.repeatable = isinstance(policy, PlacementPolicy) and not policy._round_seeded
+        self.repeatable = bool(getattr(policy, "repeatable", False))
         if hasattr(scheduler, "bind"):
             scheduler.bind(cluster)
         if (workload.demand > self.G).any():

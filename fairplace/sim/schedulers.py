@@ -16,7 +16,7 @@ from types import MappingProxyType
 
 import numpy as np
 
-from fairplace.core.errors import OptionError, UnknownSolver
+from fairplace.core.errors import OptionError, UnknownName
 from fairplace.core.params import THEMIS_F, Param
 
 
@@ -281,14 +281,14 @@ OPTION_SPECS: MappingProxyType[str, tuple[Param, ...]] = MappingProxyType({"them
 
 
 def scheduler_class(name: str) -> type:
-    """The class behind a scheduler name (:data:`SCHEDULERS`); :class:`UnknownSolver` otherwise."""
+    """The class behind a scheduler name (:data:`SCHEDULERS`); :class:`UnknownName` otherwise."""
     key = str(name).lower()
     if key in QUEUE_SCHEDULERS:
         return QUEUE_SCHEDULERS[key]
     if key in ALLOCATING_SCHEDULERS:
         mod, cls = ALLOCATING_SCHEDULERS[key].split(":")
         return getattr(importlib.import_module(mod), cls)
-    raise UnknownSolver("scheduler", f"unknown scheduler {name!r}; known: {', '.join(SCHEDULERS)}")
+    raise UnknownName("scheduler", f"unknown scheduler {name!r}; known: {', '.join(SCHEDULERS)}")
 
 
 def make_scheduler(name: str, *, seed: int = 0, **options):
