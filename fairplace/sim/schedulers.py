@@ -275,6 +275,11 @@ ALLOCATING_SCHEDULERS = MappingProxyType(
 )
 #: every scheduler name: the one list simulate(), the CLI help and the sweep schema read
 SCHEDULERS = (*QUEUE_SCHEDULERS, *ALLOCATING_SCHEDULERS)
+#: schedulers whose round is an option of their own: name -> (the option, its default in s);
+#: simulate() runs its rounds at that option (THEMIS: a round is the lease, default 600 s)
+ROUND_OPTIONS = MappingProxyType({"themis": ("lease", 600.0)})
+#: who places the jobs under an allocating scheduler (a result's ``placed_by``; else the policy)
+PLACED_BY = MappingProxyType({"themis": "arbiter", "optimus": "optimus"})
 #: scheduler name -> the specs of its options checked by :func:`make_scheduler` (errors name
 #: ``scheduler_options.<option>``; the sweep schema reads the same specs)
 OPTION_SPECS: MappingProxyType[str, tuple[Param, ...]] = MappingProxyType({"themis": (THEMIS_F,)})
