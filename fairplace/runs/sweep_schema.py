@@ -17,9 +17,22 @@ from typing import Any
 
 import jsonschema
 
+from fairplace import sim
 from fairplace.core.errors import OptionError
 from fairplace.core.limits import MAX_SEED, annotation_schema
 from fairplace.core.params import LOCALITY_PENALTY
+from fairplace.instances.trace_generators import ARG_SCHEMAS
+from fairplace.sim.config import field_schemas
+from fairplace.sim.schedulers import OPTION_SPECS
+from fairplace.sim.setups import SETUPS
+from fairplace.solvers.policies import POLICY_NAMES
+
+#: the keys of a sweep spec
+SPEC_KEYS = (
+    "name", "schedulers", "placements", "traces", "seeds", "params", "fixed", "frames", "extra",
+)  # fmt: skip
+#: the per-cell frames a sweep can keep
+FRAMES = ("jobs", "apps", "rounds")
 
 #: a sweep name becomes a file name (``<name>-results.parquet``): letters, digits, ``._-``.
 NAME_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9._-]{0,99}$"
@@ -36,10 +49,6 @@ def known() -> dict[str, Any]:
     when a config is made) and the generators' arguments
     (``instances.trace_generators.ARG_SCHEMAS``, also checked for ``trace_options``), plus the
     sweep's own."""
-    from fairplace.instances.trace_generators import ARG_SCHEMAS
-    from fairplace.sim.config import field_schemas
-    from fairplace.sim.schedulers import OPTION_SPECS
-
     specs = {p.name: p.schema() for ps in OPTION_SPECS.values() for p in ps}
     return {
         **field_schemas(),
@@ -54,6 +63,7 @@ def known() -> dict[str, Any]:
             "properties": {LOCALITY_PENALTY.name: _NOT_AN_OPTION},
             "additionalProperties": _SCALAR,
         },
+        "setup": {"anyOf": [{"enum": list(SETUPS)}, {"type": "null"}]},  # a set-up's own names
         "cluster": {"not": {}},  # a Cluster object cannot be written in TOML: use per_run / profile
         "per_run": {"type": "boolean"},
         **ARG_SCHEMAS,
@@ -85,10 +95,6 @@ def value_schema(key: str, signatures: Iterable[Callable]) -> dict:
 
 def spec_schema(spec: Mapping, signatures: Iterable[Callable], check_names: bool = True) -> dict:
     """The JSON Schema of ``spec`` (its own keys decide which value schemas apply)."""
-    from fairplace import sim
-    from fairplace.runs.sweep import FRAMES, SPEC_KEYS
-    from fairplace.solvers.policies import POLICY_NAMES
-
     signatures = list(signatures)
     seeds = {"type": "array", "minItems": 1, "items": _SEED}
 

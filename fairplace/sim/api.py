@@ -19,7 +19,8 @@ from fairplace.core.domain import Cluster
 from fairplace.core.errors import OptionError, UnknownName
 from fairplace.core.progress import progress_bar
 from fairplace.instances.models import measured_locality
-from fairplace.solvers.policies import ClusterState, make_policy
+from fairplace.solvers import policies
+from fairplace.solvers.policies import ClusterState
 
 from . import metrics
 from .config import SimulationConfig
@@ -217,7 +218,7 @@ def plan(trace, scheduler, placement, cfg: SimulationConfig) -> Plan:
     cls_used = sorted({c for c in w.cls if c is not None})
     scores = binned_scores(cluster, cls_used, cfg.binning, cfg.seed, cfg.outlier_side)
     policy = (
-        make_policy(
+        policies.make_policy(  # by module: tests and users may replace it
             placement,
             seed=cfg.seed,
             locality_penalty=cfg.locality_penalty,

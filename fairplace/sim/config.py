@@ -21,8 +21,10 @@ from fairplace.core.limits import (
 )
 from fairplace.core.params import LOCALITY_PENALTY
 from fairplace.instances.models import ITER_TIME_TABLES, LOCALITY_MODELS
+from fairplace.instances.variability import PROFILE_NAMES
 
 from . import metrics
+from .engine import GRID_ORIGINS, STAMPINGS
 from .protocols import IdealTimeModel
 
 #: PM-score binning before placement (PAL §IV-C): K by silhouette, the artifact's rule, or raw scores
@@ -47,11 +49,6 @@ def field_schemas() -> dict[str, dict]:
     """Value schemas (JSON Schema) of the :class:`SimulationConfig` fields that hold plain values:
     checked when a config is made and by the sweep spec schema (``runs/sweep_schema.py``), so a
     value is valid from Python exactly when it is valid in a spec."""
-    from fairplace.instances.variability import PROFILE_NAMES
-
-    from .engine import GRID_ORIGINS, STAMPINGS
-    from .setups import SETUPS
-
     enum = lambda values: {"enum": list(values)}  # noqa: E731
     return {
         "gpus": {"anyOf": [_GPUS, _NULL]},
@@ -85,7 +82,6 @@ def field_schemas() -> dict[str, dict]:
         "outlier_side": enum(OUTLIER_SIDES),
         "recycle_jobs_per_hour": _SECONDS,  # jobs per hour, >= 0
         "recycle_seed": {"type": "integer", "minimum": 0, "maximum": MAX_SEED},
-        "setup": {"anyOf": [enum(SETUPS), _NULL]},
     }
 
 
@@ -210,8 +206,6 @@ class SimulationConfig:
                 continue  # an IdealTimeModel object (checked above)
             if name == LOCALITY_PENALTY.name:
                 continue  # its spec's check, above
-            if name == "setup":
-                continue  # checked where it is applied (``setups.apply_setup``, naming the set-ups)
             check_value(name, value, schema)
 
     def with_overrides(self, **overrides) -> SimulationConfig:
