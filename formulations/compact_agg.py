@@ -181,8 +181,8 @@ def agg_rows(prog: CompactView, meta: list[dict], start: int, add, usage: dict, 
         for k, (_, sc, _) in enumerate(e["cells"]):
             if sc == 0:
                 add([(c, 1.0) for c in by_cell.get(k, [])] + [(e["z"] + k, -1.0)], 0.0, 0.0)
-    for key, ent in demand.items():
-        add(ent + supply.get(key, []), -np.inf, 0.0)
+    for slot, ent in demand.items():
+        add(ent + supply.get(slot, []), -np.inf, 0.0)
 
 
 def agg_decode(prog: CompactView, x: np.ndarray, meta: list[dict], take, chosen) -> None:

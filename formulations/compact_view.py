@@ -12,7 +12,8 @@ class CompactView(Protocol):
     """The program's apps, active apps, free GPUs per machine and level (``capacity``, ``cap``),
     PM-score types, column layout, aggregation and each machine's rack."""
 
-    apps: tuple[Any, ...]
+    @property
+    def apps(self) -> tuple[Any, ...]: ...
 
     @property
     def active(self) -> tuple[int, ...]: ...

@@ -20,6 +20,7 @@ from __future__ import annotations
 import time
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 import scipy.sparse as sp
@@ -142,6 +143,7 @@ def solve_auction(
     )
     results = solves.run(todo, bool(want_tie))
     x = next((r[3] for r in results if r[0] == "tie"), res.x)
+    assert x is not None  # has_solution
     choice = prog.decode(x)
     pa_ = _settle_payments(inst, solves, results, choice, todo, payments)
     final = pa.round_allocation(inst, choice, pa_.c, rule=rounding, seed=seed)
@@ -212,7 +214,7 @@ class _SubSolves:
         if o is None:
             return ("loo", i, "not_run", None)
         r = backends.run(sub, self.be, o, start=start if self.be.capabilities.warm_start else None)
-        return ("loo", i, r.status, sub.value(sub.decode(r.x)) if r.has_solution else None)
+        return ("loo", i, r.status, sub.value(sub.decode(r.x)) if r.x is not None else None)
 
     def tie(self):
         """("tie", None, None, the tie-broken PF point)."""
@@ -283,7 +285,7 @@ def unsolved(
 ) -> Solution:
     """An auction Solution without any PF point (time limit, error): no allocation, the usual
     ``extra`` keys (docs/solutions.md), every payment (``ids``) unknown."""
-    extra = {
+    extra: dict[str, Any] = {
         "rounding": rounding,
         "unserved_unbounded": [],
         "rho": {},
@@ -328,4 +330,4 @@ def solve_pf(
     """(raw result, choice {app index: bid index}, program) of the full PF problem, without payments."""
     prog = PFProgram(inst)
     res = backends.run(prog, backend, opts)
-    return res, (prog.decode(res.x) if res.has_solution else None), prog
+    return res, (prog.decode(res.x) if res.x is not None else None), prog

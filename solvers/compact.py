@@ -15,6 +15,7 @@ from __future__ import annotations
 import time
 from collections import Counter
 from dataclasses import replace as dc_replace
+from typing import Any
 
 from fairplace.core.domain import AuctionInstance
 from fairplace.core.errors import OptionError
@@ -190,7 +191,7 @@ def solve_compact(inst: AuctionInstance, opts: SolveOptions, **kw) -> Solution:
             "solver", "solver 'compact' needs every app in agent form (found apps with 'bids')"
         )
     kw.pop("name", None)
-    known = {k: kw[k] for k in ("rounding", "seed", "budget") if k in kw}
+    known: dict[str, Any] = {k: kw[k] for k in ("rounding", "seed", "budget") if k in kw}
     if "payments" in kw:
         known["payments_"] = kw["payments"]
     return solve_compact_auction(inst, opts, name="compact", **known)

@@ -90,6 +90,7 @@ def branch_and_bound(
                 if why is not None:
                     why.append(f"LP {lp.status} at node {nodes}: {lp.message}")
                 return None
+            assert lp.x is not None  # optimal: a point (highs.read)
             x = lp.x.copy()
             x[skip_cols] = 0.0
             v = lp_model.value(x)

@@ -24,6 +24,7 @@ PF_{-i} was not solved to optimality get status :data:`NOT_RUN` / the solver's s
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import replace
 
@@ -75,7 +76,8 @@ def _payments(prog, choice, opts, parallel, reduced, budget, routes):
     routes = {} if routes is None else routes
     budget = budget_for(opts, budget)
     value_with = {i: _others(prog, choice, i) for i in choice}
-    c, status = {}, {}
+    c: dict[int, float] = {}
+    status: dict[int, str] = {}
     todo = _without_solve(prog, choice, value_with, c, status, routes)
     if todo and budget.options(opts) is None:  # spent before the first leave-one-out problem
         c.update(dict.fromkeys(todo, 1.0))
@@ -93,7 +95,7 @@ def _payments(prog, choice, opts, parallel, reduced, budget, routes):
         else:
             status[i] = "optimal"
             c[i] = pa.payment(value_with[i], val)
-    runner = map
+    runner: Callable = map
     pool = None
     if parallel and len(hard) > 1:
         pool = ThreadPoolExecutor(max_workers=2)
@@ -236,10 +238,12 @@ class _LeaveOneOut:
             x[cols] = 0.0
             v = lp_model.value(x)
             lp = replace(lp, x=x, objective=v, bound=v)
-        if lp.status == "optimal" and _lp_proves_one(prog, i, lp.objective, self.value_with[i]):
+        value = lp.objective if lp.status == "optimal" else None
+        if value is not None and _lp_proves_one(prog, i, value, self.value_with[i]):
             return i, self.value_with[i], "lp_bound"  # PF_{-i} = PF minus i: c_i = 1
         hit, route = None, "full"
         if lp.status == "optimal":
+            assert lp.x is not None  # optimal: a point (highs.read)
             if lp_cells(prog, lp.x, i) is not None:  # integral cells: place them
                 hit = from_lp(prog, milp, lp, opts, skip=i, budget=budget)
                 route = "lp_cells"
@@ -261,9 +265,10 @@ def _lp_proves_one(prog: CompactProgram, i: int, lp_value: float, with_i: PFValu
     value minus w_i0 is at most ``with_i``, PF_{-i} = ``with_i`` and c_i = 1 exactly (up to the
     LP's 1e-9). Only for finite rho(nothing) everywhere (no big-M served-count objective)."""
     apps = prog.apps
-    if any(apps[j].w_empty is None for j in prog.active):
+    w0 = apps[i].w_empty
+    if w0 is None or any(apps[j].w_empty is None for j in prog.active):
         return False
-    return lp_value - apps[i].w_empty <= with_i.log_sum + 1e-9
+    return lp_value - w0 <= with_i.log_sum + 1e-9
 
 
 def _starts(prog: CompactProgram, choice: Choice, solved: dict, j: int) -> tuple[dict, ...]:

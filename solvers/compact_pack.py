@@ -19,8 +19,8 @@ def best_subbundle(
         return None
     idx = np.asarray(bundle, np.int64)
     # RhoTable.level, vectorised over the bundle
-    v = np.round(cluster.pm_vector(app.cls)[idx], 12) - 1e-12
-    lev = np.searchsorted(t.levels, v)
+    scores = np.round(cluster.pm_vector(app.cls)[idx], 12) - 1e-12
+    lev = np.searchsorted(t.levels, scores)
     place = (cluster.machine_index[idx], cluster.rack_index[idx], np.zeros(idx.size, np.int64))
     held = (app.held_machine, app.held_rack, -1)
     best, best_rho = None, t.rho[0, t.held_spread, max(t.held_level, 0)]
@@ -101,7 +101,7 @@ def pack(
         n, s, v = cells[i]
         a, ok = prog.apps[i], oks[i]
         if rule == "matching" and i in free0 and not assigned:
-            assigned = _assign(free0, cells, oks, cnt)
+            assigned = _assign(free0, cells, oks, cnt) or {}
             if assigned is None:
                 return None
         avail = cnt[:, ok]  # machines x acceptable types

@@ -107,6 +107,7 @@ def solve_compact_pf(
             if lp.status != "optimal":  # infeasible, cut short or no point: not usable
                 why.append(f"{name} {lp.status}: {lp.message}")
                 continue
+            assert lp.x is not None and lp.objective is not None  # optimal: a point and its value
             lp_bound = lp.objective if lp_bound is None else min(lp_bound, lp.objective)
             if lp_cells(prog, lp.x) is None:  # a few split apps: branch on their cells
                 bb_why: list[str] = []
@@ -155,7 +156,7 @@ def checked_milp(milp, o: SolveOptions, x0, lp_bound: float | None, opts: SolveO
     gap tolerance (an integrality gap, or that bug), the MILP is solved again with presolve off,
     from the first answer; the better of the two is kept, "optimal" only if the second finished."""
     res = get_backend("highs").solve(milp, o, start=x0)
-    if res.status != "optimal" or not o.presolve:
+    if res.status != "optimal" or not o.presolve or res.objective is None:
         return res
     if lp_bound is None:  # no LP solved on the way: the relaxation of this program
         lp = get_backend("highs").solve(milp.relaxed(), o.with_(time_limit=o.time_limit))
@@ -167,7 +168,7 @@ def checked_milp(milp, o: SolveOptions, x0, lp_bound: float | None, opts: SolveO
     if o2 is None:
         return res
     res2 = get_backend("highs").solve(milp, o2.with_(presolve=False), start=res.x)
-    if res2.has_solution and res2.objective > res.objective + tol:
+    if res2.objective is not None and res2.has_solution and res2.objective > res.objective + tol:
         msg = f"presolve off (presolve's 'optimal' {res.objective!r} was not optimal)"
         return replace(res2, message=msg, seconds=res.seconds + res2.seconds)
     if res2.status == "optimal":

@@ -99,7 +99,7 @@ def lp_round_choice(
     res = backends.run(prog.to_milp().relaxed(), backend, opts.with_(time_limit=None))
     x = res.x if res.x is not None else np.zeros(len(prog.columns))
     gains = prog.gains()
-    order = sorted(range(len(prog.columns)), key=lambda k: (-round(x[k], 9), -gains[k], k))
+    order = sorted(range(len(prog.columns)), key=lambda k: (-round(float(x[k]), 9), -gains[k], k))
     choice: dict[int, int] = {}
     used: set[str] = set()
     for k in order:

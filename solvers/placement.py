@@ -84,10 +84,10 @@ def solve_placement(
         res = RawResult("time_limit", None, None, None, 0.0, "time limit reached before the MILP")
     else:  # the matrix form (PlacementProgram.to_pyomo / to_cvxpy are built from it too)
         res = backends.run(milp, be, o, start=start if be.capabilities.warm_start else None)
-    candidates = [({}, "empty")]
+    candidates: list[tuple[dict, str]] = [({}, "empty")]
     if pal:
         candidates.append((pal, "pal"))
-    if res.has_solution:
+    if res.x is not None:
         candidates.append((prog.decode(res.x), "milp"))
     # best first; on a tie the MILP's point (it is the one the status and bound speak for)
     order = {"milp": 0, "pal": 1, "empty": 2}

@@ -17,6 +17,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
 from operator import attrgetter
+from typing import Any
 
 import numpy as np
 
@@ -108,6 +109,7 @@ class PolicyBase:
         :attr:`resumable`): the jobs that head both processing orders get the same GPUs as then
         (a job's pick depends only on the picks before it), so only the rest is placed again."""
         jobs, in_queue = _validate(state, queue)
+        running: dict[str, Any]
         if self.sticky or self.migrate != "always":
             running = {j: np.asarray(g, dtype=np.int64) for j, g in state.allocation.items()}
         else:  # only the keys are read
@@ -231,6 +233,7 @@ def _replay(previous: Decision, ids: tuple[str, ...], alloc: dict, free: np.ndar
     """Copy into ``alloc`` the picks of ``previous`` for the jobs heading both processing orders and
     mark their GPUs busy in ``free``; returns (index of the last job decided, whether the round is
     over: the previous round stopped at a misfit inside the common head)."""
+    assert previous.trail is not None  # the caller resumes only from a decision with a trail
     old_ids, decided, stopped, _ = previous.trail
     p = 0
     n = min(decided, len(ids))
@@ -261,7 +264,7 @@ def _validate(state: ClusterState, queue: Sequence[Job]) -> tuple[list[Job], set
     if len(in_queue) == len(jobs) and (
         not gpus or (set(map(type, gpus)) == {int} and min(gpus) >= 1)
     ):
-        bad = ()  # the common case, checked in one pass
+        bad: Sequence[Job] = ()  # the common case, checked in one pass
     else:
         bad = jobs
     seen = set()

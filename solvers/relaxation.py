@@ -44,6 +44,7 @@ def lp_bound(
     res = backends.run(relax.to_lp(), backend, opts.with_(time_limit=None))
     if res.status != "optimal":
         raise SolverFailed(f"LP relaxation: {res.status} ({res.message})")
+    assert res.x is not None and res.objective is not None  # optimal: a point and its value
     return float(res.objective), res.x
 
 
@@ -152,6 +153,7 @@ def _lp_at(
     res = backends.run(prob.feasibility_lp(t), backend, opts.with_(time_limit=None))
     if res.status != "optimal":
         raise SolverFailed(f"gavel-ftf LP at t={t:g}: {res.status} ({res.message})")
+    assert res.x is not None and res.objective is not None  # optimal: a point and its value
     return float(res.objective), prob.scatter(res.x[:-1])
 
 
@@ -236,7 +238,9 @@ def auction_to_gavel(
     use = np.zeros((len(configs), len(cl)))
     for k, (i, b) in enumerate(configs):
         app = inst.apps[i]
-        thr[pos[i], k] = 1.0 / (app.rho_empty if b is None else app.bids[b].rho)
+        rho = app.rho_empty if b is None else app.bids[b].rho
+        assert rho is not None  # configs list "nothing" only for a finite rho_empty
+        thr[pos[i], k] = 1.0 / rho
         if b is not None:
             use[k, cl.indices(app.bids[b].gpus)] = 1.0
     n = len(apps)
@@ -275,7 +279,8 @@ def solve_gavel_auction(
                     )
                     if b is not None:
                         order.append((-res.X[r, k], inst.apps[i].bids[b].rho, i, b))
-    alloc, used = {}, set()
+    alloc: dict = {}
+    used: set = set()
     for _, _, i, b in sorted(order):
         gs = inst.apps[i].bids[b].gpus
         if ids[i] not in alloc and not used.intersection(gs):

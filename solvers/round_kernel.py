@@ -22,7 +22,7 @@ from fairplace.formulations.lv import choose_cell
 from .pool_index import contiguous
 
 try:  # optional: built by setup.py when a C compiler is present
-    from . import _round_kernel as _ext
+    from . import _round_kernel as _ext  # type: ignore[attr-defined]  # C extension, no stub
 except ImportError:  # pragma: no cover - depends on the install
     _ext = None
 

@@ -155,8 +155,8 @@ def slowdown(locality, spread_level, pm_scores):
     level = np.asarray(spread_level, dtype=np.int64)
     L = np.broadcast_to(np.asarray(locality, dtype=float), (level.size, 3))
     V = np.asarray(pm_scores, dtype=float).reshape(level.size, -1)
-    vmax = V.max(axis=1) if V.shape[1] else np.ones(level.size)
-    return L[np.arange(level.size), level] * vmax
+    vmaxes = V.max(axis=1) if V.shape[1] else np.ones(level.size)
+    return L[np.arange(level.size), level] * vmaxes
 
 
 @dataclass(frozen=True)

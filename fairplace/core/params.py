@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import math
 import numbers
+import operator
 from dataclasses import dataclass
 from typing import Any
 
@@ -44,11 +45,15 @@ class Interval:
         numbers here)."""
         if isinstance(value, bool) or not isinstance(value, numbers.Real):
             return False
-        if self.integer and not isinstance(value, numbers.Integral):
+        v: float | int
+        if isinstance(value, numbers.Integral):
+            v = operator.index(value)  # exact, of any size
+        elif self.integer:
             return False
-        v = float(value) if not self.integer else value
-        if not self.integer and not math.isfinite(v):
-            return False
+        else:
+            v = float(value)
+            if not math.isfinite(v):
+                return False
         lo_in = self.closed in ("both", "left")
         hi_in = self.closed in ("both", "right")
         if self.left is not None and (v < self.left or (v == self.left and not lo_in)):
@@ -78,10 +83,10 @@ class Interval:
             out[key] = self.right
         return out
 
-    def outside(self) -> tuple[float, ...]:
+    def outside(self) -> tuple[float | int, ...]:
         """Numbers of the right type just outside and far outside the range (the boundary itself
         where it is open), and the non-finite floats."""
-        out: list[float] = [math.nan, math.inf, -math.inf]
+        out: list[float | int] = [math.nan, math.inf, -math.inf]
         if self.left is not None:
             lo = float(self.left)
             out += [lo] if self.closed in ("right", "neither") else []
@@ -90,8 +95,10 @@ class Interval:
             hi = float(self.right)
             out += [hi] if self.closed in ("left", "neither") else []
             out += [hi + 1 if self.integer else math.nextafter(hi, math.inf), hi * 10 + 1e6]
+            out += [10**400]  # an integer no float holds
         if self.integer:
-            out = [int(v) if math.isfinite(v) else v for v in out] + [0.5 + (self.left or 0)]
+            out = [int(v) if isinstance(v, float) and math.isfinite(v) else v for v in out]
+            out.append(0.5 + (self.left or 0))
         return tuple(out)
 
 

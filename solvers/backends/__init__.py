@@ -74,8 +74,8 @@ def preload(backend: str | Backend) -> None:
     if isinstance(backend, str):
         module = importlib.import_module(f"{__name__}.{BUILTIN[backend][0]}")
         getattr(module, "preload", lambda: None)()
-    elif callable(getattr(be, "preload", None)):
-        be.preload()
+    elif callable(hook := getattr(be, "preload", None)):
+        hook()
 
 
 def run(
