@@ -21,6 +21,7 @@ from fairplace.core.domain import AuctionInstance
 from fairplace.core.errors import OptionError
 from fairplace.core.solution import Solution
 from fairplace.formulations import pa
+from fairplace.formulations.agents import free_gpus
 from fairplace.formulations.compact import CompactApp, CompactProgram, compact_apps
 from fairplace.solvers.compact_pack import best_subbundle, pack
 
@@ -93,8 +94,6 @@ def solve_compact_auction(
         apps = compact_apps(inst, offer)
         ids = [a.id for a in inst.agents]
     if offer is None:
-        from fairplace.formulations.agents import free_gpus
-
         offer = free_gpus(inst)
     ids = ids or [a.table.app_id for a in apps]
     enum, log = None, {}

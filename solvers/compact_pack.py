@@ -165,7 +165,7 @@ def _assign(apps: list[int], cells: dict, oks: dict, cnt: np.ndarray) -> dict[in
     """{app: machine index}: a min-cost assignment of whole spread-0 cells to distinct machines
     with enough acceptable free GPUs; cost = GPUs of better-than-worst acceptable types used
     (taking the worst first), then the room left (best fit). None when no assignment exists."""
-    from scipy.optimize import linear_sum_assignment
+    from scipy.optimize import linear_sum_assignment  # heavy: imported on use
 
     big = 1e9
     cost = np.full((len(apps), cnt.shape[0]), big)

@@ -29,6 +29,7 @@ from fairplace.core.solution import Solution
 from fairplace.formulations.pf import PFProgram, PFValue, pf_value
 
 from . import backends
+from .auction import solve_pf
 from .options import SolveOptions, SolverEntry
 
 
@@ -158,8 +159,6 @@ def solve_heuristic(
     elif exact_objective is not None:
         exact_val = PFValue(val.n_unbounded_served, float(exact_objective))
     elif compute_exact:
-        from .auction import solve_pf
-
         res, ch, prog = solve_pf(inst, backend, opts)
         if res.status == "optimal" and ch is not None:
             exact_val = prog.value(ch)

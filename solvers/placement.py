@@ -29,12 +29,12 @@ from fairplace.formulations.program import RawResult, lexicographic_bound
 from . import backends
 from .budget import Budget, budget_for
 from .options import SolveOptions
+from .policies import ClusterState, make_policy
 
 
 def pal_placement(prog: PlacementProgram) -> dict[str, tuple[str, ...]]:
     """PAL's placement of all jobs of ``prog`` (backfill on: it places as many as it can) on the
     program's scores."""
-    from .policies import ClusterState, make_policy
 
     inst = prog.instance
     classes = dict.fromkeys([*inst.cluster.classes, *(j.cls for j in inst.jobs if j.cls)])

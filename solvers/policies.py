@@ -32,7 +32,9 @@ import numpy as np
 
 from fairplace.core.errors import OptionError, UnknownName
 from fairplace.core.params import LOCALITY_PENALTY
+from fairplace.core.solution import Solution
 from fairplace.formulations.lv import choose_cell
+from fairplace.formulations.placement import slowdowns
 
 from . import round_kernel
 from .policy_round import ClusterState, Decision, PolicyBase
@@ -240,18 +242,16 @@ def instance_scores(inst, bin: bool = False, seed: int = 0) -> dict[str, np.ndar
     raw = {c: cl.pm_vector(c) for c in classes}
     if not bin:
         return raw
-    from fairplace.formulations.pm_score import bin_scores
+    from fairplace.formulations.pm_score import bin_scores  # heavy: imported on use (scikit-learn)
 
     return bin_scores(raw, random_state=int(seed))[0]
 
 
 def _solver(policy_name: str):
     def run(inst, opts=None, name=None, seed=0, bin=False, backfill=False, **_ignored):
-        from fairplace.core.solution import Solution
-        from fairplace.formulations.placement import slowdowns
 
         if bin:  # one-time import (scikit-learn, seconds) outside the timed region
-            import fairplace.formulations.pm_score  # noqa: F401
+            import fairplace.formulations.pm_score  # heavy: imported on use (scikit-learn)  # noqa: F401
 
         # binning is set-up, as in a simulation (once per cluster, not per round): timed apart
         t_bin = time.perf_counter()

@@ -10,8 +10,11 @@ from __future__ import annotations
 
 from fairplace.core.errors import UnknownName
 
-from . import backends
+from . import backends, heuristics, policies, relaxation
+from .auction import solve_auction
 from .options import SolveOptions, SolverEntry
+from .placement import solve_placement
+from .policies import instance_scores
 
 #: options of the exact PF + PA auction (``solvers/auction.py``)
 AUCTION_OPTIONS = ("rounding", "seed", "payments", "tie_break", "budget")
@@ -39,7 +42,6 @@ def _bind(fixed: str | None, backend, kw: dict):
 
 def _auction(fixed: str | None):
     def run(inst, opts: SolveOptions, backend="highs", **kw):
-        from .auction import solve_auction
 
         backend, name = _bind(fixed, backend, kw)
         return solve_auction(inst, backend=backend, opts=opts, name=name, **kw)
@@ -49,8 +51,6 @@ def _auction(fixed: str | None):
 
 def _placement(fixed: str | None):
     def run(inst, opts: SolveOptions, backend="highs", **kw):
-        from .placement import solve_placement
-        from .policies import instance_scores
 
         backend, name = _bind(fixed, backend, kw)
         seed = kw.pop("seed", None)  # the exact program has no randomness; bin=True uses it
@@ -64,7 +64,9 @@ def _placement(fixed: str | None):
 
 def _compact(inst, opts: SolveOptions, **kw):
     """The compact THEMIS arbiter (agent-form auctions; ``fairplace.solvers.compact``)."""
-    from .compact import solve_compact
+    from .compact import (
+        solve_compact,
+    )  # heavy: imported on use (the compact arbiter pulls the AGENT/FTF stack, ~0.15 s)
 
     return solve_compact(inst, opts, **kw)
 
@@ -90,7 +92,6 @@ def solver_table() -> dict[str, dict[str, SolverEntry]]:
 
 def _extend(table: dict[str, dict[str, SolverEntry]]) -> None:
     """Add the heuristics, placement policies and relaxations (each module's ``SOLVERS`` table)."""
-    from . import heuristics, policies, relaxation
 
     for m in (heuristics, policies, relaxation):  # this order: the CLI help lists them so
         for name, per_kind in m.SOLVERS.items():

@@ -14,6 +14,7 @@ import time
 import numpy as np
 import pandas as pd
 
+import fairplace
 from fairplace.core.domain import Job, PlacementInstance
 from fairplace.formulations.pm_score import bin_scores
 from fairplace.instances.generators import grid_cluster
@@ -120,8 +121,6 @@ def exact_instance(machines: int = 64, jobs: int = 64, seed: int = 0) -> Placeme
 
 
 def _exact(quick: bool = False) -> dict:
-    import fairplace
-
     inst = exact_instance(64, 64)  # one solve; --quick keeps the size
     t0 = time.perf_counter()
     sol = fairplace.solve(inst, solver="exact")

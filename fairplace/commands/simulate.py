@@ -18,6 +18,7 @@ def _choices(names, notes: dict[str, str]) -> str:
 
 
 def add_arguments(p) -> None:
+    # heavy: imported on use (the registries' names for the help; keeps `fairplace --help` light)
     from fairplace.instances.models import ITER_TIME_TABLES, LOCALITY_MODELS
     from fairplace.instances.trace_generators import TRACE_GENERATORS
     from fairplace.instances.traces import SIA_PHILLY
@@ -294,7 +295,7 @@ def _trace_options(items) -> dict:
 
 
 def run(args) -> int:
-    from fairplace.sim import simulate
+    from fairplace.sim import simulate  # heavy: imported on use (keeps --help light)
 
     if args.out:
         _args.out_dir(args.out)

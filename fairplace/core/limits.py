@@ -151,7 +151,7 @@ def check_value(name: str, value: Any, schema: dict) -> None:
     (NaN and infinities are never valid numbers)."""
     if not schema:
         return
-    import jsonschema  # imported on use: keeps `fairplace --help` light
+    import jsonschema  # heavy: imported on use (keeps `fairplace --help` light)
 
     v = plain(value)
     if isinstance(v, float) and not math.isfinite(v):

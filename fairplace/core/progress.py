@@ -25,6 +25,7 @@ class ProgressBar:
         self._rich: Any = parent._rich if parent is not None else None
         self._task: Any = None
         if self._owner and show and self.total > 0:
+            # heavy: imported on use (only when a bar is shown)
             from rich.console import Console
             from rich.progress import (
                 BarColumn,

@@ -18,6 +18,9 @@ import numpy as np
 
 from fairplace.core.errors import OptionError, UnknownName
 from fairplace.core.params import THEMIS_F, Param
+from fairplace.formulations.ftf import IdealTime
+from fairplace.formulations.gavel import GavelFTFProgram as Program
+from fairplace.solvers.relaxation import solve_gavel
 
 
 @dataclass(frozen=True)
@@ -216,9 +219,6 @@ class GavelFTF:
         self.tol = float(tol)
 
     def order(self, view: SchedView) -> np.ndarray:
-        from fairplace.formulations.ftf import IdealTime
-        from fairplace.formulations.gavel import GavelFTFProgram as Program
-        from fairplace.solvers.relaxation import solve_gavel
 
         idx = view.active
         n = idx.size
