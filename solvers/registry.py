@@ -10,11 +10,15 @@ from __future__ import annotations
 
 from fairplace.core.errors import UnknownName
 
-from . import backends, heuristics, policies, relaxation
-from .auction import solve_auction
+from . import (  # by module: replaceable
+    auction,
+    backends,
+    heuristics,
+    placement,
+    policies,
+    relaxation,
+)
 from .options import SolveOptions, SolverEntry
-from .placement import solve_placement
-from .policies import instance_scores
 
 #: options of the exact PF + PA auction (``solvers/auction.py``)
 AUCTION_OPTIONS = ("rounding", "seed", "payments", "tie_break", "budget")
@@ -44,7 +48,7 @@ def _auction(fixed: str | None):
     def run(inst, opts: SolveOptions, backend="highs", **kw):
 
         backend, name = _bind(fixed, backend, kw)
-        return solve_auction(inst, backend=backend, opts=opts, name=name, **kw)
+        return auction.solve_auction(inst, backend=backend, opts=opts, name=name, **kw)
 
     return run
 
@@ -56,8 +60,8 @@ def _placement(fixed: str | None):
         seed = kw.pop("seed", None)  # the exact program has no randomness; bin=True uses it
         kw.pop("backfill", None)  # a policy option; the exact program places as many jobs as it can
         if kw.pop("bin", False):
-            kw["scores"] = instance_scores(inst, bin=True, seed=seed or 0)
-        return solve_placement(inst, backend=backend, opts=opts, name=name, **kw)
+            kw["scores"] = policies.instance_scores(inst, bin=True, seed=seed or 0)
+        return placement.solve_placement(inst, backend=backend, opts=opts, name=name, **kw)
 
     return run
 
