@@ -65,7 +65,7 @@ def _slug(s: str) -> str:
 
 
 def _markdown():
-    from markdown_it import MarkdownIt  # imported on use (reports only)
+    from markdown_it import MarkdownIt  # heavy: imported on use (reports only)
 
     return MarkdownIt("commonmark", {"html": False})  # raw HTML in the text is escaped
 
@@ -154,6 +154,7 @@ def _outcome_class(outcome: str) -> str:
 
 
 def _templates():
+    # heavy: imported on use (reports only)
     from jinja2 import Environment, FileSystemLoader, StrictUndefined, select_autoescape
 
     return Environment(
@@ -173,7 +174,8 @@ def write_report(
 ) -> dict[str, Path]:
     """Write ``report.md``, ``report.html``, ``claims.csv`` and ``figures/*.png`` under ``out_dir``
     (from the templates ``report.md.j2`` and ``report.html.j2``)."""
-    from markupsafe import Markup  # Jinja2's: HTML rendered here, not escaped again
+    # heavy: imported on use (Jinja2's): HTML rendered here, not escaped again
+    from markupsafe import Markup
 
     out = Path(out_dir)
     figdir = out / "figures"

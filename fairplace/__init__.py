@@ -19,6 +19,7 @@ from fairplace.core.errors import (
     ProgramInfeasible,
     SimulationStalled,
     SolverFailed,
+    UnknownName,
     UnknownSolver,
 )
 from fairplace.core.solution import Solution
@@ -42,6 +43,7 @@ __all__ = [
     "ProgramInfeasible",
     "SimulationStalled",
     "SolverFailed",
+    "UnknownName",
     "UnknownSolver",
     "SimulationConfig",
     "SimulationResult",

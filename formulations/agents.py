@@ -23,19 +23,12 @@ import numpy as np
 from fairplace.core.domain import AgentApp, App, AuctionInstance, Bid, Cluster, spread
 from fairplace.core.errors import OptionError
 
-from .ftf import FTFModel, IdealTime, JobInfo, PerfCurve, SuccessiveHalving, model_locality
+from .ftf import FTFModel, IdealTime, JobInfo, PerfCurve, SuccessiveHalving
 from .ftf_counts import rho_grid
 from .variants import STOPPING
 
 #: Largest number of subsets ``subset_bids`` enumerates per app before refusing.
 MAX_SUBSETS = 1 << 14
-
-
-def with_model_locality(app: AgentApp, table) -> AgentApp:
-    """The app with L taken from a per-model table when its ``model`` is listed (``ftf.model_locality``)."""
-    if app.model is None or not table or app.model not in table:
-        return app
-    return replace(app, locality=model_locality(app.model, table))
 
 
 def machine_gpus(cluster: Cluster | None) -> int | None:

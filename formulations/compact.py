@@ -25,6 +25,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from functools import cached_property
+from typing import Any
 
 import numpy as np
 
@@ -89,7 +90,8 @@ def compact_app(
 ) -> CompactApp:
     """``app`` as the compact arbiter sees it on ``offer`` (``room`` / ``model``: as
     :func:`~fairplace.formulations.agents.rho_table`)."""
-    t = rho_table(app, cluster, offer, room=room, model=model)
+    # rho_table reads any int array (np.asarray); formulations/agents.py annotates a Sequence
+    t = rho_table(app, cluster, offer, room=room, model=model)  # type: ignore[arg-type]
     hm = hr = -1
     if app.held:
         idx = cluster.indices(app.held)
@@ -143,8 +145,9 @@ class CompactProgram:
             w = w[np.isfinite(w)]
             if w.size:
                 total += 2 * (np.abs(w).max() + w.max() - w.min())
-            if self.apps[i].w_empty is not None:
-                total += 2 * abs(self.apps[i].w_empty)
+            w_empty = self.apps[i].w_empty
+            if w_empty is not None:
+                total += 2 * abs(w_empty)
         return total
 
     @cached_property
@@ -253,7 +256,7 @@ class CompactProgram:
         for i in self.active:
             a = self.apps[i]
             cells = self.feasible_cells(i)
-            e = {"i": i, "cells": cells, "z": col, "lev": self._lev[i]}
+            e: dict[str, Any] = {"i": i, "cells": cells, "z": col, "lev": self._lev[i]}
             col += len(cells)
             spreads = {s for _, s, _ in cells}
             ms = [a.held_machine] if a.held_machine >= 0 else machines
@@ -367,8 +370,8 @@ class CompactProgram:
                     add([(col, 1.0) for col in cs] + cz, -np.inf, 0.0)
         if agg is not None:
             agg_rows(self, meta, n_cols - len(agg.m_cols), add, usage, ub)
-        for key, cs in usage.items():
-            add(cs, -np.inf, float(self.cap[key]))
+        for key, use in usage.items():
+            add(use, -np.inf, float(self.cap[key]))
         if self.reduced and agg is not None:
             agg_total_rows(self, meta, n_cols - len(agg.m_cols), add)
         elif self.reduced:
@@ -403,7 +406,7 @@ class CompactProgram:
         machines_in: dict[int, list[int]] = {}
         for m, k in self._rack_of.items():
             machines_in.setdefault(k, []).append(m)
-        out: dict[int, tuple] = {}
+        out: dict[int, list] = {}
         chosen = {}
         for e in meta:
             ks = [k for k in range(len(e["cells"])) if x[e["z"] + k] > 0.5]

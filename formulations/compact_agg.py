@@ -30,12 +30,10 @@ from __future__ import annotations
 
 import itertools
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
 
 import numpy as np
 
-if TYPE_CHECKING:
-    from .compact import CompactProgram
+from .compact_view import CompactView
 
 #: largest number of patterns of one kind for which the aggregation is built
 MAX_PATTERNS = 2000
@@ -69,7 +67,7 @@ class Aggregation:
     m_cols: tuple[tuple[int, int, int], ...]
 
 
-def aggregation(prog: CompactProgram, lev: dict[int, list[int]]) -> Aggregation | None:
+def aggregation(prog: CompactView, lev: dict[int, list[int]]) -> Aggregation | None:
     """The kinds, slots and patterns of ``prog`` (``lev``: each active app's level per type), or
     None when a kind would have more than :data:`MAX_PATTERNS` patterns."""
     T = range(len(prog.types))
@@ -155,7 +153,7 @@ def _patterns(profile: tuple[int, ...], slots: list, cap: int) -> list | None:
     return out if rec(0, np.asarray(profile, dtype=np.int64), []) else None
 
 
-def agg_rows(prog: CompactProgram, meta: list[dict], start: int, add, usage: dict, ub) -> None:
+def agg_rows(prog: CompactView, meta: list[dict], start: int, add, usage: dict, ub) -> None:
     """Rows of the aggregation: machines per (rack, kind), slots used <= slots cut, spread-0 cells
     = their slots; pattern usage into the rack / cluster capacity ``usage`` lists; ``ub`` of M."""
     agg = prog.agg
@@ -183,11 +181,11 @@ def agg_rows(prog: CompactProgram, meta: list[dict], start: int, add, usage: dic
         for k, (_, sc, _) in enumerate(e["cells"]):
             if sc == 0:
                 add([(c, 1.0) for c in by_cell.get(k, [])] + [(e["z"] + k, -1.0)], 0.0, 0.0)
-    for key, ent in demand.items():
-        add(ent + supply.get(key, []), -np.inf, 0.0)
+    for slot, ent in demand.items():
+        add(ent + supply.get(slot, []), -np.inf, 0.0)
 
 
-def agg_decode(prog: CompactProgram, x: np.ndarray, meta: list[dict], take, chosen) -> None:
+def agg_decode(prog: CompactView, x: np.ndarray, meta: list[dict], take, chosen) -> None:
     """Spread-0 apps of an integral point onto concrete machines: patterns to the machines of
     their (rack, kind) in order, then each app to a cut slot of its kind (``take(i, m, t, n)``)."""
     agg = prog.agg
@@ -212,7 +210,7 @@ def agg_decode(prog: CompactProgram, x: np.ndarray, meta: list[dict], take, chos
                         take(e["i"], [m], t, n)
 
 
-def agg_start(prog: CompactProgram, x: np.ndarray, meta: list[dict], on: dict) -> None:
+def agg_start(prog: CompactView, x: np.ndarray, meta: list[dict], on: dict) -> None:
     """Set Y, z and M of ``x`` from spread-0 placements ``on`` = {app: {machine: {type: n}}}."""
     agg = prog.agg
     start = prog.layout[0] - len(agg.m_cols)
@@ -236,7 +234,7 @@ def agg_start(prog: CompactProgram, x: np.ndarray, meta: list[dict], on: dict) -
         x[start + mpos[prog._rack_of[m], j, ppos[j][tuple(sorted(ss))]]] += 1.0
 
 
-def agg_total_rows(prog: CompactProgram, meta: list[dict], start: int, add) -> None:
+def agg_total_rows(prog: CompactView, meta: list[dict], start: int, add) -> None:
     """Knapsack rows per rack: GPUs cut into patterns + spread-1 use <= the rack's free GPUs."""
     agg = prog.agg
     _, cr = prog.capacity

@@ -30,15 +30,12 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 import numpy as np
 
-if TYPE_CHECKING:
-    from .compact import CompactProgram
+from .compact_view import CompactView
 
 
-def place_rows(prog: CompactProgram, e: dict, sel: str, block: str, s: int, ub, add) -> None:
+def place_rows(prog: CompactView, e: dict, sel: str, block: str, s: int, ub, add) -> None:
     """Rows linking app ``e``'s spread-``s`` usage ``e[block]`` to its place selectors ``e[sel]``."""
     cells = e["cells"]
     zc = {k: e["z"] + k for k, c in enumerate(cells) if c[1] == s}
@@ -72,7 +69,7 @@ def _machine_entries(e: dict, m: int) -> list[tuple[int, float]]:
     return [(col, 1.0) for (p, _), col in e["f"].items() if p == m]
 
 
-def total_rows(prog: CompactProgram, meta: list[dict], add) -> None:
+def total_rows(prog: CompactView, meta: list[dict], add) -> None:
     """Knapsack rows: all GPUs used on a machine / in a rack <= its free GPUs."""
     cm, cr = prog.capacity
     for m, cap in cm.items():
@@ -91,7 +88,7 @@ def total_rows(prog: CompactProgram, meta: list[dict], add) -> None:
             add(ent, -np.inf, float(cap))
 
 
-def machine_classes(prog: CompactProgram) -> list[list[int]]:
+def machine_classes(prog: CompactView) -> list[list[int]]:
     """Classes (>= 2 machines, ascending) of interchangeable machines: same rack, same free GPUs
     per PM type, not the held machine of an active app."""
     held = {prog.apps[i].held_machine for i in prog.active}
@@ -103,7 +100,7 @@ def machine_classes(prog: CompactProgram) -> list[list[int]]:
     return [ms for ms in out.values() if len(ms) > 1]
 
 
-def symmetry_rows(prog: CompactProgram, meta: list[dict], add) -> None:
+def symmetry_rows(prog: CompactView, meta: list[dict], add) -> None:
     """sum_c y_i,m_l,c <= sum_{j < i} sum_c y_j,m_{l-1},c over each class (module docstring)."""
     for ms in machine_classes(prog):
         for a, b in zip(ms, ms[1:], strict=False):
@@ -117,7 +114,7 @@ def symmetry_rows(prog: CompactProgram, meta: list[dict], add) -> None:
                 prev += [col for (p, _), col in e["y"].items() if p == a]
 
 
-def relabel(prog: CompactProgram, meta: list[dict], machine_of: dict[int, int]) -> dict[int, int]:
+def relabel(prog: CompactView, meta: list[dict], machine_of: dict[int, int]) -> dict[int, int]:
     """{machine: machine} permuting each class so that first() increases (module docstring).
     ``machine_of``: {app index: machine} of the apps holding a spread-0 cell with selectors."""
     pos = {e["i"]: k for k, e in enumerate(meta)}

@@ -27,7 +27,7 @@ def identical_phase_times(
     k,
     work,
     sensitivity: float,
-    counts: np.ndarray,
+    counts: Sequence[int] | np.ndarray,
     d_max,
     spread_level: int = 0,
     locality: Sequence[float] = LOCALITY_BOOTSTRAP,
@@ -87,13 +87,13 @@ def phase_time_counts(
     slowest job of n >= J GPUs is read off the sorted works (the remainder goes to the jobs with
     most work: the slowest job is the first of them or the first without), in O(1) per count."""
     counts = [int(n) for n in counts]
-    sens = {j.locality_sensitivity for j in jobs}
-    if not jobs or split != "even" or len(sens) != 1:
+    kinds = {j.locality_sensitivity for j in jobs}
+    if not jobs or split != "even" or len(kinds) != 1:
         return np.array(
             [phase_time(jobs, n, d_max, spread_level, 1.0, locality, split, machine_gpus)
              for n in counts], float,
         )  # fmt: skip
-    (sens,) = sens
+    (sens,) = kinds
     J, cap = len(jobs), max(1, int(d_max))
     works = sorted((j.work for j in jobs), reverse=True)
 
@@ -129,12 +129,12 @@ def t_shared_counts(
 ) -> np.ndarray:
     """:func:`t_shared` at max V = 1 for every GPU count in ``counts`` (phase by phase)."""
     total = np.full(len(counts), float(elapsed))
-    halving = isinstance(opt, SuccessiveHalving)
+    halving = opt if isinstance(opt, SuccessiveHalving) else None
     later = []  # later successive-halving phases: k copies of the model job, all phases at once
     for p in range(opt.num_phases()):
-        d = opt.phase_demand(p, d_max) if halving else d_max
-        if halving and p > opt.current_phase and split == "even":
-            later.append((int(opt.phases[p][0]), float(opt.phases[p][1]), d))
+        d = halving.phase_demand(p, d_max) if halving is not None else d_max
+        if halving is not None and p > halving.current_phase and split == "even":
+            later.append((int(halving.phases[p][0]), float(halving.phases[p][1]), d))
             continue
         memo = getattr(opt, "phase_memo", None)
         key = (p, d, spread_level, tuple(locality), split, machine_gpus)
@@ -148,10 +148,10 @@ def t_shared_counts(
             total += new
         else:
             total += np.array([have[int(n)] for n in counts])
-    if later:
-        tm, sens = opt._future_job
-        k, iters, d = (np.array(c) for c in zip(*later, strict=True))
-        rows = identical_phase_times(k, iters * tm, sens, counts, d, spread_level, locality,
+    if later and halving is not None:
+        tm, sens = halving._future_job
+        ks, iters, ds = (np.array(c) for c in zip(*later, strict=True))
+        rows = identical_phase_times(ks, iters * tm, sens, counts, ds, spread_level, locality,
                                      machine_gpus)  # fmt: skip
         for row in rows:  # phase by phase: the sums of t_shared, in its order
             total += row

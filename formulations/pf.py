@@ -233,11 +233,7 @@ class PFProgram:
     @cached_property
     def offset(self) -> float:
         return float(
-            sum(
-                -np.log(self.instance.apps[i].rho_empty)
-                for i in self.apps
-                if self.instance.apps[i].rho_empty is not None
-            )
+            sum(-np.log(r) for i in self.apps if (r := self.instance.apps[i].rho_empty) is not None)
         )
 
     def incidence(self) -> sp.csr_matrix:

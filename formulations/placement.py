@@ -48,7 +48,7 @@ class PlacementProgram:
     free: np.ndarray | None = None  # boolean mask of usable GPUs (default: all)
 
     def score(self, cls: str | None) -> np.ndarray:
-        if cls in self.scores:
+        if cls is not None and cls in self.scores:
             return np.asarray(self.scores[cls], dtype=float)
         return self.instance.cluster.pm_vector(cls)
 
@@ -150,7 +150,7 @@ class PlacementProgram:
         rows = Rows()
         add = rows.add
 
-        machines_of = {}
+        machines_of: dict[int, list[int]] = {}
         for q, (m, _, _) in enumerate(groups):
             machines_of.setdefault(m, []).append(q)
         for e in meta:
@@ -223,7 +223,7 @@ class PlacementProgram:
             placed = int(round(x[e["p"]]))
             if placed < 1:
                 continue
-            ids = []
+            ids: list[str] = []
             for q, (_, _, gs) in enumerate(self.groups):
                 k = int(round(x[e["n"] + q]))
                 ids.extend(cl.gpus[g].id for g in gs[taken[q] : taken[q] + k])
@@ -255,8 +255,8 @@ class PlacementProgram:
             idx = cl.indices(allocation[jobs[placed[0]].id])
             level = max(self.groups[group_of.get(int(g), 0)][1][e["ci"]] for g in idx)
             within = cl.spread(idx) == SPREAD_MACHINE
-            cell = (SPREAD_MACHINE, level) if within else None
-            if cell not in e["cells"]:
+            cell: tuple[int, int] | None = (SPREAD_MACHINE, level) if within else None
+            if cell is None or cell not in e["cells"]:
                 cell = next(c for c in e["cells"] if c[0] != SPREAD_MACHINE and c[1] == level)
             x[e["z"] + e["cells"].index(cell)] = 1.0
             if cell[0] == SPREAD_MACHINE:
@@ -292,7 +292,9 @@ def slowdowns(
             continue
         idx = cl.indices(ids)
         V = (
-            np.asarray(scores[job.cls]) if scores and job.cls in scores else cl.pm_vector(job.cls)
+            np.asarray(scores[job.cls])
+            if scores and job.cls is not None and job.cls in scores
+            else cl.pm_vector(job.cls)
         )[idx]
         L = instance.locality(job)
         out[job.id] = slowdown((1.0, L, L), cl.spread(idx), V)

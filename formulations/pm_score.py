@@ -22,6 +22,8 @@ then uses every GPU, initialised from the subsample's centroids. K-means runs si
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 from sklearn.base import BaseEstimator, TransformerMixin
 from sklearn.cluster import KMeans
@@ -154,18 +156,18 @@ class PMScoreBinner(TransformerMixin, BaseEstimator):
         sample = values
         if values.size > self.sample_size:
             sample = rng.choice(values, size=self.sample_size, replace=False)
-        best = (-np.inf, None, None)
+        best: tuple[float, int | None, Any] = (-np.inf, None, None)  # (silhouette, K, centres)
         for k in range(self.k_min, min(self.k_max, np.unique(sample).size - 1) + 1):
             km = self._kmeans(sample, k, rng)
             s = silhouette_1d(sample, km.labels_)
             if s > best[0] + 1e-12:
                 best = (s, k, km.cluster_centers_.ravel())
-        sil, k, centers = best
-        if k is None:
+        sil, k_best, centers = best
+        if k_best is None:
             return distinct, distinct.size, float("nan")
         if sample is not values:
-            centers = self._kmeans(values, k, rng, init=centers).cluster_centers_.ravel()
-        return np.sort(centers), k, float(sil)
+            centers = self._kmeans(values, k_best, rng, init=centers).cluster_centers_.ravel()
+        return np.sort(centers), k_best, float(sil)
 
 
 def silhouette_1d(x, labels) -> float:

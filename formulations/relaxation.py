@@ -64,7 +64,8 @@ class PFRelaxation:
         out = np.empty(len(self.columns))
         for k, (i, b) in enumerate(self.columns):
             w = -np.log(apps[i].bids[b].rho)
-            out[k] = w + np.log(apps[i].rho_empty) if apps[i].rho_empty is not None else w
+            empty = apps[i].rho_empty
+            out[k] = w + np.log(empty) if empty is not None else w
         return out
 
     def incidence(self) -> sp.csr_matrix:

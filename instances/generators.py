@@ -18,6 +18,7 @@ from fairplace.core.domain import (
 )
 from fairplace.core.errors import OptionError
 from fairplace.core.limits import MAX_GENERATED_BIDS, check_count, check_sizes
+from fairplace.core.params import LOCALITY_PENALTY
 
 #: THEMIS' bootstrap slowdown constants (machine / rack / cluster) and a placement-sensitive profile.
 LOCALITY_INSENSITIVE = (1.0, 1.1, 1.3)
@@ -126,7 +127,7 @@ def random_placement(
     machines: int = 8,
     gpus_per_machine: int = 4,
     classes=("A", "B", "C"),
-    locality_penalty: float = 1.7,
+    locality_penalty: float = LOCALITY_PENALTY.default,
     levels: int | None = 4,
     seed: int = 0,
     max_demand: int | None = None,

@@ -28,6 +28,7 @@ from fairplace.core.domain import (
 )
 from fairplace.core.errors import InstanceError, naming
 from fairplace.core.limits import MAX_SAFE_INT, MIN_WORK
+from fairplace.core.params import LOCALITY_PENALTY
 
 from .schema import SCHEMAS
 
@@ -344,7 +345,9 @@ def _placement(doc: Mapping) -> PlacementInstance:
     return PlacementInstance(
         cluster=cluster,
         jobs=tuple(jobs),
-        locality_penalty=_check_finite(doc.get("locality_penalty", 1.7), "$.locality_penalty"),
+        locality_penalty=_check_finite(
+            doc.get("locality_penalty", LOCALITY_PENALTY.default), "$.locality_penalty"
+        ),
         locality_by_model=dict(doc.get("locality_by_model", {})),
         name=doc.get("name", ""),
         meta=dict(doc.get("meta", {})),

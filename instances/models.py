@@ -23,9 +23,11 @@ from dataclasses import dataclass
 from types import MappingProxyType
 
 from fairplace.core.errors import DataError
+from fairplace.core.params import LOCALITY_PENALTY
 
-#: PAL's constant inter-node locality penalty (§IV-D, Synergy simulations and the artifact).
-DEFAULT_LOCALITY = 1.7
+#: PAL's constant inter-node locality penalty (§IV-D, Synergy simulations and the artifact): the
+#: default of the one spec, :data:`fairplace.core.params.LOCALITY_PENALTY`.
+DEFAULT_LOCALITY = LOCALITY_PENALTY.default
 
 #: The artifact's per-class design-time locality table (``lf_model`` in its PAL placement).
 ARTIFACT_CLASS_LOCALITY = MappingProxyType({"A": 1.16, "B": 1.0, "C": 1.0, "D": 1.10})
@@ -172,5 +174,6 @@ def model_class(name: str, mapping: str = "paper") -> str:
 
 
 def locality_by_model(per_model: bool = True) -> dict[str, float]:
-    """{model: L_across}: the per-model table, or the constant 1.7 for every model."""
+    """{model: L_across}: the per-model table, or the constant :data:`DEFAULT_LOCALITY` for every
+    model."""
     return {n: (m.locality_penalty if per_model else DEFAULT_LOCALITY) for n, m in MODELS.items()}

@@ -10,6 +10,7 @@ import copy
 
 from fairplace.core.errors import OptionError
 from fairplace.core.limits import MAX_COUNT, MAX_GPUS, MAX_RATIO, MAX_RHO, MAX_TIME
+from fairplace.core.params import LOCALITY_PENALTY
 from fairplace.formulations.variants import (
     FUTURE_JOBS,
     PHASE_MODELS,
@@ -20,7 +21,7 @@ from fairplace.formulations.variants import (
 
 #: every numeric field has both bounds (tests/test_fuzz_contract.py checks it): finite and in range.
 _RATIO = {"type": "number", "exclusiveMinimum": 0, "maximum": MAX_RATIO}
-_PENALTY = {"type": "number", "minimum": 1, "maximum": MAX_RATIO}
+_PENALTY = LOCALITY_PENALTY.constraint.schema()  # any locality penalty: L in [1, MAX_RATIO]
 _RHO = {"type": "number", "exclusiveMinimum": 0, "maximum": MAX_RHO}
 _TIME = {"type": "number", "minimum": 0, "maximum": MAX_TIME}
 _POS_TIME = {"type": "number", "exclusiveMinimum": 0, "maximum": MAX_TIME}
@@ -162,7 +163,7 @@ PLACEMENT_SCHEMA = {
         "kind": {"const": "placement"},
         "name": {"type": "string"},
         "meta": {"type": "object"},
-        "locality_penalty": _PENALTY,
+        "locality_penalty": LOCALITY_PENALTY.schema(),
         "locality_by_model": {"type": "object", "additionalProperties": _PENALTY},
         "gpus": {"type": "array", "items": _GPU, "minItems": 1, "maxItems": MAX_GPUS},
         "jobs": {"type": "array", "items": _JOB},

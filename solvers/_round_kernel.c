@@ -538,7 +538,7 @@ static int record(PyObject *alloc, PyObject *id, int64_t *g, int64_t n) {
     return rc;
 }
 
-static PyObject *S_gpus, *S_cls, *S_model;
+static PyObject *S_gpus, *S_cls;
 
 /* the class index of cls, initialising its state on first use (class_data(cls) -> (order, sorted)) */
 typedef struct {
@@ -628,43 +628,34 @@ static int job_attrs(Pool *pl, Classes *cs, PyObject *job, long long *n, long *c
     return *ci < 0 ? -1 : 0;
 }
 
-/* L_across of a job: the per-model table, else the penalty (PlacementPolicy.locality) */
-static int job_locality(PyObject *job, PyObject *loc, double penalty, double *L) {
-    PyObject *m = PyObject_GetAttr(job, S_model);
-    if (!m) return -1;
-    *L = penalty;
-    if (m != Py_None) {
-        PyObject *v = PyDict_GetItemWithError(loc, m);
-        if (v) *L = PyFloat_AsDouble(v);
-        if (PyErr_Occurred()) {
-            Py_DECREF(m);
-            return -1;
-        }
-    }
-    Py_DECREF(m);
-    return 0;
+/* L_across of a job: ``locality(job)``, the policy's one look-up (PlacementPolicy.locality ->
+   fairplace.core.domain.locality); asked only where PAL's walk needs it */
+static int job_locality(PyObject *job, PyObject *locality, double *L) {
+    PyObject *v = PyObject_CallOneArg(locality, job);
+    if (!v) return -1;
+    *L = PyFloat_AsDouble(v);
+    Py_DECREF(v);
+    return PyErr_Occurred() ? -1 : 0;
 }
 
 static const char place_doc[] =
-    "place(mi, M, P, free, order, ids, start, mode, ties, singles, backfill, class_data, loc,"
-    " penalty, choose, alloc) -> (k, stopped)\n\n"
+    "place(mi, M, P, free, order, ids, start, mode, ties, singles, backfill, class_data,"
+    " locality, choose, alloc) -> (k, stopped)\n\n"
     "Run a non-sticky PM-First / PAL round from job ``start`` of ``order`` (a list of jobs with"
     " ``gpus``, ``cls``, ``model``) on: ``mi`` the machine of each GPU (int64, grouped by machine),"
     " ``free`` (uint8, updated), ``class_data(cls)`` -> (score order int64, sorted scores float64),"
-    " ``loc`` model -> L_across (else ``penalty``), ``ids`` the job ids; the picks go into"
+    " ``locality(job)`` -> L_across, ``ids`` the job ids; the picks go into"
     " ``alloc`` (job id -> sorted GPU tuple). Returns the last job decided and whether a misfit"
     " stopped the round.";
 
 static PyObject *place(PyObject *self, PyObject *args) {
     Py_buffer bmi, bfree;
     Py_ssize_t M, P, start;
-    PyObject *order, *ids, *class_data, *loc, *chooser, *alloc;
+    PyObject *order, *ids, *class_data, *locality, *chooser, *alloc;
     int mode, ties, singles, backfill, gc_was = 0;
-    double penalty;
-    if (!PyArg_ParseTuple(args, "y*nnw*O!O!niiipOO!dOO!", &bmi, &M, &P, &bfree, &PyList_Type,
+    if (!PyArg_ParseTuple(args, "y*nnw*O!O!niiipOOOO!", &bmi, &M, &P, &bfree, &PyList_Type,
                           &order, &PyTuple_Type, &ids, &start, &mode, &ties, &singles, &backfill,
-                          &class_data, &PyDict_Type, &loc, &penalty, &chooser, &PyDict_Type,
-                          &alloc))
+                          &class_data, &locality, &chooser, &PyDict_Type, &alloc))
         return NULL;
     PyObject *result = NULL;
     Pool pl;
@@ -766,8 +757,8 @@ static PyObject *place(PyObject *self, PyObject *args) {
             k += run - 1;
             continue;
         }
-        double L = penalty;
-        if (mode != 0 && n > 1 && n <= P && job_locality(job, loc, penalty, &L) < 0) goto done;
+        double L = 1.0; /* read by PAL's walk only (1 < n <= P) */
+        if (mode != 0 && n > 1 && n <= P && job_locality(job, locality, &L) < 0) goto done;
         int64_t got = n < 1 ? 0 : pick(&pl, &r, &pl.cls[ci], (int64_t)n, L, out);
         if (got < 0) goto done;
         if (got == 0) {
@@ -813,7 +804,6 @@ static struct PyModuleDef module = {
 PyMODINIT_FUNC PyInit__round_kernel(void) {
     S_gpus = PyUnicode_InternFromString("gpus");
     S_cls = PyUnicode_InternFromString("cls");
-    S_model = PyUnicode_InternFromString("model");
-    if (!S_gpus || !S_cls || !S_model) return NULL;
+    if (!S_gpus || !S_cls) return NULL;
     return PyModule_Create(&module);
 }

@@ -19,6 +19,8 @@ from __future__ import annotations
 
 import time
 from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 import scipy.sparse as sp
@@ -122,12 +124,8 @@ def solve_auction(
     t0 = time.perf_counter()
     budget = budget_for(opts, budget)
     be = backends.get_backend(backend)
-    caps = be.capabilities
     label = name or ("exact" if be.name == "highs" else be.name)
-    if opts.mip_allow_restart is None:  # see SolveOptions.mip_allow_restart
-        opts = opts.with_(mip_allow_restart=False)
-    if opts.mip_pool_soft_limit is None:  # see SolveOptions.mip_pool_soft_limit
-        opts = opts.with_(mip_pool_soft_limit=50)
+    opts = _auction_options(opts)
     # pruning and model building count against the budget: the first solve gets what is left
     prog = PFProgram(inst, stop=budget.spent)
     if not budget.spent() and _wide(prog.to_milp()):
@@ -137,93 +135,32 @@ def solve_auction(
     if not res.has_solution:
         ids = [a.id for a in inst.apps] if payments else []
         return unsolved(label, res, time.perf_counter() - t0, rounding, ids, o is not None)
-    choice0 = prog.decode(res.x)
-    apps = range(len(inst.apps))
-    todo = (
-        [i for i in sorted(choice0) if not untouched(inst, i, inst.apps[i].bids[choice0[i]].gpus)]
-        if payments
-        else []
+    solves = _SubSolves(inst, prog, be, opts, budget, res)
+    choice0 = solves.choice0
+    todo = [i for i in sorted(choice0) if not solves.untouched(i, choice0)] if payments else []
+    want_tie = (
+        tie_break and be.capabilities.warm_start and res.status == "optimal" and len(prog.columns)
     )
-    want_tie = tie_break and caps.warm_start and res.status == "optimal" and len(prog.columns) > 0
-
-    def loo(i: int):
-        if budget.spent():  # not started
-            return ("loo", i, "not_run", None)
-        sub = prog.without(i)  # shares the PF program's pruned bids
-        sub.to_milp()
-        start = _start_vector(sub, {j: b for j, b in choice0.items() if j != i})
-        o = budget.options(opts)  # what is left once the model is built
-        if o is None:
-            return ("loo", i, "not_run", None)
-        r = backends.run(sub, be, o, start=start if caps.warm_start else None)
-        return ("loo", i, r.status, sub.value(sub.decode(r.x)) if r.has_solution else None)
-
-    def tie():
-        o = budget.options(opts)
-        return (
-            "tie",
-            None,
-            None,
-            res.x if o is None else break_ties(prog, res.objective, o, res.x, be),
-        )
-
-    jobs = [*((loo, i) for i in todo), *(((tie, None),) if want_tie else ())]
-    run = lambda job: job[0]() if job[1] is None else job[0](job[1])  # noqa: E731
-    if opts.parallel and caps.thread_safe and len(jobs) > 1:
-        with one_blas_thread(), ThreadPoolExecutor(max_workers=2) as pool:
-            results = list(pool.map(run, jobs))
-    else:
-        results = list(map(run, jobs))
-
+    results = solves.run(todo, bool(want_tie))
     x = next((r[3] for r in results if r[0] == "tie"), res.x)
+    assert x is not None  # has_solution
     choice = prog.decode(x)
+    pa_ = _settle_payments(inst, solves, results, choice, todo, payments)
+    final = pa.round_allocation(inst, choice, pa_.c, rule=rounding, seed=seed)
     pf_val = prog.value(choice)
-    status = res.status
-    c = {i: 1.0 for i in apps}
-    inexact = []
-    n_run = 0
-    for kind, i, st, val in results:
-        if kind != "loo":
-            continue
-        n_run += st != "not_run"
-        if st != "optimal":
-            inexact.append(inst.apps[i].id)
-        if val is None:
-            status = "error" if st == "error" else "time_limit"
-            continue
-        if st != "optimal":
-            status = "time_limit"
-        # others' value is taken in the *tie-broken* PF allocation: every PF optimum has the same value
-        # for i's rivals only up to ties, so recompute it on the allocation we report.
-        c[i] = pa.payment(pa.others_value(inst, choice, apps, i), val)
-    if payments and choice != choice0:  # apps that gained a bundle through the tie-break
-        for i in set(choice) - set(todo):
-            if not untouched(inst, i, inst.apps[i].bids[choice[i]].gpus):
-                _, _, st, val = loo(i)
-                n_run += st != "not_run"
-                if st != "optimal":
-                    inexact.append(inst.apps[i].id)
-                    status = "error" if st == "error" else "time_limit"
-                c[i] = (
-                    pa.payment(pa.others_value(inst, choice, apps, i), val)
-                    if val is not None
-                    else 1.0
-                )
-    if payments and res.status != "optimal":  # every c_i is relative to a non-optimal PF
-        inexact = [a.id for a in inst.apps]
-    final = pa.round_allocation(inst, choice, c, rule=rounding, seed=seed)
-    ids = [a.id for a in inst.apps]
     bound, served_max = pf_bound(prog, res, pf_val)
+    ids = [a.id for a in inst.apps]
+    apps = range(len(inst.apps))
     return Solution(
         kind="auction",
-        status=status,
+        status=pa_.status,
         solver=label,
         seconds=time.perf_counter() - t0,
         objective=pf_val.log_sum,
         bound=bound,
         allocation={ids[i]: list(g) for i, g in final.items()},
         pf_allocation={ids[i]: list(inst.apps[i].bids[b].gpus) for i, b in sorted(choice.items())},
-        payments={ids[i]: c[i] for i in apps} if payments else None,
+        payments={ids[i]: pa_.c[i] for i in apps} if payments else None,
         leftover=pa.leftover(inst, choice, final),
         gap=auction_gap(pf_val.log_sum, bound),
         message=res.message,
@@ -236,11 +173,111 @@ def solve_auction(
             "pf_status": res.status,
             "unbounded_served_bound": served_max,
             "loo_solves": len(todo),
-            "milp_solves": 1 + n_run,
+            "milp_solves": 1 + pa_.n_run,
             # c_i of these apps rests on a PF_{-i} not solved to optimality (module docstring)
-            "payments_inexact": sorted(set(inexact)),
+            "payments_inexact": sorted(set(pa_.inexact)),
         },
     )
+
+
+def _auction_options(opts: SolveOptions) -> SolveOptions:
+    """The auction's defaults of the options left None (see :class:`SolveOptions`)."""
+    if opts.mip_allow_restart is None:  # see SolveOptions.mip_allow_restart
+        opts = opts.with_(mip_allow_restart=False)
+    if opts.mip_pool_soft_limit is None:  # see SolveOptions.mip_pool_soft_limit
+        opts = opts.with_(mip_pool_soft_limit=50)
+    return opts
+
+
+class _SubSolves:
+    """The solves after PF, within the auction's budget: each leave-one-out PF_{-i} (warm-started
+    from PF minus i on a back end with a warm start) and the tie-break among PF optima."""
+
+    def __init__(self, inst, prog: PFProgram, be, opts: SolveOptions, budget: Budget, res):
+        self.inst, self.prog, self.be, self.opts, self.budget, self.res = (
+            inst, prog, be, opts, budget, res,
+        )  # fmt: skip
+        self.choice0 = prog.decode(res.x)
+
+    def untouched(self, i: int, choice: dict[int, int]) -> bool:
+        return untouched(self.inst, i, self.inst.apps[i].bids[choice[i]].gpus)
+
+    def loo(self, i: int):
+        """("loo", i, status, PF value of the others or None)."""
+        budget, opts = self.budget, self.opts
+        if budget.spent():  # not started
+            return ("loo", i, "not_run", None)
+        sub = self.prog.without(i)  # shares the PF program's pruned bids
+        sub.to_milp()
+        start = _start_vector(sub, {j: b for j, b in self.choice0.items() if j != i})
+        o = budget.options(opts)  # what is left once the model is built
+        if o is None:
+            return ("loo", i, "not_run", None)
+        r = backends.run(sub, self.be, o, start=start if self.be.capabilities.warm_start else None)
+        return ("loo", i, r.status, sub.value(sub.decode(r.x)) if r.x is not None else None)
+
+    def tie(self):
+        """("tie", None, None, the tie-broken PF point)."""
+        o, res = self.budget.options(self.opts), self.res
+        x = res.x if o is None else break_ties(self.prog, res.objective, o, res.x, self.be)
+        return ("tie", None, None, x)
+
+    def run(self, todo: list[int], want_tie: bool) -> list[tuple]:
+        """Every leave-one-out of ``todo`` and the tie-break (on 2 threads on a thread-safe back
+        end)."""
+        jobs = [*((self.loo, i) for i in todo), *(((self.tie, None),) if want_tie else ())]
+        run = lambda job: job[0]() if job[1] is None else job[0](job[1])  # noqa: E731
+        if self.opts.parallel and self.be.capabilities.thread_safe and len(jobs) > 1:
+            with one_blas_thread(), ThreadPoolExecutor(max_workers=2) as pool:
+                return list(pool.map(run, jobs))
+        return list(map(run, jobs))
+
+
+@dataclass
+class _Payments:
+    c: dict[int, float]
+    inexact: list[str]
+    n_run: int
+    status: str
+
+
+def _settle_payments(inst, solves: _SubSolves, results, choice, todo, payments) -> _Payments:
+    """c_i from the leave-one-out values on the reported (tie-broken) PF allocation; apps that
+    gained a bundle through the tie-break get their own leave-one-out; the status and the apps
+    whose c_i rests on a non-optimal solve."""
+    apps = range(len(inst.apps))
+    res = solves.res
+    out = _Payments({i: 1.0 for i in apps}, [], 0, res.status)
+    for kind, i, st, val in results:
+        if kind != "loo":
+            continue
+        out.n_run += st != "not_run"
+        if st != "optimal":
+            out.inexact.append(inst.apps[i].id)
+        if val is None:
+            out.status = "error" if st == "error" else "time_limit"
+            continue
+        if st != "optimal":
+            out.status = "time_limit"
+        # others' value is taken in the *tie-broken* PF allocation: every PF optimum has the same value
+        # for i's rivals only up to ties, so recompute it on the allocation we report.
+        out.c[i] = pa.payment(pa.others_value(inst, choice, apps, i), val)
+    if payments and choice != solves.choice0:  # apps that gained a bundle through the tie-break
+        for i in set(choice) - set(todo):
+            if not solves.untouched(i, choice):
+                _, _, st, val = solves.loo(i)
+                out.n_run += st != "not_run"
+                if st != "optimal":
+                    out.inexact.append(inst.apps[i].id)
+                    out.status = "error" if st == "error" else "time_limit"
+                out.c[i] = (
+                    pa.payment(pa.others_value(inst, choice, apps, i), val)
+                    if val is not None
+                    else 1.0
+                )
+    if payments and res.status != "optimal":  # every c_i is relative to a non-optimal PF
+        out.inexact = [a.id for a in inst.apps]
+    return out
 
 
 def unsolved(
@@ -248,7 +285,7 @@ def unsolved(
 ) -> Solution:
     """An auction Solution without any PF point (time limit, error): no allocation, the usual
     ``extra`` keys (docs/solutions.md), every payment (``ids``) unknown."""
-    extra = {
+    extra: dict[str, Any] = {
         "rounding": rounding,
         "unserved_unbounded": [],
         "rho": {},
@@ -293,16 +330,4 @@ def solve_pf(
     """(raw result, choice {app index: bid index}, program) of the full PF problem, without payments."""
     prog = PFProgram(inst)
     res = backends.run(prog, backend, opts)
-    return res, (prog.decode(res.x) if res.has_solution else None), prog
-
-
-def leave_one_out_value(
-    inst: AuctionInstance,
-    i: int,
-    backend: str | backends.Backend = "highs",
-    opts: SolveOptions = SolveOptions(),
-) -> tuple[str, PFValue | None]:
-    """(status, PF value of the others) with app ``i`` removed."""
-    sub = PFProgram(inst, exclude=frozenset({i}))
-    r = backends.run(sub, backend, opts)
-    return r.status, (sub.value(sub.decode(r.x)) if r.has_solution else None)
+    return res, (prog.decode(res.x) if res.x is not None else None), prog

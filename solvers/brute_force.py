@@ -81,7 +81,7 @@ def brute_force_placement(inst: PlacementInstance) -> tuple[int, float]:
     """max (#placed, -sum w*S) over every assignment of disjoint GPU sets; returns (placed, weighted S)."""
     cl = inst.cluster
     G = len(cl)
-    best = None
+    best: tuple[int, float] | None = None
 
     def rec(j, used, placed, cost):
         nonlocal best
@@ -100,12 +100,13 @@ def brute_force_placement(inst: PlacementInstance) -> tuple[int, float]:
             rec(j + 1, used | set(sub), placed + 1, cost + job.weight * S)
 
     rec(0, frozenset(), 0, 0.0)
+    assert best is not None  # rec reaches the end once at least (every job unplaced)
     return best[0], -best[1]
 
 
 def brute_force(inst: Instance) -> dict:
     """The stored-optimum record of a tiny instance: objective in the ``fairplace solve`` sense."""
-    if inst.kind == "auction":
+    if isinstance(inst, AuctionInstance):
         (served, obj), _ = brute_force_pf(inst)
         return {"objective": obj, "n_unbounded_served": served}
     placed, obj = brute_force_placement(inst)

@@ -14,12 +14,15 @@ from __future__ import annotations
 
 import time
 from collections import Counter
+from dataclasses import dataclass, field
 from dataclasses import replace as dc_replace
+from typing import Any
 
 from fairplace.core.domain import AuctionInstance
 from fairplace.core.errors import OptionError
 from fairplace.core.solution import Solution
 from fairplace.formulations import pa
+from fairplace.formulations.agents import free_gpus
 from fairplace.formulations.compact import CompactApp, CompactProgram, compact_apps
 from fairplace.solvers.compact_pack import best_subbundle, pack
 
@@ -92,65 +95,32 @@ def solve_compact_auction(
         apps = compact_apps(inst, offer)
         ids = [a.id for a in inst.agents]
     if offer is None:
-        from fairplace.formulations.agents import free_gpus
-
         offer = free_gpus(inst)
     ids = ids or [a.table.app_id for a in apps]
-    enum, log = None, {}
-    if enum_limit > 0 and budget.options(opts) is not None:
-        offer = tuple(int(g) for g in offer)
-        plain = CompactProgram(cl, offer, tuple(apps), reduced=False, aggregate=aggregate)
-        enum = enumerate_auction(plain, enum_limit)
-    if enum is not None:
-        res, choice, prog = enum.result(), enum.choice, enum.prog
-        log["route"] = "enumeration"
-    else:
-        res, choice, prog = solve_compact_pf(
-            cl, offer, apps, opts, reduced=reduced, budget=budget, aggregate=aggregate, log=log
-        )
-        if log["route"] == "full" and log["why"]:  # a faster route failed: say why
-            res = dc_replace(res, message=f"{res.message} (full MILP: {'; '.join(log['why'])})")
+    log: dict = {}
+    pf_ = _compact_pf(cl, offer, apps, opts, reduced, budget, aggregate, enum_limit, log)
+    res, choice, prog, enum = pf_
     if choice is None:
         sol = unsolved(
             name, res, time.perf_counter() - t0, rounding, ids if payments_ else [], True
         )
         extra = {"cells": {}, "loo_routes": {}, "pf_route": log["route"]}
         return dc_replace(sol, extra={**sol.extra, **extra})
-    status = res.status
-    c = {i: 1.0 for i in range(len(apps))}
-    n_solves, k = int(enum is None), 0
-    inexact: list[str] = []
-    routes: dict[int, str] = {}
+    pay = _PA(res.status, {i: 1.0 for i in range(len(apps))}, int(enum is None))
     if payments_ and enum is not None:  # every PF_{-i} from the same enumeration
-        c.update(enum.payments())
-        k = len(choice)
-        routes = dict.fromkeys(choice, "enumeration")
+        pay.c.update(enum.payments())
+        pay.k = len(choice)
+        pay.routes = dict.fromkeys(choice, "enumeration")
     elif payments_:
-        ci, st, k = payments(
-            prog,
-            choice,
-            opts,
-            parallel=opts.parallel,
-            reduced=reduced,
-            budget=budget,
-            routes=routes,
-        )  # PF_{-i} on the PF's formulation (``prog.aggregate``)
-        n_solves += k - sum(s == NOT_RUN for s in st.values())
-        c.update(ci)
-        inexact = [ids[i] for i, s in sorted(st.items()) if s != "optimal"]
-        if res.status != "optimal":  # every c_i is relative to a non-optimal PF
-            inexact = list(ids)
-        for s in st.values():
-            if s != "optimal":
-                status = "time_limit" if s in ("time_limit", NOT_RUN) else s
-    final = round_compact(prog, choice, c, rounding, seed)
+        _lp_payments(pay, prog, choice, opts, reduced, budget, ids, res.status)
+    final = round_compact(prog, choice, pay.c, rounding, seed)
     used = {g for i in final for g in final[i]}
     pf_gpus = [g for i in sorted(choice) for g in choice[i][1]]
     val = prog.value(choice)
     bound, served_max = pf_bound(prog, res, val)
     return Solution(
         kind="auction",
-        status=status,
+        status=pay.status,
         solver=name,
         seconds=time.perf_counter() - t0,
         objective=val.log_sum,
@@ -158,29 +128,91 @@ def solve_compact_auction(
         gap=auction_gap(val.log_sum, bound),
         allocation={ids[i]: cl.ids(g) for i, g in final.items()},
         pf_allocation={ids[i]: cl.ids(choice[i][1]) for i in sorted(choice)},
-        payments={ids[i]: c[i] for i in range(len(apps))} if payments_ else None,
+        payments={ids[i]: pay.c[i] for i in range(len(apps))} if payments_ else None,
         leftover=cl.ids(sorted(g for g in pf_gpus if g not in used)),
         message=res.message,
-        extra={
-            "rounding": rounding,
-            "unserved_unbounded": [
-                ids[i] for i, a in enumerate(apps) if a.w_empty is None and i not in choice
-            ],
-            "rho": {ids[i]: float(apps[i].table.rho[choice[i][0]]) for i in choice},
-            "pf_status": res.status,
-            "unbounded_served_bound": served_max,
-            "cells": {ids[i]: list(choice[i][0]) for i in choice},
-            # how the PF was settled (``compact_pf.PF_ROUTES``; "full" after an LP failure too)
-            "pf_route": log["route"],
-            "loo_solves": k if payments_ else 0,
-            "milp_solves": n_solves,
-            # how each PF_{-i} was settled, counted per route (``compact_pa.ROUTES``)
-            "loo_routes": dict(sorted(Counter(routes.values()).items())),
-            # c_i of these apps rests on a PF_{-i} not solved to optimality (time limit: the best
-            # incumbent; no point at all: c_i = 1)
-            "payments_inexact": inexact,
-        },
+        extra=_extra(
+            apps, ids, choice, res.status, served_max, log["route"], pay, payments_, rounding
+        ),
     )
+
+
+def _extra(
+    apps, ids, choice, pf_status, served_max, pf_route, pay: _PA, payments_, rounding
+) -> dict:
+    """The compact auction's ``Solution.extra`` (``fairplace.core.solution.COMPACT_EXTRA``)."""
+    return {
+        "rounding": rounding,
+        "unserved_unbounded": [
+            ids[i] for i, a in enumerate(apps) if a.w_empty is None and i not in choice
+        ],
+        "rho": {ids[i]: float(apps[i].table.rho[choice[i][0]]) for i in choice},
+        "pf_status": pf_status,
+        "unbounded_served_bound": served_max,
+        "cells": {ids[i]: list(choice[i][0]) for i in choice},
+        # how the PF was settled (``compact_pf.PF_ROUTES``; "full" after an LP failure too)
+        "pf_route": pf_route,
+        "loo_solves": pay.k if payments_ else 0,
+        "milp_solves": pay.n_solves,
+        # how each PF_{-i} was settled, counted per route (``compact_pa.ROUTES``)
+        "loo_routes": dict(sorted(Counter(pay.routes.values()).items())),
+        # c_i of these apps rests on a PF_{-i} not solved to optimality (time limit: the best
+        # incumbent; no point at all: c_i = 1)
+        "payments_inexact": pay.inexact,
+    }
+
+
+def _compact_pf(cl, offer, apps, opts, reduced, budget, aggregate, enum_limit, log: dict):
+    """(raw result, PF choice or None, program, the enumeration or None): by enumeration when the
+    auction is small enough, else the LP / MILP route (``log``: how, and why a faster one failed)."""
+    enum = None
+    if enum_limit > 0 and budget.options(opts) is not None:
+        offer = tuple(int(g) for g in offer)
+        plain = CompactProgram(cl, offer, tuple(apps), reduced=False, aggregate=aggregate)
+        enum = enumerate_auction(plain, enum_limit)
+    if enum is not None:
+        log["route"] = "enumeration"
+        return enum.result(), enum.choice, enum.prog, enum
+    res, choice, prog = solve_compact_pf(
+        cl, offer, apps, opts, reduced=reduced, budget=budget, aggregate=aggregate, log=log
+    )
+    if log["route"] == "full" and log["why"]:  # a faster route failed: say why
+        res = dc_replace(res, message=f"{res.message} (full MILP: {'; '.join(log['why'])})")
+    return res, choice, prog, None
+
+
+@dataclass
+class _PA:
+    """The payments of one auction: status, c_i, MILP solves, leave-one-out problems, their
+    routes and the apps whose c_i rests on a non-optimal solve."""
+
+    status: str
+    c: dict[int, float]
+    n_solves: int
+    k: int = 0
+    routes: dict[int, str] = field(default_factory=dict)
+    inexact: list[str] = field(default_factory=list)
+
+
+def _lp_payments(pay: _PA, prog, choice, opts, reduced, budget, ids, pf_status: str) -> None:
+    """Every PF_{-i} on the PF's formulation (``prog.aggregate``; :func:`.compact_pa.payments`)."""
+    ci, st, pay.k = payments(
+        prog,
+        choice,
+        opts,
+        parallel=opts.parallel,
+        reduced=reduced,
+        budget=budget,
+        routes=pay.routes,
+    )
+    pay.n_solves += pay.k - sum(s == NOT_RUN for s in st.values())
+    pay.c.update(ci)
+    pay.inexact = [ids[i] for i, s in sorted(st.items()) if s != "optimal"]
+    if pf_status != "optimal":  # every c_i is relative to a non-optimal PF
+        pay.inexact = list(ids)
+    for s in st.values():
+        if s != "optimal":
+            pay.status = "time_limit" if s in ("time_limit", NOT_RUN) else s
 
 
 def solve_compact(inst: AuctionInstance, opts: SolveOptions, **kw) -> Solution:
@@ -190,7 +222,7 @@ def solve_compact(inst: AuctionInstance, opts: SolveOptions, **kw) -> Solution:
             "solver", "solver 'compact' needs every app in agent form (found apps with 'bids')"
         )
     kw.pop("name", None)
-    known = {k: kw[k] for k in ("rounding", "seed", "budget") if k in kw}
+    known: dict[str, Any] = {k: kw[k] for k in ("rounding", "seed", "budget") if k in kw}
     if "payments" in kw:
         known["payments_"] = kw["payments"]
     return solve_compact_auction(inst, opts, name="compact", **known)

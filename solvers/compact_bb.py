@@ -21,6 +21,7 @@ search with None: the caller falls back to the full MILP.
 from __future__ import annotations
 
 import time
+from contextlib import contextmanager
 from dataclasses import replace
 
 import numpy as np
@@ -57,18 +58,12 @@ def branch_and_bound(
     zcols, skip_cols = selector_columns(prog, skip)
     lb0, ub0 = lp_model.col_lb[zcols].copy(), lp_model.col_ub[zcols].copy()
     pos = {int(c): k for k, c in enumerate(zcols)}
-    strategy = h.getOptionValue("simplex_strategy")[1]  # (status, value)
-    presolve = h.getOptionValue("presolve")[1]
-    h.setOptionValue("simplex_strategy", 1)  # dual: bound changes keep the basis dual feasible
-    h.setOptionValue("presolve", "off")  # keep the basis between re-solves
-    iter_limit = h.getOptionValue("simplex_iteration_limit")[1]
-    h.setOptionValue("simplex_iteration_limit", NODE_ITERATIONS)  # a stalling LP: give up
     best = None  # (value, RawResult, choice)
     if start is not None:  # e.g. PF minus i for PF_{-i}
         best = _incumbent(prog, milp, start)
     stack: list[tuple[tuple[int, float], ...]] = [()]
     nodes = 0
-    try:
+    with _dual_resolves(h, zcols, lb0, ub0):
         while stack:
             o = budget.options(opts)
             nodes += 1
@@ -90,6 +85,7 @@ def branch_and_bound(
                 if why is not None:
                     why.append(f"LP {lp.status} at node {nodes}: {lp.message}")
                 return None
+            assert lp.x is not None  # optimal: a point (highs.read)
             x = lp.x.copy()
             x[skip_cols] = 0.0
             v = lp_model.value(x)
@@ -115,11 +111,6 @@ def branch_and_bound(
             col = int(zcols[k])
             stack.append(fixes + ((col, 0.0),))
             stack.append(fixes + ((col, 1.0),))
-    finally:
-        h.changeColsBounds(zcols.size, zcols, lb0, ub0)
-        h.setOptionValue("simplex_strategy", strategy)
-        h.setOptionValue("presolve", presolve)
-        h.setOptionValue("simplex_iteration_limit", iter_limit)
     if best is None:
         if why is not None:
             why.append(f"infeasible after {nodes} nodes")
@@ -127,6 +118,26 @@ def branch_and_bound(
     _, res, choice = best
     msg = f"optimal (LP branch and bound, {nodes} nodes)"
     return replace(res, seconds=time.perf_counter() - t0, message=msg), choice
+
+
+@contextmanager
+def _dual_resolves(h, zcols, lb0, ub0):
+    """The live model ``h`` set for node re-solves (dual simplex: bound changes keep the basis
+    dual feasible; no presolve: the basis is kept; a stalling LP gives up after
+    :data:`NODE_ITERATIONS`), then left with the column bounds and options it had."""
+    strategy = h.getOptionValue("simplex_strategy")[1]  # (status, value)
+    presolve = h.getOptionValue("presolve")[1]
+    iter_limit = h.getOptionValue("simplex_iteration_limit")[1]
+    h.setOptionValue("simplex_strategy", 1)
+    h.setOptionValue("presolve", "off")
+    h.setOptionValue("simplex_iteration_limit", NODE_ITERATIONS)
+    try:
+        yield
+    finally:
+        h.changeColsBounds(zcols.size, zcols, lb0, ub0)
+        h.setOptionValue("simplex_strategy", strategy)
+        h.setOptionValue("presolve", presolve)
+        h.setOptionValue("simplex_iteration_limit", iter_limit)
 
 
 def _tol(opts: SolveOptions, value: float) -> float:

@@ -273,11 +273,17 @@ def _flow(prog, cells, eligible) -> dict[int, list[int]]:
     src, sink = 0, 1 + na + nq
     rows, cols, cap = [], [], []
     for a, i in enumerate(apps):
-        rows.append(src), cols.append(1 + a), cap.append(cells[i][0])
+        rows.append(src)
+        cols.append(1 + a)
+        cap.append(cells[i][0])
         for q in eligible[i]:
-            rows.append(1 + a), cols.append(1 + na + q), cap.append(len(grps[q].gpus))
+            rows.append(1 + a)
+            cols.append(1 + na + q)
+            cap.append(len(grps[q].gpus))
     for q, g in enumerate(grps):
-        rows.append(1 + na + q), cols.append(sink), cap.append(len(g.gpus))
+        rows.append(1 + na + q)
+        cols.append(sink)
+        cap.append(len(g.gpus))
     n = sink + 1
     graph = csr_matrix((np.array(cap, np.int32), (rows, cols)), shape=(n, n))
     flow = maximum_flow(graph, src, sink).flow.toarray()

@@ -117,7 +117,7 @@ def fixed_cells(prog: CompactProgram, milp, lp, opts: SolveOptions, skip: int | 
     cells = lp_cells(prog, lp.x, skip) or {}
     sub = replace(prog, fixed=tuple(sorted(cells.items())))
     res = get_backend("highs").solve(sub.to_milp(), opts)
-    if not res.has_solution:
+    if res.x is None:
         return None
     choice = sub.decode(res.x)
     x = prog.start_vector(choice)

@@ -24,6 +24,7 @@ PF_{-i} was not solved to optimality get status :data:`NOT_RUN` / the solver's s
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import replace
 
@@ -74,14 +75,50 @@ def payments(
 def _payments(prog, choice, opts, parallel, reduced, budget, routes):
     routes = {} if routes is None else routes
     budget = budget_for(opts, budget)
-    apps = prog.apps
     value_with = {i: _others(prog, choice, i) for i in choice}
-    c, status = {}, {}
+    c: dict[int, float] = {}
+    status: dict[int, str] = {}
+    todo = _without_solve(prog, choice, value_with, c, status, routes)
+    if todo and budget.options(opts) is None:  # spent before the first leave-one-out problem
+        c.update(dict.fromkeys(todo, 1.0))
+        status.update(dict.fromkeys(todo, NOT_RUN))
+        routes.update(dict.fromkeys(todo, NOT_RUN))
+        return c, status, len(todo)
+    loo = _LeaveOneOut(prog, choice, opts, reduced, budget, value_with)
+    hard = []
+    for i, val, route in loo.lp_chains(todo, parallel):
+        routes[i] = route
+        if val is NOT_RUN:
+            status[i], c[i] = NOT_RUN, 1.0
+        elif val is None:
+            hard.append(i)
+        else:
+            status[i] = "optimal"
+            c[i] = pa.payment(value_with[i], val)
+    runner: Callable = map
+    pool = None
+    if parallel and len(hard) > 1:
+        pool = ThreadPoolExecutor(max_workers=2)
+        runner = pool.map
+    try:
+        for i, st, val in runner(loo.full, hard):
+            status[i] = st
+            if st == NOT_RUN:
+                routes[i] = NOT_RUN
+            c[i] = pa.payment(value_with[i], val) if val is not None else 1.0
+    finally:
+        if pool is not None:
+            pool.shutdown()
+    return c, status, len(todo)
+
+
+def _without_solve(prog, choice, value_with, c, status, routes) -> list[int]:
+    """c_i = 1 without a solve when app i's GPUs help nobody: every other app j already gets
+    best_j (its value alone with the whole offer) in PF. Then PF_{-i} <= sum_{j != i} best_j =
+    value of PF minus i <= PF_{-i} (PF minus i is feasible for PF_{-i}), so PF_{-i} is PF minus
+    i and c_i = 1 exactly. Fills ``c``, ``status``, ``routes`` for those; returns the others."""
+    apps = prog.apps
     todo = []
-    # c_i = 1 without a solve when app i's GPUs help nobody: every other app j already gets
-    # best_j (its value alone with the whole offer) in PF. Then PF_{-i} <= sum_{j != i} best_j =
-    # value of PF minus i <= PF_{-i} (PF minus i is feasible for PF_{-i}), so PF_{-i} is PF minus
-    # i and c_i = 1 exactly.
     best = {j: _best(prog, j) for j in prog.active}
     for i in choice:
         others = [j for j in prog.active if j != i]
@@ -92,48 +129,79 @@ def _payments(prog, choice, opts, parallel, reduced, budget, routes):
                 routes[i] = "best_values"
                 continue
         todo.append(i)
-    if todo and budget.options(opts) is None:  # spent before the first leave-one-out problem
-        c.update(dict.fromkeys(todo, 1.0))
-        status.update(dict.fromkeys(todo, NOT_RUN))
-        routes.update(dict.fromkeys(todo, NOT_RUN))
-        return c, status, len(todo)
+    return todo
 
-    def one(i: int):
-        if budget.options(opts) is None:  # spent: do not even build the problem
+
+class _LeaveOneOut:
+    """The leave-one-out problems PF_{-i} of one PF choice: the PF MILP, its LP and the PF LP's
+    optimal basis, shared by the LP chains (:meth:`lp_chains`); a full solve per hard app
+    (:meth:`full`)."""
+
+    def __init__(self, prog, choice, opts, reduced, budget, value_with):
+        self.prog, self.choice, self.opts = prog, choice, opts
+        self.reduced, self.budget, self.value_with = reduced, budget, value_with
+        self.milp = prog.to_milp()
+        _, meta = prog.layout
+        self.by = {e["i"]: e for e in meta}
+        self.lp_model = self.milp.relaxed()
+        self.signs = row_signs(self.milp)  # for the forcing rows of every chain's fixed MILPs
+        self.pf_basis = None  # the PF LP's optimal basis, solved once: each chain starts from it
+
+    def full(self, i: int):
+        """PF_{-i} by its own solve (PF minus i as the start): (i, status, value or None)."""
+        prog, opts = self.prog, self.opts
+        if self.budget.options(opts) is None:  # spent: do not even build the problem
             return i, NOT_RUN, None
-        start = {j: v for j, v in choice.items() if j != i}
+        start = {j: v for j, v in self.choice.items() if j != i}
         res, ch, p = solve_compact_pf(
             prog.cluster,
             prog.offer,
-            apps,
+            prog.apps,
             opts,
             prog.exclude | {i},
             start,
-            reduced=reduced,
-            budget=budget,
+            reduced=self.reduced,
+            budget=self.budget,
             aggregate=prog.aggregate,
         )
         if ch is None:
             return i, res.status, None
         return i, res.status, p.value(ch)
 
-    milp = prog.to_milp()
-    _, meta = prog.layout
-    by = {e["i"]: e for e in meta}
+    def lp_chains(self, todo: list[int], parallel: bool) -> list[tuple]:
+        """(i, PF_{-i} value / None (needs a full solve) / NOT_RUN, route) per app of ``todo``.
 
-    lp_model = milp.relaxed()
-    signs = row_signs(milp)  # for the forcing rows of every chain's fixed MILPs
-    pf_basis = None  # the PF LP's optimal basis, solved once: each chain's model starts from it
+        Alike apps in a row, in contiguous chains: every app after the first of its PF cell in a
+        chain starts from an alike app's PF_{-j} (``_starts``); :data:`CHAINS` of them on 2
+        threads balance the load, each chain on its own model (the same results whichever thread
+        runs it)."""
+        choice = self.choice
+        todo = sorted(todo, key=lambda i: (choice[i][0], i))
+        k = min(CHAINS, max(2, len(todo) // 16)) if parallel and len(todo) > 1 else 1
+        cut = np.linspace(0, len(todo), k + 1).round().astype(int)
+        chunks = [todo[a:b] for a, b in zip(cut[:-1], cut[1:], strict=True)]
+        o = self.budget.options(self.opts)
+        if len(chunks) > 1 and o is not None:  # one PF LP solve, not one per chain
+            h0 = highs.build(self.lp_model, o)
+            h0.run()
+            if highs.read(h0, self.lp_model, 0.0).status == "optimal":
+                self.pf_basis = h0.getBasis()
+        chunks = [ch for ch in chunks if ch]
+        if len(chunks) == 1:  # one chain: no thread to start and join
+            return self.lp_chain(chunks[0])
+        with ThreadPoolExecutor(max_workers=2) as ex:
+            return [r for part in ex.map(self.lp_chain, chunks) for r in part]
 
-    def lp_chain(chunk: list[int]):
+    def lp_chain(self, chunk: list[int]) -> list[tuple]:
         """Leave-one-out LPs on one model: i's gains set to 0, primal simplex from the PF basis."""
+        opts, budget, lp_model = self.opts, self.budget, self.lp_model
         o = budget.options(opts)
         if o is None:
             return [(i, NOT_RUN, NOT_RUN) for i in chunk]
         h = highs.build(lp_model, o)
-        if pf_basis is not None:
+        if self.pf_basis is not None:
             h.setOptionValue("presolve", "off")
-            h.setBasis(pf_basis)
+            h.setBasis(self.pf_basis)
         rerun(h, lp_model)  # read by every leave-one-out re-solve below, not here
         basis = h.getBasis()
         h.setOptionValue("presolve", "off")  # keep the basis between re-solves
@@ -147,85 +215,50 @@ def _payments(prog, choice, opts, parallel, reduced, budget, routes):
                 continue
             if o.time_limit is not None:  # HiGHS' run time is cumulative over re-solves
                 h.setOptionValue("time_limit", float(h.getRunTime() + o.time_limit))
-            e = by[i]
+            e = self.by[i]
             cols = np.arange(e["z"], e["z"] + len(e["cells"]), dtype=np.int32)
             h.setBasis(basis)  # every re-solve starts from the PF basis (order-independent)
             if cols.size:
                 h.changeColsCost(cols.size, cols, np.zeros(cols.size))
-            lp = rerun(h, lp_model)  # not optimal even from scratch: the full solve below
-            if lp.x is not None:  # value under i's zero gains: drop i's selectors
-                x = lp.x.copy()
-                x[cols] = 0.0
-                v = lp_model.value(x)
-                lp = replace(lp, x=x, objective=v, bound=v)
-            if lp.status == "optimal" and _lp_proves_one(prog, i, lp.objective, value_with[i]):
-                if cols.size:
-                    h.changeColsCost(cols.size, cols, milp.c[cols])
-                out.append((i, value_with[i], "lp_bound"))  # PF_{-i} = PF minus i: c_i = 1
-                continue
-            hit, route = None, "full"
-            if lp.status == "optimal":
-                if lp_cells(prog, lp.x, i) is not None:  # integral cells: place them
-                    hit = from_lp(prog, milp, lp, opts, skip=i, budget=budget)
-                    route = "lp_cells"
-                if hit is None:  # split apps, or cells that cannot be placed at the LP bound
-                    starts = _starts(prog, choice, solved, i)
-                    hit = leave_one_out(prog, milp, h, lp_model, opts, budget, i, starts, signs)
-                    route = "fixing"
-                if hit is not None:
-                    solved[i] = hit[1]
+            out.append(self._lp_one(h, i, cols, solved))
             if cols.size:
-                h.changeColsCost(cols.size, cols, milp.c[cols])
-            if hit is None:
-                out.append((i, None, "full"))
-            else:
-                out.append((i, _others(prog, hit[1], i), route))
+                h.changeColsCost(cols.size, cols, self.milp.c[cols])
         return out
 
-    # alike apps in a row, in contiguous chains: every app after the first of its PF cell in a
-    # chain starts from an alike app's PF_{-j} (``_starts``); CHAINS of them on 2 threads balance
-    # the load, each chain on its own model (the same results whichever thread runs it)
-    todo = sorted(todo, key=lambda i: (choice[i][0], i))
-    k = min(CHAINS, max(2, len(todo) // 16)) if parallel and len(todo) > 1 else 1
-    cut = np.linspace(0, len(todo), k + 1).round().astype(int)
-    chunks = [todo[a:b] for a, b in zip(cut[:-1], cut[1:], strict=True)]
-    o = budget.options(opts)
-    if len(chunks) > 1 and o is not None:  # one PF LP solve, not one per chain
-        h0 = highs.build(lp_model, o)
-        h0.run()
-        if highs.read(h0, lp_model, 0.0).status == "optimal":
-            pf_basis = h0.getBasis()
-    chunks = [ch for ch in chunks if ch]
-    if len(chunks) > 1:
-        with ThreadPoolExecutor(max_workers=2) as ex:
-            results = [r for part in ex.map(lp_chain, chunks) for r in part]
-    else:  # one chain: no thread to start and join
-        results = [r for part in map(lp_chain, chunks) for r in part]
-    hard = []
-    for i, val, route in results:
-        routes[i] = route
-        if val is NOT_RUN:
-            status[i], c[i] = NOT_RUN, 1.0
-        elif val is None:
-            hard.append(i)
-        else:
-            status[i] = "optimal"
-            c[i] = pa.payment(value_with[i], val)
-    runner = map
-    pool = None
-    if parallel and len(hard) > 1:
-        pool = ThreadPoolExecutor(max_workers=2)
-        runner = pool.map
-    try:
-        for i, st, val in runner(one, hard):
-            status[i] = st
-            if st == NOT_RUN:
-                routes[i] = NOT_RUN
-            c[i] = pa.payment(value_with[i], val) if val is not None else 1.0
-    finally:
-        if pool is not None:
-            pool.shutdown()
-    return c, status, len(todo)
+    def _lp_one(self, h, i: int, cols: np.ndarray, solved: dict) -> tuple:
+        """PF_{-i} from the live LP (i's gains zeroed in ``h``): c_i = 1 from the LP bound, the LP's
+        integral cells placed, or reduced-cost fixing; (i, value / None, route)."""
+        prog, milp, lp_model, opts, budget = (
+            self.prog,
+            self.milp,
+            self.lp_model,
+            self.opts,
+            self.budget,
+        )
+        lp = rerun(h, lp_model)  # not optimal even from scratch: the full solve
+        if lp.x is not None:  # value under i's zero gains: drop i's selectors
+            x = lp.x.copy()
+            x[cols] = 0.0
+            v = lp_model.value(x)
+            lp = replace(lp, x=x, objective=v, bound=v)
+        value = lp.objective if lp.status == "optimal" else None
+        if value is not None and _lp_proves_one(prog, i, value, self.value_with[i]):
+            return i, self.value_with[i], "lp_bound"  # PF_{-i} = PF minus i: c_i = 1
+        hit, route = None, "full"
+        if lp.status == "optimal":
+            assert lp.x is not None  # optimal: a point (highs.read)
+            if lp_cells(prog, lp.x, i) is not None:  # integral cells: place them
+                hit = from_lp(prog, milp, lp, opts, skip=i, budget=budget)
+                route = "lp_cells"
+            if hit is None:  # split apps, or cells that cannot be placed at the LP bound
+                starts = _starts(prog, self.choice, solved, i)
+                hit = leave_one_out(prog, milp, h, lp_model, opts, budget, i, starts, self.signs)
+                route = "fixing"
+            if hit is not None:
+                solved[i] = hit[1]
+        if hit is None:
+            return i, None, "full"
+        return i, _others(prog, hit[1], i), route
 
 
 def _lp_proves_one(prog: CompactProgram, i: int, lp_value: float, with_i: PFValue) -> bool:
@@ -235,9 +268,10 @@ def _lp_proves_one(prog: CompactProgram, i: int, lp_value: float, with_i: PFValu
     value minus w_i0 is at most ``with_i``, PF_{-i} = ``with_i`` and c_i = 1 exactly (up to the
     LP's 1e-9). Only for finite rho(nothing) everywhere (no big-M served-count objective)."""
     apps = prog.apps
-    if any(apps[j].w_empty is None for j in prog.active):
+    w0 = apps[i].w_empty
+    if w0 is None or any(apps[j].w_empty is None for j in prog.active):
         return False
-    return lp_value - apps[i].w_empty <= with_i.log_sum + 1e-9
+    return lp_value - w0 <= with_i.log_sum + 1e-9
 
 
 def _starts(prog: CompactProgram, choice: Choice, solved: dict, j: int) -> tuple[dict, ...]:

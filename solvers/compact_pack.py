@@ -19,8 +19,8 @@ def best_subbundle(
         return None
     idx = np.asarray(bundle, np.int64)
     # RhoTable.level, vectorised over the bundle
-    v = np.round(cluster.pm_vector(app.cls)[idx], 12) - 1e-12
-    lev = np.searchsorted(t.levels, v)
+    scores = np.round(cluster.pm_vector(app.cls)[idx], 12) - 1e-12
+    lev = np.searchsorted(t.levels, scores)
     place = (cluster.machine_index[idx], cluster.rack_index[idx], np.zeros(idx.size, np.int64))
     held = (app.held_machine, app.held_rack, -1)
     best, best_rho = None, t.rho[0, t.held_spread, max(t.held_level, 0)]
@@ -61,18 +61,8 @@ def pack(
     the same spread (multi-start). Returns {i: (cell, GPU indices)} or None when the greedy finds no placement (which
     does not prove that none exists)."""
     _, meta = prog.layout
-    tpos = {t: k for k, t in enumerate(prog.types)}
-    rack_of = prog._rack_of
-    machines = sorted(rack_of)
-    mpos = {m: k for k, m in enumerate(machines)}
-    racks = sorted(set(rack_of.values()))
-    rpos = np.array([racks.index(rack_of[m]) for m in machines], dtype=np.int64)
-    in_rack = {k: [m for m in machines if rack_of[m] == k] for k in racks}
-    pool: dict[tuple[int, int], list[int]] = {}
-    cnt = np.zeros((len(machines), len(prog.types)), dtype=np.int64)  # free GPUs per (m, t)
-    for g in prog.groups:
-        pool.setdefault((g.machine, tpos[g.scores]), []).extend(g.gpus)
-        cnt[mpos[g.machine], tpos[g.scores]] += len(g.gpus)
+    room = _Room(prog)
+    machines, cnt = room.machines, room.cnt
     by = {e["i"]: e for e in meta}
     tsum = [sum(t) for t in prog.types]
 
@@ -101,26 +91,12 @@ def pack(
         n, s, v = cells[i]
         a, ok = prog.apps[i], oks[i]
         if rule == "matching" and i in free0 and not assigned:
-            assigned = _assign(free0, cells, oks, cnt)
-            if assigned is None:
+            matched = _assign(free0, cells, oks, cnt)
+            if matched is None:
                 return None
+            assigned = matched
         avail = cnt[:, ok]  # machines x acceptable types
-        if s == 0:  # places: machines (or the held one)
-            if a.held_machine >= 0:
-                rows = [mpos[a.held_machine]] if a.held_machine in mpos else []
-                places, per = [[a.held_machine]], avail[rows].sum(0, keepdims=True)
-            else:
-                places, per = [[m] for m in machines], avail
-        elif s == 1:  # places: racks (or the held one)
-            ks = [a.held_rack] if a.held_rack >= 0 else racks
-            places = [in_rack.get(k, []) for k in ks]
-            per = np.zeros((len(racks), len(ok)), dtype=np.int64)
-            np.add.at(per, rpos, avail)
-            if a.held_rack >= 0:
-                per = per[[racks.index(k) for k in ks if k in racks]]
-                per = per if len(per) else np.zeros((1, len(ok)), dtype=np.int64)
-        else:
-            places, per = [machines], avail.sum(0, keepdims=True)
+        places, per = room.places(a, s, ok, avail)
         total = per.sum(1)
         fit = np.flatnonzero(total >= n)
         if not fit.size:
@@ -140,16 +116,60 @@ def pack(
             ms = places[fit[0]]
         if s == 2:  # spread-2: drain the emptiest machines first, keep full machines whole
             ms = [machines[k] for k in np.argsort(avail.sum(1), kind="stable")]
+        out[i] = ((n, s, v), tuple(sorted(room.take(ok, ms, n))))
+    return out
+
+
+class _Room:
+    """The free GPUs of a program's offer for :func:`pack`: per (machine, type) the GPU indices
+    (``pool``) and their count (``cnt``, machines x types), the machines and racks."""
+
+    def __init__(self, prog: CompactProgram):
+        tpos = {t: k for k, t in enumerate(prog.types)}
+        rack_of = prog._rack_of
+        self.machines = machines = sorted(rack_of)
+        self.mpos = {m: k for k, m in enumerate(machines)}
+        self.racks = racks = sorted(set(rack_of.values()))
+        self.rpos = np.array([racks.index(rack_of[m]) for m in machines], dtype=np.int64)
+        self.in_rack = {k: [m for m in machines if rack_of[m] == k] for k in racks}
+        self.pool: dict[tuple[int, int], list[int]] = {}
+        self.cnt = np.zeros((len(machines), len(prog.types)), dtype=np.int64)  # free per (m, t)
+        for g in prog.groups:
+            self.pool.setdefault((g.machine, tpos[g.scores]), []).extend(g.gpus)
+            self.cnt[self.mpos[g.machine], tpos[g.scores]] += len(g.gpus)
+
+    def places(self, a, s: int, ok: list[int], avail: np.ndarray):
+        """(the places app ``a`` can take a spread-``s`` cell in: machine lists, their free GPUs
+        per acceptable type): machines (or the held one), racks (or the held one), or the whole
+        offer."""
+        machines, racks = self.machines, self.racks
+        if s == 0:
+            if a.held_machine >= 0:
+                rows = [self.mpos[a.held_machine]] if a.held_machine in self.mpos else []
+                return [[a.held_machine]], avail[rows].sum(0, keepdims=True)
+            return [[m] for m in machines], avail
+        if s == 1:
+            ks = [a.held_rack] if a.held_rack >= 0 else racks
+            places = [self.in_rack.get(k, []) for k in ks]
+            per = np.zeros((len(racks), len(ok)), dtype=np.int64)
+            np.add.at(per, self.rpos, avail)
+            if a.held_rack >= 0:
+                per = per[[racks.index(k) for k in ks if k in racks]]
+                per = per if len(per) else np.zeros((1, len(ok)), dtype=np.int64)
+            return places, per
+        return [machines], avail.sum(0, keepdims=True)
+
+    def take(self, ok: list[int], ms: list[int], n: int) -> list[int]:
+        """``n`` GPUs from machines ``ms``, worst acceptable type first (removed from the room)."""
         got: list[int] = []
         for t in ok:
             for m in ms:
-                while len(got) < n and pool.get((m, t)):
-                    got.append(pool[(m, t)].pop(0))
-                    cnt[mpos[m], t] -= 1
+                while len(got) < n and self.pool.get((m, t)):
+                    got.append(self.pool[(m, t)].pop(0))
+                    self.cnt[self.mpos[m], t] -= 1
                 if len(got) == n:
                     break
-        out[i] = ((n, s, v), tuple(sorted(got)))
-    return out
+        return got
 
 
 def _one_per_machine(sizes: list[int], room: np.ndarray) -> bool:
@@ -165,7 +185,7 @@ def _assign(apps: list[int], cells: dict, oks: dict, cnt: np.ndarray) -> dict[in
     """{app: machine index}: a min-cost assignment of whole spread-0 cells to distinct machines
     with enough acceptable free GPUs; cost = GPUs of better-than-worst acceptable types used
     (taking the worst first), then the room left (best fit). None when no assignment exists."""
-    from scipy.optimize import linear_sum_assignment
+    from scipy.optimize import linear_sum_assignment  # heavy: imported on use
 
     big = 1e9
     cost = np.full((len(apps), cnt.shape[0]), big)

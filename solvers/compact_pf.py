@@ -90,49 +90,9 @@ def solve_compact_pf(
         reduced = np.unique(cluster.machine_index[list(offer)]).size <= REDUCED_MAX_MACHINES
     lp_bound = None  # least LP optimum seen: an upper bound on the MILP (same integer optima)
     if lp_first:
-        t0 = time.perf_counter()
-        tried = []  # (program, MILP, LP) whose integral LP cells the greedy could not place
-        for prog in (plain, racks) if has_rack_selectors(racks) else (plain,):
-            o = budget.options(opts)
-            if o is None:
-                break
-            milp = prog.to_milp()
-            if not milp.n_cols:
-                break
-            lp_model = milp.relaxed()
-            h = highs.build(lp_model, o)
-            name = "rack-cell LP" if prog.rack_cells else "LP"
-            h.run()
-            lp = highs.read(h, lp_model, 0.0)
-            if lp.status != "optimal":  # infeasible, cut short or no point: not usable
-                why.append(f"{name} {lp.status}: {lp.message}")
-                continue
-            lp_bound = lp.objective if lp_bound is None else min(lp_bound, lp.objective)
-            if lp_cells(prog, lp.x) is None:  # a few split apps: branch on their cells
-                bb_why: list[str] = []
-                hit = branch_and_bound(prog, milp, h, lp_model, opts, budget, why=bb_why)
-                if hit is not None:
-                    res, choice = hit
-                    log["route"] = "branch_and_bound"
-                    return replace(res, seconds=time.perf_counter() - t0), choice, prog
-                why.append(f"{name} branch and bound: {'; '.join(bb_why)}")
-                continue
-            hit = from_lp(prog, milp, lp, opts, placement_milp=False, budget=budget)
-            if hit is not None:
-                res, choice = hit
-                log["route"] = "lp_cells"
-                return replace(res, seconds=time.perf_counter() - t0), choice, prog
-            why.append(f"{name} cells not packed at the LP bound")
-            tried.append((prog, milp, lp))
-        for prog, milp, lp in reversed(tried):  # placement MILPs, tightest LP first
-            o = budget.options(opts)
-            if o is None:
-                break
-            fixed = fixed_cells(prog, milp, lp, o)
-            if fixed is not None:
-                log["route"] = "placement_milp"
-                return replace(fixed, seconds=time.perf_counter() - t0), prog.decode(fixed.x), prog
-            why.append("placement MILP: the LP's cells cannot be placed at its bound")
+        done, lp_bound = _lp_routes(plain, racks, opts, budget, why, log)
+        if done is not None:
+            return done
     full = replace(racks, reduced=True) if reduced else racks
     x0 = full.start_vector(start) if start is not None else None
     o = budget.options(opts)
@@ -148,6 +108,58 @@ def solve_compact_pf(
     return res, choice, racks
 
 
+def _lp_routes(plain, racks, opts, budget, why: list, log: dict):
+    """The LP routes of :func:`solve_compact_pf` (its docstring): ((raw result, choice, program)
+    or None when none settled the PF, the least LP optimum seen or None)."""
+    lp_bound = None
+    t0 = time.perf_counter()
+    tried = []  # (program, MILP, LP) whose integral LP cells the greedy could not place
+    for prog in (plain, racks) if has_rack_selectors(racks) else (plain,):
+        o = budget.options(opts)
+        if o is None:
+            break
+        milp = prog.to_milp()
+        if not milp.n_cols:
+            break
+        lp_model = milp.relaxed()
+        h = highs.build(lp_model, o)
+        name = "rack-cell LP" if prog.rack_cells else "LP"
+        h.run()
+        lp = highs.read(h, lp_model, 0.0)
+        if lp.status != "optimal":  # infeasible, cut short or no point: not usable
+            why.append(f"{name} {lp.status}: {lp.message}")
+            continue
+        assert lp.x is not None and lp.objective is not None  # optimal: a point and its value
+        lp_bound = lp.objective if lp_bound is None else min(lp_bound, lp.objective)
+        if lp_cells(prog, lp.x) is None:  # a few split apps: branch on their cells
+            bb_why: list[str] = []
+            hit = branch_and_bound(prog, milp, h, lp_model, opts, budget, why=bb_why)
+            if hit is not None:
+                res, choice = hit
+                log["route"] = "branch_and_bound"
+                return (replace(res, seconds=time.perf_counter() - t0), choice, prog), lp_bound
+            why.append(f"{name} branch and bound: {'; '.join(bb_why)}")
+            continue
+        hit = from_lp(prog, milp, lp, opts, placement_milp=False, budget=budget)
+        if hit is not None:
+            res, choice = hit
+            log["route"] = "lp_cells"
+            return (replace(res, seconds=time.perf_counter() - t0), choice, prog), lp_bound
+        why.append(f"{name} cells not packed at the LP bound")
+        tried.append((prog, milp, lp))
+    for prog, milp, lp in reversed(tried):  # placement MILPs, tightest LP first
+        o = budget.options(opts)
+        if o is None:
+            break
+        fixed = fixed_cells(prog, milp, lp, o)
+        if fixed is not None:
+            log["route"] = "placement_milp"
+            done = replace(fixed, seconds=time.perf_counter() - t0), prog.decode(fixed.x), prog
+            return done, lp_bound
+        why.append("placement MILP: the LP's cells cannot be placed at its bound")
+    return None, lp_bound
+
+
 def checked_milp(milp, o: SolveOptions, x0, lp_bound: float | None, opts: SolveOptions, budget):
     """``highs.solve`` guarded against HiGHS 1.16 presolve returning a sub-optimal "optimal"
     (a PF_{-4} program of ``tests/test_compact_shortcuts.py``: -2.911 with presolve, -2.8461 =
@@ -155,7 +167,7 @@ def checked_milp(milp, o: SolveOptions, x0, lp_bound: float | None, opts: SolveO
     gap tolerance (an integrality gap, or that bug), the MILP is solved again with presolve off,
     from the first answer; the better of the two is kept, "optimal" only if the second finished."""
     res = get_backend("highs").solve(milp, o, start=x0)
-    if res.status != "optimal" or not o.presolve:
+    if res.status != "optimal" or not o.presolve or res.objective is None:
         return res
     if lp_bound is None:  # no LP solved on the way: the relaxation of this program
         lp = get_backend("highs").solve(milp.relaxed(), o.with_(time_limit=o.time_limit))
@@ -167,7 +179,7 @@ def checked_milp(milp, o: SolveOptions, x0, lp_bound: float | None, opts: SolveO
     if o2 is None:
         return res
     res2 = get_backend("highs").solve(milp, o2.with_(presolve=False), start=res.x)
-    if res2.has_solution and res2.objective > res.objective + tol:
+    if res2.objective is not None and res2.has_solution and res2.objective > res.objective + tol:
         msg = f"presolve off (presolve's 'optimal' {res.objective!r} was not optimal)"
         return replace(res2, message=msg, seconds=res.seconds + res2.seconds)
     if res2.status == "optimal":

@@ -232,7 +232,11 @@ def _fixed_milp(prog, loo: MILP, y, floor: float, best, opts, budget, signs):
         # not to be trusted and nothing is proven; like a failed or cut-short solve, None lets the
         # caller's full solve decide
         return None
-    if res.has_solution and (best is None or res.objective > best[0]):
+    if (
+        res.x is not None
+        and res.objective is not None
+        and (best is None or res.objective > best[0])
+    ):
         x = lb.copy()
         x[free] = np.round(res.x)
         if not loo.is_feasible(x):  # never expected: let the caller's full solve decide
@@ -265,6 +269,7 @@ def _dive(prog, loo: MILP, h, lp_model: MILP, opts, budget, skip: int, best):
         for _ in range(DIVE_LIMIT):
             if lp.status != "optimal":  # no optimum even from scratch: no incumbent from here
                 return None
+            assert lp.x is not None  # optimal: a point (highs.read)
             x = lp.x.copy()
             x[mine] = 0.0
             v = loo.value(x)

@@ -64,7 +64,7 @@ def solve(inst, solver: str | None, opts: SolveOptions, options: Mapping) -> Sol
     """Run ``solver`` (None: chosen as in the module docstring) on ``inst`` with ``opts`` and the
     solver-specific ``options``."""
     auto = solver is None
-    solver = "exact" if auto else solver
+    solver = "exact" if solver is None else solver
     kind = inst.kind
     entry = registry.get(solver, kind)
     options = dict(options)
@@ -113,6 +113,7 @@ def solve(inst, solver: str | None, opts: SolveOptions, options: Mapping) -> Sol
                 f"agent-form auction ({why}); its options: {', '.join(compact.options)}",
             )
         return _routed(compact(inst, opts, name="compact", **options), "compact", size)
+    assert big is not None  # else the bids were listed above
     app, count = big
     raise OptionError(
         "offer",

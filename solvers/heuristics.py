@@ -29,6 +29,7 @@ from fairplace.core.solution import Solution
 from fairplace.formulations.pf import PFProgram, PFValue, pf_value
 
 from . import backends
+from .auction import solve_pf
 from .options import SolveOptions, SolverEntry
 
 
@@ -99,7 +100,7 @@ def lp_round_choice(
     res = backends.run(prog.to_milp().relaxed(), backend, opts.with_(time_limit=None))
     x = res.x if res.x is not None else np.zeros(len(prog.columns))
     gains = prog.gains()
-    order = sorted(range(len(prog.columns)), key=lambda k: (-round(x[k], 9), -gains[k], k))
+    order = sorted(range(len(prog.columns)), key=lambda k: (-round(float(x[k]), 9), -gains[k], k))
     choice: dict[int, int] = {}
     used: set[str] = set()
     for k in order:
@@ -158,8 +159,6 @@ def solve_heuristic(
     elif exact_objective is not None:
         exact_val = PFValue(val.n_unbounded_served, float(exact_objective))
     elif compute_exact:
-        from .auction import solve_pf
-
         res, ch, prog = solve_pf(inst, backend, opts)
         if res.status == "optimal" and ch is not None:
             exact_val = prog.value(ch)

@@ -85,7 +85,7 @@ class SolveOptions:
             if isinstance(v, bool) != (kind is bool) or not isinstance(v, kind):
                 want = {bool: "true or false", numbers.Integral: "an integer"}.get(kind, "a number")
                 raise OptionError(name, f"must be {want}, got {v!r}")
-            if kind is not bool and not math.isfinite(v):
+            if kind is not bool and not math.isfinite(v):  # type: ignore[arg-type]  # a number here
                 raise OptionError(name, f"must be finite, got {v!r}")
         if self.random_seed < 0:
             raise OptionError("random_seed", f"must be >= 0, got {self.random_seed!r}")
@@ -141,7 +141,7 @@ class SolveOptions:
 _BOOL = {"type": "boolean"}
 #: value schemas of the solver-specific options (``core.limits.check_value``; the same rules a
 #: JSON / TOML value would meet): checked by ``fairplace.solve`` before any solver runs
-OPTION_SCHEMAS = {
+OPTION_SCHEMAS: dict[str, dict] = {
     "seed": {"type": "integer", "minimum": 0, "maximum": MAX_SEED},
     "rounding": {"enum": list(ROUNDING_RULES)},
     "payments": _BOOL,

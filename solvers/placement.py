@@ -29,12 +29,12 @@ from fairplace.formulations.program import RawResult, lexicographic_bound
 from . import backends
 from .budget import Budget, budget_for
 from .options import SolveOptions
+from .policies import ClusterState, make_policy
 
 
 def pal_placement(prog: PlacementProgram) -> dict[str, tuple[str, ...]]:
     """PAL's placement of all jobs of ``prog`` (backfill on: it places as many as it can) on the
     program's scores."""
-    from .policies import ClusterState, make_policy
 
     inst = prog.instance
     classes = dict.fromkeys([*inst.cluster.classes, *(j.cls for j in inst.jobs if j.cls)])
@@ -84,39 +84,14 @@ def solve_placement(
         res = RawResult("time_limit", None, None, None, 0.0, "time limit reached before the MILP")
     else:  # the matrix form (PlacementProgram.to_pyomo / to_cvxpy are built from it too)
         res = backends.run(milp, be, o, start=start if be.capabilities.warm_start else None)
-    candidates = [({}, "empty")]
-    if pal:
-        candidates.append((pal, "pal"))
-    if res.has_solution:
-        candidates.append((prog.decode(res.x), "milp"))
-    # best first; on a tie the MILP's point (it is the one the status and bound speak for)
-    order = {"milp": 0, "pal": 1, "empty": 2}
-    ranked = sorted(candidates, key=lambda c: (*_key(inst, c[0], scores), order[c[1]]))
-    status = res.status
-    if (
-        status == "optimal"
-    ):  # the optimum; a fallback beating it by more than the tolerance is a bug
-        alloc, source = candidates[-1]
-        (n0, w0), (n1, w1) = _key(inst, ranked[0][0], scores), _key(inst, alloc, scores)
-        if n0 < n1 or w0 < w1 - 1e-6 * max(1.0, abs(w1)):
-            status, alloc, source = "error", *ranked[0]
-    else:
-        alloc, source = ranked[0]
+    status, alloc, source = _choose(inst, prog, pal, res, scores)
     S = slowdowns(inst, alloc, scores)
     n_placed = len(alloc)
     weighted = sum(j.weight * S[j.id] for j in inst.jobs if j.id in S)
     objective = float(sum(S.values()))
-    weighted_bound, placed_bound = None, None
-    if status == "optimal":
-        weighted_bound, placed_bound = weighted, n_placed
-    elif res.bound is not None:
-        neg, placed_bound = lexicographic_bound(-res.bound, prog.big, n_placed, prog.worst)
-        weighted_bound = None if neg is None else max(0.0, -neg)
-    unit = all(j.weight == 1.0 for j in inst.jobs)
-    bound = weighted_bound if unit else None
-    gap = None
-    if bound is not None:
-        gap = max(0.0, (objective - bound) / objective) if objective > 0 else 0.0
+    weighted_bound, placed_bound, bound, gap = _bounds(
+        inst, prog, res, status, weighted, n_placed, objective
+    )
     return Solution(
         kind="placement",
         status=status,
@@ -140,3 +115,43 @@ def solve_placement(
             "incumbent": source,
         },
     )
+
+
+def _choose(inst, prog, pal, res, scores) -> tuple[str, dict, str]:
+    """(status, allocation, its source): the best of nothing, PAL's placement and the MILP's
+    point; on a tie the MILP's (it is the one the status and bound speak for). An "optimal" MILP
+    point beaten by more than the tolerance is an ``error``."""
+    candidates: list[tuple[dict, str]] = [({}, "empty")]
+    if pal:
+        candidates.append((pal, "pal"))
+    if res.x is not None:
+        candidates.append((prog.decode(res.x), "milp"))
+    # best first; on a tie the MILP's point (it is the one the status and bound speak for)
+    order = {"milp": 0, "pal": 1, "empty": 2}
+    ranked = sorted(candidates, key=lambda c: (*_key(inst, c[0], scores), order[c[1]]))
+    status = res.status
+    if status == "optimal":  # a fallback beating the optimum by more than the tolerance: a bug
+        alloc, source = candidates[-1]
+        (n0, w0), (n1, w1) = _key(inst, ranked[0][0], scores), _key(inst, alloc, scores)
+        if n0 < n1 or w0 < w1 - 1e-6 * max(1.0, abs(w1)):
+            status, alloc, source = "error", *ranked[0]
+    else:
+        alloc, source = ranked[0]
+    return status, alloc, source
+
+
+def _bounds(inst, prog, res, status, weighted, n_placed, objective):
+    """(bound on the weighted slowdown sum, on the jobs placed, on ``objective`` (unit weights
+    only), the relative gap)."""
+    weighted_bound, placed_bound = None, None
+    if status == "optimal":
+        weighted_bound, placed_bound = weighted, n_placed
+    elif res.bound is not None:
+        neg, placed_bound = lexicographic_bound(-res.bound, prog.big, n_placed, prog.worst)
+        weighted_bound = None if neg is None else max(0.0, -neg)
+    unit = all(j.weight == 1.0 for j in inst.jobs)
+    bound = weighted_bound if unit else None
+    gap = None
+    if bound is not None:
+        gap = max(0.0, (objective - bound) / objective) if objective > 0 else 0.0
+    return weighted_bound, placed_bound, bound, gap

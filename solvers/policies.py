@@ -17,7 +17,7 @@ A policy maps the cluster state (per-class scores, current allocations) and the 
   a uniformly random set of free GPUs, seeded by (seed, ``ClusterState.round``).
 
 The round itself (queue, stickiness, preemption, misfits, resuming) is :mod:`.policy_round`, whose
-names (:class:`ClusterState`, :class:`Decision`, :class:`PlacementPolicy`) are re-exported here; the
+names (:class:`ClusterState`, :class:`Decision`, :class:`PolicyBase`) are re-exported here; the
 free-GPU queries are :class:`~.placement_engine.FreePool`'s.
 """
 
@@ -30,11 +30,14 @@ from operator import attrgetter
 
 import numpy as np
 
-from fairplace.core.errors import OptionError, UnknownSolver
+from fairplace.core.errors import OptionError, UnknownName
+from fairplace.core.params import LOCALITY_PENALTY
+from fairplace.core.solution import Solution
 from fairplace.formulations.lv import choose_cell
+from fairplace.formulations.placement import slowdowns
 
 from . import round_kernel
-from .policy_round import ClusterState, Decision, PlacementPolicy
+from .policy_round import ClusterState, Decision, PolicyBase
 
 __all__ = [
     "MIGRATE",
@@ -47,7 +50,7 @@ __all__ = [
     "PALPolicy",
     "PMFirstPolicy",
     "PackedPolicy",
-    "PlacementPolicy",
+    "PolicyBase",
     "RandomPolicy",
     "instance_scores",
     "make_policy",
@@ -58,7 +61,7 @@ _GPUS = attrgetter("gpus")
 
 
 @dataclass(frozen=True)
-class PMFirstPolicy(PlacementPolicy):
+class PMFirstPolicy(PolicyBase):
     """PM-First: class-sorted guaranteed prefix, lowest-score free GPUs."""
 
     name: str = "pm-first"
@@ -137,7 +140,7 @@ def _stock(policy, base) -> bool:
 
 
 @dataclass(frozen=True)
-class PackedPolicy(PlacementPolicy):
+class PackedPolicy(PolicyBase):
     """Tiresias (sticky) / Gandiva (non-sticky) consolidated placement; ignores scores."""
 
     name: str = "packed-sticky"
@@ -148,7 +151,7 @@ class PackedPolicy(PlacementPolicy):
 
 
 @dataclass(frozen=True)
-class RandomPolicy(PlacementPolicy):
+class RandomPolicy(PolicyBase):
     """Uniformly random free GPUs: the first free ones of a permutation seeded by (seed, round)."""
 
     name: str = "random-sticky"
@@ -188,15 +191,15 @@ def make_policy(
     name: str,
     *,
     seed: int = 0,
-    locality_penalty: float = 1.7,
+    locality_penalty: float = LOCALITY_PENALTY.default,
     locality_by_model: Mapping[str, float] | None = None,
     **options,
-) -> PlacementPolicy:
+) -> PolicyBase:
     """A policy by name (:data:`POLICY_NAMES`). Options: ``backfill`` (bool, default False = stop at the
     first job that does not fit, as the artifact does); ``ties``: for ``pal`` :data:`PAL_TIES`, for
     ``pm-first`` :data:`PM_FIRST_TIES`."""
     if name not in _POLICIES:
-        raise UnknownSolver(
+        raise UnknownName(
             "placement", f"unknown placement policy {name!r}; known: {', '.join(POLICY_NAMES)}"
         )
     known = {"backfill", "migrate"} | ({"ties"} if name in ("pal", "pm-first") else set())
@@ -213,17 +216,16 @@ def make_policy(
         if options["migrate"] not in MIGRATE:
             raise OptionError("migrate", f"expected one of {MIGRATE}, got {options['migrate']!r}")
         extra["migrate"] = options["migrate"]
-    if not np.isfinite(locality_penalty) or locality_penalty <= 0:
-        raise OptionError(
-            "locality_penalty", f"must be a positive number, got {locality_penalty!r}"
-        )
+    locality_penalty = LOCALITY_PENALTY.check(locality_penalty)
+    for m, v in (locality_by_model or {}).items():
+        LOCALITY_PENALTY.check(v, f"locality_by_model.{m}")
     table = tuple(sorted((str(k), float(v)) for k, v in (locality_by_model or {}).items()))
     cls, sticky = _POLICIES[name]
     return cls(
         name=name,
         sticky=sticky,
         seed=int(seed),
-        locality_penalty=float(locality_penalty),
+        locality_penalty=locality_penalty,
         locality_by_model=table,
         backfill=bool(options.get("backfill", False)),
         **extra,
@@ -240,18 +242,16 @@ def instance_scores(inst, bin: bool = False, seed: int = 0) -> dict[str, np.ndar
     raw = {c: cl.pm_vector(c) for c in classes}
     if not bin:
         return raw
-    from fairplace.formulations.pm_score import bin_scores
+    from fairplace.formulations.pm_score import bin_scores  # heavy: imported on use (scikit-learn)
 
     return bin_scores(raw, random_state=int(seed))[0]
 
 
 def _solver(policy_name: str):
     def run(inst, opts=None, name=None, seed=0, bin=False, backfill=False, **_ignored):
-        from fairplace.core.solution import Solution
-        from fairplace.formulations.placement import slowdowns
 
         if bin:  # one-time import (scikit-learn, seconds) outside the timed region
-            import fairplace.formulations.pm_score  # noqa: F401
+            import fairplace.formulations.pm_score  # heavy: imported on use (scikit-learn)  # noqa: F401
 
         # binning is set-up, as in a simulation (once per cluster, not per round): timed apart
         t_bin = time.perf_counter()

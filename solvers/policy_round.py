@@ -15,12 +15,15 @@ from __future__ import annotations
 import itertools
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from functools import cached_property
 from operator import attrgetter
+from typing import Any
 
 import numpy as np
 
-from fairplace.core.domain import Cluster, Job, slowdown, spread
+from fairplace.core.domain import Cluster, Job, locality, slowdown, spread
 from fairplace.core.errors import DataError
+from fairplace.core.params import LOCALITY_PENALTY
 
 from . import round_kernel
 from .placement_engine import FreePool
@@ -45,7 +48,7 @@ class Decision:
 
     allocation: dict[str, tuple[int, ...]]
     preempted: tuple[str, ...]
-    #: how the round went, for resuming the next one (:meth:`PlacementPolicy.place`): the job ids in
+    #: how the round went, for resuming the next one (:meth:`PolicyBase.place`): the job ids in
     #: processing order, how many of them were decided, whether a misfit stopped the round, and
     #: (cluster, scores, per-class score orders) so the next round need not sort them again
     trail: tuple | None = field(default=None, compare=False, repr=False)
@@ -62,24 +65,25 @@ class Decision:
 
 
 @dataclass(frozen=True)
-class PlacementPolicy:
+class PolicyBase:
     """Base policy: queue handling, stickiness and misfits; subclasses choose GPUs in ``_pick``."""
 
     name: str = "policy"
     sticky: bool = False
     seed: int = 0
-    locality_penalty: float = 1.7
+    locality_penalty: float = LOCALITY_PENALTY.default
     locality_by_model: tuple[tuple[str, float], ...] = ()
     backfill: bool = False
     migrate: str = "always"
 
     def locality(self, job: Job) -> float:
-        """L_across of a job: per-model table first, then the constant."""
-        if job.model is not None:
-            for m, v in self.locality_by_model:
-                if m == job.model:
-                    return v
-        return self.locality_penalty
+        """L_across of a job (:func:`fairplace.core.domain.locality`: per-model table first, then
+        the constant); the compiled kernel asks it too."""
+        return locality(job.model, self._locality_table, self.locality_penalty)
+
+    @cached_property
+    def _locality_table(self) -> dict[str, float]:
+        return dict(self.locality_by_model)
 
     @property
     def resumable(self) -> bool:
@@ -87,6 +91,12 @@ class PlacementPolicy:
         number): non-sticky, ``migrate="always"``, no per-round randomness. Such a policy can resume
         from a previous :class:`Decision` (``place(..., previous=...)``)."""
         return not self.sticky and self.migrate == "always" and not self._round_seeded
+
+    @property
+    def repeatable(self) -> bool:
+        """True if the same queue, holdings, cluster and scores give the same decision (every
+        policy but one that draws per round)."""
+        return not self._round_seeded
 
     _round_seeded = False
 
@@ -99,6 +109,7 @@ class PlacementPolicy:
         :attr:`resumable`): the jobs that head both processing orders get the same GPUs as then
         (a job's pick depends only on the picks before it), so only the rest is placed again."""
         jobs, in_queue = _validate(state, queue)
+        running: dict[str, Any]
         if self.sticky or self.migrate != "always":
             running = {j: np.asarray(g, dtype=np.int64) for j, g in state.allocation.items()}
         else:  # only the keys are read
@@ -222,6 +233,7 @@ def _replay(previous: Decision, ids: tuple[str, ...], alloc: dict, free: np.ndar
     """Copy into ``alloc`` the picks of ``previous`` for the jobs heading both processing orders and
     mark their GPUs busy in ``free``; returns (index of the last job decided, whether the round is
     over: the previous round stopped at a misfit inside the common head)."""
+    assert previous.trail is not None  # the caller resumes only from a decision with a trail
     old_ids, decided, stopped, _ = previous.trail
     p = 0
     n = min(decided, len(ids))
@@ -252,7 +264,7 @@ def _validate(state: ClusterState, queue: Sequence[Job]) -> tuple[list[Job], set
     if len(in_queue) == len(jobs) and (
         not gpus or (set(map(type, gpus)) == {int} and min(gpus) >= 1)
     ):
-        bad = ()  # the common case, checked in one pass
+        bad: Sequence[Job] = ()  # the common case, checked in one pass
     else:
         bad = jobs
     seen = set()

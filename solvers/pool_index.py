@@ -22,6 +22,7 @@ from __future__ import annotations
 from bisect import bisect_left
 from heapq import heappop, heappush
 from itertools import chain
+from typing import Any
 
 import numpy as np
 
@@ -202,7 +203,8 @@ class LevelBuckets:
     def cells(self, keys: list[tuple[int, int]]):
         """The valid cells of buckets ``keys`` in ascending order, each once (popped; :meth:`restore`
         pushes them back). The buckets must not change while this runs."""
-        b, heads = self.b, []
+        b = self.b
+        heads: list[list[Any]] = []  # [cell, bucket key]
         for k in keys:
             c = self._head(k)
             if c is not None:
@@ -245,7 +247,9 @@ class LevelBuckets:
         cf, nf, cm = self.ci.cf, self.pool._nf, self.ci.c.cm_list
         cs, og, free = self.ci.c.cs, self.ci.c.og, self.pool.free
         pick: list[int] = []
-        popped = []
+        popped: list[tuple[Any, int]] = []
+        bh: Any
+        bk: Any
         for keys in groups:
             hs = [(k, h) for k in keys if (h := b.get(k))]
             while hs and len(pick) < need:
@@ -300,7 +304,8 @@ class LevelBuckets:
         others. Returns (cells, GPUs taken from each)."""
         P = self.P
         used: list[int] = []
-        cum, kth, kcf = 0, None, 0
+        cum, kcf = 0, 0
+        kth: Any = None
         for cf in range(P, 0, -1):
             for cell in self.cells([(cf, nf) for nf in range(cf, P + 1)]):
                 if cum + cf >= n:

@@ -8,9 +8,16 @@ and placement policies add their own tables (each module's ``SOLVERS``).
 
 from __future__ import annotations
 
-from fairplace.core.errors import UnknownSolver
+from fairplace.core.errors import UnknownName
 
-from . import backends
+from . import (  # by module: replaceable
+    auction,
+    backends,
+    heuristics,
+    placement,
+    policies,
+    relaxation,
+)
 from .options import SolveOptions, SolverEntry
 
 #: options of the exact PF + PA auction (``solvers/auction.py``)
@@ -39,32 +46,31 @@ def _bind(fixed: str | None, backend, kw: dict):
 
 def _auction(fixed: str | None):
     def run(inst, opts: SolveOptions, backend="highs", **kw):
-        from .auction import solve_auction
 
         backend, name = _bind(fixed, backend, kw)
-        return solve_auction(inst, backend=backend, opts=opts, name=name, **kw)
+        return auction.solve_auction(inst, backend=backend, opts=opts, name=name, **kw)
 
     return run
 
 
 def _placement(fixed: str | None):
     def run(inst, opts: SolveOptions, backend="highs", **kw):
-        from .placement import solve_placement
-        from .policies import instance_scores
 
         backend, name = _bind(fixed, backend, kw)
         seed = kw.pop("seed", None)  # the exact program has no randomness; bin=True uses it
         kw.pop("backfill", None)  # a policy option; the exact program places as many jobs as it can
         if kw.pop("bin", False):
-            kw["scores"] = instance_scores(inst, bin=True, seed=seed or 0)
-        return solve_placement(inst, backend=backend, opts=opts, name=name, **kw)
+            kw["scores"] = policies.instance_scores(inst, bin=True, seed=seed or 0)
+        return placement.solve_placement(inst, backend=backend, opts=opts, name=name, **kw)
 
     return run
 
 
 def _compact(inst, opts: SolveOptions, **kw):
     """The compact THEMIS arbiter (agent-form auctions; ``fairplace.solvers.compact``)."""
-    from .compact import solve_compact
+    from .compact import (
+        solve_compact,
+    )  # heavy: imported on use (the compact arbiter pulls the AGENT/FTF stack, ~0.15 s)
 
     return solve_compact(inst, opts, **kw)
 
@@ -90,7 +96,6 @@ def solver_table() -> dict[str, dict[str, SolverEntry]]:
 
 def _extend(table: dict[str, dict[str, SolverEntry]]) -> None:
     """Add the heuristics, placement policies and relaxations (each module's ``SOLVERS`` table)."""
-    from . import heuristics, policies, relaxation
 
     for m in (heuristics, policies, relaxation):  # this order: the CLI help lists them so
         for name, per_kind in m.SOLVERS.items():
@@ -101,13 +106,13 @@ def _extend(table: dict[str, dict[str, SolverEntry]]) -> None:
 
 
 def get(name: str, kind: str) -> SolverEntry:
-    """The entry of solver ``name`` for ``kind`` instances (``UnknownSolver`` naming the known ones)."""
+    """The entry of solver ``name`` for ``kind`` instances (``UnknownName`` naming the known ones)."""
     table = solver_table()
     if name not in table:
-        raise UnknownSolver("solver", f"unknown solver {name!r}; known: {', '.join(sorted(table))}")
+        raise UnknownName("solver", f"unknown solver {name!r}; known: {', '.join(sorted(table))}")
     if kind not in table[name]:
         ok = sorted(n for n, t in table.items() if kind in t)
-        raise UnknownSolver(
+        raise UnknownName(
             "solver",
             f"solver {name!r} does not solve {kind} instances; use one of: {', '.join(ok)}",
         )

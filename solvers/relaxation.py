@@ -29,6 +29,8 @@ from fairplace.formulations.pf import PFProgram
 from fairplace.formulations.relaxation import PFRelaxation
 
 from . import backends
+from .auction import solve_pf
+from .heuristics import greedy_log_choice
 from .options import SolveOptions, SolverEntry
 
 _CLARABEL_TIGHT = {"tol_gap_abs": 1e-10, "tol_gap_rel": 1e-10, "tol_feas": 1e-10}
@@ -44,12 +46,13 @@ def lp_bound(
     res = backends.run(relax.to_lp(), backend, opts.with_(time_limit=None))
     if res.status != "optimal":
         raise SolverFailed(f"LP relaxation: {res.status} ({res.message})")
+    assert res.x is not None and res.objective is not None  # optimal: a point and its value
     return float(res.objective), res.x
 
 
 def eg_bound(relax: PFRelaxation) -> tuple[float, np.ndarray]:
     """(optimum, x) of the Eisenberg-Gale relaxation (CVXPY, Clarabel)."""
-    import cvxpy as cp
+    import cvxpy as cp  # heavy: imported on use
 
     prob, x = relax.to_cvxpy()
     with warnings.catch_warnings():  # "inaccurate" is reported through the status below
@@ -76,12 +79,10 @@ def solve_relaxation(
     if method not in ("lp", "eg", "both"):
         raise OptionError("method", f"expected 'lp', 'eg' or 'both', got {method!r}")
     if method != "lp":  # one-time import outside the timed region
-        import cvxpy  # noqa: F401
+        import cvxpy  # heavy: imported on use  # noqa: F401
     t0 = time.perf_counter()
     exact_served = None
     if compute_exact and exact_objective is None:
-        from .auction import solve_pf
-
         res, choice, prog = solve_pf(inst, backend, opts)
         if res.status == "optimal" and choice is not None:
             val = prog.value(choice)
@@ -90,8 +91,6 @@ def solve_relaxation(
         if exact_served is not None:
             n_min = exact_served
         else:
-            from .heuristics import greedy_log_choice
-
             choice = greedy_log_choice(inst)
             n_min = sum(inst.apps[i].rho_empty is None for i in choice)
     relax = PFRelaxation(inst, n_min=int(n_min))
@@ -152,6 +151,7 @@ def _lp_at(
     res = backends.run(prob.feasibility_lp(t), backend, opts.with_(time_limit=None))
     if res.status != "optimal":
         raise SolverFailed(f"gavel-ftf LP at t={t:g}: {res.status} ({res.message})")
+    assert res.x is not None and res.objective is not None  # optimal: a point and its value
     return float(res.objective), prob.scatter(res.x[:-1])
 
 
@@ -166,10 +166,10 @@ def solve_gavel(
     of the best LP point found (always achievable; each LP on ``backend``); it stops when
     hi - lo <= tol (1 + hi). ``socp`` is one CVXPY + Clarabel conic solve (not a back end's LP)."""
     if method == "socp":  # one-time import outside the timed region
-        import cvxpy  # noqa: F401
+        import cvxpy  # heavy: imported on use  # noqa: F401
     t0 = time.perf_counter()
     if method == "socp":
-        import cvxpy as cp
+        import cvxpy as cp  # heavy: imported on use
 
         p, X, t = prob.to_cvxpy()
         with warnings.catch_warnings():  # "inaccurate" is kept in GavelResult.status
@@ -236,7 +236,9 @@ def auction_to_gavel(
     use = np.zeros((len(configs), len(cl)))
     for k, (i, b) in enumerate(configs):
         app = inst.apps[i]
-        thr[pos[i], k] = 1.0 / (app.rho_empty if b is None else app.bids[b].rho)
+        rho = app.rho_empty if b is None else app.bids[b].rho
+        assert rho is not None  # configs list "nothing" only for a finite rho_empty
+        thr[pos[i], k] = 1.0 / rho
         if b is not None:
             use[k, cl.indices(app.bids[b].gpus)] = 1.0
     n = len(apps)
@@ -275,7 +277,8 @@ def solve_gavel_auction(
                     )
                     if b is not None:
                         order.append((-res.X[r, k], inst.apps[i].bids[b].rho, i, b))
-    alloc, used = {}, set()
+    alloc: dict = {}
+    used: set = set()
     for _, _, i, b in sorted(order):
         gs = inst.apps[i].bids[b].gpus
         if ids[i] not in alloc and not used.intersection(gs):

@@ -1,5 +1,5 @@
 """The compiled pick loop of a PM-First / PAL round (``_round_kernel.c``), with the Python path
-(:meth:`.policy_round.PlacementPolicy.place` over :class:`.placement_engine.FreePool`) as the
+(:meth:`.policy_round.PolicyBase.place` over :class:`.placement_engine.FreePool`) as the
 reference and fallback.
 
 The kernel covers non-sticky, ``migrate="always"`` rounds of :class:`.policies.PMFirstPolicy`
@@ -22,7 +22,7 @@ from fairplace.formulations.lv import choose_cell
 from .pool_index import contiguous
 
 try:  # optional: built by setup.py when a C compiler is present
-    from . import _round_kernel as _ext
+    from . import _round_kernel as _ext  # type: ignore[attr-defined]  # C extension, no stub
 except ImportError:  # pragma: no cover - depends on the install
     _ext = None
 
@@ -52,8 +52,8 @@ def wanted() -> bool:
 def run(pool, order, start, spec, backfill, policy, ids, alloc) -> tuple[int, bool]:
     """Place ``order[start:]`` with the kernel into ``alloc`` (job id -> sorted GPU tuple), taking the
     GPUs from ``pool`` (whose counts are stale afterwards: the round is over); ``spec`` = (mode,
-    PM-First multi-GPU count, singles count) (:meth:`.policy_round.PlacementPolicy._kernel_spec`);
-    ``policy`` gives L_across (``locality_by_model``, ``locality_penalty``). Returns (the index of
+    PM-First multi-GPU count, singles count) (:meth:`.policy_round.PolicyBase._kernel_spec`);
+    ``policy.locality(job)`` gives L_across (the kernel asks it). Returns (the index of
     the last job decided, whether a misfit stopped the round), as the Python loop leaves them."""
     mode, ties, singles = spec
 
@@ -74,8 +74,7 @@ def run(pool, order, start, spec, backfill, policy, ids, alloc) -> tuple[int, bo
         _COUNT[singles],
         bool(backfill),
         class_data,
-        dict(policy.locality_by_model),
-        float(policy.locality_penalty),
+        policy.locality,
         _choose_cell,
         alloc,
     )

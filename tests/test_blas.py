@@ -1,4 +1,4 @@
-"""One BLAS thread under fairplace's own parallelism (``fairplace/core/blas.py``)."""
+"""One BLAS thread under fairplace's own parallelism (``core/blas.py``)."""
 
 import numpy as np
 from threadpoolctl import threadpool_info

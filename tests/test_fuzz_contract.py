@@ -21,6 +21,7 @@ from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
 
 from fairplace.cli import main
+from fairplace.core.params import LOCALITY_PENALTY, THEMIS_F
 from fairplace.runs.sweep import SPEC_KEYS
 
 FUZZ = settings(
@@ -204,6 +205,43 @@ def test_mutated_agent_form(tmp_path, doc):
 @given(doc=mutated(PLACEMENT))
 def test_mutated_placement_policy(tmp_path, doc):
     _solve_contract(tmp_path, doc, solver="pal")
+
+
+# --- parameter specs: their out-of-range values through every door ------------------------------
+def _outside(spec):
+    """The spec's own invalid values (``Param.invalid_values``) and random floats outside its range."""
+    floats = st.floats(allow_nan=True, allow_infinity=True)
+    return st.sampled_from(spec.invalid_values()) | floats.filter(
+        lambda x: not spec.constraint.contains(x)
+    )
+
+
+def _arg(v) -> str:
+    return repr(v) if isinstance(v, float) else json.dumps(v)
+
+
+@settings(FUZZ, max_examples=40)
+@given(v=_outside(LOCALITY_PENALTY))
+def test_out_of_range_L_exits_2_naming_the_field(tmp_path, v):
+    """The CLI flag and the placement JSON: exit 2, one line naming --locality-penalty / the path."""
+    code, out, err = run_cli(["simulate", "--trace", "workload-1", LOCALITY_PENALTY.flag, _arg(v)])
+    assert code == 2
+    assert_contract(code, out, err, lambda field: LOCALITY_PENALTY.flag in field)
+    doc = {**PLACEMENT, "locality_penalty": v}
+    f = tmp_path / "i.json"
+    f.write_text(_json_text(doc))
+    code, out, err = run_cli(["solve", str(f), "--solver", "pal", "--json"])
+    assert code == 2
+    assert_contract(code, out, err, lambda field: field == "$.locality_penalty")
+
+
+@settings(FUZZ, max_examples=40)
+@given(v=_outside(THEMIS_F))
+def test_out_of_range_f_exits_2_naming_the_flag(v):
+    argv = ["simulate", "--trace", "themis-1", "--scheduler", "themis"]
+    code, out, err = run_cli([*argv, "--scheduler-option", f"f={_arg(v)}"])
+    assert code == 2
+    assert_contract(code, out, err, lambda field: field == THEMIS_F.flag)
 
 
 # --- traces ---------------------------------------------------------------------------------------

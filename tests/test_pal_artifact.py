@@ -17,7 +17,7 @@ from fairplace.core.domain import Job
 from fairplace.core.errors import OptionError
 from fairplace.instances.generators import grid_cluster
 from fairplace.instances.variability import data_file, make_cluster
-from fairplace.sim import Driver, SimConfig, workload_from_trace
+from fairplace.sim import Driver, DriverConfig, workload_from_trace
 from fairplace.sim.schedulers import make_scheduler
 from fairplace.solvers.policies import ClusterState, make_policy
 
@@ -82,8 +82,8 @@ TWO_JOBS = [(0, 2, 118.0, 100, 1.0), (1, 4, 150.0, 50, 1.0)]
 
 
 def test_grid_origin_moves_the_decisions_only():
-    first = _run(TWO_JOBS, SimConfig(round_length=300.0))
-    zero = _run(TWO_JOBS, SimConfig(round_length=300.0, grid_origin="zero"))
+    first = _run(TWO_JOBS, DriverConfig(round_length=300.0))
+    zero = _run(TWO_JOBS, DriverConfig(round_length=300.0, grid_origin="zero"))
     # first arrival: decisions at 118, 418; zero: at 300, 600
     assert list(first.start) == [118.0, 418.0]
     assert list(first.finish) == [218.0, 468.0]
@@ -94,26 +94,28 @@ def test_grid_origin_moves_the_decisions_only():
 
 
 def test_round_end_stamping_changes_only_completion_times():
-    exact = _run(TWO_JOBS, SimConfig(round_length=300.0))
-    end = _run(TWO_JOBS, SimConfig(round_length=300.0, stamping="round-end"))
+    exact = _run(TWO_JOBS, DriverConfig(round_length=300.0))
+    end = _run(TWO_JOBS, DriverConfig(round_length=300.0, stamping="round-end"))
     assert list(end.finish) == [418.0, 718.0]  # the end of the round each job finished in
     np.testing.assert_array_equal(exact.start, end.start)  # GPUs are freed at the same decisions
     for k in ("held", "run", "gpu_seconds", "done_iters", "migrations", "preemptions"):
         np.testing.assert_array_equal(getattr(exact, k), getattr(end, k))
-    both = _run(TWO_JOBS, SimConfig(round_length=360.0, grid_origin="zero", stamping="round-end"))
+    both = _run(
+        TWO_JOBS, DriverConfig(round_length=360.0, grid_origin="zero", stamping="round-end")
+    )
     assert list(both.finish) == [720.0, 1080.0]  # starts 360, 720 (artifact timing)
 
 
 def test_a_completion_on_the_grid_is_stamped_there():
-    end = _run([(0, 4, 0.0, 300, 1.0)], SimConfig(round_length=300.0, stamping="round-end"))
+    end = _run([(0, 4, 0.0, 300, 1.0)], DriverConfig(round_length=300.0, stamping="round-end"))
     assert list(end.finish) == [300.0]
 
 
 def test_timing_options_are_validated():
     with pytest.raises(OptionError, match="grid_origin"):
-        SimConfig(grid_origin="midnight")
+        DriverConfig(grid_origin="midnight")
     with pytest.raises(OptionError, match="stamping"):
-        SimConfig(stamping="later")
+        DriverConfig(stamping="later")
 
 
 # ---- PM-First ties --------------------------------------------------------------------------

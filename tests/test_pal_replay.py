@@ -86,7 +86,7 @@ def test_the_recycled_stream_is_cut_exactly():
     from dataclasses import replace
 
     from fairplace.instances.variability import make_cluster
-    from fairplace.sim import Driver, SimConfig, workload_from_trace
+    from fairplace.sim import Driver, DriverConfig, workload_from_trace
     from fairplace.sim.api import binned_scores, models_table
     from fairplace.sim.schedulers import make_scheduler
     from fairplace.solvers.policies import ClusterState, make_policy
@@ -106,7 +106,7 @@ def test_the_recycled_stream_is_cut_exactly():
     cluster = make_cluster("longhorn-runs", 4, 4, seed=0)
     scores = binned_scores(cluster, sorted(set(w.cls)), "silhouette", 0)
     tr = Driver(w, cluster, scores, make_scheduler("fifo"), make_policy("pm-first"),
-                ClusterState, SimConfig()).run()  # fmt: skip
+                ClusterState, DriverConfig()).run()  # fmt: skip
     np.testing.assert_array_equal(res.jobs["finish"].to_numpy(), tr.finish[: len(f)])
     assert np.isnan(tr.finish[len(f) :]).any()  # the far tail never ran to completion
 

@@ -15,7 +15,7 @@ from hypothesis import strategies as st
 
 import fairplace
 from fairplace.core.errors import ExtensionError, OptionError, SimulationStalled
-from fairplace.sim import SimConfig
+from fairplace.sim import DriverConfig
 from fairplace.sim.contract import Contract
 from fairplace.solvers.policies import Decision
 
@@ -322,7 +322,7 @@ def test_a_long_restart_is_not_a_stall():
 
 def test_max_stalled_is_an_option_of_the_driver():
     with pytest.raises(OptionError, match="max_stalled"):
-        SimConfig(max_stalled=0)
+        DriverConfig(max_stalled=0)
 
 
 def test_debug_checks_that_a_resumable_policy_depends_on_the_queue_only():

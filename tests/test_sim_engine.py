@@ -12,7 +12,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from fairplace.instances.generators import grid_cluster
-from fairplace.sim import Driver, SimConfig, simulate, workload_from_trace
+from fairplace.sim import Driver, DriverConfig, simulate, workload_from_trace
 from fairplace.sim import metrics as M
 from fairplace.sim.schedulers import make_scheduler
 from fairplace.solvers.policies import ClusterState, make_policy
@@ -65,7 +65,7 @@ def frame(rows) -> pd.DataFrame:
     return df
 
 
-def run(rows, pm=(1.0, 1.0, 1.0, 1.0), machines=2, gpm=2, sched="fifo", cfg=SimConfig(), **kw):
+def run(rows, pm=(1.0, 1.0, 1.0, 1.0), machines=2, gpm=2, sched="fifo", cfg=DriverConfig(), **kw):
     cl = grid_cluster(machines, gpm, pm={"A": np.asarray(pm, float)})
     w = workload_from_trace(frame(rows), locality_penalty=1.7)
     scores = {"A": cl.pm_vector("A")}
@@ -88,7 +88,7 @@ def test_spread_job_pays_locality_penalty():
 
 
 def test_arrival_mid_round_waits_but_jct_counts_from_arrival():
-    cfg = SimConfig(round_length=300.0)
+    cfg = DriverConfig(round_length=300.0)
     w, tr, _ = run([(0, 4, 0.0, 50, 1.0), (1, 4, 100.0, 10, 1.0)], machines=1, gpm=4, cfg=cfg)
     assert tr.finish[0] == pytest.approx(50.0)  # completion stamped inside the round
     assert tr.start[1] == pytest.approx(300.0)  # next decision on the grid
@@ -97,7 +97,7 @@ def test_arrival_mid_round_waits_but_jct_counts_from_arrival():
 
 @pytest.mark.parametrize("ck,rs", [(10.0, 35.0), (0.0, 0.0)])
 def test_preempted_job_pays_checkpoint_and_restart_on_resume(ck, rs):
-    cfg = SimConfig(round_length=300.0, checkpoint=ck, restart=rs)
+    cfg = DriverConfig(round_length=300.0, checkpoint=ck, restart=rs)
     rows = [(0, 1, 0.0, 1000, 1.0), (1, 1, 10.0, 50, 1.0)]
     w, tr, _ = run(rows, machines=1, gpm=1, pm=(1.0,), sched="las", cfg=cfg, threshold=100.0)
     assert tr.finish[1] == pytest.approx(350.0)  # B preempts A at 300 (LAS), runs 50 s
@@ -131,7 +131,7 @@ def test_quiet_rounds_are_skipped_without_changing_results():
             make_scheduler("las", threshold=1500.0),
             FirstFit(),
             _State,
-            SimConfig(skip_quiet=skip, debug=True),
+            DriverConfig(skip_quiet=skip, debug=True),
         ).run()
         out.append(tr)
     np.testing.assert_allclose(out[0].finish, out[1].finish)
@@ -188,7 +188,7 @@ def test_invariants_hold_for_every_scheduler_and_policy(df, sched, pol, seed):
             make_scheduler(sched, seed=seed),
             make_policy(pol, seed=seed),
             ClusterState,
-            SimConfig(debug=True, round_length=120.0),
+            DriverConfig(debug=True, round_length=120.0),
         ).run()
         for _ in range(2)
     ]
@@ -217,7 +217,7 @@ def test_simulate_end_to_end_records_frames_and_summary(tmp_path):
     assert 0 < s["jain_rho"] <= 1
     assert len(res.jobs) == 160 and res.jobs["finish"].notna().all()
     assert (res.jobs["jct"] >= res.jobs["run_time"] - 1e-6).all()
-    assert set(M.RHO_VARIANTS) <= {c[4:] for c in res.jobs.columns if c.startswith("rho_")}
+    assert set(M.T_ID_VARIANTS) <= {c[4:] for c in res.jobs.columns if c.startswith("rho_")}
     again = simulate("workload-4", "fifo", "pal", seed=1, progress=False)
     pd.testing.assert_frame_equal(res.jobs, again.jobs)
     out = res.save(tmp_path / "r")

@@ -1,5 +1,5 @@
 """The incremental driver (decisions reused, resumable policies continuing from the previous decision)
-gives exactly the results of placing every job afresh at every decision (``SimConfig.incremental``
+gives exactly the results of placing every job afresh at every decision (``DriverConfig.incremental``
 off), for every placement policy under FIFO, LAS and SRTF, sticky and non-sticky."""
 
 from __future__ import annotations

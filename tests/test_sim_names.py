@@ -7,7 +7,9 @@ import json
 
 import pytest
 
+import fairplace
 from fairplace.cli import main
+from fairplace.core.errors import OptionError, UnknownName
 from fairplace.formulations.ftf import T_ID_VARIANTS
 from fairplace.instances.models import LOCALITY_MODELS
 from fairplace.instances.trace_generators import TRACE_GENERATORS
@@ -15,28 +17,62 @@ from fairplace.instances.traces import SIA_PHILLY
 from fairplace.instances.variability import PROFILE_NAMES
 from fairplace.runs import sweep_schema
 from fairplace.runs.sweep import load_spec
-from fairplace.sim import SCHEDULERS, metrics
+from fairplace.sim import SCHEDULERS, SimulationConfig
 from fairplace.sim.config import BINNINGS, CLASS_MAPS, RHO_VARIANT_NAMES
 from fairplace.sim.engine import GRID_ORIGINS, STAMPINGS
-from fairplace.sim.schedulers import ALLOCATING_SCHEDULERS, QUEUE_SCHEDULERS, make_scheduler
+from fairplace.sim.schedulers import make_scheduler
 from fairplace.sim.setups import SETUPS
 from fairplace.solvers.policies import POLICY_NAMES, make_policy
 
 
-def test_name_lists_derive_from_their_registries():
-    assert SCHEDULERS == (*QUEUE_SCHEDULERS, *ALLOCATING_SCHEDULERS)
+def test_every_listed_name_is_made_and_an_unknown_one_is_unknown_name():
     for name in SCHEDULERS:  # every listed name is makeable and says its name
         assert make_scheduler(name).name == name
     for name in POLICY_NAMES:
         assert make_policy(name).name == name
-    assert metrics.RHO_VARIANTS is T_ID_VARIANTS
-    assert RHO_VARIANT_NAMES == (*T_ID_VARIANTS, metrics.ISOLATED)
-    table = sweep_schema.known()
-    assert table["binning"]["enum"] == list(BINNINGS)
-    assert table["classes"]["enum"] == list(CLASS_MAPS)
-    assert table["rho_variant"]["enum"] == list(RHO_VARIANT_NAMES)
-    assert table["stamping"]["enum"] == list(STAMPINGS)
-    assert table["grid_origin"]["enum"] == list(GRID_ORIGINS)
+    with pytest.raises(UnknownName, match="known: " + ", ".join(SCHEDULERS)):
+        make_scheduler("nope")
+    with pytest.raises(UnknownName, match="known: " + ", ".join(POLICY_NAMES)):
+        make_policy("nope")
+
+
+BASE = {"schedulers": ["fifo"], "placements": ["pal"], "traces": ["themis-1"]}
+
+
+@pytest.mark.parametrize(
+    "field,names",
+    [
+        ("binning", BINNINGS),
+        ("classes", CLASS_MAPS),
+        ("rho_variant", RHO_VARIANT_NAMES),
+        ("stamping", STAMPINGS),
+        ("grid_origin", GRID_ORIGINS),
+        ("locality_model", LOCALITY_MODELS),
+        ("profile", PROFILE_NAMES),
+    ],
+)
+def test_simulate_and_a_sweep_accept_exactly_the_listed_names(field, names):
+    """A name is valid in simulate() exactly when it is valid in a sweep spec (one list each)."""
+    for n in names:
+        assert getattr(SimulationConfig(**{field: n}), field) == n
+        assert len(load_spec({**BASE, "fixed": {field: n}})) == 1
+    for bad in ("nope", names[0].upper() + "x"):
+        with pytest.raises(OptionError) as lib:
+            SimulationConfig(**{field: bad})
+        assert lib.value.path == field
+        with pytest.raises(OptionError) as spec:
+            load_spec({**BASE, "fixed": {field: bad}})
+        assert spec.value.path == f"fixed.{field}"
+    assert {*sweep_schema.known()[field].get("enum", names)} >= set(names)
+
+
+def test_every_T_id_variant_is_reported():
+    """Each rho_variant name gives the summary's max_rho / median_rho of that variant."""
+    res = fairplace.simulate(
+        "themis-1", "fifo", "pm-first", gpus=16, trace_options={"n_apps": 2}, progress=False
+    )
+    for v in T_ID_VARIANTS:
+        assert f"rho_{v}" in res.apps.columns and f"max_rho_{v}" in res.summary
 
 
 def test_simulate_help_lists_every_registry_name(capsys):

@@ -51,3 +51,38 @@ def test_placement_slowdowns_are_L_of_spread_times_max_V():
         V = cl.pm_vector(job.cls)[cl.indices(ids)]
         L = 1.0 if len({cl.gpus[cl.index[g]].machine for g in ids}) == 1 else 1.7
         assert S[jid] == L * V.max()
+
+
+MODELS = ["bert", "BERT", "resnet50", "ResNet50", "vgg19", None]
+
+
+@settings(max_examples=100, deadline=None)
+@given(
+    table=st.dictionaries(st.sampled_from(MODELS[:-1]), st.floats(1.0, 5.0), max_size=3),
+    default=st.floats(1.0, 5.0),
+    model=st.sampled_from(MODELS),
+)
+def test_one_locality_lookup_for_instances_policies_and_the_simulator(table, default, model):
+    """L_across of a job is the same number wherever it is asked: a placement instance, a policy
+    (whose compiled kernel asks the policy) and the simulator's workload; the table first (the name
+    as written, else lower-cased), then the constant."""
+    import pandas as pd
+
+    from fairplace.core.domain import GPU, Cluster, Job, PlacementInstance, locality
+    from fairplace.sim.workload import workload_from_trace
+    from fairplace.solvers.policies import make_policy
+
+    L = locality(model, table, default)
+    want = table.get(model, table.get((model or "").lower(), default)) if model else default
+    assert L == want
+    job = Job("j", 2, "A", model=model)
+    cl = Cluster((GPU("g", "m"),))
+    assert PlacementInstance(cl, (job,), default, table).locality(job) == L
+    assert make_policy("pal", locality_penalty=default, locality_by_model=table).locality(job) == L
+    if model is not None:
+        frame = pd.DataFrame(
+            {"job_id": ["j"], "num_gpus": [2], "submit_time": [0.0], "duration": [1.0],
+             "model": [model], "t_iter": [1.0], "cls": ["A"]}
+        )  # fmt: skip
+        w = workload_from_trace(frame, None, default, table)
+        assert w.l_machine[0] == L and w.l_rack[0] == L

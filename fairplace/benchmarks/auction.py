@@ -27,7 +27,9 @@ from dataclasses import replace
 
 import numpy as np
 
+from fairplace.formulations.agents import count_bundles, rho_table, subset_bids
 from fairplace.instances.generators import random_agent_auction
+from fairplace.solvers.compact import solve_compact_auction
 
 from . import Case
 
@@ -38,8 +40,6 @@ def sizes_of(inst) -> dict:
 
 
 def _pf(quick: bool) -> dict:
-    from fairplace.solvers.compact import solve_compact_auction
-
     inst = random_agent_auction()
     t0 = time.perf_counter()
     sol = solve_compact_auction(inst, payments_=False)
@@ -52,8 +52,6 @@ def _pf(quick: bool) -> dict:
 
 
 def _timed_pa(inst) -> dict:
-    from fairplace.solvers.compact import solve_compact_auction
-
     t0 = time.perf_counter()
     sol = solve_compact_auction(inst)
     return {
@@ -75,7 +73,6 @@ def _pa(apps: int, machines: int = 256, **kw):
 
 
 def _bids(quick: bool) -> dict:
-    from fairplace.formulations.agents import count_bundles, rho_table, subset_bids
 
     inst = random_agent_auction(apps=1, machines=64, seed=3)
     app = replace(inst.agents[0], d_max=64, cls="A")

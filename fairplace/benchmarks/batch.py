@@ -23,9 +23,14 @@ the critical path (the ideal 2-worker makespan is about half the sum).
 from __future__ import annotations
 
 import os
+import statistics
 import tempfile
 import time
 from pathlib import Path
+
+from fairplace.instances import suites
+from fairplace.runs.batch import run_batch
+from fairplace.runs.dask_cluster import close_quietly, local_cluster
 
 from . import Case
 
@@ -33,10 +38,7 @@ SIZES = {"instances": 24}
 
 
 def measure(workers: int, quick: bool) -> dict:
-    from dask.distributed import Client
-
-    from fairplace.instances import suites
-    from fairplace.runs.batch import local_cluster, run_batch
+    from dask.distributed import Client  # heavy: imported on use
 
     items = suites.suite_items("medium")
     t0 = time.perf_counter()
@@ -73,7 +75,6 @@ def measure(workers: int, quick: bool) -> dict:
 def _end_to_end(workers: int, items, driver_solves: bool = True) -> dict:
     """One ``run_batch`` call as a user makes it (1 worker: in-process, no cluster): its total
     seconds, the parts from ``df.attrs["batch"]`` and each instance's solve seconds."""
-    from fairplace.runs.batch import run_batch
 
     with tempfile.TemporaryDirectory() as tmp:
         t0, c0 = time.perf_counter(), os.times()
@@ -94,7 +95,6 @@ def _end_to_end(workers: int, items, driver_solves: bool = True) -> dict:
 
 def speedup(quick: bool) -> dict:
     """``batch_medium_24_speedup`` (module docstring); target: 2 workers >= 1.6x faster end to end."""
-    from fairplace.instances import suites
 
     items = suites.suite_items("medium")
     reps = 1 if quick else 3
@@ -151,11 +151,8 @@ def cluster_startup(quick: bool, workers: int = 2) -> dict:
     """Seconds from ``local_cluster(workers)`` to every worker connected, with TLS (temporary
     credentials, the default) and without, alternated; median of 5 starts each (``--quick``: 1).
     ``seconds`` is the TLS median; ``tls_extra_seconds`` what TLS adds."""
-    import statistics
 
-    from dask.distributed import Client
-
-    from fairplace.runs.dask_cluster import close_quietly, local_cluster
+    from dask.distributed import Client  # heavy: imported on use
 
     reps = 1 if quick else 5
     times: dict[bool, list[float]] = {True: [], False: []}

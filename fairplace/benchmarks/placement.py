@@ -14,6 +14,7 @@ import time
 import numpy as np
 import pandas as pd
 
+import fairplace
 from fairplace.core.domain import Job, PlacementInstance
 from fairplace.formulations.pm_score import bin_scores
 from fairplace.instances.generators import grid_cluster
@@ -116,12 +117,10 @@ def exact_instance(machines: int = 64, jobs: int = 64, seed: int = 0) -> Placeme
     state = _state(machines, "longhorn", seed)
     cl = grid_cluster(machines, 4, pm={c: np.asarray(v) for c, v in state.scores.items()})
     queue = [j for j in philly_queue(len(cl), seed=seed, load=50) if j.gpus <= 8][:jobs]
-    return PlacementInstance(cl, tuple(queue), locality_penalty=1.7, name=f"exact-{jobs}x{len(cl)}")
+    return PlacementInstance(cl, tuple(queue), name=f"exact-{jobs}x{len(cl)}")
 
 
 def _exact(quick: bool = False) -> dict:
-    import fairplace
-
     inst = exact_instance(64, 64)  # one solve; --quick keeps the size
     t0 = time.perf_counter()
     sol = fairplace.solve(inst, solver="exact")

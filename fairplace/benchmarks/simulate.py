@@ -14,13 +14,18 @@ Each case is one simulation: ``--quick`` runs the short ones unchanged and skips
 
 from __future__ import annotations
 
+import resource
 import time
+
+from fairplace.instances.models import MODELS
+from fairplace.instances.traces import synergy_trace
+from fairplace.instances.workloads import themis_workload
+from fairplace.sim import simulate
 
 from . import Case
 
 
 def _timed(**kw) -> dict:
-    from fairplace.sim import simulate
 
     t0 = time.perf_counter()
     res = simulate(progress=False, **kw)
@@ -41,8 +46,6 @@ def sia_philly(quick: bool) -> dict:
 
 
 def synergy(quick: bool) -> dict:
-    from fairplace.instances.models import MODELS
-    from fairplace.instances.traces import synergy_trace
 
     t_iter = {n: m.iter_seconds for n, m in MODELS.items()}
     trace = synergy_trace(1000, 8.0, t_iter, max_gpus=256, seed=0)
@@ -51,15 +54,12 @@ def synergy(quick: bool) -> dict:
 
 def synergy_at(jobs: int, gpus: int, seed: int = 0):
     """Synergy-style trace of ``jobs`` jobs at 8 jobs/hour per 256 GPUs (the 1,000-job case's load)."""
-    from fairplace.instances.models import MODELS
-    from fairplace.instances.traces import synergy_trace
 
     t_iter = {n: m.iter_seconds for n, m in MODELS.items()}
     return synergy_trace(jobs, 8.0 * gpus / 256, t_iter, max_gpus=gpus, seed=seed)
 
 
 def _max_rss_mb() -> float:
-    import resource
 
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
 
@@ -79,7 +79,6 @@ def themis_w2(contention: int):
     256 / ``contention`` homogeneous GPUs, THEMIS with f = 0.8 and 10-minute leases."""
 
     def run(quick: bool) -> dict:
-        from fairplace.instances.workloads import themis_workload
 
         trace = themis_workload(2, contention=contention, seed=0)
         out = _timed(trace=trace, scheduler="themis", placement="packed-sticky")

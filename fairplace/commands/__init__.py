@@ -7,6 +7,6 @@ def file_backend() -> None:
     """Select matplotlib's non-interactive Agg backend: commands only write figures to files.
 
     Called by the commands that draw (never at import, so notebooks keep their inline backend)."""
-    import matplotlib
+    import matplotlib  # heavy: imported on use
 
     matplotlib.use("Agg")

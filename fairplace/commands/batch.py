@@ -5,9 +5,11 @@ from __future__ import annotations
 
 import json
 import sys
+from pathlib import Path
 
 from fairplace.commands import _args
 from fairplace.commands._table import frame
+from fairplace.core.errors import OptionError
 
 HELP = "solve a suite (registered name or folder of JSON files) on Dask into a results table"
 
@@ -54,10 +56,12 @@ def add_arguments(p) -> None:
 
 
 def run(args) -> int:
-    from pathlib import Path
 
-    from fairplace.core.errors import OptionError
-    from fairplace.runs.batch import journal_path, run_batch, summarize
+    from fairplace.runs.batch import (  # heavy: imported on use (keeps --help light)
+        journal_path,
+        run_batch,
+        summarize,
+    )
 
     solvers = [s.strip() for s in args.solvers.split(",") if s.strip()]
     if not solvers:

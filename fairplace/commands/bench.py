@@ -112,7 +112,7 @@ def _child(module: str, name: str, quick: bool, conn) -> None:
 
 def run_case_isolated(module: str, name: str, target, quick: bool, timeout: float) -> dict:
     """Like :func:`run_case`, in a spawned process that is killed after ``timeout`` seconds."""
-    import multiprocessing as mp  # imported on use (--timeout): keeps `fairplace --help` light
+    import multiprocessing as mp  # heavy: imported on use (--timeout only)
 
     ctx = mp.get_context("spawn")
     recv, send = ctx.Pipe(duplex=False)

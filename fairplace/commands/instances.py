@@ -73,7 +73,7 @@ def add_arguments(p) -> None:
 
 
 def _list(as_json: bool) -> int:
-    from fairplace.instances import suites  # imported on use: keeps `fairplace --help` light
+    from fairplace.instances import suites  # heavy: imported on use (keeps --help light)
 
     if as_json:
         rows = [
@@ -90,7 +90,7 @@ def _list(as_json: bool) -> int:
 def _show(name: str, as_json: bool) -> int:
     import pandas as pd  # heavy: imported on use
 
-    from fairplace.instances import suites  # imported on use: keeps `fairplace --help` light
+    from fairplace.instances import suites  # heavy: imported on use (keeps --help light)
 
     suite, _, inst_name = name.partition("/")
     items = dict(suites.suite_items(suite))
@@ -160,7 +160,7 @@ def run(args) -> int:
             json.dumps({"kind": args.kind, "path": path}) if args.json else f"{args.kind} -> {path}"
         )
         return 0
-    from fairplace.instances import suites  # imported on use: keeps `fairplace --help` light
+    from fairplace.instances import suites  # heavy: imported on use (keeps --help light)
 
     out_dir(args.out)
     paths = suites.generate(args.suite, args.out)

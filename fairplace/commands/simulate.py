@@ -7,6 +7,7 @@ import math
 
 from fairplace.commands import _args
 from fairplace.core.errors import DataError, OptionError
+from fairplace.core.params import LOCALITY_PENALTY, THEMIS_F
 
 HELP = "trace-driven cluster simulation (scheduler x placement x trace)"
 
@@ -17,6 +18,7 @@ def _choices(names, notes: dict[str, str]) -> str:
 
 
 def add_arguments(p) -> None:
+    # heavy: imported on use (the registries' names for the help; keeps `fairplace --help` light)
     from fairplace.instances.models import ITER_TIME_TABLES, LOCALITY_MODELS
     from fairplace.instances.trace_generators import TRACE_GENERATORS
     from fairplace.instances.traces import SIA_PHILLY
@@ -92,11 +94,11 @@ def add_arguments(p) -> None:
         + _choices(STAMPINGS, {"exact": "default", "round-end": "the PAL artifact"}),
     )
     p.add_argument(
-        "--locality-penalty",
+        LOCALITY_PENALTY.flag,
         type=float,
         default=None,
         metavar="L",
-        help="L across machines (default 1.7)",
+        help=LOCALITY_PENALTY.help(),
     )
     p.add_argument(
         "--locality-model",
@@ -171,7 +173,8 @@ def add_arguments(p) -> None:
         action="append",
         default=[],
         metavar="KEY=VALUE",
-        help="scheduler option, repeatable: e.g. LAS threshold=3200, starve_factor=10",
+        help="scheduler option, repeatable: e.g. LAS threshold=3200, starve_factor=10; themis "
+        f"f ({THEMIS_F.help()})",
     )
     p.add_argument(
         "--placement-option",
@@ -257,7 +260,7 @@ FLAGS = {
     "iter_times": "--iter-times",
     "recycle_jobs_per_hour": "--recycle-jobs-per-hour",
     "recycle_seed": "--recycle-seed",
-    "locality_penalty": "--locality-penalty",
+    LOCALITY_PENALTY.name: LOCALITY_PENALTY.flag,
     "locality_model": "--locality-model",
     "round_length": "--round",
     "rho_variant": "--rho-variant",
@@ -292,7 +295,7 @@ def _trace_options(items) -> dict:
 
 
 def run(args) -> int:
-    from fairplace.sim import simulate
+    from fairplace.sim import simulate  # heavy: imported on use (keeps --help light)
 
     if args.out:
         _args.out_dir(args.out)

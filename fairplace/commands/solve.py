@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import argparse
 import json
+import sys
 
 from fairplace.commands import _args
+from fairplace.core.errors import OptionError
 
 HELP = "solve one auction or placement instance"
 
@@ -41,12 +44,11 @@ FLAGS = {
 
 
 def add_arguments(p) -> None:
-    import argparse
 
     p.epilog = EPILOG
     p.formatter_class = argparse.RawDescriptionHelpFormatter
 
-    from fairplace.solvers.registry import solver_table
+    from fairplace.solvers.registry import solver_table  # heavy: imported on use (help text)
 
     names = list(solver_table())
     p.add_argument("file", help="instance JSON (kind: auction | placement)")
@@ -74,8 +76,7 @@ def add_arguments(p) -> None:
 
 
 def run(args) -> int:
-    import fairplace
-    from fairplace.core.errors import OptionError
+    import fairplace  # heavy: imported on use (keeps --help light)
 
     inst = fairplace.load(args.file)
     kw = {}
@@ -103,7 +104,6 @@ def run(args) -> int:
 def exit_code(sol, as_json: bool = False) -> int:
     """0 = a solution, 1 = solver error, EXIT_NO_SOLUTION = time limit without any solution (one
     line on stderr; a JSON object with ``--json``, as every error)."""
-    import sys
 
     if sol.status == "error":
         return 1

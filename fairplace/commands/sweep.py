@@ -47,7 +47,11 @@ def add_arguments(p) -> None:
 
 
 def run(args) -> int:
-    from fairplace.runs.sweep import load_spec, results_paths, run_sweep
+    from fairplace.runs.sweep import (  # heavy: imported on use (keeps --help light)
+        load_spec,
+        results_paths,
+        run_sweep,
+    )
 
     spec = load_spec(args.spec)
     if args.validate_only:

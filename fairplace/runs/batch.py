@@ -48,6 +48,8 @@ from __future__ import annotations
 
 import logging
 import math
+import shutil
+import tempfile
 import time
 import uuid
 from collections.abc import Sequence
@@ -55,7 +57,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from fairplace.core.errors import OptionError, UnknownSolver
+from fairplace.core.errors import OptionError, UnknownName
 from fairplace.core.limits import check_workers
 from fairplace.core.progress import ProgressBar, progress_bar
 from fairplace.runs.batch_plan import (
@@ -87,6 +89,7 @@ from fairplace.runs.batch_worker import (
     warm_plugin,
 )
 from fairplace.runs.dask_cluster import NoWorkersWatch, close_quietly, connect, local_cluster
+from fairplace.solvers.registry import solver_table
 
 #: results table formats by extension (``.jsonl``: the journal is the table).
 OUT_SUFFIXES = (".parquet", ".csv", ".jsonl")
@@ -146,12 +149,11 @@ def run_batch(
     ``no_workers_timeout``: seconds without any Dask worker after which the batch stops with
     :class:`~fairplace.core.errors.ClusterUnavailable` (finished rows stay in the journal; None: wait).
     """
-    from fairplace.solvers.registry import solver_table
 
     known = solver_table()
     for s in solvers:
         if s not in known:
-            raise UnknownSolver("--solvers", f"unknown solver {s!r}; known: {', '.join(known)}")
+            raise UnknownName("--solvers", f"unknown solver {s!r}; known: {', '.join(known)}")
     check_workers(workers)  # before the in-process rule: a bad value is an error even when unused
     if no_workers_timeout is not None and not no_workers_timeout > 0:
         raise OptionError("--no-workers-timeout", f"must be > 0 seconds, got {no_workers_timeout}")
@@ -165,8 +167,6 @@ def run_batch(
 
     tmp = out is None
     if tmp:
-        import tempfile
-
         out = Path(tempfile.mkdtemp(prefix="fairplace-batch-")) / "results.jsonl"
     elif Path(out).suffix not in OUT_SUFFIXES:
         raise OptionError("--out", f"unknown table extension {Path(out).suffix or '(none)'!r}; "
@@ -180,8 +180,6 @@ def run_batch(
             )  # fmt: skip
     finally:
         if tmp:  # the temporary journal folder goes with the batch
-            import shutil
-
             shutil.rmtree(Path(out).parent, ignore_errors=True)
 
 
@@ -310,7 +308,7 @@ def _drive(
     close): Dask leaves the last groups to ``here`` (estimated at :data:`CLOSE_RESERVE` seconds
     plus what Dask still holds, which runs first), and ``on_dask_done`` is called once when Dask
     has nothing left while ``here`` still solves."""
-    from dask.distributed import as_completed
+    from dask.distributed import as_completed  # heavy: imported on use
 
     n_workers = max(1, len(client.scheduler_info().get("workers", {})))
     limit = max_in_flight or (PREFETCH * n_workers if here else max(8, 4 * n_workers))

@@ -22,6 +22,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from fairplace.core.errors import OptionError
+from fairplace.instances import suites
 
 #: effort multiplier per solver name (others: :data:`DEFAULT_WEIGHT`).
 SOLVER_WEIGHT = {"exact": 1.0, "highs": 1.0, "compact": 1.0, "pyomo": 2.0, "cvxpy": 2.0}
@@ -143,7 +144,6 @@ def in_process_rule(
 # --- suite resolution -----------------------------------------------------------------------------
 def resolve_suite(suite) -> list[tuple[str, object]]:
     """(instance name, payload) pairs of a registered suite name, a folder of JSON files, or a list."""
-    from fairplace.instances import suites
 
     if not isinstance(suite, (str, Path)):
         return [(str(n), p) for n, p in suite]

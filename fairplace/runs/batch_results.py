@@ -12,6 +12,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 import pandas as pd
+from filelock import FileLock, Timeout
 
 from fairplace.core.errors import OptionError, naming
 
@@ -110,7 +111,6 @@ class JournalLock:
             return "owner unknown"
 
     def __enter__(self) -> JournalLock:
-        from filelock import FileLock, Timeout  # imported on use: only runs that write take it
 
         self.path.parent.mkdir(parents=True, exist_ok=True)
         lock = FileLock(self.path, timeout=0, thread_local=False)

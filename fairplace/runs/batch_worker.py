@@ -15,8 +15,11 @@ import threading
 import time
 from collections.abc import Sequence
 
+import fairplace
 from fairplace.core.blas import one_blas_thread
-from fairplace.core.errors import UnknownSolver
+from fairplace.core.errors import UnknownName
+from fairplace.instances import suites
+from fairplace.solvers.registry import solver_table
 
 #: a one-GPU auction and a one-job placement: :func:`warm` solves them once with each solver
 TINY = (
@@ -40,12 +43,15 @@ def warm(solvers: Sequence[str] = ("exact",)) -> None:
     ``solvers`` (``threads=1`` as the tasks do), which also performs the imports and first-call
     initialisations a solver does lazily inside its clock (Pyomo's plugins: ~1 s, CVXPY's
     canonicaliser); errors are ignored here (the real tasks report them)."""
-    import highspy  # noqa: F401
+    import highspy  # heavy: imported on use (warms the process)  # noqa: F401
 
-    import fairplace
-    from fairplace.instances import suites
-    from fairplace.solvers import auction, compact, heuristics, placement, policies  # noqa: F401
-    from fairplace.solvers.registry import solver_table
+    from fairplace.solvers import (  # heavy: imported on use (warms the process)  # noqa: F401
+        auction,
+        compact,
+        heuristics,
+        placement,
+        policies,
+    )
 
     table = solver_table()  # imports the relaxation module too
     for s in dict.fromkeys(solvers):
@@ -61,7 +67,7 @@ def warm(solvers: Sequence[str] = ("exact",)) -> None:
 def warm_plugin(solvers: Sequence[str]):
     """A Dask ``WorkerPlugin`` running :func:`warm` for ``solvers`` on every worker, present and
     future (a restarted one too), before it runs a task."""
-    from distributed import WorkerPlugin
+    from distributed import WorkerPlugin  # heavy: imported on use
 
     class Warm(WorkerPlugin):
         name = "fairplace-warm-" + ",".join(sorted(set(solvers)))
@@ -89,8 +95,6 @@ def _finite(v):
 
 def solve_task(instance: str, solver: str, payload, time_limit: float | None = None) -> dict:
     """Solve one (instance, solver) pair on a worker with HiGHS ``threads=1``; never raises."""
-    import fairplace
-    from fairplace.instances import suites
 
     t0 = time.perf_counter()
     row: dict = {"instance": instance, "solver": solver}
@@ -104,7 +108,7 @@ def solve_task(instance: str, solver: str, payload, time_limit: float | None = N
         sol = fairplace.solve(  # loaded and checked by load_item
             inst, solver, time_limit=time_limit, threads=1, parallel=False, validate=False
         )
-    except UnknownSolver as exc:
+    except UnknownName as exc:
         row |= {"status": "skipped", "message": str(exc)}
     except Exception as exc:  # noqa: BLE001
         row |= {"status": "error", "message": f"{type(exc).__name__}: {exc}"}

@@ -34,7 +34,8 @@ import threading
 import time
 from pathlib import Path
 
-from fairplace.core.errors import ClusterUnavailable
+from fairplace.core.errors import ClusterUnavailable, OptionError
+from fairplace.runs.batch_results import read_journal
 
 #: dask config while the cluster starts: no HTTP routes on the scheduler or the workers.
 NO_HTTP = {"distributed.scheduler.http.routes": [], "distributed.worker.http.routes": []}
@@ -82,9 +83,9 @@ def local_cluster(workers: int, preload: bool = True, tls: bool | None = None):
     credentials (``tls``: default :data:`LOCAL_TLS`); ``preload``: each worker imports the solver
     stack as it starts (:data:`WORKER_PRELOAD`). ``cluster.security`` holds the credentials a
     client needs (``Client(cluster)`` takes them)."""
-    import dask
-    from dask.distributed import LocalCluster
-    from distributed.security import Security
+    import dask  # heavy: imported on use
+    from dask.distributed import LocalCluster  # heavy: imported on use
+    from distributed.security import Security  # heavy: imported on use
 
     tls = LOCAL_TLS if tls is None else tls
     security = Security.temporary() if tls else Security(require_encryption=False)
@@ -113,9 +114,7 @@ def connect(
     ``security``: a ``distributed.security.Security``, default from the Dask configuration), or of
     a new :func:`local_cluster` of ``workers`` processes. A scheduler that cannot be reached is an
     :class:`~fairplace.core.errors.OptionError` naming ``flag``."""
-    from dask.distributed import Client
-
-    from fairplace.core.errors import OptionError
+    from dask.distributed import Client  # heavy: imported on use
 
     if scheduler_address:
         try:
@@ -187,8 +186,6 @@ class NoWorkersWatch:
             return
         self.since = self.since or now
         if now - self.since >= self.timeout:
-            from fairplace.runs.batch_results import read_journal
-
             done = len(read_journal(self.jpath, ()))
             raise ClusterUnavailable(
                 self.what,

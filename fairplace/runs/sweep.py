@@ -40,7 +40,7 @@ from typing import Any
 import pandas as pd
 
 from fairplace import sim
-from fairplace.core.errors import OptionError, naming
+from fairplace.core.errors import DataError, OptionError, naming
 from fairplace.core.limits import MAX_SWEEP_CELLS, check_workers
 from fairplace.core.progress import ProgressBar, progress_bar
 from fairplace.instances.trace_generators import (
@@ -50,16 +50,15 @@ from fairplace.instances.trace_generators import (
     generator_params,
     make_trace,
 )
-from fairplace.runs.batch_results import append_row, read_journal, repair_journal
+from fairplace.instances.traces import SIA_PHILLY, load_trace
+from fairplace.runs import sweep_schema
+from fairplace.runs.batch_results import JournalLock, append_row, read_journal, repair_journal
 from fairplace.runs.sweep_dask import run_on_dask
 from fairplace.runs.sweep_inputs import SWEEP_OPTIONS, per_run_cluster
+from fairplace.runs.sweep_schema import FRAMES, SPEC_KEYS
 from fairplace.sim.config import field_names
 from fairplace.solvers.policies import POLICY_NAMES
 
-SPEC_KEYS = (
-    "name", "schedulers", "placements", "traces", "seeds", "params", "fixed", "frames", "extra",
-)  # fmt: skip
-FRAMES = ("jobs", "apps", "rounds")
 #: the field every line of a sweep journal (results and frames) has
 SWEEP_KEYS = ("cell_id",)
 CELL_KEYS = ("scheduler", "placement", "trace", "seed")
@@ -126,8 +125,6 @@ def _names(spec: dict, key: str, known: tuple[str, ...] | None) -> tuple[str, ..
 
 def validate_spec(spec: dict, *, check_names: bool = True) -> SweepSpec:
     """Check a spec dict and return a :class:`SweepSpec`; raises :class:`OptionError` naming the key."""
-    from fairplace.runs import sweep_schema
-
     if not isinstance(spec, dict):
         raise OptionError("spec", "must be a TOML table")
     for k in spec:
@@ -213,9 +210,6 @@ def _extra(tables, allowed: set | None, reserved: set) -> tuple:
 def _check_inputs(traces, params: dict, fixed: dict) -> None:
     """What the schema cannot see: every trace exists and is valid, every cluster size splits into
     whole machines."""
-    from fairplace.core.errors import DataError
-    from fairplace.instances.traces import SIA_PHILLY, load_trace
-
     for k, tr in enumerate(traces):
         if tr in SIA_PHILLY or tr in TRACE_GENERATORS:
             continue
@@ -373,8 +367,6 @@ def run_sweep(
     ``simulate`` replaces ``fairplace.simulate`` (tests). ``progress``: see
     :func:`fairplace.core.progress.progress_bar`. Returns the whole results table.
     """
-    from fairplace.runs.batch_results import JournalLock
-
     if not isinstance(spec, SweepSpec):
         spec = load_spec(spec)
     check_workers(workers)

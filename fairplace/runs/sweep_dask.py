@@ -47,7 +47,7 @@ def run_on_dask(
 ) -> None:
     """Run ``run_cell(cell, *args)`` for every cell of ``todo`` on Dask and ``record(row, frames)``
     each result in this process as it arrives (module docstring)."""
-    from dask.distributed import as_completed
+    from dask.distributed import as_completed  # heavy: imported on use
 
     t0 = time.perf_counter()
     client, cluster = connect(workers, scheduler_address, security)

@@ -4,6 +4,8 @@ Generated traces (``themis-1``, ``themis-2``, ``synergy``) live in
 
 from __future__ import annotations
 
+from fairplace.instances.variability import make_cluster
+
 #: sweep-level options that are not simulate() arguments: ``per_run = true`` builds the cluster from
 #: the Longhorn per-run profile (``instances.variability.make_cluster(per_run=True)``, up to ~3.6x
 #: the median) and passes it as ``cluster=``. ``simulate``'s default profile ``longhorn-runs`` does the
@@ -13,7 +15,6 @@ SWEEP_OPTIONS = ("per_run",)
 
 def per_run_cluster(kw: dict, seed: int) -> dict:
     """Replace gpus / gpus_per_machine / profile by a ``cluster`` sampled from per-run profiles."""
-    from fairplace.instances.variability import make_cluster
 
     gpm = int(kw.pop("gpus_per_machine", 4))
     gpus = int(kw.pop("gpus", 64))

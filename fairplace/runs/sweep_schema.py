@@ -17,14 +17,30 @@ from typing import Any
 
 import jsonschema
 
+from fairplace import sim
 from fairplace.core.errors import OptionError
 from fairplace.core.limits import MAX_SEED, annotation_schema
+from fairplace.core.params import LOCALITY_PENALTY
+from fairplace.instances.trace_generators import ARG_SCHEMAS
+from fairplace.sim.config import field_schemas
+from fairplace.sim.schedulers import OPTION_SPECS
+from fairplace.sim.setups import SETUPS
+from fairplace.solvers.policies import POLICY_NAMES
+
+#: the keys of a sweep spec
+SPEC_KEYS = (
+    "name", "schedulers", "placements", "traces", "seeds", "params", "fixed", "frames", "extra",
+)  # fmt: skip
+#: the per-cell frames a sweep can keep
+FRAMES = ("jobs", "apps", "rounds")
 
 #: a sweep name becomes a file name (``<name>-results.parquet``): letters, digits, ``._-``.
 NAME_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9._-]{0,99}$"
 
 _SCALAR = {"type": ["number", "string", "boolean"]}
 _SEED = {"type": "integer", "minimum": 0, "maximum": MAX_SEED}
+#: L is the simulation parameter ``locality_penalty``, not a policy option (``SimulationConfig``)
+_NOT_AN_OPTION = {"not": {}, "description": "set locality_penalty instead"}
 
 
 def known() -> dict[str, Any]:
@@ -33,14 +49,21 @@ def known() -> dict[str, Any]:
     when a config is made) and the generators' arguments
     (``instances.trace_generators.ARG_SCHEMAS``, also checked for ``trace_options``), plus the
     sweep's own."""
-    from fairplace.instances.trace_generators import ARG_SCHEMAS
-    from fairplace.sim.config import field_schemas
-
+    specs = {p.name: p.schema() for ps in OPTION_SPECS.values() for p in ps}
     return {
         **field_schemas(),
         "trace_options": {"type": "object", "additionalProperties": _SCALAR},
-        "scheduler_options": {"type": "object", "additionalProperties": _SCALAR},
-        "placement_options": {"type": "object", "additionalProperties": _SCALAR},
+        "scheduler_options": {
+            "type": "object",
+            "properties": specs,
+            "additionalProperties": _SCALAR,
+        },
+        "placement_options": {
+            "type": "object",
+            "properties": {LOCALITY_PENALTY.name: _NOT_AN_OPTION},
+            "additionalProperties": _SCALAR,
+        },
+        "setup": {"anyOf": [{"enum": list(SETUPS)}, {"type": "null"}]},  # a set-up's own names
         "cluster": {"not": {}},  # a Cluster object cannot be written in TOML: use per_run / profile
         "per_run": {"type": "boolean"},
         **ARG_SCHEMAS,
@@ -56,9 +79,11 @@ def value_schema(key: str, signatures: Iterable[Callable]) -> dict:
     """The schema of one ``[params]`` / ``[fixed]`` value: ``KNOWN``, else the annotation of the
     first function in ``signatures`` that takes ``key``; dotted keys (``scheduler_options.f``) are
     scalars."""
-    if "." in key:
-        return _SCALAR
     table = known()
+    if "." in key:  # a dotted option: its spec's schema (``scheduler_options.f``), else a scalar
+        head, _, rest = key.partition(".")
+        sub = table.get(head, {}).get("properties", {})
+        return sub.get(rest, _SCALAR)
     if key in table:
         return table[key]
     for fn in signatures:
@@ -70,10 +95,6 @@ def value_schema(key: str, signatures: Iterable[Callable]) -> dict:
 
 def spec_schema(spec: Mapping, signatures: Iterable[Callable], check_names: bool = True) -> dict:
     """The JSON Schema of ``spec`` (its own keys decide which value schemas apply)."""
-    from fairplace import sim
-    from fairplace.runs.sweep import FRAMES, SPEC_KEYS
-    from fairplace.solvers.policies import POLICY_NAMES
-
     signatures = list(signatures)
     seeds = {"type": "array", "minItems": 1, "items": _SEED}
 
@@ -163,7 +184,9 @@ def check(spec: Any, signatures: Iterable[Callable], check_names: bool = True) -
     elif err.validator == "pattern" and path == ["name"]:
         msg = f"{err.instance!r} must be a file-name-safe name (letters, digits, '.', '_', '-')"
     elif err.validator == "not":
-        msg = "cannot be set in a spec"
+        msg = "cannot be set in a spec" + (
+            f"; {err.schema['description']}" if "description" in err.schema else ""
+        )
     # name the key (params.x, extra[0].x); the rest goes into the message
     keep = 2 if path and path[0] in ("params", "fixed") else 3 if path[:1] == ["extra"] else 1
     if len(path) > keep:

@@ -3,8 +3,14 @@ the Protocols a user's scheduler, placement policy or T_id model satisfies (docs
 
 from .api import simulate
 from .config import SimulationConfig
-from .engine import Driver, InvariantError, SimConfig
-from .protocols import AllocatingScheduler, IdealTimeModel, PlacementPolicy, Scheduler
+from .engine import Driver, DriverConfig, InvariantError
+from .protocols import (
+    AllocatingScheduler,
+    IdealTimeModel,
+    IncrementalPolicy,
+    PlacementPolicy,
+    Scheduler,
+)
 from .result import SimulationResult
 from .schedulers import SCHEDULERS
 from .workload import Workload, workload_from_trace
@@ -14,9 +20,10 @@ __all__ = [
     "AllocatingScheduler",
     "Driver",
     "IdealTimeModel",
+    "IncrementalPolicy",
     "InvariantError",
     "PlacementPolicy",
-    "SimConfig",
+    "DriverConfig",
     "Scheduler",
     "SimulationConfig",
     "SimulationResult",

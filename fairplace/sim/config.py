@@ -15,14 +15,16 @@ from fairplace.core.errors import OptionError
 from fairplace.core.limits import (
     MAX_COUNT,
     MAX_GPUS,
-    MAX_RATIO,
     MAX_SEED,
     MAX_TIME,
     check_value,
 )
+from fairplace.core.params import LOCALITY_PENALTY
 from fairplace.instances.models import ITER_TIME_TABLES, LOCALITY_MODELS
+from fairplace.instances.variability import PROFILE_NAMES
 
 from . import metrics
+from .engine import GRID_ORIGINS, STAMPINGS
 from .protocols import IdealTimeModel
 
 #: PM-score binning before placement (PAL §IV-C): K by silhouette, the artifact's rule, or raw scores
@@ -32,7 +34,7 @@ CLASS_MAPS = ("paper", "artifact")
 #: the variability profile of a trace that names none (PAL's per-run Longhorn sampling)
 DEFAULT_PROFILE = "longhorn-runs"
 #: every T_id variant ``rho_variant`` may name: IdealTime's variants, then apps re-simulated alone
-RHO_VARIANT_NAMES = (*metrics.RHO_VARIANTS, metrics.ISOLATED)
+RHO_VARIANT_NAMES = (*metrics.T_ID_VARIANTS, metrics.ISOLATED)
 #: which PM-scores count as outliers when binning: both sides of the mean (>3 sigma), or only slow
 #: ones (the PAL artifact's ``identify_outliers``)
 OUTLIER_SIDES = ("both", "upper")
@@ -47,11 +49,6 @@ def field_schemas() -> dict[str, dict]:
     """Value schemas (JSON Schema) of the :class:`SimulationConfig` fields that hold plain values:
     checked when a config is made and by the sweep spec schema (``runs/sweep_schema.py``), so a
     value is valid from Python exactly when it is valid in a spec."""
-    from fairplace.instances.variability import PROFILE_NAMES
-
-    from .engine import GRID_ORIGINS, STAMPINGS
-    from .setups import SETUPS
-
     enum = lambda values: {"enum": list(values)}  # noqa: E731
     return {
         "gpus": {"anyOf": [_GPUS, _NULL]},
@@ -63,10 +60,10 @@ def field_schemas() -> dict[str, dict]:
         "classes": enum(CLASS_MAPS),
         "with_replacement": {"type": ["boolean", "null"]},
         "binning": enum(BINNINGS),
-        "locality_penalty": {"type": "number", "minimum": 1, "maximum": MAX_RATIO},
+        "locality_penalty": LOCALITY_PENALTY.schema(),
         "locality_by_model": {
             "type": ["object", "null"],
-            "additionalProperties": {"type": "number", "minimum": 1, "maximum": MAX_RATIO},
+            "additionalProperties": LOCALITY_PENALTY.constraint.schema(),
         },
         "locality_model": enum(LOCALITY_MODELS),
         "round_length": {
@@ -85,7 +82,6 @@ def field_schemas() -> dict[str, dict]:
         "outlier_side": enum(OUTLIER_SIDES),
         "recycle_jobs_per_hour": _SECONDS,  # jobs per hour, >= 0
         "recycle_seed": {"type": "integer", "minimum": 0, "maximum": MAX_SEED},
-        "setup": {"anyOf": [enum(SETUPS), _NULL]},
     }
 
 
@@ -124,7 +120,7 @@ class SimulationConfig:
     classes: str = "paper"
     with_replacement: bool | None = None
     binning: str = "silhouette"
-    locality_penalty: float = 1.7
+    locality_penalty: float = LOCALITY_PENALTY.default
     locality_by_model: Mapping[str, float] | None = None
     locality_model: str = "constant"
     round_length: float | None = None
@@ -192,25 +188,24 @@ class SimulationConfig:
             raise OptionError(
                 "rho_variant", "expected a T_id variant name or an object with ideal_time()"
             )
-        pen = self.locality_penalty
-        if isinstance(pen, bool) or not isinstance(pen, (int, float, np.number)):
-            raise OptionError("locality_penalty", f"must be a number, got {pen!r}")
-        if not 1.0 <= pen <= MAX_RATIO:
-            raise OptionError("locality_penalty", f"must be in [1, {MAX_RATIO:g}], got {pen}")
+        LOCALITY_PENALTY.check(self.locality_penalty)
         for m, v in dict(self.locality_by_model or {}).items():
-            if isinstance(v, bool) or not isinstance(v, (int, float)) or not 1.0 <= v <= MAX_RATIO:
-                raise OptionError(
-                    f"locality_by_model.{m}", f"must be in [1, {MAX_RATIO:g}], got {v!r}"
-                )
+            LOCALITY_PENALTY.check(v, f"locality_by_model.{m}")
         for name in ("scheduler_options", "placement_options", "trace_options"):
             if getattr(self, name) is not None and not isinstance(getattr(self, name), Mapping):
                 raise OptionError(name, "must be a mapping of option names to values")
+        if LOCALITY_PENALTY.name in (self.placement_options or {}):  # one L: policies and runtime
+            raise OptionError(
+                f"placement_options.{LOCALITY_PENALTY.name}",
+                f"not a policy option: L is the simulation parameter {LOCALITY_PENALTY.name} "
+                f"({LOCALITY_PENALTY.flag})",
+            )
         for name, schema in field_schemas().items():  # the rest: type and range, as in a spec
             value = getattr(self, name)
             if name == "rho_variant" and not isinstance(value, str):
                 continue  # an IdealTimeModel object (checked above)
-            if name == "setup":
-                continue  # checked where it is applied (``setups.apply_setup``, naming the set-ups)
+            if name == LOCALITY_PENALTY.name:
+                continue  # its spec's check, above
             check_value(name, value, schema)
 
     def with_overrides(self, **overrides) -> SimulationConfig:

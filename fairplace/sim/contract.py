@@ -16,7 +16,7 @@ A broken rule raises :class:`~fairplace.core.errors.ExtensionError` naming the o
 (``placement policy 'mine' gave GPU 7 to jobs 3 and 5``); its ``path`` is the parameter of
 :func:`fairplace.simulate` that took the object (``scheduler`` / ``placement``). The checks are numpy
 over the queue and the GPUs placed, O(queue + placed GPUs) per decision (about 2% of the 10,000-job
-benchmark); ``SimConfig.debug`` adds the expensive ones (the driver's).
+benchmark); ``DriverConfig.debug`` adds the expensive ones (the driver's).
 
 A simulation that makes no progress (no job started, finished or advanced) in ``max_stalled``
 consecutive decisions spanning more than ``checkpoint + restart`` seconds (the longest a job may hold
@@ -324,7 +324,7 @@ class Contract:
             blame,
             f"{who}: no job started, finished or advanced in {self.stalled} consecutive "
             f"decisions (t = {self.stall_since:g} to {t_next:g} s; {active} active jobs{queue}); "
-            f"stopped (bound: SimConfig.max_stalled decisions over more than checkpoint + "
+            f"stopped (bound: DriverConfig.max_stalled decisions over more than checkpoint + "
             f"restart = {self.grace:g} s)",
         )
 

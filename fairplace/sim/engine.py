@@ -18,12 +18,12 @@ Time model:
 * a scheduler that ``allocates`` itself decides at arrivals, completions and its own ``next_event(t)``
   (THEMIS: the next per-allocation lease expiry), or on the grid when it has no ``next_event``.
 
-Incremental decisions (``SimConfig.incremental``, on by default; off = place every job afresh at every
+Incremental decisions (``DriverConfig.incremental``, on by default; off = place every job afresh at every
 decision, the reference the tests compare with): a decision whose queue is the previous one's, in the
 same order, reuses the previous decision without calling the policy when that is exactly what the
 policy would return: a *resumable* policy (its picks depend on the queue only:
-``PlacementPolicy.resumable``), or a deterministic :class:`~fairplace.solvers.policies.PlacementPolicy`
-not seeded by the round whose previous decision changed nothing (same queue, same holdings: same
+``IncrementalPolicy.resumable``), or a *repeatable* policy (``IncrementalPolicy.repeatable``: not
+seeded by the round) whose previous decision changed nothing (same queue, same holdings: same
 input). Otherwise a resumable policy continues from the previous decision (``place(...,
 previous=...)``: the jobs heading both processing orders keep their picks).
 """
@@ -40,16 +40,16 @@ import numpy as np
 
 from fairplace.core.domain import Cluster, slowdown, spread
 from fairplace.core.errors import ExtensionError, OptionError
-from fairplace.solvers.policies import PlacementPolicy
 
 from . import accounting as acc
 from .accounting import Timeline
 from .contract import MAX_STALLED, Contract
+from .run_state import RunState
 from .running import InvariantError, Running, check_holdings
 from .schedulers import SchedView
 from .workload import Workload
 
-__all__ = ["GRID_ORIGINS", "STAMPINGS", "Driver", "InvariantError", "SimConfig", "Timeline"]
+__all__ = ["GRID_ORIGINS", "STAMPINGS", "Driver", "InvariantError", "DriverConfig", "Timeline"]
 
 #: where the decision grid starts: the first release, or t = 0 (the PAL artifact)
 GRID_ORIGINS = ("first-arrival", "zero")
@@ -58,7 +58,7 @@ STAMPINGS = ("exact", "round-end")
 
 
 @dataclass(frozen=True)
-class SimConfig:
+class DriverConfig:
     """Driver options (seconds). ``incremental=False`` re-places every job at every decision (the
     reference for the incremental driver; same results, slower). Every decision is checked against
     the contract (:mod:`.contract`); ``debug`` adds the expensive checks (a reused decision is
@@ -90,8 +90,12 @@ class SimConfig:
             raise OptionError("max_stalled", f"must be an integer >= 1, got {self.max_stalled!r}")
 
 
+#: the former name of :class:`DriverConfig` (next to ``SimulationConfig`` it read as the same thing)
+SimConfig = DriverConfig
+
+
 class Driver:
-    """Runs one simulation; ``policy`` follows ``solvers.policies.PlacementPolicy``
+    """Runs one simulation; ``policy`` follows :class:`.protocols.PlacementPolicy`
     (``place(ClusterState, queue) -> Decision``) and ``scheduler`` the :mod:`.schedulers` protocol."""
 
     def __init__(
@@ -102,7 +106,7 @@ class Driver:
         scheduler,
         policy,
         state_factory: Callable,
-        config: SimConfig = SimConfig(),
+        config: DriverConfig = DriverConfig(),
         progress: Callable[[int], None] | None = None,
     ):
         self.w, self.cluster, self.scores = workload, cluster, scores
@@ -112,9 +116,10 @@ class Driver:
         self.raw = {c: cluster.pm_vector(c) for c in set(workload.cls)}
         self.mi, self.ri = cluster.machine_index, cluster.rack_index
         self.allocates = bool(getattr(scheduler, "allocates", False))
+        # IncrementalPolicy's members, optional: a policy without them is asked at every decision
         self.resumable = bool(getattr(policy, "resumable", False))
         #: same input (queue, holdings, cluster, scores) -> same decision
-        self.repeatable = isinstance(policy, PlacementPolicy) and not policy._round_seeded
+        self.repeatable = bool(getattr(policy, "repeatable", False))
         if hasattr(scheduler, "bind"):
             scheduler.bind(cluster)
         if (workload.demand > self.G).any():
@@ -150,191 +155,195 @@ class Driver:
 
     # -- main loop -----------------------------------------------------------------------------
     def run(self) -> Timeline:
-        w, cfg, G, R = self.w, self.cfg, self.G, self.cfg.round_length
-        J = len(w)
-        gid, left, nxt, blocked = self._groups()
-        release = np.where(blocked, np.inf, w.submit)
-        rem = w.iters.astype(float).copy()
-        rate, inv_s, ready, attained = np.zeros(J), np.zeros(J), np.zeros(J), np.zeros(J)
-        started = np.zeros(J, bool)
-        app_dmax = w.app_demand_max().astype(float)
-        tr = Timeline.empty(release, len(w.app_ids))
-        run = Running(J)
-        # jobs not yet released, by (release, index); released ones are active until they finish
-        pending = [(float(r), j) for j, r in enumerate(release.tolist()) if r < math.inf]
-        heapq.heapify(pending)
-        is_active = np.zeros(J, bool)
-        active = np.zeros(0, np.int64)
-        app_active = np.zeros(len(w.app_ids), np.int64)  # active jobs per app
-        n_apps = 0  # apps with an active job
-        incremental = cfg.incremental and not self.allocates
-        last_order = None  # the previous queue (job indices) and decision
-        last_dec = None  # from which a resumable policy continues
-        last_rec = (None, "{}")  # the previous recorded allocation and its JSON
-        waiting_since = release.copy()  # when each job last stopped holding GPUs (else: release)
-        jobs = w.jobs()
-        grace = cfg.checkpoint + cfg.restart  # the longest a job may hold GPUs before it progresses
-        ck = self.contract = Contract(
-            w.ids, w.demand, G, self.scheduler, self.policy, self.allocates, cfg.max_stalled, grace
-        )
-        t0 = 0.0 if cfg.grid_origin == "zero" else float(np.min(release))
-        t = t0
-        tr.t0 = t0
-        n_done = 0
-        tracked = np.ones(J, bool) if w.tracked is None else np.asarray(w.tracked, bool)
-        n_tracked = int(tracked.sum())  # the run ends when every tracked job has finished
-        fixed = False
-        decisions = 0
-        while n_done < n_tracked:
-            if pending and pending[0][0] <= t:  # arrivals
-                while pending and pending[0][0] <= t:
-                    j = heapq.heappop(pending)[1]
-                    is_active[j] = True
-                    a = w.app[j]
-                    n_apps += int(app_active[a] == 0)
-                    app_active[a] += 1
-                active = np.flatnonzero(is_active)
-            if active.size == 0:  # idle: the next arrival (THEMIS: its exact time, else the grid)
-                nxt_release = pending[0][0]
-                t = nxt_release if self.allocates else acc.grid(t0, nxt_release, t, R)
+        """Decide, apply, advance until every tracked job has finished (the steps below)."""
+        s = RunState.start(self.w, self._groups(), self.cfg.grid_origin)
+        self.contract = Contract(
+            self.w.ids, self.w.demand, self.G, self.scheduler, self.policy, self.allocates,
+            self.cfg.max_stalled, self.cfg.checkpoint + self.cfg.restart,
+        )  # fmt: skip
+        R = self.cfg.round_length
+        while s.n_done < s.n_tracked:
+            s.release_due(self.w.app)
+            if s.active.size == 0:  # idle: the next arrival (THEMIS: its exact time, else the grid)
+                nxt_release = s.pending[0][0]
+                s.t = nxt_release if self.allocates else acc.grid(s.t0, nxt_release, s.t, R)
                 continue
-            view = SchedView(
-                t=t,
-                active=active,
-                arrival=release,
-                demand=w.demand,
-                remaining=rem,
-                total=w.iters,
-                t_iter=w.t_iter,
-                attained=attained,
-                running=run.mask.copy(),
-                app=w.app,
-                gpus=G,
-                round_length=R,
-                held=tr.held,
-                t_isolated=tr.t_isolated_job,
-                waiting_since=np.where(run.mask, t, np.minimum(waiting_since, release)),
-            )
-            if self.allocates:
-                new = self.scheduler.allocate(
-                    view,
-                    w,
-                    self.cluster,
-                    self.scores,
-                    {j: g.tolist() for j, g in run.alloc.items()},
-                    lambda x: t0 + np.ceil((x - t0) / R - 1e-12) * R,
-                )
-                new, new_key, record = ck.allocation(new, is_active)
-            else:
-                order = ck.order(self.scheduler.order(view), is_active)
-                same = (
-                    incremental
-                    and last_order is not None
-                    and (self.resumable or (self.repeatable and fixed))
-                    and np.array_equal(order, last_order)
-                )
-                if same:  # the policy would return the previous decision: keep it
-                    record, new_key, new = last_rec[0], run.key, run.alloc
-                    if cfg.debug:
-                        self._recheck(order, run, t, t0, jobs, record)
-                else:  # record: sorted tuples of ints by job id (JSON arrays)
-                    last_dec, new_key, new, record = self._place(order, run, t, t0, jobs, last_dec)
-                last_order = order
-            gone, changed, was = run.apply(new, new_key)
-            if cfg.debug:
-                check_holdings(run, G)
-            n_pre, n_start, n_mig = len(gone), int((~was).sum()), int(was.sum())
-            if gone:
-                g = np.asarray(gone, np.int64)
-                tr.preemptions[g] += 1
-                waiting_since[g] = t
-                rate[g] = 0.0
-            if changed:
-                self._restart(np.asarray(changed, np.int64), was, new, t, tr, started, ready)
-                for j in changed:
-                    s = self.slowdown(j, new[j])
-                    rate[j] = new[j].size / w.demand[j] / (w.t_iter[j] * s)  # elastic if k < N_j
-                    inv_s[j] = 1.0 / s
-            changed = bool(n_start or n_pre or n_mig)
-            # horizon: the next grid point, or further when nothing can change before it
-            t_next = t + R
-            nxt_rel = pending[0][0] if pending else np.inf
-            if self.allocates:  # resource-available events: completions, arrivals, the grid
-                nxt_ev = getattr(self.scheduler, "next_event", None)  # per-allocation leases
-                t_next = min(
-                    ck.time(nxt_ev(t), "next_event(t)", t)
-                    if nxt_ev
-                    else t0 + (np.floor((t - t0) / R + 1e-9) + 1) * R,
-                    nxt_rel,
-                    acc.next_completion(run.idx, t, rem, rate, ready),
-                )
-            elif cfg.skip_quiet and not changed and fixed:
-                ev = min(
-                    nxt_rel,
-                    acc.next_completion(run.idx, t, rem, rate, ready),
-                    ck.time(self.scheduler.next_change(view), "next_change(view)"),
-                )
-                if np.isfinite(ev) and ev > t + R:
-                    t_next = acc.grid(t0, ev, t, R)
-            fixed = not changed
-            r = tr.rounds
-            r["t"].append(t)
-            r["span"].append(max(int(round((t_next - t) / R)), 0 if self.allocates else 1))
-            r["busy"].append(run.busy)
-            r["queue"].append(int(active.size - len(run)))
-            r["running"].append(len(run))
-            r["started"].append(n_start)
-            r["preempted"].append(n_pre)
-            r["migrated"].append(n_mig)
-            if record is not last_rec[0] and (
-                record != last_rec[0] or list(record) != list(last_rec[0])  # same keys, order
-            ):
-                last_rec = (record, json.dumps(record, separators=(",", ":"), default=int))
-            r["allocation"].append(last_rec[1])
-            # advance to t_next with exact completions
-            j_run = run.idx
-            k_run, busy0 = run.k[j_run], run.busy
-            unmet0 = float(w.demand[active].sum() - busy0)  # released jobs' demand not held
-            fin, prog, stop = acc.advance(
-                j_run, k_run, t, t_next, rem, rate, inv_s, ready, attained, tr,
-                cfg.stamping, R,
-            )  # fmt: skip
-            acc.isolated(tr, w, G, max(n_apps, 1), app_dmax, j_run, prog)
-            ck.step(
-                bool(np.count_nonzero(fin) or np.count_nonzero(prog)), t, t_next, int(active.size)
-            )
-            if fin.any():
-                fixed = False
-                finished = run.finish(fin)
-                for j in finished:
-                    is_active[j] = False
-                    a = w.app[j]
-                    app_active[a] -= 1
-                    n_apps -= int(app_active[a] == 0)
-                    left[gid[j]] -= 1
-                    if left[gid[j]] == 0 and gid[j] in nxt:
-                        for k in nxt[gid[j]]:
-                            release[k] = max(w.submit[k], tr.finish[j])
-                            heapq.heappush(pending, (float(release[k]), int(k)))
-                n_fin = int(tracked[finished].sum())
-                n_done += n_fin
-                active = np.flatnonzero(is_active)
-                if self.progress is not None and n_fin:
-                    self.progress(n_fin)
-            tr.idle_waiting_gpu_seconds += self._idle_waiting(
-                t, t_next, busy0, unmet0, j_run, k_run, fin, stop, pending
-            )
-            if not t_next > t:
-                raise InvariantError(f"time did not advance at t={t}")
-            t = t_next
-            decisions += 1
-            if decisions > cfg.max_decisions:
-                raise OptionError("max_decisions", f"simulation exceeded {cfg.max_decisions}")
+            view = self._view(s)
+            new, new_key, record = self._decide(s, view)
+            counts = self._apply(s, new, new_key)
+            changed = bool(any(counts))
+            t_next = self._horizon(s, view, changed)
+            s.fixed = not changed
+            self._record(s, t_next, counts, record)
+            self._advance(s, t_next)
+            if not t_next > s.t:
+                raise InvariantError(f"time did not advance at t={s.t}")
+            s.t = t_next
+            s.decisions += 1
+            if s.decisions > self.cfg.max_decisions:
+                raise OptionError("max_decisions", f"simulation exceeded {self.cfg.max_decisions}")
+        tr, w = s.tr, self.w
         tr.t_end = float(np.nanmax(tr.finish))
         done = ~np.isnan(tr.finish)  # every tracked job; untracked ones may still run
         if not np.allclose(tr.done_iters[done], w.iters[done], rtol=1e-9, atol=1e-6):
             raise InvariantError("work completed differs from the total work")
         return tr
+
+    # -- the steps of a decision ---------------------------------------------------------------
+    def _view(self, s: RunState) -> SchedView:
+        """What the scheduler sees at ``s.t``."""
+        w, run = self.w, s.run
+        return SchedView(
+            t=s.t,
+            active=s.active,
+            arrival=s.release,
+            demand=w.demand,
+            remaining=s.rem,
+            total=w.iters,
+            t_iter=w.t_iter,
+            attained=s.attained,
+            running=run.mask.copy(),
+            app=w.app,
+            gpus=self.G,
+            round_length=self.cfg.round_length,
+            held=s.tr.held,
+            t_isolated=s.tr.t_isolated_job,
+            waiting_since=np.where(run.mask, s.t, np.minimum(s.waiting_since, s.release)),
+        )
+
+    def _decide(self, s: RunState, view: SchedView):
+        """The next holdings (job -> GPU indices, job -> sorted tuple) and the allocation to record:
+        the allocating scheduler's, or the policy's on the scheduler's order (the previous decision
+        again, without asking, when the policy would return it)."""
+        run, ck, t, t0, R = s.run, self.contract, s.t, s.t0, self.cfg.round_length
+        if self.allocates:
+            new = self.scheduler.allocate(
+                view,
+                self.w,
+                self.cluster,
+                self.scores,
+                {j: g.tolist() for j, g in run.alloc.items()},
+                lambda x: t0 + np.ceil((x - t0) / R - 1e-12) * R,
+            )
+            return ck.allocation(new, s.is_active)
+        order = ck.order(self.scheduler.order(view), s.is_active)
+        same = (
+            self.cfg.incremental
+            and s.last_order is not None
+            and (self.resumable or (self.repeatable and s.fixed))
+            and np.array_equal(order, s.last_order)
+        )
+        if same:  # the policy would return the previous decision: keep it
+            record, new_key, new = s.last_rec[0], run.key, run.alloc
+            if self.cfg.debug:
+                self._recheck(order, run, t, t0, s.jobs, record)
+        else:  # record: sorted tuples of ints by job id (JSON arrays)
+            s.last_dec, new_key, new, record = self._place(order, run, t, t0, s.jobs, s.last_dec)
+        s.last_order = order
+        return new, new_key, record
+
+    def _apply(self, s: RunState, new, new_key) -> tuple[int, int, int]:
+        """Hold ``new``: preempted jobs stop, started / moved ones pay their restart and get their
+        rate; (preempted, started, migrated)."""
+        w, t = self.w, s.t
+        gone, changed, was = s.run.apply(new, new_key)
+        if self.cfg.debug:
+            check_holdings(s.run, self.G)
+        if gone:
+            g = np.asarray(gone, np.int64)
+            s.tr.preemptions[g] += 1
+            s.waiting_since[g] = t
+            s.rate[g] = 0.0
+        if changed:
+            self._restart(np.asarray(changed, np.int64), was, new, t, s.tr, s.started, s.ready)
+            for j in changed:
+                sd = self.slowdown(j, new[j])
+                s.rate[j] = new[j].size / w.demand[j] / (w.t_iter[j] * sd)  # elastic if k < N_j
+                s.inv_s[j] = 1.0 / sd
+        return len(gone), int((~was).sum()), int(was.sum())
+
+    def _horizon(self, s: RunState, view: SchedView, changed: bool) -> float:
+        """The next decision: the next grid point, or further when nothing can change before it
+        (an allocating scheduler: its resource-available events)."""
+        t, t0, R, ck, run = s.t, s.t0, self.cfg.round_length, self.contract, s.run
+        t_next = t + R
+        nxt_rel = s.pending[0][0] if s.pending else np.inf
+        if self.allocates:  # resource-available events: completions, arrivals, the grid
+            nxt_ev = getattr(self.scheduler, "next_event", None)  # per-allocation leases
+            t_next = min(
+                ck.time(nxt_ev(t), "next_event(t)", t)
+                if nxt_ev
+                else t0 + (np.floor((t - t0) / R + 1e-9) + 1) * R,
+                nxt_rel,
+                acc.next_completion(run.idx, t, s.rem, s.rate, s.ready),
+            )
+        elif self.cfg.skip_quiet and not changed and s.fixed:
+            ev = min(
+                nxt_rel,
+                acc.next_completion(run.idx, t, s.rem, s.rate, s.ready),
+                ck.time(self.scheduler.next_change(view), "next_change(view)"),
+            )
+            if np.isfinite(ev) and ev > t + R:
+                t_next = acc.grid(t0, ev, t, R)
+        return t_next
+
+    def _record(self, s: RunState, t_next: float, counts, record) -> None:
+        """One row of the rounds table (the allocation as JSON, re-encoded only when it changed)."""
+        n_pre, n_start, n_mig = counts
+        run, r, R = s.run, s.tr.rounds, self.cfg.round_length
+        r["t"].append(s.t)
+        r["span"].append(max(int(round((t_next - s.t) / R)), 0 if self.allocates else 1))
+        r["busy"].append(run.busy)
+        r["queue"].append(int(s.active.size - len(run)))
+        r["running"].append(len(run))
+        r["started"].append(n_start)
+        r["preempted"].append(n_pre)
+        r["migrated"].append(n_mig)
+        last = s.last_rec[0]
+        if record is not last and (record != last or list(record) != list(last)):  # keys, order
+            s.last_rec = (record, json.dumps(record, separators=(",", ":"), default=int))
+        r["allocation"].append(s.last_rec[1])
+
+    def _advance(self, s: RunState, t_next: float) -> None:
+        """Progress from ``s.t`` to ``t_next`` with exact completions; finished jobs leave (a
+        finished phase releases the next one), idle GPUs while jobs wait are accounted."""
+        w, cfg, tr, run, t = self.w, self.cfg, s.tr, s.run, s.t
+        j_run = run.idx
+        k_run, busy0 = run.k[j_run], run.busy
+        unmet0 = float(w.demand[s.active].sum() - busy0)  # released jobs' demand not held
+        fin, prog, stop = acc.advance(
+            j_run, k_run, t, t_next, s.rem, s.rate, s.inv_s, s.ready, s.attained, tr,
+            cfg.stamping, cfg.round_length,
+        )  # fmt: skip
+        acc.isolated(tr, w, self.G, max(s.n_apps, 1), s.app_dmax, j_run, prog)
+        self.contract.step(
+            bool(np.count_nonzero(fin) or np.count_nonzero(prog)), t, t_next, int(s.active.size)
+        )
+        if fin.any():
+            s.fixed = False
+            self._finish(s, run.finish(fin))
+        tr.idle_waiting_gpu_seconds += self._idle_waiting(
+            t, t_next, busy0, unmet0, j_run, k_run, fin, stop, s.pending
+        )
+
+    def _finish(self, s: RunState, finished: list[int]) -> None:
+        """Jobs ``finished`` leave the active set; the last job of a phase releases the next."""
+        w, tr = self.w, s.tr
+        for j in finished:
+            s.is_active[j] = False
+            a = w.app[j]
+            s.app_active[a] -= 1
+            s.n_apps -= int(s.app_active[a] == 0)
+            s.left[s.gid[j]] -= 1
+            if s.left[s.gid[j]] == 0 and s.gid[j] in s.nxt:
+                for k in s.nxt[s.gid[j]]:
+                    s.release[k] = max(w.submit[k], tr.finish[j])
+                    heapq.heappush(s.pending, (float(s.release[k]), int(k)))
+        n_fin = int(s.tracked[finished].sum())
+        s.n_done += n_fin
+        s.active = np.flatnonzero(s.is_active)
+        if self.progress is not None and n_fin:
+            self.progress(n_fin)
 
     # -- pieces ---------------------------------------------------------------------------------
     def _idle_waiting(self, t, t1, busy0, unmet0, j_run, k_run, fin, stop, pending) -> float:

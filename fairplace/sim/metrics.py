@@ -22,7 +22,6 @@ from fairplace.formulations.ftf import T_ID_VARIANTS, IdealTime, n_avg
 from .engine import Timeline
 from .workload import Workload
 
-RHO_VARIANTS = T_ID_VARIANTS  #: the T_id variants of formulations.ftf.IdealTime (one list)
 #: also reported when the simulation re-runs every app alone (``simulate(isolated=True)``)
 ISOLATED = "isolated"
 
@@ -56,14 +55,14 @@ def window_n_avg(steps, start: np.ndarray, end: np.ndarray) -> np.ndarray:
 def _rho(arrival, finish, work, dmax, t_iso, steps, G, phases=None) -> dict[str, np.ndarray]:
     times, counts = steps
     t_sh = finish - arrival
-    out = {v: np.empty(arrival.size) for v in RHO_VARIANTS}
+    out = {v: np.empty(arrival.size) for v in T_ID_VARIANTS}
     navgs = window_n_avg(steps, arrival, finish)
     arr_pos = np.searchsorted(times, arrival, side="right") - 1
     for k in range(arrival.size):
         navg = float(navgs[k])
         pos = int(arr_pos[k])
         n_arr = int(counts[pos]) if pos >= 0 else 1
-        for v in RHO_VARIANTS:
+        for v in T_ID_VARIANTS:
             tid = IdealTime(
                 variant=v,
                 n_avg=max(navg, 1.0),
@@ -130,7 +129,7 @@ def job_frame(w: Workload, tr: Timeline, G: int) -> pd.DataFrame:
             "overhead": tr.overhead,
         }
     )
-    for v in RHO_VARIANTS:
+    for v in T_ID_VARIANTS:
         df[f"rho_{v}"] = rho[v]
     return df
 
@@ -163,7 +162,7 @@ def app_frame(w: Workload, tr: Timeline, jobs: pd.DataFrame, G: int) -> pd.DataF
             "migrations": g["migrations"].sum().to_numpy(),
         }
     )
-    for v in RHO_VARIANTS:
+    for v in T_ID_VARIANTS:
         df[f"rho_{v}"] = rho[v]
     return df
 
@@ -213,7 +212,7 @@ def summary(
         "decisions": int(len(tr.rounds["t"])),
         "rounds": int(np.sum(tr.rounds["span"])),
     }
-    for v in (*RHO_VARIANTS, ISOLATED):
+    for v in (*T_ID_VARIANTS, ISOLATED):
         if f"rho_{v}" not in apps:
             continue
         r = apps[f"rho_{v}"].to_numpy()

@@ -17,8 +17,11 @@ A **placement policy** turns the ordered queue into GPU sets::
     name: str
     place(state: ClusterState, queue: Sequence[Job]) -> Decision
 
-(optional: ``resumable = True`` and ``place(state, queue, previous=Decision)`` to continue from the
-previous decision). ``SchedView`` is in :mod:`fairplace.sim.schedulers`; ``ClusterState``,
+Optional (:class:`IncrementalPolicy`, what the driver reads to skip or shorten decisions):
+``resumable`` (True: a decision depends on the queue only, and ``place(state, queue,
+previous=Decision)`` continues from the previous decision) and ``repeatable`` (True: the same queue
+and holdings give the same decision; a policy that draws per round is not). A policy without them
+is asked afresh at every decision. ``SchedView`` is in :mod:`fairplace.sim.schedulers`; ``ClusterState``,
 ``Decision`` and the built-in policies are in :mod:`fairplace.solvers.policies`.
 
 A **T_id model** gives the ideal time of finish-time fairness rho = T_sh / T_id (THEMIS Eq. 1) of
@@ -39,7 +42,7 @@ returns a ``Decision`` whose ``allocation`` maps ids of jobs in the queue to sor
 indices (not ids), as many as each job's demand, no GPU twice; ``allocate`` maps indices of active
 jobs to 1..demand GPU indices, no GPU twice; ``next_change`` returns a number, ``next_event(t)`` one
 > t. A broken rule raises :class:`~fairplace.core.errors.ExtensionError` naming the object and the
-rule; a run without progress for ``SimConfig.max_stalled`` decisions stops with
+rule; a run without progress for ``DriverConfig.max_stalled`` decisions stops with
 :class:`~fairplace.core.errors.SimulationStalled`. ``debug=True`` adds the expensive checks.
 """
 
@@ -83,6 +86,17 @@ class PlacementPolicy(Protocol):
     name: str
 
     def place(self, state: Any, queue: Sequence[Any]) -> Any: ...
+
+
+@runtime_checkable
+class IncrementalPolicy(PlacementPolicy, Protocol):
+    """A placement policy that tells the driver when a decision may be reused or resumed (the
+    built-in policies, ``fairplace.solvers.policies.PolicyBase``); see the module docstring."""
+
+    resumable: bool
+    repeatable: bool
+
+    def place(self, state: Any, queue: Sequence[Any], previous: Any = None) -> Any: ...
 
 
 @runtime_checkable

@@ -8,6 +8,7 @@ import json
 from dataclasses import dataclass, field
 from pathlib import Path
 
+import numpy as np
 import pandas as pd
 
 from fairplace.core.errors import OptionError, naming
@@ -83,8 +84,7 @@ class SimulationResult:
         ``ax``: three Axes to draw on (default: a new 1 x 3 figure); returns them as an array,
         like :func:`fairplace.analysis.plots.jct_draws` (``axes=`` is the former name of ``ax``)."""
         import matplotlib.pyplot as plt  # heavy: imported on use
-        import numpy as np
-        import seaborn as sns
+        import seaborn as sns  # heavy: imported on use
 
         if axes is not None:
             if ax is not None:

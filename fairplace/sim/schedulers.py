@@ -16,7 +16,11 @@ from types import MappingProxyType
 
 import numpy as np
 
-from fairplace.core.errors import OptionError, UnknownSolver
+from fairplace.core.errors import OptionError, UnknownName
+from fairplace.core.params import THEMIS_F, Param
+from fairplace.formulations.ftf import IdealTime
+from fairplace.formulations.gavel import GavelFTFProgram as Program
+from fairplace.solvers.relaxation import solve_gavel
 
 
 @dataclass(frozen=True)
@@ -215,9 +219,6 @@ class GavelFTF:
         self.tol = float(tol)
 
     def order(self, view: SchedView) -> np.ndarray:
-        from fairplace.formulations.ftf import IdealTime
-        from fairplace.formulations.gavel import GavelFTFProgram as Program
-        from fairplace.solvers.relaxation import solve_gavel
 
         idx = view.active
         n = idx.size
@@ -274,17 +275,25 @@ ALLOCATING_SCHEDULERS = MappingProxyType(
 )
 #: every scheduler name: the one list simulate(), the CLI help and the sweep schema read
 SCHEDULERS = (*QUEUE_SCHEDULERS, *ALLOCATING_SCHEDULERS)
+#: schedulers whose round is an option of their own: name -> (the option, its default in s);
+#: simulate() runs its rounds at that option (THEMIS: a round is the lease, default 600 s)
+ROUND_OPTIONS = MappingProxyType({"themis": ("lease", 600.0)})
+#: who places the jobs under an allocating scheduler (a result's ``placed_by``; else the policy)
+PLACED_BY = MappingProxyType({"themis": "arbiter", "optimus": "optimus"})
+#: scheduler name -> the specs of its options checked by :func:`make_scheduler` (errors name
+#: ``scheduler_options.<option>``; the sweep schema reads the same specs)
+OPTION_SPECS: MappingProxyType[str, tuple[Param, ...]] = MappingProxyType({"themis": (THEMIS_F,)})
 
 
 def scheduler_class(name: str) -> type:
-    """The class behind a scheduler name (:data:`SCHEDULERS`); :class:`UnknownSolver` otherwise."""
+    """The class behind a scheduler name (:data:`SCHEDULERS`); :class:`UnknownName` otherwise."""
     key = str(name).lower()
     if key in QUEUE_SCHEDULERS:
         return QUEUE_SCHEDULERS[key]
     if key in ALLOCATING_SCHEDULERS:
         mod, cls = ALLOCATING_SCHEDULERS[key].split(":")
         return getattr(importlib.import_module(mod), cls)
-    raise UnknownSolver("scheduler", f"unknown scheduler {name!r}; known: {', '.join(SCHEDULERS)}")
+    raise UnknownName("scheduler", f"unknown scheduler {name!r}; known: {', '.join(SCHEDULERS)}")
 
 
 def make_scheduler(name: str, *, seed: int = 0, **options):
@@ -298,6 +307,9 @@ def make_scheduler(name: str, *, seed: int = 0, **options):
         raise OptionError(
             sorted(unknown)[0], f"unknown option of scheduler {key!r}; known: {sorted(known)}"
         )
+    for spec in OPTION_SPECS.get(key, ()):
+        if spec.name in options:
+            options[spec.name] = spec.check(options[spec.name])
     if "seed" in inspect.signature(cls).parameters:
         return cls(seed=seed, **options)
     return cls(**options)

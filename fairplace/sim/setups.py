@@ -22,7 +22,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from types import MappingProxyType
 
-from fairplace.core.errors import OptionError
+from fairplace.core.errors import UnknownName
 
 from .config import SimulationConfig
 
@@ -172,7 +172,7 @@ def apply_setup(cfg: SimulationConfig, placement) -> SimulationConfig:
     for ``placement`` (a policy name) joins ``placement_options`` unless the caller gave ``ties``."""
     setup = cfg.setup
     if setup not in SETUPS:
-        raise OptionError("setup", f"unknown set-up {setup!r}; known: {', '.join(SETUPS)}")
+        raise UnknownName("setup", f"unknown set-up {setup!r}; known: {', '.join(SETUPS)}")
     out = {k: v for k, v in SETUPS[setup].items() if k not in cfg.given}
     ties = SETUP_TIES[setup].get(str(placement)) if isinstance(placement, str) else None
     opts = dict(cfg.placement_options or {})

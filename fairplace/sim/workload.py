@@ -8,8 +8,9 @@ from dataclasses import dataclass, field
 import numpy as np
 import pandas as pd
 
-from fairplace.core.domain import Job
+from fairplace.core.domain import Job, locality
 from fairplace.core.errors import TraceError
+from fairplace.core.params import LOCALITY_PENALTY
 
 
 @dataclass(frozen=True)
@@ -95,7 +96,7 @@ def _lookup(models: Mapping[str, Mapping[str, object]], model: str, key: str, ro
 def workload_from_trace(
     frame: pd.DataFrame,
     models: Mapping[str, Mapping[str, object]] | None = None,
-    locality_penalty: float = 1.7,
+    locality_penalty: float = LOCALITY_PENALTY.default,
     locality_by_model: Mapping[str, float] | None = None,
     max_gpus: int | None = None,
 ) -> Workload:
@@ -123,7 +124,7 @@ def workload_from_trace(
         l_m = frame["locality"].to_numpy(dtype=float)
     else:
         by = locality_by_model or {}
-        l_m = np.array([float(by.get(m, by.get(m.lower(), locality_penalty))) for m in model])
+        l_m = np.array([locality(m, by, locality_penalty) for m in model], dtype=float)
     l_r = frame["locality_rack"].to_numpy(dtype=float) if "locality_rack" in frame else l_m.copy()
     demand = frame["num_gpus"].to_numpy(dtype=np.int64)
     if max_gpus is not None and (demand > max_gpus).any():

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import importlib
 
-from fairplace.core.errors import UnknownSolver
+from fairplace.core.errors import UnknownName
 from fairplace.formulations.program import RawResult
 
 from ..options import SolveOptions
@@ -42,24 +42,24 @@ __all__ = [
 
 def get_backend(backend: str | Backend) -> Backend:
     """The back end named ``backend`` (``highs``, ``pyomo``, ``cvxpy``), or ``backend`` itself when it
-    is an object satisfying :class:`Backend` (``UnknownSolver`` otherwise). The module of a named
+    is an object satisfying :class:`Backend` (``UnknownName`` otherwise). The module of a named
     back end is imported here, its modelling layer (Pyomo, CVXPY) only when it solves."""
     if isinstance(backend, str):
         if backend not in BUILTIN:
-            raise UnknownSolver(
+            raise UnknownName(
                 "backend", f"unknown back end {backend!r}; expected one of {list(BACKENDS)}"
             )
         module, cls = BUILTIN[backend]
         return getattr(importlib.import_module(f"{__name__}.{module}"), cls)()
     if isinstance(backend, type):
-        raise UnknownSolver(
+        raise UnknownName(
             "backend",
             f"expected a back-end object, got the class {backend.__name__}: pass {backend.__name__}()",
         )
     if not isinstance(backend, Backend) or not isinstance(
         getattr(backend, "capabilities", None), Capabilities
     ):
-        raise UnknownSolver(
+        raise UnknownName(
             "backend",
             f"expected a back-end name {list(BACKENDS)} or an object with name, capabilities "
             f"(a Capabilities) and solve(problem, opts, start=None); got {type(backend).__name__}",
@@ -74,8 +74,8 @@ def preload(backend: str | Backend) -> None:
     if isinstance(backend, str):
         module = importlib.import_module(f"{__name__}.{BUILTIN[backend][0]}")
         getattr(module, "preload", lambda: None)()
-    elif callable(getattr(be, "preload", None)):
-        be.preload()
+    elif callable(hook := getattr(be, "preload", None)):
+        hook()
 
 
 def run(

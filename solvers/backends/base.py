@@ -37,8 +37,11 @@ class Capabilities:
 class Backend(Protocol):
     """A solver back end: ``name``, ``capabilities`` and ``solve(problem, opts, start=None)``."""
 
-    name: str
-    capabilities: Capabilities
+    @property
+    def name(self) -> str: ...
+
+    @property
+    def capabilities(self) -> Capabilities: ...
 
     def solve(
         self, problem, opts: SolveOptions = SolveOptions(), start: np.ndarray | None = None

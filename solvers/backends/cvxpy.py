@@ -9,6 +9,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from fairplace.formulations.program import MILP, RawResult
+from fairplace.formulations.pyomo_matrix import milp_to_cvxpy
 
 from ..options import SolveOptions
 from .base import Capabilities, require
@@ -16,15 +17,13 @@ from .highs import silence_banner
 
 
 def preload() -> None:
-    import cvxpy  # noqa: F401
+    import cvxpy  # heavy: imported on use  # noqa: F401
 
 
 def _problem(problem):
     """(CVXPY problem, variable, integrality): a formulation's own model rounds every column (its
     programs are binary); a matrix-form MILP rounds its integer columns only."""
     if isinstance(problem, MILP) or not hasattr(problem, "to_cvxpy"):
-        from fairplace.formulations.pyomo_matrix import milp_to_cvxpy
-
         milp = problem if isinstance(problem, MILP) else problem.to_milp()
         prob, x = milp_to_cvxpy(milp)
         return prob, x, np.asarray(milp.integrality, dtype=bool)
@@ -42,7 +41,7 @@ class CvxpyBackend:
     )
 
     def solve(self, problem, opts: SolveOptions = SolveOptions(), start=None) -> RawResult:
-        import cvxpy as cp
+        import cvxpy as cp  # heavy: imported on use
 
         require(self, problem, opts, start)
         silence_banner()  # HiGHS' banner (first Highs of a process) would corrupt --json

@@ -10,6 +10,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from fairplace.formulations.program import MILP, RawResult
+from fairplace.formulations.pyomo_matrix import milp_to_pyomo
 
 from ..options import SolveOptions
 from .base import Capabilities, require
@@ -18,15 +19,13 @@ from .highs import silence_banner
 
 def preload() -> None:
     # pyomo.environ loads ~345 plugin modules (~3 s) that would otherwise count in a first solve
-    import pyomo.contrib.solver.common.factory  # noqa: F401
-    import pyomo.environ  # noqa: F401
+    import pyomo.contrib.solver.common.factory  # heavy: imported on use  # noqa: F401
+    import pyomo.environ  # heavy: imported on use  # noqa: F401
 
 
 def _model(problem):
     """(Pyomo model, read(model) -> x, integrality or None)."""
     if isinstance(problem, MILP) or not hasattr(problem, "to_pyomo"):
-        from fairplace.formulations.pyomo_matrix import milp_to_pyomo
-
         milp = problem if isinstance(problem, MILP) else problem.to_milp()
         model = milp_to_pyomo(milp)
         return (
@@ -47,8 +46,11 @@ class PyomoBackend:
     )
 
     def solve(self, problem, opts: SolveOptions = SolveOptions(), start=None) -> RawResult:
-        from pyomo.contrib.solver.common.factory import SolverFactory
-        from pyomo.contrib.solver.common.results import SolutionStatus, TerminationCondition
+        from pyomo.contrib.solver.common.factory import SolverFactory  # heavy: imported on use
+        from pyomo.contrib.solver.common.results import (  # heavy: imported on use
+            SolutionStatus,
+            TerminationCondition,
+        )
 
         require(self, problem, opts, start)
         silence_banner()  # HiGHS' banner (first Highs of a process) would corrupt --json

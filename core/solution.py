@@ -99,7 +99,7 @@ class Solution:
 
     def to_frame(self):
         """One row per app (auction) or job (placement) with its bundle, payment / slowdown."""
-        import pandas as pd
+        import pandas as pd  # heavy: imported on use
 
         rows = []
         if self.kind == "auction":

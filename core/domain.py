@@ -12,6 +12,8 @@ from functools import cached_property
 
 import numpy as np
 
+from fairplace.core.params import LOCALITY_PENALTY
+
 #: Spread levels of a GPU set (ARCHITECTURE.md): one machine, several machines in one rack, several racks.
 SPREAD_MACHINE, SPREAD_RACK, SPREAD_CLUSTER = 0, 1, 2
 SPREAD_NAMES = ("machine", "rack", "cluster")
@@ -126,6 +128,20 @@ def spread(machine_index: np.ndarray, rack_index: np.ndarray, gpu_idx: np.ndarra
     return SPREAD_CLUSTER
 
 
+def locality(model: str | None, by_model: Mapping[str, float], default: float) -> float:
+    """L_across of a job running ``model``: ``by_model[model]`` (the name as written, else
+    lower-cased: a trace's ``BERT`` finds ``bert``), else the constant ``default``. The one look-up
+    of a job's L (placement instances, the policies and their compiled kernel, the simulator's
+    workload); L = 1 within one machine is :func:`slowdown`'s."""
+    if model is not None and by_model:
+        v = by_model.get(model)
+        if v is None:
+            v = by_model.get(model.lower())
+        if v is not None:
+            return float(v)
+    return float(default)
+
+
 def slowdown(locality, spread_level, pm_scores):
     """S_j(G) = L_j(spread(G)) * max_{g in G} V_class(j)(g)  (ARCHITECTURE.md; PAL Eq. 1; THEMIS S(G)).
 
@@ -139,8 +155,8 @@ def slowdown(locality, spread_level, pm_scores):
     level = np.asarray(spread_level, dtype=np.int64)
     L = np.broadcast_to(np.asarray(locality, dtype=float), (level.size, 3))
     V = np.asarray(pm_scores, dtype=float).reshape(level.size, -1)
-    vmax = V.max(axis=1) if V.shape[1] else np.ones(level.size)
-    return L[np.arange(level.size), level] * vmax
+    vmaxes = V.max(axis=1) if V.shape[1] else np.ones(level.size)
+    return L[np.arange(level.size), level] * vmaxes
 
 
 @dataclass(frozen=True)
@@ -236,7 +252,7 @@ class PlacementInstance:
 
     cluster: Cluster
     jobs: tuple[Job, ...]
-    locality_penalty: float = 1.7
+    locality_penalty: float = LOCALITY_PENALTY.default
     locality_by_model: Mapping[str, float] = field(default_factory=dict)
     name: str = ""
     meta: Mapping[str, object] = field(default_factory=dict)
@@ -244,10 +260,8 @@ class PlacementInstance:
     kind = "placement"
 
     def locality(self, job: Job) -> float:
-        """L_across for a job (per-model table first, then the instance constant)."""
-        if job.model is not None and job.model in self.locality_by_model:
-            return float(self.locality_by_model[job.model])
-        return float(self.locality_penalty)
+        """L_across for a job (:func:`locality`: per-model table first, then the constant)."""
+        return locality(job.model, self.locality_by_model, self.locality_penalty)
 
 
 Instance = AuctionInstance | PlacementInstance

@@ -39,8 +39,13 @@ class OptionError(DataError):
     """A solver / simulator option has an invalid value."""
 
 
-class UnknownSolver(OptionError):
-    """The solver (or policy) name is not registered."""
+class UnknownName(OptionError):
+    """A name is not in its registry (solver, back end, scheduler, placement policy, set-up); the
+    message lists the known names."""
+
+
+#: the former name of :class:`UnknownName` (public API: ``fairplace.UnknownSolver``)
+UnknownSolver = UnknownName
 
 
 class ClusterUnavailable(DataError):
@@ -56,7 +61,7 @@ class ExtensionError(DataError):
 
 class SimulationStalled(ExtensionError):
     """A simulation made no progress (no job started, finished or advanced) for a bounded number of
-    consecutive decisions (``SimConfig.max_stalled``); it stops instead of running forever."""
+    consecutive decisions (``DriverConfig.max_stalled``); it stops instead of running forever."""
 
 
 class ProgramInfeasible(FairplaceError):

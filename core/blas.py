@@ -21,7 +21,7 @@ def _controller(load_scipy: bool) -> ThreadpoolController:
     """The process's BLAS libraries, found once: threadpoolctl reads /proc/self/maps and opens every
     loaded library to find them (~10 ms a call: per THEMIS auction it was a third of the run)."""
     if load_scipy:
-        import scipy.linalg  # noqa: F401
+        import scipy.linalg  # heavy: imported on use  # noqa: F401
     return ThreadpoolController()
 
 

@@ -60,7 +60,11 @@ def check_workers(workers) -> int:
 
 def check_count(value, name: str, hi: int, lo: int = 1) -> int:
     """``value`` as an int in [lo, hi], else an :class:`OptionError` naming ``name``."""
-    if isinstance(value, bool) or not isinstance(value, numbers.Integral) or not lo <= value <= hi:
+    if (
+        isinstance(value, bool)
+        or not isinstance(value, numbers.Integral)
+        or not lo <= int(value) <= hi
+    ):
         raise OptionError(name, f"must be an integer in [{lo}, {hi:,}], got {value!r}")
     return int(value)
 
@@ -94,7 +98,7 @@ def check_seed(seed, name: str = "seed") -> int:
     if (
         isinstance(seed, bool)
         or not isinstance(seed, numbers.Integral)
-        or not 0 <= seed <= MAX_SEED
+        or not 0 <= int(seed) <= MAX_SEED
     ):
         raise OptionError(name, f"must be an integer in [0, 2^63 - 1], got {seed!r}")
     return int(seed)
@@ -147,7 +151,7 @@ def check_value(name: str, value: Any, schema: dict) -> None:
     (NaN and infinities are never valid numbers)."""
     if not schema:
         return
-    import jsonschema  # imported on use: keeps `fairplace --help` light
+    import jsonschema  # heavy: imported on use (keeps `fairplace --help` light)
 
     v = plain(value)
     if isinstance(v, float) and not math.isfinite(v):

@@ -13,6 +13,7 @@ and gets a line of its own on the same display (rich allows one live display at 
 from __future__ import annotations
 
 import sys
+from typing import Any, Literal
 
 
 class ProgressBar:
@@ -21,9 +22,10 @@ class ProgressBar:
     def __init__(self, total: int, label: str, show: bool, parent: ProgressBar | None = None):
         self.total, self.label = int(total), label
         self._owner = parent is None
-        self._rich = parent._rich if parent is not None else None
-        self._task = None
+        self._rich: Any = parent._rich if parent is not None else None
+        self._task: Any = None
         if self._owner and show and self.total > 0:
+            # heavy: imported on use (only when a bar is shown)
             from rich.console import Console
             from rich.progress import (
                 BarColumn,
@@ -59,7 +61,7 @@ class ProgressBar:
         if self._task is not None:
             self._rich.advance(self._task, n)
 
-    def __exit__(self, *exc) -> bool:
+    def __exit__(self, *exc) -> Literal[False]:
         if self._rich is not None and self._task is not None:
             if self._owner:
                 self._rich.stop()
