@@ -154,9 +154,6 @@ class Arbiter:
         n_active: int | None = None,
     ) -> RoundOutcome:
         """Run one round; pure apart from the solver (same inputs and seed -> same outcome)."""
-        from fairplace.solvers.compact import solve_compact_auction
-        from fairplace.solvers.compact_pack import best_subbundle
-
         cache = dict(cache or {})
         states = [
             s
@@ -165,38 +162,10 @@ class Arbiter:
             for s in apps
         ]
         seed = int(np.random.SeedSequence([self.seed, round_index]).generate_state(1)[0])
-        now = [self._rho_now(cluster, s) for s in states]
-        n_all = len(states) if n_active is None else n_active
-        tied = Counter(now)  # the share tie-break matters only among equal current rho
-        share = [
-            self._rho_share(cluster, s, n_all) if tied[now[i]] > 1 else 0.0
-            for i, s in enumerate(states)
-        ]
-        draw = np.random.default_rng([seed, 1]).random(len(states))
-        order = sorted(range(len(states)), key=lambda i: (-now[i], -share[i], draw[i]))
-        ranking = [(states[i].app.id, now[i]) for i in order]
-        k = min(self.n_participants(len(states) if n_active is None else n_active), len(states))
-        chosen = {a for a, _ in ranking[:k]}
-        part = [s for s in states if s.app.id in chosen]
-        rest = [s for s in states if s.app.id not in chosen]
+        ranking, part, rest = self._filter(cluster, states, seed, n_active)
         offer = np.unique(cluster.indices(free_gpus))  # in cluster order
         free = cluster.ids(offer)
-        auction, pf, pay, tables, status = {}, {}, {}, {}, "optimal"
-        if part and offer.size:
-            capps = tuple(compact_app(s.app, cluster, offer, s.room, s.model) for s in part)
-            ids = [s.app.id for s in part]
-            if len(part) == 1:  # PF = the bidder's best bundle; PA: c = 1 (no one else to pay)
-                best = best_subbundle(capps[0], cluster, tuple(offer.tolist()), offer.size)
-                auction = {ids[0]: cluster.ids(best[1]) if best else []}
-                pf, pay = dict(auction), {ids[0]: 1.0}
-            else:
-                sol = solve_compact_auction(
-                    AuctionInstance(cluster, ()), self.options, self.rounding, seed, offer=offer,
-                    apps=capps, ids=ids,
-                )  # fmt: skip
-                auction, pf, pay = sol.allocation, sol.pf_allocation, sol.payments
-                status = sol.status
-            tables = {s.app.id: a.table for s, a in zip(part, capps, strict=True)}
+        auction, pf, pay, tables, status = self._auction(cluster, part, offer, seed)
         used = {g for gs in auction.values() for g in gs}
         left = [g for g in free if g not in used]
         given, rho_after = self._leftover(cluster, rest, left, seed, cache)
@@ -207,12 +176,7 @@ class Arbiter:
         unallocated = [g for g in left if g not in taken]
         filled: dict[str, list[str]] = {}
         if self.fill and unallocated:
-            worst_first = [next(s for s in states if s.app.id == a) for a, _ in ranking]
-            for s in worst_first:
-                room = self._room(s) - len(allocation.get(s.app.id, ()))
-                if room > 0 and unallocated:
-                    filled[s.app.id], unallocated = unallocated[:room], unallocated[room:]
-                    allocation.setdefault(s.app.id, []).extend(filled[s.app.id])
+            filled, unallocated = self._fill(states, ranking, allocation, unallocated)
         return RoundOutcome(
             allocation=allocation,
             auction={a: list(g) for a, g in auction.items()},
@@ -228,6 +192,60 @@ class Arbiter:
             status=status,
             filled=filled,
         )
+
+    # --- steps ------------------------------------------------------------------------------------
+    def _filter(self, cluster: Cluster, states: list[AppState], seed: int, n_active):
+        """Steps 1-2: the ranking worst first ((app id, current rho), ...) and the ceil((1 - f) N)
+        worst as participants; (ranking, participants, the others)."""
+        now = [self._rho_now(cluster, s) for s in states]
+        n_all = len(states) if n_active is None else n_active
+        tied = Counter(now)  # the share tie-break matters only among equal current rho
+        share = [
+            self._rho_share(cluster, s, n_all) if tied[now[i]] > 1 else 0.0
+            for i, s in enumerate(states)
+        ]
+        draw = np.random.default_rng([seed, 1]).random(len(states))
+        order = sorted(range(len(states)), key=lambda i: (-now[i], -share[i], draw[i]))
+        ranking = [(states[i].app.id, now[i]) for i in order]
+        k = min(self.n_participants(n_all), len(states))
+        chosen = {a for a, _ in ranking[:k]}
+        part = [s for s in states if s.app.id in chosen]
+        rest = [s for s in states if s.app.id not in chosen]
+        return ranking, part, rest
+
+    def _auction(self, cluster: Cluster, part: list[AppState], offer: np.ndarray, seed: int):
+        """Step 3: the PA auction of ``part`` on ``offer``; (allocation, PF allocation, payments,
+        rho tables, status) by app id (one bidder: its best bundle at c = 1, no MILP)."""
+        from fairplace.solvers.compact import solve_compact_auction
+        from fairplace.solvers.compact_pack import best_subbundle
+
+        if not part or not offer.size:
+            return {}, {}, {}, {}, "optimal"
+        capps = tuple(compact_app(s.app, cluster, offer, s.room, s.model) for s in part)
+        ids = [s.app.id for s in part]
+        tables = {s.app.id: a.table for s, a in zip(part, capps, strict=True)}
+        if len(part) == 1:  # PF = the bidder's best bundle; PA: c = 1 (no one else to pay)
+            best = best_subbundle(capps[0], cluster, tuple(offer.tolist()), offer.size)
+            auction = {ids[0]: cluster.ids(best[1]) if best else []}
+            return auction, dict(auction), {ids[0]: 1.0}, tables, "optimal"
+        sol = solve_compact_auction(
+            AuctionInstance(cluster, ()), self.options, self.rounding, seed, offer=offer,
+            apps=capps, ids=ids,
+        )  # fmt: skip
+        return sol.allocation, sol.pf_allocation, sol.payments, tables, sol.status
+
+    def _fill(self, states, ranking, allocation: dict, unallocated: list):
+        """Step 5: GPUs nobody took to the apps that can use more, worst rho first; (what each
+        got, what is still left); ``allocation`` gains the fills."""
+        filled: dict[str, list[str]] = {}
+        by_id = {s.app.id: s for s in states}
+        for a, _ in ranking:
+            s = by_id[a]
+            room = self._room(s) - len(allocation.get(a, ()))
+            if room > 0 and unallocated:
+                filled[a], unallocated = unallocated[:room], unallocated[room:]
+                allocation.setdefault(a, []).extend(filled[a])
+        return filled, unallocated
 
     # --- helpers ----------------------------------------------------------------------------------
     @staticmethod
