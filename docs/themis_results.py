@@ -52,6 +52,38 @@ def per_seed_ratio(df: pd.DataFrame) -> str:
     return pd.concat([r.round(2), best], axis=1).dropna().reset_index().to_markdown(index=False)
 
 
+def app_rows(out: Path, key: str) -> pd.DataFrame:
+    """The per-app frame of a sweep (``OUT/data/themis-<key>.apps.jsonl``): one row per app and cell."""
+    path = out / "data" / f"themis-{key}.apps.jsonl"
+    rows = [] if not path.exists() else read_journal(path, SWEEP_KEYS)
+    flat = [{**{k: v for k, v in r.items() if k != "rows"}, **a} for r in rows for a in r["rows"]]
+    return pd.DataFrame(flat)
+
+
+def worst_apps(apps: pd.DataFrame, schedulers: tuple[str, str] = ("themis", "srtf")) -> str:
+    """Who sets max rho: per (workload, contention, seed) and scheduler, the app with the largest
+    rho, its GPU-seconds per job as a percentile of that run's apps (0 = the shortest), its
+    migrations per job, and its rho under the other scheduler of the pair."""
+    out = []
+    for (tr, cont, seed), g in apps.groupby(["trace", "contention", "seed"]):
+        per_job = (g["gpu_time"] / g["jobs"]).groupby(g["app_id"]).median()
+        rank = per_job.rank(pct=True)
+        rho = g.pivot_table(index="app_id", columns="scheduler", values="rho_themis")
+        for s in schedulers:
+            if s not in rho:
+                continue
+            a = rho[s].idxmax()
+            other = schedulers[1] if s == schedulers[0] else schedulers[0]
+            row = g[(g["scheduler"] == s) & (g["app_id"] == a)].iloc[0]
+            out.append({
+                "trace": tr, "contention": cont, "seed": seed, "scheduler": s, "app": a,
+                "rho": rho.at[a, s], "work_pct": round(100 * rank[a]),
+                "gpu_h_per_job": per_job[a] / 3600, "migrations_per_job": row["migrations"] / row["jobs"],
+                "rho_under_other": rho.at[a, other] if other in rho else None,
+            })  # fmt: skip
+    return pd.DataFrame(out).round(2).to_markdown(index=False) if out else "(no per-app rows yet)"
+
+
 def grid(df: pd.DataFrame, param: str) -> str:
     m = df.groupby([param, "scheduler"])[["max_rho", "gpu_time"]].mean()
     return m.round(3).reset_index().to_markdown(index=False)
@@ -64,6 +96,9 @@ def main(out: str) -> None:
     if len(c):
         print(contention(c), "\n\n### Best paper baseline / THEMIS per seed\n")
         print(per_seed_ratio(c))
+        apps = app_rows(out, "contention")
+        if len(apps):
+            print("\n### Who sets max rho (THEMIS and SRTF)\n\n" + worst_apps(apps))
     n = journal(out, "network")
     if len(n):
         print(f"\n## Network-intensive fraction ({len(n)} runs)\n\n" + grid(n, "network_fraction"))
