@@ -195,8 +195,8 @@ class Registry:
             return
         raise UnknownName(
             self.where,
-            f"expected a name ({', '.join(self.entries)}) or an object with {self.shape}, "
-            f"got {obj!r}",
+            f"expected a {self.kind.replace(' ', '-')} name ({', '.join(self.entries)}) or an "
+            f"object with {self.shape}, got {obj!r}",
         )
 
     def resolve(self, obj: Any, options: Mapping[str, Any] | None = None, /, **context) -> Any:

@@ -5,7 +5,7 @@ and named by their path, and a user's object takes the same path as a built-in n
 from __future__ import annotations
 
 import pytest
-from hypothesis import given
+from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import fairplace
@@ -25,6 +25,7 @@ def test_unknown_names_list_the_known_ones():
         assert e.value.path == where and "known: " + ", ".join(reg.names()) in e.value.problem
 
 
+@settings(deadline=None, max_examples=50)
 @given(option=st.text(st.characters(whitelist_categories=("Ll",)), min_size=1, max_size=12))
 def test_an_option_no_entry_takes_is_named_by_its_path(option):
     for reg, path, name in (
