@@ -121,3 +121,35 @@ def test_lazy_factories_import_on_use_and_a_small_registry_works():
     assert isinstance(reg.make("las", {"threshold": 5.0}, seed=1), LAS)
     assert reg.names() == ("las", "fifo") and len(reg) == 2 and list(reg) == ["las", "fifo"]
     assert set(SCHEDULERS) == set(SCHEDULER_REGISTRY)
+
+
+def test_the_t_id_choice_has_one_name_rho_variant():
+    """THEMIS' apps bid with ``scheduler_options.rho_variant``, the name the metrics' choice has."""
+    with pytest.raises(OptionError) as e:
+        SCHEDULER_REGISTRY.make("themis", {"rho_variant": "gavel"})  # not an agent-form variant
+    assert e.value.path == "scheduler_options.rho_variant" and "literal" in e.value.problem
+    with pytest.raises(OptionError) as e:
+        SCHEDULER_REGISTRY.make("themis", {"t_id": "literal"})
+    assert e.value.path == "scheduler_options.t_id" and "rho_variant" in e.value.problem
+    assert SCHEDULER_REGISTRY.make("themis", {"rho_variant": "literal"}).rho_variant == "literal"
+    res = fairplace.simulate(
+        "themis-1", "themis", "pal", seed=1, rho_variant="literal",
+        scheduler_options={"rho_variant": "literal"}, **SMALL,
+    )  # fmt: skip
+    assert res.summary["rho_variant"] == "literal"
+
+
+def test_back_ends_and_solvers_are_registries_too():
+    from fairplace.solvers.backends import BACKEND_REGISTRY, BACKENDS, get_backend
+    from fairplace.solvers.registry import solver_registry, solver_table
+
+    assert BACKENDS == BACKEND_REGISTRY.names() == ("highs", "pyomo", "cvxpy")
+    highs = get_backend("highs")
+    assert get_backend(highs) is highs and BACKEND_REGISTRY.entry_of(highs)[0] == "highs"
+    reg = solver_registry()
+    assert tuple(solver_table()) == reg.names()
+    assert set(reg.get("exact").capabilities["kinds"]) == {"auction", "placement"}
+    assert set(reg.get("pal").capabilities["kinds"]) == {"placement"}
+    with pytest.raises(UnknownName) as e:
+        reg.get("gurobi")
+    assert e.value.path == "solver" and "known: exact, highs" in e.value.problem

@@ -15,10 +15,11 @@ from types import MappingProxyType
 import numpy as np
 
 from fairplace.core.errors import OptionError
-from fairplace.core.params import THEMIS_F
+from fairplace.core.params import THEMIS_F, Options, Param
 from fairplace.core.registry import Entry, Lazy, Registry
 from fairplace.formulations.ftf import IdealTime
 from fairplace.formulations.gavel import GavelFTFProgram as Program
+from fairplace.formulations.variants import AGENT_T_ID_VARIANTS
 from fairplace.solvers.relaxation import solve_gavel
 
 from .protocols import AllocatingScheduler, Scheduler
@@ -256,6 +257,17 @@ class GavelFTF:
         return view.t
 
 
+#: the T_id THEMIS' apps bid with (rho = T_sh / T_id): the T_id choice has one name, ``rho_variant``,
+#: here as in ``SimulationConfig`` (what the metrics report); only the agent-form variants
+THEMIS_RHO_VARIANT = Param(
+    "rho_variant",
+    "themis",
+    Options(AGENT_T_ID_VARIANTS),
+    "the T_id THEMIS' apps bid with (rho = T_sh / T_id)",
+    flag="--scheduler-option rho_variant",
+    path="scheduler_options.rho_variant",
+)
+
 #: every scheduler: name -> entry (factory, options, doc, capabilities), in the order the CLI help
 #: lists them. Capabilities: ``allocates`` (places jobs itself: no placement policy; a user's object
 #: says so by its attribute), ``placed_by`` (who places, a result's ``placed_by``; default the
@@ -283,7 +295,7 @@ SCHEDULER_REGISTRY = Registry(
         "themis": Entry(
             Lazy("fairplace.sim.themis:Themis"),
             doc="THEMIS: partial-allocation auctions round by round (its arbiter places)",
-            params=(THEMIS_F,),
+            params=(THEMIS_F, THEMIS_RHO_VARIANT),
             capabilities={
                 "allocates": True,
                 "placed_by": "arbiter",
