@@ -70,6 +70,9 @@ def test_capabilities_are_data_of_the_entries():
         "round_option": ("lease", 600.0),
     }
     assert caps["optimus"]["allocates"] and not caps["fifo"]
+    for name, entry in SCHEDULER_REGISTRY.items():  # the entry says what the object does
+        made = SCHEDULER_REGISTRY.make(name, {}, seed=0)
+        assert bool(getattr(made, "allocates", False)) == entry.capabilities.get("allocates", False)
     assert {n for n, e in POLICY_REGISTRY.items() if e.capabilities["sticky"]} == {
         "packed-sticky",
         "random-sticky",
