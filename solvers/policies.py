@@ -56,7 +56,6 @@ __all__ = [
     "RandomPolicy",
     "instance_scores",
     "make_policy",
-    "resolve_policy",
 ]
 
 
@@ -243,29 +242,6 @@ POLICY_REGISTRY = Registry(
 POLICY_NAMES = POLICY_REGISTRY.names()
 
 
-def resolve_policy(
-    placement: str | PlacementPolicy,
-    options: Mapping[str, object] | None = None,
-    /,
-    *,
-    seed: int = 0,
-    locality_penalty: float = LOCALITY_PENALTY.default,
-    locality_by_model: Mapping[str, float] | None = None,
-) -> PlacementPolicy:
-    """A policy by name (:data:`POLICY_NAMES`) with its ``options`` (:data:`POLICY_REGISTRY`), or
-    a user's object as it is (its options are set on the object: any given here are an error)."""
-    if not isinstance(placement, str):
-        return POLICY_REGISTRY.resolve(placement, options)
-    return POLICY_REGISTRY.make(
-        placement,
-        options,
-        name=POLICY_REGISTRY.key(placement),
-        seed=seed,
-        locality_penalty=locality_penalty,
-        locality_by_model=locality_by_model,
-    )
-
-
 def make_policy(
     name: str,
     *,
@@ -276,9 +252,10 @@ def make_policy(
 ) -> PolicyBase:
     """A policy by name (:data:`POLICY_NAMES`) with its keyword ``options``
     (:data:`POLICY_REGISTRY`)."""
-    made = resolve_policy(
+    made = POLICY_REGISTRY.make(
         name,
         options,
+        name=POLICY_REGISTRY.key(name),
         seed=seed,
         locality_penalty=locality_penalty,
         locality_by_model=locality_by_model,

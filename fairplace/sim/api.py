@@ -41,7 +41,7 @@ from .resolve import (
     trace_profile,
 )
 from .result import SimulationResult
-from .schedulers import SCHEDULER_REGISTRY
+from .schedulers import SCHEDULER_REGISTRY, make_scheduler
 from .setups import apply_setup
 from .workload import Workload, workload_from_trace
 
@@ -137,7 +137,7 @@ class Plan:
         """A fresh scheduler (a copy of the user's object, or one made by name)."""
         if self.sched_obj is not None:
             return copy.deepcopy(self.sched_obj)
-        return SCHEDULER_REGISTRY.make(self.sched_name, self.sched_opts, seed=self.cfg.seed)
+        return make_scheduler(self.sched_name, seed=self.cfg.seed, **self.sched_opts)
 
     def driver_for(self, w: Workload, sched, progress=None) -> Driver:
         return Driver(
@@ -168,12 +168,17 @@ def plan(trace, scheduler, placement, cfg: SimulationConfig) -> Plan:
     custom_tid = None if isinstance(cfg.rho_variant, str) else cfg.rho_variant
     isolated = cfg.isolated or cfg.rho_variant == metrics.ISOLATED
     _check_combinations(trace, placement, cfg, isolated)
-    policy = policies.resolve_policy(  # by module: tests and users may replace it
-        placement,
-        dict(cfg.placement_options or {}),
-        seed=cfg.seed,
-        locality_penalty=cfg.locality_penalty,
-        locality_by_model=cfg.locality_by_model,
+    policy_opts = dict(cfg.placement_options or {})
+    policy = (
+        policies.make_policy(  # by module: tests and users may replace it
+            placement,
+            seed=cfg.seed,
+            locality_penalty=cfg.locality_penalty,
+            locality_by_model=cfg.locality_by_model,
+            **policy_opts,
+        )
+        if isinstance(placement, str)
+        else policies.POLICY_REGISTRY.resolve(placement, policy_opts)  # the object as it is
     )
     frame = (
         None
@@ -252,6 +257,8 @@ def _scheduler_options(entry: Entry, scheduler, cfg: SimulationConfig) -> tuple[
             sched_opts.pop(option, round_length if round_length is not None else default)
         )
         sched_opts[option] = round_length
+    if isinstance(scheduler, str):  # checked before anything runs (made again for each run)
+        SCHEDULER_REGISTRY.check(scheduler, sched_opts)
     return sched_opts, round_length
 
 
