@@ -10,6 +10,7 @@ from dataclasses import dataclass, replace
 
 from fairplace.core.errors import OptionError
 from fairplace.core.limits import MAX_COUNT, MAX_SEED, check_value
+from fairplace.core.registry import Entry
 from fairplace.formulations.pa import ROUNDING_RULES
 
 _REAL = numbers.Real
@@ -170,15 +171,19 @@ COMMON_OPTIONS = ("seed",)
 
 
 @dataclass(frozen=True)
-class SolverEntry:
-    """One solver on one instance kind: ``fn(instance, opts, name=..., **options) -> Solution`` and
-    the solver-specific ``options`` it takes. Every solver also takes the :class:`SolveOptions`
-    fields and :data:`COMMON_OPTIONS` (a solver ignores those it has no use for); anything else is
-    an :class:`~fairplace.core.errors.OptionError` naming the option and the solver."""
+class SolverEntry(Entry):
+    """One solver on one instance kind (a registry :class:`~fairplace.core.registry.Entry`):
+    ``factory(instance, opts, name=..., **options) -> Solution`` and the solver-specific
+    ``options`` it takes. Every solver also takes the :class:`SolveOptions` fields and
+    :data:`COMMON_OPTIONS` (a solver ignores those it has no use for); anything else is an
+    :class:`~fairplace.core.errors.OptionError` naming the option and the solver."""
 
-    fn: Callable
     options: tuple[str, ...] = ()
-    doc: str = ""
+
+    @property
+    def fn(self) -> Callable:
+        """The solve function (the entry's ``factory``)."""
+        return self.factory
 
     def __call__(self, instance, opts: SolveOptions, **options):
         kept = {k: v for k, v in options.items() if k not in COMMON_OPTIONS or k in self.options}

@@ -27,23 +27,25 @@ import time
 from collections.abc import Mapping
 from dataclasses import dataclass
 from operator import attrgetter
+from typing import cast
 
 import numpy as np
 
-from fairplace.core.errors import OptionError, UnknownName
-from fairplace.core.params import LOCALITY_PENALTY
+from fairplace.core.params import LOCALITY_PENALTY, Options, Param
+from fairplace.core.registry import Entry, Registry
 from fairplace.core.solution import Solution
 from fairplace.formulations.lv import choose_cell
 from fairplace.formulations.placement import slowdowns
 
 from . import round_kernel
-from .policy_round import ClusterState, Decision, PolicyBase
+from .policy_round import ClusterState, Decision, PlacementPolicy, PolicyBase
 
 __all__ = [
     "MIGRATE",
     "PAL_TIES",
     "PM_FIRST_TIES",
     "POLICY_NAMES",
+    "POLICY_REGISTRY",
     "SOLVERS",
     "ClusterState",
     "Decision",
@@ -175,16 +177,69 @@ PM_FIRST_TIES = ("machine", "level")
 #: pick has a strictly lower LV-product.
 MIGRATE = ("always", "if-better")
 
-_POLICIES = {
-    "pal": (PALPolicy, False),
-    "pm-first": (PMFirstPolicy, False),
-    "packed-sticky": (PackedPolicy, True),
-    "packed-non-sticky": (PackedPolicy, False),
-    "random-sticky": (RandomPolicy, True),
-    "random-non-sticky": (RandomPolicy, False),
-}
-#: The placement policy names (one list: the policy table's keys).
-POLICY_NAMES = tuple(_POLICIES)
+#: the policies' option specs (``--placement-option KEY=VALUE``; ``backfill`` is any truth value)
+MIGRATE_OPTION = Param(
+    "migrate",
+    "always",
+    Options(MIGRATE),
+    "move a running job whenever its pick differs (the artifact) or only for a lower LV-product",
+)
+PAL_TIES_OPTION = Param(
+    "ties", "fewest-machines", Options(PAL_TIES), "PAL's tie-break among LV-equal GPU sets"
+)
+PM_FIRST_TIES_OPTION = Param(
+    "ties", "machine", Options(PM_FIRST_TIES), "PM-First's best-match count: per machine or level"
+)
+
+
+def _policy(cls: type, sticky: bool, doc: str, *params: Param) -> Entry:
+    """A policy's entry: ``cls`` made with ``sticky``; options ``backfill``, ``migrate`` and
+    ``params``; capability ``sticky`` (a running job keeps its GPUs)."""
+
+    def make(*, name, seed=0, locality_penalty=LOCALITY_PENALTY.default, locality_by_model=None,
+             backfill=False, **options):  # fmt: skip
+        locality_penalty = LOCALITY_PENALTY.check(locality_penalty)
+        for m, v in (locality_by_model or {}).items():
+            LOCALITY_PENALTY.check(v, f"locality_by_model.{m}")
+        table = tuple(sorted((str(k), float(v)) for k, v in (locality_by_model or {}).items()))
+        return cls(
+            name=name,
+            sticky=sticky,
+            seed=int(seed),
+            locality_penalty=locality_penalty,
+            locality_by_model=table,
+            backfill=bool(backfill),
+            **options,
+        )
+
+    return Entry(make, ("backfill",), doc, (MIGRATE_OPTION, *params), {"sticky": sticky})
+
+
+#: every placement policy: name -> entry (factory, option specs, doc, capabilities: ``sticky``).
+#: Options (``placement_options``; errors name ``placement_options.<option>``): ``backfill`` (any
+#: truth value, default False = stop at the first job that does not fit, as the artifact does),
+#: ``migrate`` (:data:`MIGRATE`), ``ties`` (pal: :data:`PAL_TIES`, pm-first:
+#: :data:`PM_FIRST_TIES`). The context every policy takes: its name, the seed, L and L per model.
+POLICY_REGISTRY = Registry(
+    "placement policy",
+    {
+        "pal": _policy(PALPolicy, False, "PAL: PM-First plus the LxV walk", PAL_TIES_OPTION),
+        "pm-first": _policy(
+            PMFirstPolicy, False, "PM-First: lowest PM-scores first", PM_FIRST_TIES_OPTION
+        ),
+        "packed-sticky": _policy(PackedPolicy, True, "Tiresias' consolidated placement"),
+        "packed-non-sticky": _policy(PackedPolicy, False, "Gandiva's consolidated placement"),
+        "random-sticky": _policy(RandomPolicy, True, "uniformly random free GPUs, sticky"),
+        "random-non-sticky": _policy(RandomPolicy, False, "uniformly random free GPUs"),
+    },
+    where="placement",
+    options_path="placement_options",
+    context=("name", "seed", "locality_penalty", "locality_by_model"),
+    protocols=(PlacementPolicy,),
+    shape="name and place(state, queue) (fairplace.sim.protocols.PlacementPolicy)",
+)
+#: The placement policy names (one list: the registry's).
+POLICY_NAMES = POLICY_REGISTRY.names()
 
 
 def make_policy(
@@ -195,41 +250,17 @@ def make_policy(
     locality_by_model: Mapping[str, float] | None = None,
     **options,
 ) -> PolicyBase:
-    """A policy by name (:data:`POLICY_NAMES`). Options: ``backfill`` (bool, default False = stop at the
-    first job that does not fit, as the artifact does); ``ties``: for ``pal`` :data:`PAL_TIES`, for
-    ``pm-first`` :data:`PM_FIRST_TIES`."""
-    if name not in _POLICIES:
-        raise UnknownName(
-            "placement", f"unknown placement policy {name!r}; known: {', '.join(POLICY_NAMES)}"
-        )
-    known = {"backfill", "migrate"} | ({"ties"} if name in ("pal", "pm-first") else set())
-    unknown = set(options) - known
-    if unknown:
-        raise OptionError(sorted(unknown)[0], f"unknown policy option; known: {sorted(known)}")
-    extra = {}
-    if "ties" in options:
-        allowed = PAL_TIES if name == "pal" else PM_FIRST_TIES
-        if options["ties"] not in allowed:
-            raise OptionError("ties", f"expected one of {allowed}, got {options['ties']!r}")
-        extra["ties"] = options["ties"]
-    if "migrate" in options:
-        if options["migrate"] not in MIGRATE:
-            raise OptionError("migrate", f"expected one of {MIGRATE}, got {options['migrate']!r}")
-        extra["migrate"] = options["migrate"]
-    locality_penalty = LOCALITY_PENALTY.check(locality_penalty)
-    for m, v in (locality_by_model or {}).items():
-        LOCALITY_PENALTY.check(v, f"locality_by_model.{m}")
-    table = tuple(sorted((str(k), float(v)) for k, v in (locality_by_model or {}).items()))
-    cls, sticky = _POLICIES[name]
-    return cls(
-        name=name,
-        sticky=sticky,
-        seed=int(seed),
+    """A policy by name (:data:`POLICY_NAMES`) with its keyword ``options``
+    (:data:`POLICY_REGISTRY`)."""
+    made = POLICY_REGISTRY.make(
+        name,
+        options,
+        name=POLICY_REGISTRY.key(name),
+        seed=seed,
         locality_penalty=locality_penalty,
-        locality_by_model=table,
-        backfill=bool(options.get("backfill", False)),
-        **extra,
+        locality_by_model=locality_by_model,
     )
+    return cast(PolicyBase, made)  # a name makes a built-in
 
 
 # ---- fairplace solve placement.json --solver <policy> ------------------------------------------

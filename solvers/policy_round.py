@@ -17,7 +17,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
 from operator import attrgetter
-from typing import Any
+from typing import Any, Protocol, runtime_checkable
 
 import numpy as np
 
@@ -62,6 +62,27 @@ class Decision:
             for j, g in self.allocation.items()
             if j in state.allocation and tuple(sorted(state.allocation[j])) != g
         )
+
+
+@runtime_checkable
+class PlacementPolicy(Protocol):
+    """Places the ordered queue on GPUs (``fairplace.sim.protocols``: the contract of every
+    placement policy, built-in or not)."""
+
+    name: str
+
+    def place(self, state: Any, queue: Sequence[Any]) -> Any: ...
+
+
+@runtime_checkable
+class IncrementalPolicy(PlacementPolicy, Protocol):
+    """A placement policy that tells the driver when a decision may be reused or resumed (the
+    built-in policies, ``fairplace.solvers.policies.PolicyBase``); ``fairplace.sim.protocols``."""
+
+    resumable: bool
+    repeatable: bool
+
+    def place(self, state: Any, queue: Sequence[Any], previous: Any = None) -> Any: ...
 
 
 @dataclass(frozen=True)

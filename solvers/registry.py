@@ -1,14 +1,20 @@
-"""Solver names (the CLI contract, README / docs/solutions.md) -> :class:`~.options.SolverEntry` per
-instance kind: the callable ``f(instance, opts, name=..., **options) -> Solution`` and the
-solver-specific options it takes.
+"""Solver names (the CLI contract, README / docs/solutions.md) as a
+:class:`~fairplace.core.registry.Registry` (the type of every set of names): each name's entry has
+the capability ``kinds``, its :class:`~.options.SolverEntry` per instance kind (the callable
+``f(instance, opts, name=..., **options) -> Solution`` and the solver-specific options it takes).
 
-``solver_table()`` builds the mapping on demand (no module-level state); the heuristics, relaxations
-and placement policies add their own tables (each module's ``SOLVERS``).
+``solver_registry()`` builds it on demand (no module-level state: the modules' tables can be
+replaced); the heuristics, relaxations and placement policies add their own tables (each module's
+``SOLVERS``). ``solver_table()`` is the same as ``{name: {kind: SolverEntry}}``.
 """
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+from types import MappingProxyType
+
 from fairplace.core.errors import UnknownName
+from fairplace.core.registry import Entry, Registry
 
 from . import (  # by module: replaceable
     auction,
@@ -75,8 +81,8 @@ def _compact(inst, opts: SolveOptions, **kw):
     return solve_compact(inst, opts, **kw)
 
 
-def solver_table() -> dict[str, dict[str, SolverEntry]]:
-    """{solver name: {instance kind: SolverEntry}}."""
+def _table() -> dict[str, dict[str, SolverEntry]]:
+    """{solver name: {instance kind: SolverEntry}}, in the order the CLI help lists them."""
     table: dict[str, dict[str, SolverEntry]] = {}
     for name, fixed in EXACT_SOLVERS.items():
         extra = ("backend",) if fixed is None else ()
@@ -105,15 +111,41 @@ def _extend(table: dict[str, dict[str, SolverEntry]]) -> None:
                 table.setdefault(name, {})[kind] = fn
 
 
+def _by_kind(kinds: Mapping[str, SolverEntry]):
+    """The solve of a name: the entry of the instance's kind."""
+
+    def solve(inst, opts: SolveOptions, **options):
+        return kinds[inst.kind](inst, opts, **options)
+
+    return solve
+
+
+def solver_registry() -> Registry:
+    """Every solver name -> :class:`~fairplace.core.registry.Entry`: ``factory`` solves an
+    instance of any kind it takes, ``options`` the union of its kinds', ``capabilities["kinds"]``
+    its :class:`SolverEntry` per instance kind."""
+    entries = {}
+    for name, kinds in _table().items():
+        options = tuple(dict.fromkeys(o for e in kinds.values() for o in e.option_names()))
+        doc = "; ".join(f"{k}: {e.doc}" for k, e in kinds.items())
+        caps = {"kinds": MappingProxyType(kinds)}
+        entries[name] = Entry(_by_kind(kinds), options, doc, (), caps)
+    return Registry("solver", entries, where="solver")
+
+
+def solver_table() -> dict[str, dict[str, SolverEntry]]:
+    """{solver name: {instance kind: SolverEntry}} (:func:`solver_registry`'s ``kinds``)."""
+    return {n: dict(e.capabilities["kinds"]) for n, e in solver_registry().items()}
+
+
 def get(name: str, kind: str) -> SolverEntry:
     """The entry of solver ``name`` for ``kind`` instances (``UnknownName`` naming the known ones)."""
-    table = solver_table()
-    if name not in table:
-        raise UnknownName("solver", f"unknown solver {name!r}; known: {', '.join(sorted(table))}")
-    if kind not in table[name]:
-        ok = sorted(n for n, t in table.items() if kind in t)
+    reg = solver_registry()
+    kinds = reg.get(name).capabilities["kinds"]
+    if kind not in kinds:
+        ok = sorted(n for n, e in reg.items() if kind in e.capabilities["kinds"])
         raise UnknownName(
             "solver",
             f"solver {name!r} does not solve {kind} instances; use one of: {', '.join(ok)}",
         )
-    return table[name][kind]
+    return kinds[kind]

@@ -120,7 +120,7 @@ def test_cli_generated_trace_with_options_matches_the_library(capsys):
             "--stamping",
         ),
         (["--trace", "workload-1", "--grid-origin", "nope"], "--grid-origin"),
-        (["--trace", "workload-1", "--placement-option", "bogus=1"], "bogus"),
+        (["--trace", "workload-1", "--placement-option", "bogus=1"], "--placement-option bogus"),
     ],
 )
 def test_cli_errors_name_the_flag(args, flag, capsys):

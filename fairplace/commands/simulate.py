@@ -7,7 +7,7 @@ import math
 
 from fairplace.commands import _args
 from fairplace.core.errors import DataError, OptionError
-from fairplace.core.params import LOCALITY_PENALTY, THEMIS_F
+from fairplace.core.params import LOCALITY_PENALTY
 
 HELP = "trace-driven cluster simulation (scheduler x placement x trace)"
 
@@ -15,6 +15,21 @@ HELP = "trace-driven cluster simulation (scheduler x placement x trace)"
 def _choices(names, notes: dict[str, str]) -> str:
     """Help text listing every name of a registry, with a note where one is given."""
     return ", ".join(f"{n} ({notes[n]})" if n in notes else n for n in names)
+
+
+def _spec_help(registry) -> str:
+    """``KEY=VALUE`` help of a registry's option specs: each spec once, with the names taking it
+    where not all do (``ties=machine|level (pm-first)``)."""
+    takers: dict = {}
+    for name, entry in registry.items():
+        for spec in entry.params:
+            takers.setdefault(spec, []).append(name)
+    parts = []
+    for spec, names in takers.items():
+        values = getattr(spec.constraint, "values", None)
+        text = f"{spec.name}={'|'.join(values)}" if values else f"{spec.name} ({spec.help()})"
+        parts.append(text if len(names) == len(registry) else f"{text} ({', '.join(names)})")
+    return ", ".join(parts)
 
 
 def add_arguments(p) -> None:
@@ -26,8 +41,9 @@ def add_arguments(p) -> None:
     from fairplace.sim import SCHEDULERS
     from fairplace.sim.config import BINNINGS, CLASS_MAPS, OUTLIER_SIDES, RHO_VARIANT_NAMES
     from fairplace.sim.engine import GRID_ORIGINS, STAMPINGS
+    from fairplace.sim.schedulers import SCHEDULER_REGISTRY
     from fairplace.sim.setups import SETUPS
-    from fairplace.solvers.policies import POLICY_NAMES
+    from fairplace.solvers.policies import POLICY_NAMES, POLICY_REGISTRY
 
     p.add_argument(
         "--trace",
@@ -173,16 +189,15 @@ def add_arguments(p) -> None:
         action="append",
         default=[],
         metavar="KEY=VALUE",
-        help="scheduler option, repeatable: e.g. LAS threshold=3200, starve_factor=10; themis "
-        f"f ({THEMIS_F.help()})",
+        help="scheduler option, repeatable: e.g. LAS threshold=3200, starve_factor=10; "
+        + _spec_help(SCHEDULER_REGISTRY),
     )
     p.add_argument(
         "--placement-option",
         action="append",
         default=[],
         metavar="KEY=VALUE",
-        help="policy option, repeatable: backfill=true, migrate=always|if-better, "
-        "ties=fewest-machines|artifact (pal), ties=machine|level (pm-first)",
+        help="policy option, repeatable: backfill=true, " + _spec_help(POLICY_REGISTRY),
     )
     p.add_argument(
         "--rho-variant",

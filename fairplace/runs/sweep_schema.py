@@ -23,7 +23,7 @@ from fairplace.core.limits import MAX_SEED, annotation_schema
 from fairplace.core.params import LOCALITY_PENALTY
 from fairplace.instances.trace_generators import ARG_SCHEMAS
 from fairplace.sim.config import field_schemas
-from fairplace.sim.schedulers import OPTION_SPECS
+from fairplace.sim.schedulers import SCHEDULER_REGISTRY
 from fairplace.sim.setups import SETUPS
 from fairplace.solvers.policies import POLICY_NAMES
 
@@ -49,7 +49,7 @@ def known() -> dict[str, Any]:
     when a config is made) and the generators' arguments
     (``instances.trace_generators.ARG_SCHEMAS``, also checked for ``trace_options``), plus the
     sweep's own."""
-    specs = {p.name: p.schema() for ps in OPTION_SPECS.values() for p in ps}
+    specs = {p.name: p.schema() for _, e in SCHEDULER_REGISTRY.items() for p in e.params}
     return {
         **field_schemas(),
         "trace_options": {"type": "object", "additionalProperties": _SCALAR},

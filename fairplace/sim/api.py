@@ -16,8 +16,9 @@ import numpy as np
 import pandas as pd
 
 from fairplace.core.domain import Cluster
-from fairplace.core.errors import OptionError, UnknownName
+from fairplace.core.errors import OptionError
 from fairplace.core.progress import progress_bar
+from fairplace.core.registry import Entry
 from fairplace.instances.models import measured_locality
 from fairplace.solvers import policies
 from fairplace.solvers.policies import ClusterState
@@ -40,13 +41,7 @@ from .resolve import (
     trace_profile,
 )
 from .result import SimulationResult
-from .schedulers import (
-    ALLOCATING_SCHEDULERS,
-    PLACED_BY,
-    ROUND_OPTIONS,
-    SCHEDULERS,
-    make_scheduler,
-)
+from .schedulers import SCHEDULER_REGISTRY, make_scheduler
 from .setups import apply_setup
 from .workload import Workload, workload_from_trace
 
@@ -67,20 +62,9 @@ ROUND_LENGTH = 300.0
 
 
 def _check_objects(scheduler, placement) -> None:
-    if not isinstance(scheduler, str) and not isinstance(
-        scheduler, (Scheduler, AllocatingScheduler)
-    ):
-        raise OptionError(
-            "scheduler",
-            f"expected a name ({', '.join(SCHEDULERS)}) or an object with name, order() and "
-            f"next_change() (fairplace.sim.protocols.Scheduler), got {scheduler!r}",
-        )
-    if not isinstance(placement, (str, PlacementPolicy)):
-        raise OptionError(
-            "placement",
-            "expected a name or an object with name and place(state, queue) "
-            f"(fairplace.sim.protocols.PlacementPolicy), got {placement!r}",
-        )
+    """A name or an object satisfying the registry's Protocols (:class:`UnknownName` otherwise)."""
+    SCHEDULER_REGISTRY.check_object(scheduler)
+    policies.POLICY_REGISTRY.check_object(placement)
 
 
 def simulate(
@@ -130,12 +114,24 @@ class Plan:
     scores: dict[str, np.ndarray]
     policy: Any
     sched_name: str
+    sched_entry: Entry  # the scheduler's registry entry (a user's object: one making it)
     sched_obj: Any
     sched_opts: dict
-    allocates: bool
     driver: DriverConfig
     isolated: bool
     custom_tid: Any  # an IdealTimeModel object, or None for a named variant
+
+    @property
+    def allocates(self) -> bool:
+        """The scheduler places jobs itself (its capability ``allocates``)."""
+        return bool(self.sched_entry.capabilities.get("allocates", False))
+
+    @property
+    def placed_by(self) -> str:
+        """Who places the jobs (a result's ``placed_by``): the scheduler's capability, else its
+        name when it allocates, else the placement policy."""
+        own = self.sched_name if self.allocates else "policy"
+        return str(self.sched_entry.capabilities.get("placed_by", own))
 
     def scheduler(self):
         """A fresh scheduler (a copy of the user's object, or one made by name)."""
@@ -172,6 +168,18 @@ def plan(trace, scheduler, placement, cfg: SimulationConfig) -> Plan:
     custom_tid = None if isinstance(cfg.rho_variant, str) else cfg.rho_variant
     isolated = cfg.isolated or cfg.rho_variant == metrics.ISOLATED
     _check_combinations(trace, placement, cfg, isolated)
+    policy_opts = dict(cfg.placement_options or {})
+    policy = (
+        policies.make_policy(  # by module: tests and users may replace it
+            placement,
+            seed=cfg.seed,
+            locality_penalty=cfg.locality_penalty,
+            locality_by_model=cfg.locality_by_model,
+            **policy_opts,
+        )
+        if isinstance(placement, str)
+        else policies.POLICY_REGISTRY.resolve(placement, policy_opts)  # the object as it is
+    )
     frame = (
         None
         if isinstance(trace, Workload)
@@ -185,9 +193,9 @@ def plan(trace, scheduler, placement, cfg: SimulationConfig) -> Plan:
                 for m, n in zip(frame["model"], frame["num_gpus"], strict=True)
             ]
         )
-    sched_obj, sched_name, sched_opts, round_length = _scheduler_spec(scheduler, cfg)
-    allocates = bool(getattr(sched_obj, "allocates", False)) or sched_name in ALLOCATING_SCHEDULERS
-    if cfg.stamping != "exact" and allocates:
+    sched_name, sched_entry = SCHEDULER_REGISTRY.entry_of(scheduler)
+    sched_opts, round_length = _scheduler_options(sched_entry, scheduler, cfg)
+    if cfg.stamping != "exact" and sched_entry.capabilities.get("allocates", False):
         raise OptionError(
             "stamping", f"round-end stamping needs a queue scheduler, not {sched_name}"
         )
@@ -217,20 +225,10 @@ def plan(trace, scheduler, placement, cfg: SimulationConfig) -> Plan:
         cluster, repl, profile = cfg.cluster, cfg.with_replacement, "custom"
     cls_used = sorted({c for c in w.cls if c is not None})
     scores = binned_scores(cluster, cls_used, cfg.binning, cfg.seed, cfg.outlier_side)
-    policy = (
-        policies.make_policy(  # by module: tests and users may replace it
-            placement,
-            seed=cfg.seed,
-            locality_penalty=cfg.locality_penalty,
-            locality_by_model=cfg.locality_by_model,
-            **dict(cfg.placement_options or {}),
-        )
-        if isinstance(placement, str)
-        else placement
-    )
+    sched_obj = None if isinstance(scheduler, str) else scheduler
     return Plan(
         cfg, frame, w, workload_of, gpus, gpus_per_machine, cluster, repl, profile, scores,
-        policy, sched_name, sched_obj, sched_opts, allocates, driver, isolated, custom_tid,
+        policy, sched_name, sched_entry, sched_obj, sched_opts, driver, isolated, custom_tid,
     )  # fmt: skip
 
 
@@ -243,33 +241,25 @@ def _check_combinations(trace, placement, cfg: SimulationConfig, isolated: bool)
             "recycle_jobs_per_hour",
             "recycled jobs need a trace (not a Workload) and no re-simulation alone (isolated)",
         )
-    if not isinstance(placement, str) and cfg.placement_options:
-        raise OptionError("placement_options", "set the options of a policy object on the object")
 
 
-def _scheduler_spec(scheduler, cfg: SimulationConfig):
-    """(the user's object or None, the name, the options of a named one, the round length): a
-    scheduler whose round is an option of its own (:data:`~.schedulers.ROUND_OPTIONS`, THEMIS' lease)
-    gets the config's round length as that option's default, and sets the round."""
-    sched_obj = None if isinstance(scheduler, str) else scheduler
-    sched_name = str(scheduler).lower() if sched_obj is None else str(sched_obj.name)
+def _scheduler_options(entry: Entry, scheduler, cfg: SimulationConfig) -> tuple[dict, Any]:
+    """(the options of the scheduler, the round length): a scheduler whose round is an option of
+    its own (its capability ``round_option``, THEMIS' lease) gets the config's round length as
+    that option's default, and sets the round. A user's object takes no options."""
     sched_opts = dict(cfg.scheduler_options or {})
-    if sched_obj is not None and sched_opts:
-        raise OptionError(
-            "scheduler_options", "set the options of a scheduler object on the object"
-        )
+    if not isinstance(scheduler, str) and sched_opts:
+        SCHEDULER_REGISTRY.resolve(scheduler, sched_opts)  # the registry's error
     round_length = cfg.round_length
-    if sched_obj is None and sched_name in ROUND_OPTIONS:  # the round is the scheduler's option
-        option, default = ROUND_OPTIONS[sched_name]
+    if "round_option" in entry.capabilities:  # the round is the scheduler's option
+        option, default = entry.capabilities["round_option"]
         round_length = float(
             sched_opts.pop(option, round_length if round_length is not None else default)
         )
         sched_opts[option] = round_length
-    if sched_obj is None and sched_name not in SCHEDULERS:
-        raise UnknownName(
-            "scheduler", f"unknown scheduler {scheduler!r}; known: {', '.join(SCHEDULERS)}"
-        )
-    return sched_obj, sched_name, sched_opts, round_length
+    if isinstance(scheduler, str):  # checked before anything runs (made again for each run)
+        SCHEDULER_REGISTRY.check(scheduler, sched_opts)
+    return sched_opts, round_length
 
 
 def drive(p: Plan) -> tuple[Workload, Timeline, int | None, Any]:
@@ -323,14 +313,11 @@ def _summary(p: Plan, sched, jobs, apps, tr: Timeline) -> dict:
 def _config_record(p: Plan, placement, w: Workload) -> dict:
     """What ran, as the result's ``config``."""
     cfg = p.cfg
-    placed_by = PLACED_BY.get(p.sched_name, "policy")
-    if p.sched_obj is not None:
-        placed_by = p.sched_name if p.allocates else "policy"
     return {
         "trace": w.name,
         "scheduler": p.sched_name,
         "placement": placement if isinstance(placement, str) else str(p.policy.name),
-        "placed_by": placed_by,
+        "placed_by": p.placed_by,
         "gpus": p.gpus,
         "gpus_per_machine": p.gpus_per_machine,
         "profile": p.profile,

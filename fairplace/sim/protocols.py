@@ -22,7 +22,8 @@ Optional (:class:`IncrementalPolicy`, what the driver reads to skip or shorten d
 previous=Decision)`` continues from the previous decision) and ``repeatable`` (True: the same queue
 and holdings give the same decision; a policy that draws per round is not). A policy without them
 is asked afresh at every decision. ``SchedView`` is in :mod:`fairplace.sim.schedulers`; ``ClusterState``,
-``Decision`` and the built-in policies are in :mod:`fairplace.solvers.policies`.
+``Decision`` and the built-in policies are in :mod:`fairplace.solvers.policies`, where the two
+policy Protocols are defined (re-exported here).
 
 A **T_id model** gives the ideal time of finish-time fairness rho = T_sh / T_id (THEMIS Eq. 1) of
 every job (each taken as its own app) and every app::
@@ -48,10 +49,20 @@ rule; a run without progress for ``DriverConfig.max_stalled`` decisions stops wi
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from typing import Any, Protocol, runtime_checkable
 
 import numpy as np
+
+# the placement policy's Protocols live with the policies (their registry checks objects by them)
+from fairplace.solvers.policy_round import IncrementalPolicy, PlacementPolicy
+
+__all__ = [
+    "AllocatingScheduler",
+    "IdealTimeModel",
+    "IncrementalPolicy",
+    "PlacementPolicy",
+    "Scheduler",
+]
 
 
 @runtime_checkable
@@ -77,26 +88,6 @@ class AllocatingScheduler(Protocol):
     ) -> dict: ...
 
     def next_change(self, view: Any) -> float: ...
-
-
-@runtime_checkable
-class PlacementPolicy(Protocol):
-    """Places the ordered queue on GPUs; see the module docstring."""
-
-    name: str
-
-    def place(self, state: Any, queue: Sequence[Any]) -> Any: ...
-
-
-@runtime_checkable
-class IncrementalPolicy(PlacementPolicy, Protocol):
-    """A placement policy that tells the driver when a decision may be reused or resumed (the
-    built-in policies, ``fairplace.solvers.policies.PolicyBase``); see the module docstring."""
-
-    resumable: bool
-    repeatable: bool
-
-    def place(self, state: Any, queue: Sequence[Any], previous: Any = None) -> Any: ...
 
 
 @runtime_checkable

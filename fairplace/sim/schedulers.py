@@ -9,18 +9,20 @@ completion (``inf`` when only events change it); the driver uses it to jump over
 from __future__ import annotations
 
 import heapq
-import importlib
-import inspect
 from dataclasses import dataclass
 from types import MappingProxyType
 
 import numpy as np
 
-from fairplace.core.errors import OptionError, UnknownName
-from fairplace.core.params import THEMIS_F, Param
+from fairplace.core.errors import OptionError
+from fairplace.core.params import THEMIS_F, Options, Param
+from fairplace.core.registry import Entry, Lazy, Registry
 from fairplace.formulations.ftf import IdealTime
 from fairplace.formulations.gavel import GavelFTFProgram as Program
+from fairplace.formulations.variants import AGENT_T_ID_VARIANTS
 from fairplace.solvers.relaxation import solve_gavel
+
+from .protocols import AllocatingScheduler, Scheduler
 
 
 @dataclass(frozen=True)
@@ -255,61 +257,69 @@ class GavelFTF:
         return view.t
 
 
-#: schedulers that only order the queue (the placement policy places it)
-QUEUE_SCHEDULERS = MappingProxyType(
-    {
-        "fifo": FIFO,
-        "las": LAS,
-        "srtf": SRTF,
-        "drf": DRF,
-        "gandiva": GandivaPacking,
-        "srpt-oracle": SRPTOracle,
-        "slaq": SLAQ,
-        "gavel-ftf": GavelFTF,
-    }
+#: the T_id THEMIS' apps bid with (rho = T_sh / T_id): the T_id choice has one name, ``rho_variant``,
+#: here as in ``SimulationConfig`` (what the metrics report); only the agent-form variants
+THEMIS_RHO_VARIANT = Param(
+    "rho_variant",
+    "themis",
+    Options(AGENT_T_ID_VARIANTS),
+    "the T_id THEMIS' apps bid with (rho = T_sh / T_id)",
+    flag="--scheduler-option rho_variant",
+    path="scheduler_options.rho_variant",
 )
-#: schedulers that place jobs themselves (``allocates``): name -> "module:class", imported when
-#: made (their modules import this one's SchedView)
-ALLOCATING_SCHEDULERS = MappingProxyType(
-    {"optimus": "fairplace.sim.optimus:Optimus", "themis": "fairplace.sim.themis:Themis"}
+
+#: every scheduler: name -> entry (factory, options, doc, capabilities), in the order the CLI help
+#: lists them. Capabilities: ``allocates`` (places jobs itself: no placement policy; a user's object
+#: says so by its attribute), ``placed_by`` (who places, a result's ``placed_by``; default the
+#: placement policy, or the scheduler's name when it allocates), ``round_option`` (the option that is
+#: its round and its default in s: simulate() runs its rounds at that option; THEMIS: a round is
+#: the lease). Options: the class's keyword parameters less the run's ``seed`` (the context); errors
+#: name ``scheduler_options.<option>``. The allocating ones are imported when made (their modules
+#: import this one's SchedView).
+SCHEDULER_REGISTRY = Registry(
+    "scheduler",
+    {
+        "fifo": Entry(FIFO, doc="first-in first-out by arrival time"),
+        "las": Entry(LAS, doc="Tiresias' two-queue least attained service"),
+        "srtf": Entry(SRTF, doc="shortest remaining (isolated) time first"),
+        "drf": Entry(DRF, doc="DRF-style instantaneous fair share over apps"),
+        "gandiva": Entry(GandivaPacking, doc="Gandiva-style greedy packing"),
+        "srpt-oracle": Entry(SRPTOracle, doc="oracle shortest remaining GPU-time first"),
+        "slaq": Entry(SLAQ, doc="SLAQ-style loss-reduction greedy"),
+        "gavel-ftf": Entry(GavelFTF, doc="Gavel's finish-time fairness (min max rho)"),
+        "optimus": Entry(
+            Lazy("fairplace.sim.optimus:Optimus"),
+            doc="Optimus: greedy marginal-throughput scaling (places jobs itself)",
+            capabilities={"allocates": True, "placed_by": "optimus"},
+        ),
+        "themis": Entry(
+            Lazy("fairplace.sim.themis:Themis"),
+            doc="THEMIS: partial-allocation auctions round by round (its arbiter places)",
+            params=(THEMIS_F, THEMIS_RHO_VARIANT),
+            capabilities={
+                "allocates": True,
+                "placed_by": "arbiter",
+                "round_option": ("lease", 600.0),
+            },
+        ),
+    },
+    options_path="scheduler_options",
+    context=("seed",),
+    protocols=(Scheduler, AllocatingScheduler),
+    shape="name, order() and next_change() (fairplace.sim.protocols.Scheduler)",
+    fold_case=True,
+    object_capabilities=("allocates",),
 )
 #: every scheduler name: the one list simulate(), the CLI help and the sweep schema read
-SCHEDULERS = (*QUEUE_SCHEDULERS, *ALLOCATING_SCHEDULERS)
-#: schedulers whose round is an option of their own: name -> (the option, its default in s);
-#: simulate() runs its rounds at that option (THEMIS: a round is the lease, default 600 s)
-ROUND_OPTIONS = MappingProxyType({"themis": ("lease", 600.0)})
-#: who places the jobs under an allocating scheduler (a result's ``placed_by``; else the policy)
-PLACED_BY = MappingProxyType({"themis": "arbiter", "optimus": "optimus"})
-#: scheduler name -> the specs of its options checked by :func:`make_scheduler` (errors name
-#: ``scheduler_options.<option>``; the sweep schema reads the same specs)
-OPTION_SPECS: MappingProxyType[str, tuple[Param, ...]] = MappingProxyType({"themis": (THEMIS_F,)})
-
-
-def scheduler_class(name: str) -> type:
-    """The class behind a scheduler name (:data:`SCHEDULERS`); :class:`UnknownName` otherwise."""
-    key = str(name).lower()
-    if key in QUEUE_SCHEDULERS:
-        return QUEUE_SCHEDULERS[key]
-    if key in ALLOCATING_SCHEDULERS:
-        mod, cls = ALLOCATING_SCHEDULERS[key].split(":")
-        return getattr(importlib.import_module(mod), cls)
-    raise UnknownName("scheduler", f"unknown scheduler {name!r}; known: {', '.join(SCHEDULERS)}")
+SCHEDULERS = SCHEDULER_REGISTRY.names()
+#: schedulers that only order the queue (the placement policy places it): name -> class
+QUEUE_SCHEDULERS = MappingProxyType(
+    {n: e.factory for n, e in SCHEDULER_REGISTRY.items() if not e.capabilities.get("allocates")}
+)
 
 
 def make_scheduler(name: str, *, seed: int = 0, **options):
-    """Scheduler by name (:data:`SCHEDULERS`) with its keyword ``options`` (an unknown one raises
-    :class:`OptionError` naming it); ``seed`` goes to the schedulers that draw."""
-    key = str(name).lower()
-    cls = scheduler_class(key)
-    known = set(inspect.signature(cls).parameters) - {"seed"}
-    unknown = set(options) - known
-    if unknown:
-        raise OptionError(
-            sorted(unknown)[0], f"unknown option of scheduler {key!r}; known: {sorted(known)}"
-        )
-    for spec in OPTION_SPECS.get(key, ()):
-        if spec.name in options:
-            options[spec.name] = spec.check(options[spec.name])
-    if "seed" in inspect.signature(cls).parameters:
-        return cls(seed=seed, **options)
-    return cls(**options)
+    """Scheduler by name (:data:`SCHEDULERS`) with its keyword ``options`` (an unknown one, or a
+    value outside its spec, raises :class:`OptionError` naming ``scheduler_options.<option>``);
+    ``seed`` goes to the schedulers that draw."""
+    return SCHEDULER_REGISTRY.make(name, options, seed=seed)

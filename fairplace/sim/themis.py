@@ -19,7 +19,7 @@ app-level scheduler that splits each app's GPUs among its jobs (successive halvi
 * Apps are described to the ARBITER in agent form (:class:`~fairplace.core.domain.AgentApp`): the running
   jobs of the current phase (serial seconds per iteration = t_iter x N_j), later phases as
   ``successive-halving`` phases (n_jobs, iterations, GPUs per job), T_id under the same variant as
-  the metric (``t_id``, default the headline ``themis``: per-phase work on a 1/N_avg share, N_avg
+  the metric (``rho_variant``, default the headline ``themis``: per-phase work on a 1/N_avg share, N_avg
   measured so far), and ``rho`` as the app's current rho with the GPUs it held just before.
 * PA rounding (``rounding``, default ``lottery``): in the sensitivity experiment (W2, 16 GPUs,
   f = 0.5 so that auctions have several bidders) ``floor`` gave the worst max rho (it drops a whole
@@ -47,9 +47,8 @@ import numpy as np
 
 from fairplace.core.domain import GPU, Cluster
 from fairplace.core.errors import OptionError
-from fairplace.formulations.variants import AGENT_T_ID_VARIANTS
 
-from .schedulers import SchedView
+from .schedulers import THEMIS_RHO_VARIANT, SchedView
 from .themis_apps import Agents, AppScheduler, StepAverage, best_fit, even_split
 
 __all__ = ["PRICING", "Themis", "best_fit", "binned_cluster", "even_split"]
@@ -82,7 +81,7 @@ class Themis:
         leftover: str = "random",
         pricing: str = "locality",
         rounding: str = "lottery",
-        t_id: str = "themis",
+        rho_variant: str = "themis",
         seed: int = 0,
         lease_tick: float | None = None,
     ):
@@ -90,10 +89,9 @@ class Themis:
 
         if pricing not in PRICING:
             raise OptionError("scheduler_options.pricing", f"expected one of {PRICING}")
-        if t_id not in AGENT_T_ID_VARIANTS:
-            raise OptionError("scheduler_options.t_id", f"expected one of {AGENT_T_ID_VARIANTS}")
+        rho_variant = THEMIS_RHO_VARIANT.check(rho_variant)
         self.pricing = pricing
-        self.t_id = t_id
+        self.rho_variant = rho_variant
         self.arbiter = Arbiter(
             f=f, lease=lease, leftover=leftover, rounding=rounding, seed=seed, lease_tick=lease_tick
         )
@@ -102,7 +100,7 @@ class Themis:
         self.expiry: np.ndarray | None = None  # per GPU: lease end (-inf = free)
         self.owner: np.ndarray | None = None  # per GPU: app index holding it (-1 = free)
         self.steps = StepAverage()  # active apps over time, for N_avg
-        self.agents = Agents(t_id, self.steps)
+        self.agents = Agents(rho_variant, self.steps)
         self.splitter: AppScheduler | None = None  # bound to the cluster (``bind``)
         self.auctions: list[tuple[float, int, int]] = []  # (t, bidders, GPUs offered) per auction
         self.k = 0

@@ -101,10 +101,10 @@ class StepAverage:
 
 
 class Agents:
-    """THEMIS' AGENTs: the :class:`AppState` of each bidding app (T_id variant ``t_id``)."""
+    """THEMIS' AGENTs: the :class:`AppState` of each bidding app (T_id variant ``rho_variant``)."""
 
-    def __init__(self, t_id: str, steps: StepAverage):
-        self.t_id = t_id
+    def __init__(self, rho_variant: str, steps: StepAverage):
+        self.rho_variant = rho_variant
         self.steps = steps  # active apps over time, for N_avg
         self._statics: dict = {}  # per app: its agent description's workload-only parts
         self._jobs: dict = {}  # per app: (running jobs, progress), their AgentJobs, its optimiser
@@ -154,7 +154,7 @@ class Agents:
 
     def agent(self, a: int, view: SchedView, w, held: tuple = ()) -> AgentApp:
         """App ``a`` as its AGENT describes it at ``view.t`` (:class:`AgentApp`): the running jobs of
-        its current phase, its successive-halving phases, T_id under ``t_id`` with N_avg so far."""
+        its current phase, its successive-halving phases, T_id under ``rho_variant`` with N_avg so far."""
         st = self._static(a, w)
         mine = st["mine"]
         run = view.active[w.app[view.active] == a]
@@ -188,9 +188,9 @@ class Agents:
             work_total=st["work_total"],
             demand_max=int(self._dmax(w)[a]),
             t_id={
-                "variant": self.t_id,
+                "variant": self.rho_variant,
                 "n_avg": max(1.0, self.steps.mean(t_start, view.t)),
-                "phases": st["per_phase"] if self.t_id == "themis" else (),
+                "phases": st["per_phase"] if self.rho_variant == "themis" else (),
             },
             held=held,
         )

@@ -10,24 +10,44 @@ and is safe on a thread pool.
 
 from __future__ import annotations
 
-import importlib
+import inspect
 
 from fairplace.core.errors import UnknownName
+from fairplace.core.registry import Entry, Lazy, Registry, loaded
 from fairplace.formulations.program import RawResult
 
 from ..options import SolveOptions
 from .base import Backend, Capabilities, CapabilityError, as_milp, is_mip, require
 
-#: built-in back ends: name -> (module, class)
-BUILTIN = {
-    "highs": ("highs", "HighsBackend"),
-    "pyomo": ("pyomo", "PyomoBackend"),
-    "cvxpy": ("cvxpy", "CvxpyBackend"),
-}
-BACKENDS = tuple(BUILTIN)
+#: built-in back ends: name -> entry (the class, imported when made). What a back end can do is its
+#: own :class:`Capabilities` (the ``capabilities`` attribute every back end has, built-in or not). A
+#: user's object satisfying :class:`Backend` takes the same path (``BACKEND_REGISTRY.resolve``);
+#: there is no global registration.
+BACKEND_REGISTRY = Registry(
+    "back end",
+    {
+        "highs": Entry(
+            Lazy(f"{__name__}.highs:HighsBackend"),
+            doc="highspy: HiGHS in process (warm starts; safe on a thread pool)",
+        ),
+        "pyomo": Entry(
+            Lazy(f"{__name__}.pyomo:PyomoBackend"),
+            doc="Pyomo model solved by HiGHS",
+        ),
+        "cvxpy": Entry(
+            Lazy(f"{__name__}.cvxpy:CvxpyBackend"),
+            doc="CVXPY problem solved by HiGHS",
+        ),
+    },
+    where="backend",
+    protocols=(Backend,),
+    shape="name, capabilities (a Capabilities) and solve(problem, opts, start=None)",
+)
+BACKENDS = BACKEND_REGISTRY.names()
 
 __all__ = [
     "BACKENDS",
+    "BACKEND_REGISTRY",
     "Backend",
     "CapabilityError",
     "Capabilities",
@@ -44,27 +64,19 @@ def get_backend(backend: str | Backend) -> Backend:
     """The back end named ``backend`` (``highs``, ``pyomo``, ``cvxpy``), or ``backend`` itself when it
     is an object satisfying :class:`Backend` (``UnknownName`` otherwise). The module of a named
     back end is imported here, its modelling layer (Pyomo, CVXPY) only when it solves."""
-    if isinstance(backend, str):
-        if backend not in BUILTIN:
-            raise UnknownName(
-                "backend", f"unknown back end {backend!r}; expected one of {list(BACKENDS)}"
-            )
-        module, cls = BUILTIN[backend]
-        return getattr(importlib.import_module(f"{__name__}.{module}"), cls)()
     if isinstance(backend, type):
         raise UnknownName(
             "backend",
             f"expected a back-end object, got the class {backend.__name__}: pass {backend.__name__}()",
         )
-    if not isinstance(backend, Backend) or not isinstance(
-        getattr(backend, "capabilities", None), Capabilities
-    ):
+    be = BACKEND_REGISTRY.resolve(backend)
+    if not isinstance(getattr(be, "capabilities", None), Capabilities):
         raise UnknownName(
-            "backend",
-            f"expected a back-end name {list(BACKENDS)} or an object with name, capabilities "
-            f"(a Capabilities) and solve(problem, opts, start=None); got {type(backend).__name__}",
+            BACKEND_REGISTRY.where,
+            f"expected a back-end name or an object with {BACKEND_REGISTRY.shape}; the "
+            f"capabilities of {type(be).__name__} are not a Capabilities",
         )
-    return backend
+    return be
 
 
 def preload(backend: str | Backend) -> None:
@@ -72,7 +84,8 @@ def preload(backend: str | Backend) -> None:
     are not counted in a solve's ``seconds`` (a back end object may offer ``preload()``)."""
     be = get_backend(backend)
     if isinstance(backend, str):
-        module = importlib.import_module(f"{__name__}.{BUILTIN[backend][0]}")
+        factory = BACKEND_REGISTRY.get(backend).factory
+        module = inspect.getmodule(loaded(factory))
         getattr(module, "preload", lambda: None)()
     elif callable(hook := getattr(be, "preload", None)):
         hook()
