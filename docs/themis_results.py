@@ -1,12 +1,14 @@
 """The tables of docs/themis-results.md from a paper-scale THEMIS reproduction's journals.
 
     fairplace reproduce themis --workers 2 --out OUT        # hours on 2 cores; --resume after a stop
-    python docs/themis_results.py OUT                       # Markdown on stdout
+    python docs/themis_results.py OUT [FIGDIR]              # Markdown on stdout (+ PNGs)
 
 Reads ``OUT/data/themis-<experiment>.jsonl`` (the sweeps' journals: every finished cell, also of a
 run still going) and prints, per workload and contention level, max rho mean ± sd over seeds per
 scheduler, the best paper baseline / THEMIS ratio per seed (mean, min..max), THEMIS' auction
-statistics, idle GPU-hours while jobs wait per scheduler, and the network / sensitivity tables.
+statistics, idle GPU-hours while jobs wait per scheduler, who sets max rho, the mechanism check
+(``themis-norestart``: allocation changes free) and the network / sensitivity tables. With FIGDIR it
+also draws the report's THEMIS figures there (max rho vs contention, bidders per round, rho CDF).
 """
 
 from __future__ import annotations
@@ -89,7 +91,32 @@ def grid(df: pd.DataFrame, param: str) -> str:
     return m.round(3).reset_index().to_markdown(index=False)
 
 
-def main(out: str) -> None:
+def figures(c: pd.DataFrame, apps: pd.DataFrame, figdir: Path) -> None:
+    """The report's THEMIS figures from the journals, as PNGs in ``figdir``."""
+    import matplotlib.pyplot as plt  # heavy: imported on use
+
+    from fairplace.analysis import plots
+
+    figdir.mkdir(parents=True, exist_ok=True)
+    draw = {
+        "themis-max-rho-vs-contention": lambda ax: plots.max_rho_vs_contention(
+            c[c["trace"] == "themis-2"], ax=ax
+        ),
+        "themis-bidders-per-round": lambda ax: plots.bidders_per_round(c, ax=ax),
+        "themis-rho-cdf-w2-x1": lambda ax: plots.rho_cdf(
+            apps[(apps["trace"] == "themis-2") & (apps["contention"] == 1)], rho="rho_themis", ax=ax
+        ),
+    }
+    for name, fn in draw.items():
+        fig, ax = plt.subplots(figsize=(7, 4))
+        fn(ax)
+        if name.endswith("contention") or name.endswith("cdf-w2-x1"):
+            ax.set_xscale("log") if name.endswith("cdf-w2-x1") else ax.set_yscale("log")
+        fig.savefig(figdir / f"{name}.png", dpi=110, bbox_inches="tight")
+        plt.close(fig)
+
+
+def main(out: str, figdir: str | None = None) -> None:
     out = Path(out)
     c = journal(out, "contention")
     print(f"## Contention ({len(c)} runs)\n")
@@ -99,6 +126,12 @@ def main(out: str) -> None:
         apps = app_rows(out, "contention")
         if len(apps):
             print("\n### Who sets max rho (THEMIS and SRTF)\n\n" + worst_apps(apps))
+        if figdir:
+            figures(c, apps, Path(figdir))
+    m = journal(out, "norestart")
+    if len(m):
+        print(f"\n## Mechanism check: allocation changes free ({len(m)} runs)\n")
+        print(per_seed_ratio(m) + "\n\n" + grid(m, "contention"))
     n = journal(out, "network")
     if len(n):
         print(f"\n## Network-intensive fraction ({len(n)} runs)\n\n" + grid(n, "network_fraction"))
@@ -110,4 +143,4 @@ def main(out: str) -> None:
 
 
 if __name__ == "__main__":
-    main(sys.argv[1] if len(sys.argv) > 1 else "results/themis-full")
+    main(*(sys.argv[1:3] if len(sys.argv) > 1 else ["results/themis-full"]))
