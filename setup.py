@@ -1,7 +1,7 @@
 """Build the optional compiled round kernel (everything else is in pyproject.toml).
 
 ``optional=True``: without a C compiler the install still succeeds and placement rounds run on
-the Python path (``fairplace.solvers.round_kernel.available()`` is then False).
+the Python path (``fairplace.solvers.placement.round_kernel.available()`` is then False).
 """
 
 from setuptools import Extension, setup
@@ -9,8 +9,8 @@ from setuptools import Extension, setup
 setup(
     ext_modules=[
         Extension(
-            "fairplace.solvers._round_kernel",
-            sources=["solvers/_round_kernel.c"],
+            "fairplace.solvers.placement._round_kernel",
+            sources=["solvers/placement/_round_kernel.c"],
             extra_compile_args=["-O2"],
             optional=True,
         )

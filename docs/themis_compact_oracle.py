@@ -279,7 +279,7 @@ def compare(
     """One round: the compact auction against the full MILP (module docstring). A row with
     ``problems`` (empty when they agree), the seconds of both and the compact routes; ``audit``:
     also ``lps``, the :func:`lp_audit` counts of the compact auction; ``enum_limit`` 0: the LP /
-    MILP route even where the enumeration (``solvers/compact_enum.py``) would settle the round."""
+    MILP route even where the enumeration (``solvers/compact/enumeration.py``) would settle the round."""
     from fairplace.core.domain import AuctionInstance
     from fairplace.formulations import pa
     from fairplace.formulations.compact import CompactProgram

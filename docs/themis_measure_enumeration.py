@@ -1,4 +1,4 @@
-"""The compact arbiter's enumeration route (``solvers/compact_enum.py``) on auctions captured from
+"""The compact arbiter's enumeration route (``solvers/compact/enumeration.py``) on auctions captured from
 THEMIS simulations: how many it takes, how many it leaves to the LP / MILP route, disagreements
 (must be 0) and time per auction of both routes.
 
@@ -25,7 +25,7 @@ import fairplace.solvers.compact as compact
 from fairplace.formulations import pa
 from fairplace.formulations.compact import CompactProgram
 from fairplace.instances.workloads import themis_workload
-from fairplace.solvers.compact_enum import enumerate_auction
+from fairplace.solvers.compact.enumeration import enumerate_auction
 
 REL = 1e-9
 

@@ -16,24 +16,18 @@ from types import MappingProxyType
 from fairplace.core.errors import UnknownName
 from fairplace.core.registry import Entry, Registry
 
-from . import (  # by module: replaceable
-    auction,
-    backends,
-    heuristics,
-    placement,
-    policies,
-    relaxation,
-)
+from . import auction, backends, heuristics, placement, relaxation  # by module: replaceable
 from .options import SolveOptions, SolverEntry
+from .placement import policies  # by module: replaceable
 
 #: options of the exact PF + PA auction (``solvers/auction.py``)
 AUCTION_OPTIONS = ("rounding", "seed", "payments", "tie_break", "budget")
-#: options of the exact joint placement (``solvers/placement.py``); ``seed`` only with ``bin``,
+#: options of the exact joint placement (``solvers/placement/__init__.py``); ``seed`` only with ``bin``,
 #: ``backfill`` is accepted for symmetry with the policies (the program places as many jobs as it can)
 PLACEMENT_OPTIONS = ("seed", "bin", "backfill", "scores", "budget", "warm_start")
-#: options of the compact THEMIS arbiter (``solvers/compact.py``)
+#: options of the compact THEMIS arbiter (``solvers/compact/__init__.py``)
 COMPACT_OPTIONS = ("rounding", "seed", "payments", "budget")
-#: options of the PAL placement policies (``solvers/policies.py``)
+#: options of the PAL placement policies (``solvers/placement/policies.py``)
 POLICY_OPTIONS = ("seed", "bin", "backfill")
 #: solver names bound to one back end; ``exact`` takes ``backend=`` (a name or a Backend object)
 EXACT_SOLVERS = {"exact": None, "highs": "highs", "pyomo": "pyomo", "cvxpy": "cvxpy"}

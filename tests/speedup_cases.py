@@ -99,7 +99,7 @@ def assert_matches(got, want, where: str) -> None:
 def _running(state, queue, seed):
     """A seeded prior allocation: the first half of the queue placed by packed-sticky, then a random
     third of it finished (so running jobs sit on a fragmented cluster)."""
-    from fairplace.solvers.policies import ClusterState, make_policy
+    from fairplace.solvers.placement.policies import ClusterState, make_policy
 
     half = queue[: len(queue) // 2]
     d = make_policy("packed-sticky", backfill=True).place(state, half)
@@ -117,7 +117,7 @@ def _instance(machines, profile, load):
 
 
 def placement_case(machines, profile, load, policy, options, with_running):
-    from fairplace.solvers.policies import make_policy
+    from fairplace.solvers.placement.policies import make_policy
 
     state, queue = _instance(machines, profile, load)
     if with_running:

@@ -21,7 +21,7 @@ def test_one_blas_thread_limits_and_restores():
 def test_compact_payments_run_on_one_blas_thread(monkeypatch):
     """The leave-one-out solves (2 threads) see one BLAS thread, whatever the process had."""
     from fairplace.instances.generators import random_agent_auction
-    from fairplace.solvers import compact_pa
+    from fairplace.solvers.compact import pa_payments as compact_pa
     from fairplace.solvers.compact import solve_compact_auction
 
     seen = []

@@ -12,7 +12,7 @@ import pytest
 import fairplace
 from fairplace.cli import build_parser, main
 from fairplace.sim import SCHEDULERS
-from fairplace.solvers.policies import POLICY_NAMES
+from fairplace.solvers.placement.policies import POLICY_NAMES
 from fairplace.solvers.registry import solver_table
 
 EXAMPLE = Path(__file__).resolve().parents[1] / "examples" / "sweep-pal-vs-load.toml"

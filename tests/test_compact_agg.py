@@ -83,12 +83,12 @@ def test_aggregated_auction_equals_per_machine_auction(seed):
 
 
 def test_branch_and_bound_equals_the_full_milp():
-    """The LP branch and bound (``solvers/compact_bb.py``) reaches the full MILP's optimum on PF
+    """The LP branch and bound (``solvers/compact/bb.py``) reaches the full MILP's optimum on PF
     and every PF_{-i} whose LP splits apps (16 apps on 64 GPUs), from a fresh LP and from the
     leave-one-out form (the PF model with i's gains set to 0)."""
     from fairplace.solvers.budget import Budget
-    from fairplace.solvers.compact_bb import branch_and_bound
-    from fairplace.solvers.compact_lp import lp_cells
+    from fairplace.solvers.compact.bb import branch_and_bound
+    from fairplace.solvers.compact.lp import lp_cells
 
     inst = random_agent_auction(apps=16, machines=16, machines_per_rack=4, seed=1)
     apps, offer = compact_apps(inst), tuple(int(g) for g in free_gpus(inst))

@@ -1,4 +1,4 @@
-"""The enumeration route of the compact arbiter (``solvers/compact_enum.py``) = the LP / MILP route
+"""The enumeration route of the compact arbiter (``solvers/compact/enumeration.py``) = the LP / MILP route
 (PF, every PF_{-i}, payments) and the brute-force oracle, on random small auctions."""
 
 import math
@@ -14,10 +14,10 @@ from fairplace.formulations import pa
 from fairplace.formulations.agents import RhoTable, levels_of, to_explicit
 from fairplace.formulations.compact import CompactApp, CompactProgram, compact_apps
 from fairplace.instances.generators import grid_cluster
-from fairplace.solvers import compact_enum
 from fairplace.solvers.brute_force import brute_force_payments, brute_force_pf
 from fairplace.solvers.compact import _others, solve_compact_auction, solve_compact_pf
-from fairplace.solvers.compact_enum import enumerate_auction
+from fairplace.solvers.compact import enumeration as compact_enum
+from fairplace.solvers.compact.enumeration import enumerate_auction
 
 REL = 1e-9
 

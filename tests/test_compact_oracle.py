@@ -13,9 +13,11 @@ import pytest
 from scipy.sparse import csr_matrix
 
 from fairplace.formulations.program import MILP, RawResult
-from fairplace.solvers import compact_bb, compact_pa, compact_rc
 from fairplace.solvers.backends import highs as highs_backend
 from fairplace.solvers.budget import Budget
+from fairplace.solvers.compact import bb as compact_bb
+from fairplace.solvers.compact import pa_payments as compact_pa
+from fairplace.solvers.compact import rc as compact_rc
 from fairplace.solvers.options import SolveOptions
 
 DATA = Path(__file__).parent / "data"
@@ -125,7 +127,7 @@ def test_a_dive_without_an_optimum_gives_no_incumbent(monkeypatch):
     bounds are restored."""
     from test_compact_rc import _loo_lp, _pf
 
-    from fairplace.solvers.compact_lp import lp_cells
+    from fairplace.solvers.compact.lp import lp_cells
 
     calls: list[str] = []
     monkeypatch.setattr(compact_rc, "TARGET_GAP", -1.0)  # target above the bound: dive

@@ -1,4 +1,4 @@
-"""Leave-one-out PF_{-i} by reduced-cost fixing (``solvers/compact_rc.py``): the bound
+"""Leave-one-out PF_{-i} by reduced-cost fixing (``solvers/compact/rc.py``): the bound
 is valid for any prices, fixing keeps every better point, and PF_{-i} and the payments equal those
 of full MILPs."""
 
@@ -13,9 +13,10 @@ from test_compact_shortcuts import _full_path_payments
 from fairplace.formulations.agents import free_gpus
 from fairplace.formulations.compact import CompactProgram, compact_apps
 from fairplace.instances.generators import random_agent_auction
-from fairplace.solvers import compact_rc, highs
+from fairplace.solvers import highs
 from fairplace.solvers.budget import Budget
-from fairplace.solvers.compact_lp import lp_cells
+from fairplace.solvers.compact import rc as compact_rc
+from fairplace.solvers.compact.lp import lp_cells
 from fairplace.solvers.options import SolveOptions
 
 EXACT = SolveOptions(presolve=False)  # HiGHS 1.16 presolve can stop short on these programs
@@ -144,7 +145,7 @@ def test_leave_one_out_equals_the_full_milp(target_gap, monkeypatch):
 def test_payments_equal_full_milps_when_leave_one_out_lps_split():
     """The whole auction: every c_i equals c_i of PF_{-i} solved as its own full MILP, and the
     dive / fixing path did run."""
-    from fairplace.solvers import compact_pa
+    from fairplace.solvers.compact import pa_payments as compact_pa
     from fairplace.solvers.compact import solve_compact_auction
 
     inst = random_agent_auction(apps=20, machines=12, machines_per_rack=4, seed=1)

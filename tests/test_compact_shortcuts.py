@@ -11,7 +11,7 @@ from test_themis_compact import cell_filter_instance
 from fairplace.formulations.compact import CompactProgram, compact_apps
 from fairplace.instances.generators import random_agent_auction
 from fairplace.solvers import highs
-from fairplace.solvers.compact_pack import pack
+from fairplace.solvers.compact.packing import pack
 
 
 def _whole_machine_cells(seed: int):
@@ -101,7 +101,7 @@ def _full_path_payments(inst, sol):
 def test_payment_shortcuts_give_the_full_path_payments(seed):
     """Every shortcut of the payments (c_i = 1 from best values or from the leave-one-out LP,
     LP cells placed greedily / by matching) gives c_i of PF_{-i} solved as a full MILP."""
-    from fairplace.solvers import compact_pa
+    from fairplace.solvers.compact import pa_payments as compact_pa
     from fairplace.solvers.compact import solve_compact_auction
 
     rng = np.random.default_rng(seed)

@@ -76,7 +76,7 @@ def test_a_scheduler_object_matches_the_named_scheduler():
 
 
 def test_a_policy_object_matches_the_named_policy():
-    from fairplace.solvers.policies import make_policy
+    from fairplace.solvers.placement.policies import make_policy
 
     by_name = fairplace.simulate("themis-1", "fifo", "pm-first", seed=2, **SMALL)
     obj = make_policy("pm-first", seed=2, locality_penalty=1.7)

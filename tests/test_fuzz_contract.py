@@ -385,7 +385,7 @@ class _Policy:
         self.name, self.mutate, self.at, self.calls = "fuzzed-policy", mutate, at, 0
 
     def place(self, state, queue):
-        from fairplace.solvers.policies import Decision
+        from fairplace.solvers.placement.policies import Decision
 
         free, alloc = list(range(len(state.cluster))), {}
         for job in queue:
@@ -412,7 +412,7 @@ class _Scheduler:
 
 def _edit_gpus(how: str, hostile):
     def mutate(dec, state):
-        from fairplace.solvers.policies import Decision
+        from fairplace.solvers.placement.policies import Decision
 
         a = dict(dec.allocation)
         if not a:
@@ -441,7 +441,7 @@ def _edit_gpus(how: str, hostile):
 
 def _edit_decision(how: str, hostile):
     def mutate(dec, state):
-        from fairplace.solvers.policies import Decision
+        from fairplace.solvers.placement.policies import Decision
 
         if how == "hostile":
             return hostile
@@ -508,7 +508,7 @@ def test_broken_extensions_exit_2_naming_the_object(tmp_path, ext):
     f = tmp_path / "t.csv"
     EXT_TRACE.to_csv(f, index=False)
     target = (
-        "fairplace.solvers.policies.make_policy"
+        "fairplace.solvers.placement.policies.make_policy"
         if flag == "--placement"
         else "fairplace.sim.api.make_scheduler"
     )
@@ -548,7 +548,7 @@ def test_issue_reproducers_exit_2_with_one_line(tmp_path):
     EXT_TRACE.to_csv(f, index=False)
     for case, (flag, obj, words) in REPRODUCERS.items():
         target = (
-            "fairplace.solvers.policies.make_policy"
+            "fairplace.solvers.placement.policies.make_policy"
             if flag == "--placement"
             else "fairplace.sim.api.make_scheduler"
         )

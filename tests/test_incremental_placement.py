@@ -12,8 +12,8 @@ from test_pal_engine import pools
 from fairplace.benchmarks.scaling import exponent
 from fairplace.core.domain import Job
 from fairplace.instances.generators import grid_cluster
-from fairplace.solvers.placement_engine import FreePool
-from fairplace.solvers.policies import ClusterState, make_policy
+from fairplace.solvers.placement.free_pool import FreePool
+from fairplace.solvers.placement.policies import ClusterState, make_policy
 
 
 @settings(max_examples=150, deadline=None)

@@ -19,7 +19,7 @@ from fairplace.instances.generators import grid_cluster
 from fairplace.instances.variability import data_file, make_cluster
 from fairplace.sim import Driver, DriverConfig, workload_from_trace
 from fairplace.sim.schedulers import make_scheduler
-from fairplace.solvers.policies import ClusterState, make_policy
+from fairplace.solvers.placement.policies import ClusterState, make_policy
 
 FIXTURE = Path(__file__).parent / "data" / "longhorn-artifact-64gpu.csv"
 COLS = {c: f"PerfVar_class{c}" for c in "ABCD"}

@@ -11,8 +11,8 @@ from hypothesis import strategies as st
 
 from fairplace.core.domain import Job
 from fairplace.instances.generators import grid_cluster
-from fairplace.solvers.placement_engine import FreePool
-from fairplace.solvers.policies import ClusterState, make_policy
+from fairplace.solvers.placement.free_pool import FreePool
+from fairplace.solvers.placement.policies import ClusterState, make_policy
 
 
 @st.composite

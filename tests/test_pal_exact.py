@@ -16,7 +16,7 @@ from fairplace.analysis.placement_gap import placement_gap, summarize_gap
 from fairplace.core.domain import Job, PlacementInstance
 from fairplace.instances import io
 from fairplace.instances.generators import grid_cluster, random_placement
-from fairplace.solvers.policies import POLICY_NAMES
+from fairplace.solvers.placement.policies import POLICY_NAMES
 
 
 @st.composite
@@ -102,7 +102,7 @@ def test_binned_solve_reports_raw_objective_too():
 
 def test_binning_is_timed_apart_from_the_round(monkeypatch):
     # a fake clock: binning "takes" 5 s, everything else 0 s; ``seconds`` is the round alone
-    from fairplace.solvers import policies
+    from fairplace.solvers.placement import policies
 
     clock = [0.0]
     real = policies.instance_scores

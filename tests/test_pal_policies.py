@@ -12,8 +12,8 @@ from fairplace.core.errors import DataError, OptionError, UnknownSolver
 from fairplace.formulations.pm_score import bin_scores
 from fairplace.instances.generators import grid_cluster
 from fairplace.instances.variability import frontera_cluster
-from fairplace.solvers.placement_engine import FreePool
-from fairplace.solvers.policies import (
+from fairplace.solvers.placement.free_pool import FreePool
+from fairplace.solvers.placement.policies import (
     POLICY_NAMES,
     ClusterState,
     Decision,

@@ -89,7 +89,7 @@ def test_the_recycled_stream_is_cut_exactly():
     from fairplace.sim import Driver, DriverConfig, workload_from_trace
     from fairplace.sim.api import binned_scores, models_table
     from fairplace.sim.schedulers import make_scheduler
-    from fairplace.solvers.policies import ClusterState, make_policy
+    from fairplace.solvers.placement.policies import ClusterState, make_policy
 
     f = load_trace("workload-1").iloc[:12].reset_index(drop=True)
     f.loc[11, "duration"] = 120_000  # vgg19: a 10-hour tail

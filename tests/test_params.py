@@ -18,7 +18,7 @@ from fairplace.core.params import LOCALITY_PENALTY, THEMIS_F, Interval, Options,
 from fairplace.instances.io import from_dict
 from fairplace.sim import SimulationConfig
 from fairplace.sim.schedulers import make_scheduler
-from fairplace.solvers.policies import make_policy
+from fairplace.solvers.placement.policies import make_policy
 
 SPECS = (LOCALITY_PENALTY, THEMIS_F)
 SETTINGS = settings(max_examples=150, derandomize=True, deadline=None)

@@ -1,4 +1,4 @@
-"""The incremental pool index (solvers/pool_index.py) against naive picks written from the definitions:
+"""The incremental pool index (solvers/placement/pool_index.py) against naive picks written from the definitions:
 random small pools with many tied scores, machines of unequal size, GPUs grouped by machine (the
 indexed path) or interleaved (the scan path), and a random sequence of picks, takes and releases on
 one pool, so that every pick after the first runs on an index updated incrementally."""
@@ -10,7 +10,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from fairplace.core.domain import GPU, Cluster
-from fairplace.solvers.placement_engine import FreePool
+from fairplace.solvers.placement.free_pool import FreePool
 
 
 @st.composite
@@ -142,7 +142,7 @@ class _Indexed(FreePool):
 def test_reference_picks_and_simulations_through_the_index(monkeypatch):
     import speedup_cases as sc
 
-    from fairplace.solvers import policy_round
+    from fairplace.solvers.placement import policy_round
 
     monkeypatch.setattr(policy_round, "FreePool", _Indexed)
     monkeypatch.setenv("FAIRPLACE_KERNEL", "python")  # the index, not the compiled kernel

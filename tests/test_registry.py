@@ -13,7 +13,7 @@ from fairplace.core.errors import OptionError, UnknownName
 from fairplace.core.params import THEMIS_F
 from fairplace.core.registry import Entry, Lazy, Registry
 from fairplace.sim.schedulers import FIFO, LAS, SCHEDULER_REGISTRY, SCHEDULERS
-from fairplace.solvers.policies import POLICY_REGISTRY, make_policy
+from fairplace.solvers.placement.policies import POLICY_REGISTRY, make_policy
 
 SMALL = {"gpus": 32, "trace_options": {"n_apps": 4}, "progress": False}
 

@@ -1,4 +1,4 @@
-"""The compiled round kernel (solvers/_round_kernel.c) against the Python path, the reference: the same
+"""The compiled round kernel (solvers/placement/_round_kernel.c) against the Python path, the reference: the same
 Decision (picks, preemptions, trail) on random clusters grouped by machine (machines of unequal size,
 P up to 8, several classes with few score levels so ties are common, queues of single, <= P and > P
 GPU jobs, misfits, backfill on and off, every PM-First / PAL tie rule, resumed rounds), the stored
@@ -18,8 +18,8 @@ from hypothesis import strategies as st
 
 from fairplace.core.domain import GPU, Cluster, Job
 from fairplace.core.errors import OptionError
-from fairplace.solvers import round_kernel
-from fairplace.solvers.policies import ClusterState, make_policy
+from fairplace.solvers.placement import round_kernel
+from fairplace.solvers.placement.policies import ClusterState, make_policy
 
 RULES = [
     ("pal", "fewest-machines"),
@@ -169,7 +169,7 @@ def test_uncovered_rounds_run_in_python(monkeypatch):
 
 
 def test_subclass_overriding_a_pick_runs_in_python(monkeypatch):
-    from fairplace.solvers.policies import PALPolicy
+    from fairplace.solvers.placement.policies import PALPolicy
 
     class Mine(PALPolicy):
         def _pick(self, pool, job):
@@ -196,7 +196,7 @@ def test_kernel_choice_is_checked(monkeypatch):
 def _one_pick_per_job(policy, state, queue):
     """The definition of a non-sticky round: each job in processing order gets ``policy._pick``
     (no batched runs of single-GPU jobs, no kernel)."""
-    from fairplace.solvers.placement_engine import FreePool
+    from fairplace.solvers.placement.free_pool import FreePool
 
     pool = FreePool(state.cluster, state.scores, np.ones(len(state.cluster), dtype=bool))
     alloc = {}

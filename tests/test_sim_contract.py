@@ -17,7 +17,7 @@ import fairplace
 from fairplace.core.errors import ExtensionError, OptionError, SimulationStalled
 from fairplace.sim import DriverConfig
 from fairplace.sim.contract import Contract
-from fairplace.solvers.policies import Decision
+from fairplace.solvers.placement.policies import Decision
 
 #: 6 jobs of 1-4 GPUs on 8 GPUs (2 machines x 4): a simulation takes milliseconds
 TRACE = pd.DataFrame(

@@ -15,7 +15,7 @@ from fairplace.instances.generators import grid_cluster
 from fairplace.sim import Driver, DriverConfig, simulate, workload_from_trace
 from fairplace.sim import metrics as M
 from fairplace.sim.schedulers import make_scheduler
-from fairplace.solvers.policies import ClusterState, make_policy
+from fairplace.solvers.placement.policies import ClusterState, make_policy
 
 
 @dataclass(frozen=True)

@@ -22,7 +22,7 @@ from fairplace.sim.config import BINNINGS, CLASS_MAPS, RHO_VARIANT_NAMES
 from fairplace.sim.engine import GRID_ORIGINS, STAMPINGS
 from fairplace.sim.schedulers import make_scheduler
 from fairplace.sim.setups import SETUPS
-from fairplace.solvers.policies import POLICY_NAMES, make_policy
+from fairplace.solvers.placement.policies import POLICY_NAMES, make_policy
 
 
 def test_every_listed_name_is_made_and_an_unknown_one_is_unknown_name():

@@ -70,7 +70,7 @@ def test_one_locality_lookup_for_instances_policies_and_the_simulator(table, def
 
     from fairplace.core.domain import GPU, Cluster, Job, PlacementInstance, locality
     from fairplace.sim.workload import workload_from_trace
-    from fairplace.solvers.policies import make_policy
+    from fairplace.solvers.placement.policies import make_policy
 
     L = locality(model, table, default)
     want = table.get(model, table.get((model or "").lower(), default)) if model else default

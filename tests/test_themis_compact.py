@@ -13,7 +13,7 @@ from fairplace.formulations.compact import CompactProgram, compact_apps
 from fairplace.instances.generators import grid_cluster
 from fairplace.solvers.auction import solve_auction
 from fairplace.solvers.compact import solve_compact_auction, solve_compact_pf
-from fairplace.solvers.compact_pack import PACK_RULES, pack
+from fairplace.solvers.compact.packing import PACK_RULES, pack
 
 
 def _instance(seed: int, n_apps: int = 3, held: bool = True) -> AuctionInstance:
@@ -111,7 +111,7 @@ def test_greedy_pack_is_a_valid_placement(seed, rule):
 
 
 def test_placement_milp_fallback_when_greedy_fails(monkeypatch):
-    import fairplace.solvers.compact_lp as solver
+    import fairplace.solvers.compact.lp as solver
 
     inst = _instance(3, n_apps=4, held=False)
     apps = compact_apps(inst)

@@ -9,7 +9,7 @@
   placed (106 apps need a whole machine of good GPUs, 98 exist); the machine-aggregated LP
   (~29k columns) takes ~1 s and the PF closes in ~11 branch-and-bound LPs; ~3/4 of the
   leave-one-out LPs split a few apps (a knapsack over GPU counts): each such PF_{-i} is closed by
-  reduced-cost fixing and a MILP of ~1,000 columns (``solvers/compact_rc.py``), not a ~30 s full MILP;
+  reduced-cost fixing and a MILP of ~1,000 columns (``solvers/compact/rc.py``), not a ~30 s full MILP;
 * ``auction_pa_compact_4096x64``: full PA, 4,096 GPUs (1,024 machines x 4) x 64 apps, target 60 s;
 * ``auction_pa_compact_contended_32``: full PA, 12 apps on 32 GPUs (8 machines x 4, racks of 4): the
   LP shortcut fails and PF and every PF_{-i} are MILPs (``formulations/compact_sym.py``), target 30 s;

@@ -20,7 +20,7 @@ from fairplace.formulations.pm_score import bin_scores
 from fairplace.instances.generators import grid_cluster
 from fairplace.instances.models import MODELS
 from fairplace.instances.variability import data_file, make_cluster, synthetic_pm_scores
-from fairplace.solvers.policies import ClusterState, make_policy
+from fairplace.solvers.placement.policies import ClusterState, make_policy
 
 from . import Case
 

@@ -43,7 +43,7 @@ def add_arguments(p) -> None:
     from fairplace.sim.engine import GRID_ORIGINS, STAMPINGS
     from fairplace.sim.schedulers import SCHEDULER_REGISTRY
     from fairplace.sim.setups import SETUPS
-    from fairplace.solvers.policies import POLICY_NAMES, POLICY_REGISTRY
+    from fairplace.solvers.placement.policies import POLICY_NAMES, POLICY_REGISTRY
 
     p.add_argument(
         "--trace",

@@ -50,8 +50,8 @@ def warm(solvers: Sequence[str] = ("exact",)) -> None:
         compact,
         heuristics,
         placement,
-        policies,
     )
+    from fairplace.solvers.placement import policies  # heavy: imported on use (warms the process)  # noqa: F401
 
     table = solver_table()  # imports the relaxation module too
     for s in dict.fromkeys(solvers):

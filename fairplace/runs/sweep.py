@@ -57,7 +57,7 @@ from fairplace.runs.sweep_dask import run_on_dask
 from fairplace.runs.sweep_inputs import SWEEP_OPTIONS, per_run_cluster
 from fairplace.runs.sweep_schema import FRAMES, SPEC_KEYS
 from fairplace.sim.config import field_names
-from fairplace.solvers.policies import POLICY_NAMES
+from fairplace.solvers.placement.policies import POLICY_NAMES
 
 #: the field every line of a sweep journal (results and frames) has
 SWEEP_KEYS = ("cell_id",)

@@ -25,7 +25,7 @@ from fairplace.instances.trace_generators import ARG_SCHEMAS
 from fairplace.sim.config import field_schemas
 from fairplace.sim.schedulers import SCHEDULER_REGISTRY
 from fairplace.sim.setups import SETUPS
-from fairplace.solvers.policies import POLICY_NAMES
+from fairplace.solvers.placement.policies import POLICY_NAMES
 
 #: the keys of a sweep spec
 SPEC_KEYS = (

@@ -20,8 +20,8 @@ from fairplace.core.errors import OptionError
 from fairplace.core.progress import progress_bar
 from fairplace.core.registry import Entry
 from fairplace.instances.models import measured_locality
-from fairplace.solvers import policies
-from fairplace.solvers.policies import ClusterState
+from fairplace.solvers.placement import policies
+from fairplace.solvers.placement.policies import ClusterState
 
 from . import metrics
 from .config import SimulationConfig
@@ -77,7 +77,7 @@ def simulate(
     """Simulate ``trace`` (a bundled name ``workload-1..4``, a generated name ``themis-1``,
     ``themis-2``, ``synergy``, a CSV path, a frame or a :class:`Workload`) with a job-ordering
     ``scheduler`` composed with a ``placement`` policy, each a name (:data:`SCHEDULERS`,
-    ``fairplace.solvers.policies.POLICY_NAMES``) or an object satisfying
+    ``fairplace.solvers.placement.policies.POLICY_NAMES``) or an object satisfying
     :mod:`fairplace.sim.protocols`. Every other option comes from ``config``
     (:class:`SimulationConfig`, defaults if None) updated with keyword ``overrides`` of the same
     names: ``simulate("workload-1", "fifo", "pal", gpus=64, seed=1)``.

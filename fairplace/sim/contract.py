@@ -7,7 +7,7 @@ The rules (the same for built-in and user objects, :mod:`fairplace.sim.protocols
   (``view.active``), none twice;
 * ``place(state, queue)``: an object whose ``allocation`` maps ids of jobs in ``queue`` to sorted
   tuples of distinct GPU indices (ints in 0..G-1), as many as the job's demand, no GPU given to two
-  jobs (a :class:`~fairplace.solvers.policies.Decision`);
+  jobs (a :class:`~fairplace.solvers.placement.policies.Decision`);
 * ``allocate(...)`` (a scheduler that ``allocates``): a mapping from indices of active jobs to GPU
   indices (ints in 0..G-1), between 1 and the job's demand, no GPU given twice;
 * ``next_change(view)``: a number; ``next_event(t)``: a number > t.
@@ -195,7 +195,7 @@ class Contract:
         a = getattr(dec, "allocation", None)
         if not isinstance(a, Mapping):
             raise self._policy_error(
-                f"returned {_what(dec)}: expected a Decision (fairplace.solvers.policies.Decision) "
+                f"returned {_what(dec)}: expected a Decision (fairplace.solvers.placement.policies.Decision) "
                 "whose allocation maps job ids to GPU indices"
             )
         pos = self.pos

@@ -22,7 +22,7 @@ Optional (:class:`IncrementalPolicy`, what the driver reads to skip or shorten d
 previous=Decision)`` continues from the previous decision) and ``repeatable`` (True: the same queue
 and holdings give the same decision; a policy that draws per round is not). A policy without them
 is asked afresh at every decision. ``SchedView`` is in :mod:`fairplace.sim.schedulers`; ``ClusterState``,
-``Decision`` and the built-in policies are in :mod:`fairplace.solvers.policies`, where the two
+``Decision`` and the built-in policies are in :mod:`fairplace.solvers.placement.policies`, where the two
 policy Protocols are defined (re-exported here).
 
 A **T_id model** gives the ideal time of finish-time fairness rho = T_sh / T_id (THEMIS Eq. 1) of
@@ -54,7 +54,7 @@ from typing import Any, Protocol, runtime_checkable
 import numpy as np
 
 # the placement policy's Protocols live with the policies (their registry checks objects by them)
-from fairplace.solvers.policy_round import IncrementalPolicy, PlacementPolicy
+from fairplace.solvers.placement.policy_round import IncrementalPolicy, PlacementPolicy
 
 __all__ = [
     "AllocatingScheduler",

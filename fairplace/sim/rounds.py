@@ -217,7 +217,7 @@ class Arbiter:
         """Step 3: the PA auction of ``part`` on ``offer``; (allocation, PF allocation, payments,
         rho tables, status) by app id (one bidder: its best bundle at c = 1, no MILP)."""
         from fairplace.solvers.compact import solve_compact_auction
-        from fairplace.solvers.compact_pack import best_subbundle
+        from fairplace.solvers.compact.packing import best_subbundle
 
         if not part or not offer.size:
             return {}, {}, {}, {}, "optimal"

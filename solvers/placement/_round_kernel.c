@@ -1,7 +1,7 @@
 /* The pick loop of a non-sticky, migrate="always" PM-First / PAL round, compiled.
  *
- * The definition is the Python path (solvers/policy_round.py PlacementPolicy.place,
- * solvers/placement_engine.py FreePool, solvers/policies.py _pick); this kernel returns the same
+ * The definition is the Python path (solvers/placement/policy_round.py PlacementPolicy.place,
+ * solvers/placement/free_pool.py FreePool, solvers/placement/policies.py _pick); this kernel returns the same
  * picks, in the same order of decisions. GPU indices must be grouped by machine, machines
  * ascending (pool_index.contiguous), so "by GPU index" orders whole cells (one machine's GPUs of
  * one score level of a class).
@@ -797,7 +797,7 @@ static PyMethodDef methods[] = {
 
 static struct PyModuleDef module = {
     PyModuleDef_HEAD_INIT, "_round_kernel",
-    "Compiled pick loop of non-sticky PM-First / PAL rounds (see solvers/round_kernel.py).", -1,
+    "Compiled pick loop of non-sticky PM-First / PAL rounds (see solvers/placement/round_kernel.py).", -1,
     methods, NULL, NULL, NULL, NULL,
 };
 

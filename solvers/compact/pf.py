@@ -1,5 +1,5 @@
 """Solve the compact PF (THEMIS Pseudocode 1 PF over counts per machine / PM level): LP first
-(``compact_lp``), then the full MILP."""
+(``compact.lp``), then the full MILP."""
 
 from __future__ import annotations
 
@@ -12,22 +12,22 @@ from fairplace.core.domain import Cluster
 from fairplace.formulations.compact import CompactApp, CompactProgram
 from fairplace.formulations.program import RawResult
 
-from . import highs  # live-model LP loops (build/read) have no back-end equivalent
-from .backends import get_backend
-from .budget import Budget, budget_for
-from .compact_bb import branch_and_bound
-from .compact_lp import Choice, fixed_cells, from_lp, has_rack_selectors, lp_cells
-from .options import SolveOptions
+from .. import highs  # live-model LP loops (build/read) have no back-end equivalent
+from ..backends import get_backend
+from ..budget import Budget, budget_for
+from ..options import SolveOptions
+from .bb import branch_and_bound
+from .lp import Choice, fixed_cells, from_lp, has_rack_selectors, lp_cells
 
 #: largest offer (in machines) whose full-MILP fallbacks use the tightened formulation by default
 REDUCED_MAX_MACHINES = 16
 
 #: how a PF was settled (``log['route']``, ``extra['pf_route']``): the LP's integral cells packed
-#: at its bound; the LP branch and bound (``compact_bb``); the LP's cells placed by a placement
+#: at its bound; the LP branch and bound (``compact.bb``); the LP's cells placed by a placement
 #: MILP; the full MILP (``checked_milp``); no app can use the offer (a program without columns);
 #: not started (budget spent)
 #: how a compact PF was settled (``extra['pf_route']``); ``enumeration`` is solve_compact_auction's
-#: own route (``compact_enum``) before any LP
+#: own route (``compact.enumeration``) before any LP
 PF_ROUTES = (
     "enumeration",
     "lp_cells",
@@ -56,7 +56,7 @@ def solve_compact_pf(
 
     ``lp_first``: solve the LP relaxation of the plain program; when its cell selectors are integral
     (the usual case) place those cells (greedy ``pack``, else a placement-only MILP); when a few
-    are split, branch on them (``compact_bb``: LPs on one live model). A placement reaching the
+    are split, branch on them (``compact.bb``: LPs on one live model). A placement reaching the
     LP bound is optimal. ``aggregate``: spread-0 cells over machine kinds and patterns
     (``formulations/compact_agg.py``; same optima, far fewer columns) in every program here.
     Failing that, the same with per-(rack, cell) selectors

@@ -9,7 +9,7 @@ re-optimised by dual simplex from the previous basis on one live model:
 * a node fixes some z_ic to 0 or 1 (column bounds); its LP value bounds every integer point in it;
 * a node whose LP value is within the MIP gap of the incumbent is pruned;
 * a node whose cell selectors are integral and whose cells can be placed (greedy pack, else the
-  exact placement MILP: ``compact_lp.from_lp``) is an integer point at its LP value (the objective
+  exact placement MILP: ``compact.lp.from_lp``) is an integer point at its LP value (the objective
   depends on z only): a new incumbent;
 * otherwise branch on the most fractional z_ic of the app with the largest z (z_ic = 1 first).
 
@@ -29,9 +29,9 @@ import numpy as np
 from fairplace.formulations.compact import CompactProgram
 from fairplace.formulations.program import RawResult
 
-from .compact_lp import from_lp, rerun, selector_columns, selectors
-from .compact_pack import PACK_RULES, pack
-from .options import SolveOptions
+from ..options import SolveOptions
+from .lp import from_lp, rerun, selector_columns, selectors
+from .packing import PACK_RULES, pack
 
 #: most LPs one branch and bound may solve before giving up (then the full MILP runs)
 NODE_LIMIT = 60

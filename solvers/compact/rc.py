@@ -22,7 +22,7 @@ the rest (:func:`_fixed_milp`). Its optimum is PF_{-i} whenever it is >= L. The 
 * else the target UB(y) - TARGET_GAP (every leave-one-out optimum of 1,024 GPUs x 256 apps lies
   within 2.7e-3 of its LP); only if that MILP has no point >= the target does a *dive* on the
   live LP model (fix the largest fractional cell selector to 1, re-solve by dual simplex, until
-  the cells are integral and placed, ``compact_lp.from_lp``) look for an incumbent to use as L.
+  the cells are integral and placed, ``compact.lp.from_lp``) look for an incumbent to use as L.
 
 Measured on 1,024 GPUs x 256 apps, PF_{-i} equals HiGHS' full MILP (8-13 s each) on the apps
 checked.
@@ -38,12 +38,12 @@ import numpy as np
 from fairplace.formulations.compact import CompactProgram
 from fairplace.formulations.program import MILP, RawResult
 
-from . import highs
-from .backends import get_backend
-from .compact_bb import _incumbent
-from .compact_lp import from_lp, rerun, selector_columns
-from .compact_pack import best_subbundle
-from .options import SolveOptions
+from .. import highs
+from ..backends import get_backend
+from ..options import SolveOptions
+from .bb import _incumbent
+from .lp import from_lp, rerun, selector_columns
+from .packing import best_subbundle
 
 #: most LPs one dive may solve (each fixes one cell selector to 1)
 DIVE_LIMIT = 60
@@ -160,7 +160,7 @@ def leave_one_out(
     ``h``: the live model of ``lp_model`` (the relaxation of ``milp``, app ``skip``'s gains set to
     0) at its optimum; its bounds and options are restored, not its solution. ``milp``: the full
     program; app ``skip``'s selectors are fixed to 0 here, so values are PF_{-skip} + w_skip0
-    (as in ``compact_bb``). ``starts``: choices without ``skip`` (PF minus skip, :func:`swap_in`
+    (as in ``compact.bb``). ``starts``: choices without ``skip`` (PF minus skip, :func:`swap_in`
     of other apps' PF_{-j}); the best feasible one is the incumbent when it is within
     :data:`TARGET_GAP` of the LP bound; else the first small MILP keeps the points within
     TARGET_GAP of the bound, and only if it has none does a dive look for an incumbent.

@@ -12,6 +12,10 @@ weighted slowdown sum, and ``bound`` (the same number) bounds ``objective`` when
 (``objective`` is the unweighted sum). Otherwise ``bound`` is None and ``extra['placed_bound']``
 still bounds how many jobs can be placed. ``gap`` = (objective - bound) / objective (0 when nothing
 is placed).
+
+The package: this module (the exact program), ``policies`` (PAL's policies, ``make_policy``),
+``policy_round`` (``PolicyBase``: one round), ``free_pool`` (``FreePool``), ``pool_index`` (its
+incremental index), ``round_kernel`` (the compiled round, ``_round_kernel.c``).
 """
 
 from __future__ import annotations
@@ -26,9 +30,9 @@ from fairplace.core.solution import Solution
 from fairplace.formulations.placement import PlacementProgram, slowdowns
 from fairplace.formulations.program import RawResult, lexicographic_bound
 
-from . import backends
-from .budget import Budget, budget_for
-from .options import SolveOptions
+from .. import backends
+from ..budget import Budget, budget_for
+from ..options import SolveOptions
 from .policies import ClusterState, make_policy
 
 

@@ -1,5 +1,5 @@
 """Compact PF from its LP relaxation: when the LP's cell selectors are integral, place those
-cells on GPUs (greedy ``compact_pack.pack``, else a placement-only MILP); a placement that reaches
+cells on GPUs (greedy ``compact.packing.pack``, else a placement-only MILP); a placement that reaches
 the LP bound is an optimum of the MILP (used by the PF solve and by the leave-one-out payments)."""
 
 from __future__ import annotations
@@ -11,10 +11,10 @@ import numpy as np
 from fairplace.formulations.compact import CompactProgram
 from fairplace.formulations.program import RawResult
 
-from . import highs  # live-model LP re-solves have no back-end equivalent
-from .backends import get_backend
-from .compact_pack import PACK_RULES, pack
-from .options import SolveOptions
+from .. import highs  # live-model LP re-solves have no back-end equivalent
+from ..backends import get_backend
+from ..options import SolveOptions
+from .packing import PACK_RULES, pack
 
 Choice = dict[int, tuple[tuple[int, int, int], tuple[int, ...]]]
 

@@ -11,9 +11,9 @@ PA needs PF_{-i} for every app i holding a PF bundle. Made cheap by:
   LP's cells of the others are integral and can be placed at the LP bound, PF_{-i} is that bound;
 * split LPs (one or two apps between two cells; ~3/4 of them at 1,024 GPUs x 256 apps), and
   integral LP cells that cannot be placed at the LP bound: a dive and reduced-cost fixing on the
-  same live model, then a small MILP (``compact_rc``); its first
+  same live model, then a small MILP (``compact.rc``); its first
   incumbent is PF minus i or, better, the PF_{-j} optimum of an app j with i's PF cell with i put
-  in j's place (``compact_rc.swap_in``; apps are visited grouped by PF cell for that);
+  in j's place (``compact.rc.swap_in``; apps are visited grouped by PF cell for that);
 * warm starts: PF minus i is feasible for PF_{-i} and is handed to HiGHS as the first incumbent;
 * a thread pool (HiGHS releases the GIL), as in ``solvers/auction.py``.
 
@@ -35,12 +35,12 @@ from fairplace.formulations import pa
 from fairplace.formulations.compact import CompactProgram
 from fairplace.formulations.pf import PFValue
 
-from . import highs
-from .budget import Budget, budget_for
-from .compact_lp import Choice, from_lp, lp_cells, rerun
-from .compact_pf import solve_compact_pf
-from .compact_rc import leave_one_out, row_signs, swap_in
-from .options import SolveOptions
+from .. import highs
+from ..budget import Budget, budget_for
+from ..options import SolveOptions
+from .lp import Choice, from_lp, lp_cells, rerun
+from .pf import solve_compact_pf
+from .rc import leave_one_out, row_signs, swap_in
 
 
 def _best(prog: CompactProgram, j: int) -> float:
@@ -292,7 +292,7 @@ NOT_RUN = "not_run"
 
 #: how a PF_{-i} was settled (``payments(routes=...)``, ``extra['loo_routes']``): c_i = 1 from
 #: every other app's best value alone / from the leave-one-out LP bound; the LP's cells placed at
-#: its bound; split LP closed by ``compact_rc``; its own solve (``solve_compact_pf``); not started
+#: its bound; split LP closed by ``compact.rc``; its own solve (``solve_compact_pf``); not started
 ROUTES = ("best_values", "lp_bound", "lp_cells", "fixing", "full", NOT_RUN)
 
 #: most leave-one-out chains (each on its own LP model, at least 16 apps) shared by the 2 threads

@@ -16,7 +16,7 @@ The rows are built app by app (each app's options x the rows so far, Hall checke
 subset containing the new app), and ranked as ``CompactProgram.value`` / ``PFValue`` rank them:
 most unbounded apps served, then the largest sum of -log rho; ties (within ``TIE``): fewest GPUs,
 then the first row. PF_{-i} is the best row in which app i takes nothing (it then earns nothing),
-and c_i = ``pa.payment`` (others' value in PF, PF_{-i}) exactly as ``compact_pa.payments``.
+and c_i = ``pa.payment`` (others' value in PF, PF_{-i}) exactly as ``compact.pa_payments.payments``.
 
 Size guard: the rows are at most prod_i (1 + options_i); above ``limit`` (:data:`ENUM_LIMIT`),
 or with more than :data:`SUBSET_LIMIT` (row, subset) unions to keep, the enumeration returns
@@ -39,8 +39,8 @@ from fairplace.formulations.compact import CompactProgram
 from fairplace.formulations.pf import PFValue
 from fairplace.formulations.program import RawResult
 
-from .compact_lp import Choice
-from .compact_pa import _others
+from .lp import Choice
+from .pa_payments import _others
 
 #: most joint choices (prod_i (1 + options_i)) enumerated; above it the MILP route runs.
 #: Measured (whole auctions, ``random_agent_auction`` with 2-6 apps on 1-8 machines, best of 2):

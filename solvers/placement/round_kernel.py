@@ -1,5 +1,5 @@
 """The compiled pick loop of a PM-First / PAL round (``_round_kernel.c``), with the Python path
-(:meth:`.policy_round.PolicyBase.place` over :class:`.placement_engine.FreePool`) as the
+(:meth:`.policy_round.PolicyBase.place` over :class:`.free_pool.FreePool`) as the
 reference and fallback.
 
 The kernel covers non-sticky, ``migrate="always"`` rounds of :class:`.policies.PMFirstPolicy`

@@ -1,4 +1,4 @@
-"""Incremental index of a :class:`~.placement_engine.FreePool`'s free GPUs per (class, score level), so
+"""Incremental index of a :class:`~.free_pool.FreePool`'s free GPUs per (class, score level), so
 that a PM-First / PAL pick costs O(P² log G) (P GPUs per machine) instead of a rescan of its tie level.
 
 A class's (binned) scores split the GPUs into *levels* of equal score; a *cell* is one machine's GPUs of

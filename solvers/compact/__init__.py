@@ -1,7 +1,7 @@
 """Solve the compact arbiter: PF and the full partial-allocation auction without bid enumeration.
 
-The pieces: ``compact_pf`` (PF: LP first, then the MILP), ``compact_lp`` (placing an LP's integral
-cells: greedy pack, placement MILP), ``compact_pa`` (leave-one-out payments c_i), ``compact_pack``
+The pieces: ``compact.pf`` (PF: LP first, then the MILP), ``compact.lp`` (placing an LP's integral
+cells: greedy pack, placement MILP), ``compact.pa_payments`` (leave-one-out payments c_i), ``compact.packing``
 (greedy placements, ``floor`` rounding). This module runs the whole auction and keeps the public
 names importable from ``fairplace.solvers.compact``.
 
@@ -24,15 +24,15 @@ from fairplace.core.solution import Solution
 from fairplace.formulations import pa
 from fairplace.formulations.agents import free_gpus
 from fairplace.formulations.compact import CompactApp, CompactProgram, compact_apps
-from fairplace.solvers.compact_pack import best_subbundle, pack
+from fairplace.solvers.compact.packing import best_subbundle, pack
 
-from .auction import auction_gap, pf_bound, unsolved
-from .budget import Budget, budget_for
-from .compact_enum import ENUM_LIMIT, enumerate_auction
-from .compact_lp import Choice
-from .compact_pa import NOT_RUN, _best, _others, payments
-from .compact_pf import REDUCED_MAX_MACHINES, solve_compact_pf
-from .options import SolveOptions
+from ..auction import auction_gap, pf_bound, unsolved
+from ..budget import Budget, budget_for
+from ..options import SolveOptions
+from .enumeration import ENUM_LIMIT, enumerate_auction
+from .lp import Choice
+from .pa_payments import NOT_RUN, _best, _others, payments
+from .pf import REDUCED_MAX_MACHINES, solve_compact_pf
 
 __all__ = [
     "NOT_RUN",
@@ -85,7 +85,7 @@ def solve_compact_auction(
     the formulation before it; same optima). ``budget`` (default:
     ``opts.time_limit`` from now) bounds the whole auction (module docstring). ``enum_limit``:
     small auctions (at most that many joint choices) are solved by enumeration, PF and payments
-    (``compact_enum``; ``extra['pf_route']``); 0 forces the LP / MILP route."""
+    (``compact.enumeration``; ``extra['pf_route']``); 0 forces the LP / MILP route."""
     t0 = time.perf_counter()
     budget = budget_for(opts, budget)
     if opts.mip_allow_restart is None:  # as in solvers/auction.py (see SolveOptions)
@@ -150,11 +150,11 @@ def _extra(
         "pf_status": pf_status,
         "unbounded_served_bound": served_max,
         "cells": {ids[i]: list(choice[i][0]) for i in choice},
-        # how the PF was settled (``compact_pf.PF_ROUTES``; "full" after an LP failure too)
+        # how the PF was settled (``compact.pf.PF_ROUTES``; "full" after an LP failure too)
         "pf_route": pf_route,
         "loo_solves": pay.k if payments_ else 0,
         "milp_solves": pay.n_solves,
-        # how each PF_{-i} was settled, counted per route (``compact_pa.ROUTES``)
+        # how each PF_{-i} was settled, counted per route (``compact.pa_payments.ROUTES``)
         "loo_routes": dict(sorted(Counter(pay.routes.values()).items())),
         # c_i of these apps rests on a PF_{-i} not solved to optimality (time limit: the best
         # incumbent; no point at all: c_i = 1)
@@ -195,7 +195,7 @@ class _PA:
 
 
 def _lp_payments(pay: _PA, prog, choice, opts, reduced, budget, ids, pf_status: str) -> None:
-    """Every PF_{-i} on the PF's formulation (``prog.aggregate``; :func:`.compact_pa.payments`)."""
+    """Every PF_{-i} on the PF's formulation (``prog.aggregate``; :func:`.pa_payments.payments`)."""
     ci, st, pay.k = payments(
         prog,
         choice,

@@ -1,0 +1,304 @@
+"""One placement round behind every policy: queue handling, stickiness, preemption, misfits and resuming.
+
+A policy maps the cluster state (per-class scores, current allocations) and the scheduler's ordered queue
+(highest priority first, running and waiting jobs) to the next round's allocation. Sticky (Blox
+semantics): running jobs keep their GPUs; a waiting job that does not fit preempts running jobs of lower
+priority, lowest first, only if that makes it fit. Non-sticky: every selected job is placed afresh each
+round. A job that does not fit stops the round (artifact, ``backfill=False``) or is skipped
+(``backfill=True``). ``Decision.preempted`` lists running jobs in the queue that get no GPUs next round;
+running jobs absent from the queue are simply released. Policies are frozen and keep no state; the
+concrete ones (which GPUs a job gets, ``_pick``) are in :mod:`.policies`.
+"""
+
+from __future__ import annotations
+
+import itertools
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from functools import cached_property
+from operator import attrgetter
+from typing import Any, Protocol, runtime_checkable
+
+import numpy as np
+
+from fairplace.core.domain import Cluster, Job, locality, slowdown, spread
+from fairplace.core.errors import DataError
+from fairplace.core.params import LOCALITY_PENALTY
+
+from . import round_kernel
+from .free_pool import FreePool
+
+
+@dataclass(frozen=True)
+class ClusterState:
+    """What a policy sees: the cluster, per-class (binned) scores of shape (G,), running allocations.
+
+    ``round`` (optional) is the scheduling round; the random policies seed their draw with it.
+    """
+
+    cluster: Cluster
+    scores: Mapping[str, np.ndarray]
+    allocation: Mapping[str, tuple[int, ...]] = field(default_factory=dict)
+    round: int = 0
+
+
+@dataclass(frozen=True)
+class Decision:
+    """Every job that runs next round -> its GPU indices (disjoint); running jobs that lost their GPUs."""
+
+    allocation: dict[str, tuple[int, ...]]
+    preempted: tuple[str, ...]
+    #: how the round went, for resuming the next one (:meth:`PolicyBase.place`): the job ids in
+    #: processing order, how many of them were decided, whether a misfit stopped the round, and
+    #: (cluster, scores, per-class score orders) so the next round need not sort them again
+    trail: tuple | None = field(default=None, compare=False, repr=False)
+    #: which pick loop ran: ``"c"`` (the compiled kernel, :mod:`.round_kernel`) or ``"python"``
+    kernel: str = field(default="python", compare=False, repr=False)
+
+    def migrated(self, state: ClusterState) -> tuple[str, ...]:
+        """Running jobs that keep running on a different GPU set (non-sticky re-placement)."""
+        return tuple(
+            j
+            for j, g in self.allocation.items()
+            if j in state.allocation and tuple(sorted(state.allocation[j])) != g
+        )
+
+
+@runtime_checkable
+class PlacementPolicy(Protocol):
+    """Places the ordered queue on GPUs (``fairplace.sim.protocols``: the contract of every
+    placement policy, built-in or not)."""
+
+    name: str
+
+    def place(self, state: Any, queue: Sequence[Any]) -> Any: ...
+
+
+@runtime_checkable
+class IncrementalPolicy(PlacementPolicy, Protocol):
+    """A placement policy that tells the driver when a decision may be reused or resumed (the
+    built-in policies, ``fairplace.solvers.placement.policies.PolicyBase``); ``fairplace.sim.protocols``."""
+
+    resumable: bool
+    repeatable: bool
+
+    def place(self, state: Any, queue: Sequence[Any], previous: Any = None) -> Any: ...
+
+
+@dataclass(frozen=True)
+class PolicyBase:
+    """Base policy: queue handling, stickiness and misfits; subclasses choose GPUs in ``_pick``."""
+
+    name: str = "policy"
+    sticky: bool = False
+    seed: int = 0
+    locality_penalty: float = LOCALITY_PENALTY.default
+    locality_by_model: tuple[tuple[str, float], ...] = ()
+    backfill: bool = False
+    migrate: str = "always"
+
+    def locality(self, job: Job) -> float:
+        """L_across of a job (:func:`fairplace.core.domain.locality`: per-model table first, then
+        the constant); the compiled kernel asks it too."""
+        return locality(job.model, self._locality_table, self.locality_penalty)
+
+    @cached_property
+    def _locality_table(self) -> dict[str, float]:
+        return dict(self.locality_by_model)
+
+    @property
+    def resumable(self) -> bool:
+        """True if a round depends only on the queue (not on running allocations or the round
+        number): non-sticky, ``migrate="always"``, no per-round randomness. Such a policy can resume
+        from a previous :class:`Decision` (``place(..., previous=...)``)."""
+        return not self.sticky and self.migrate == "always" and not self._round_seeded
+
+    @property
+    def repeatable(self) -> bool:
+        """True if the same queue, holdings, cluster and scores give the same decision (every
+        policy but one that draws per round)."""
+        return not self._round_seeded
+
+    _round_seeded = False
+
+    def place(
+        self, state: ClusterState, queue: Sequence[Job], previous: Decision | None = None
+    ) -> Decision:
+        """The next round's allocation for ``queue`` (highest priority first).
+
+        ``previous`` (a decision of this policy on the same cluster and scores, used only if
+        :attr:`resumable`): the jobs that head both processing orders get the same GPUs as then
+        (a job's pick depends only on the picks before it), so only the rest is placed again."""
+        jobs, in_queue = _validate(state, queue)
+        running: dict[str, Any]
+        if self.sticky or self.migrate != "always":
+            running = {j: np.asarray(g, dtype=np.int64) for j, g in state.allocation.items()}
+        else:  # only the keys are read
+            running = dict.fromkeys(state.allocation)
+        held = {j: g for j, g in running.items() if j in in_queue and self.sticky}
+        free = np.ones(len(state.cluster), dtype=bool)
+        for g in held.values():
+            free[g] = False
+        alloc: dict[str, tuple[int, ...]] = {}
+        order = jobs if self.sticky else self._order(jobs, len(state.cluster))
+        ids = tuple(map(_ID, order))
+        k, stopped, cache = -1, False, {}
+        if previous is not None and previous.trail is not None and self.resumable:
+            cl, sc, cached = previous.trail[3]
+            if cl is state.cluster and sc is state.scores:
+                k, stopped = _replay(previous, ids, alloc, free)
+                cache = cached
+        pool = FreePool(state.cluster, state.scores, free, sorted_cache=cache)
+        self._prepare(pool, state)
+        singles = self._singles_count() if not self.sticky and self.migrate == "always" else None
+        spec = self._kernel_spec() if singles is not None else None
+        kernel = spec is not None and round_kernel.wanted() and round_kernel.covers(pool)
+        if kernel and not stopped:  # the same picks, compiled (round_kernel)
+            k, stopped = round_kernel.run(pool, order, k + 1, spec, self.backfill, self, ids, alloc)
+        while not kernel and not stopped and k + 1 < len(order):
+            k += 1
+            if not self.sticky and pool.n_free == 0:  # every later job fails: nothing to preempt
+                k -= 1
+                break
+            job = order[k]
+            if singles is not None and job.gpus == 1:  # a run of single-GPU jobs of one class
+                run = self._single_run(order, k)
+                got = pool.pm_first_singles(job.cls, len(run), singles).tolist()
+                alloc.update((j.id, (g,)) for j, g in zip(run, got, strict=False))
+                if len(got) < len(run) and not self.backfill:
+                    k, stopped = k + len(got), True
+                    break
+                k += len(run) - 1
+                continue
+            if job.id in held:
+                alloc[job.id] = tuple(int(x) for x in np.sort(held[job.id]))
+                continue
+            if self.sticky and pool.n_free < job.gpus:
+                self._preempt_lower(pool, held, order, k, job.gpus)
+            gpus = self._pick(pool, job) if job.gpus <= pool.n_free else None
+            if self.migrate == "if-better" and job.id in running:
+                gpus = self._keep(pool, job, running[job.id], gpus)
+            if gpus is None:
+                if self.backfill:
+                    continue
+                stopped = True
+                break
+            pool.take(gpus)
+            alloc[job.id] = tuple(np.sort(gpus).tolist())
+        for j, g in held.items():  # running jobs not reached before a stop keep their GPUs
+            alloc.setdefault(j, tuple(int(x) for x in np.sort(g)))
+        preempted = tuple(j for j in running if j in in_queue and j not in alloc)
+        return Decision(
+            alloc,
+            preempted,
+            (ids, k + 1, stopped, (state.cluster, state.scores, cache)),
+            "c" if kernel else "python",
+        )
+
+    def _preempt_lower(self, pool, held, order, k, n) -> None:
+        """Release running jobs of lower priority than ``order[k]``, lowest first, until ``n`` fit."""
+        lower = [j.id for j in reversed(order[k + 1 :]) if j.id in held]
+        if pool.n_free + sum(held[j].size for j in lower) < n:
+            return
+        for j in lower:
+            pool.release(held.pop(j))
+            if pool.n_free >= n:
+                return
+
+    def _keep(self, pool: FreePool, job: Job, old: np.ndarray, new: np.ndarray | None):
+        """``migrate="if-better"``: a running job keeps its GPUs (if still free) unless ``new`` has a
+        strictly lower LV-product L(spread) * max V on the binned scores."""
+        if old.size != job.gpus or not pool.free[old].all():
+            return new
+        if new is None or self.lv_product(pool, job, old) <= self.lv_product(pool, job, new):
+            return old
+        return new
+
+    def lv_product(self, pool: FreePool, job: Job, idx: np.ndarray) -> float:
+        """PAL's LV-product of ``job`` on GPUs ``idx`` (binned scores): the slowdown S = L(spread) *
+        max V (:func:`fairplace.core.domain.slowdown`), with L = 1 on one machine, else L_across."""
+        L = self.locality(job)
+        idx = np.asarray(idx, dtype=np.int64)
+        level = spread(pool.mi, pool.cluster.rack_index, idx)
+        return slowdown((1.0, L, L), level, pool.score(job.cls)[idx])
+
+    @staticmethod
+    def _single_run(order: list[Job], k: int) -> list[Job]:
+        """The single-GPU jobs of ``order[k]``'s class from ``k`` on, up to the first other job."""
+        cls, e = order[k].cls, k
+        while e < len(order) and order[e].gpus == 1 and order[e].cls == cls:
+            e += 1
+        return order[k:e]
+
+    def _singles_count(self) -> str | None:
+        """If a single-GPU job's pick is ``FreePool.pm_first(cls, 1, count)``, that ``count`` (runs of
+        such jobs are then placed in one step by ``FreePool.pm_first_singles``); else None."""
+        return None
+
+    def _kernel_spec(self) -> tuple[int, str, str] | None:
+        """(kernel mode, multi-GPU count, singles count) if the compiled kernel
+        (:mod:`.round_kernel`) implements this policy's non-sticky round; else None."""
+        return None
+
+    def _order(self, jobs: list[Job], cluster_size: int) -> list[Job]:
+        return jobs
+
+    def _prepare(self, pool: FreePool, state: ClusterState) -> None:
+        """Per-round set-up (e.g. the random permutation)."""
+
+    def _pick(self, pool: FreePool, job: Job) -> np.ndarray | None:
+        raise NotImplementedError
+
+
+def _replay(previous: Decision, ids: tuple[str, ...], alloc: dict, free: np.ndarray):
+    """Copy into ``alloc`` the picks of ``previous`` for the jobs heading both processing orders and
+    mark their GPUs busy in ``free``; returns (index of the last job decided, whether the round is
+    over: the previous round stopped at a misfit inside the common head)."""
+    assert previous.trail is not None  # the caller resumes only from a decision with a trail
+    old_ids, decided, stopped, _ = previous.trail
+    p = 0
+    n = min(decided, len(ids))
+    while p < n and old_ids[p] == ids[p]:
+        p += 1
+    prev = previous.allocation
+    for j in ids[:p]:
+        g = prev.get(j)
+        if g is not None:
+            alloc[j] = g
+    if alloc:
+        free[np.fromiter(itertools.chain.from_iterable(alloc.values()), np.int64)] = False
+    return p - 1, stopped and p == decided
+
+
+_ID, _GPUS = attrgetter("id"), attrgetter("gpus")
+
+
+def _validate(state: ClusterState, queue: Sequence[Job]) -> tuple[list[Job], set]:
+    """The queue as a list and its set of job ids; a DataError naming the first bad field."""
+    G = len(state.cluster)
+    for c, v in state.scores.items():
+        if np.shape(v) != (G,):
+            raise DataError(f"scores[{c!r}]", f"expected shape ({G},), got {np.shape(v)}")
+    jobs = list(queue)
+    in_queue = set(map(_ID, jobs))
+    gpus = list(map(_GPUS, jobs))
+    if len(in_queue) == len(jobs) and (
+        not gpus or (set(map(type, gpus)) == {int} and min(gpus) >= 1)
+    ):
+        bad: Sequence[Job] = ()  # the common case, checked in one pass
+    else:
+        bad = jobs
+    seen = set()
+    for k, j in enumerate(bad):
+        if j.id in seen:
+            raise DataError(f"queue[{k}].id", f"duplicate job id {j.id!r}")
+        seen.add(j.id)
+        if isinstance(j.gpus, bool) or not isinstance(j.gpus, (int, np.integer)) or j.gpus < 1:
+            raise DataError(f"queue[{k}].gpus", f"must be a positive integer, got {j.gpus!r}")
+    if state.allocation:
+        flat = np.fromiter(itertools.chain.from_iterable(state.allocation.values()), np.int64)
+        if flat.size and (flat.min() < 0 or flat.max() >= G):
+            raise DataError("allocation", f"GPU index out of range 0..{G - 1}")
+        if flat.size != np.unique(flat).size:
+            raise DataError("allocation", "running jobs share GPUs")
+    return jobs, in_queue
