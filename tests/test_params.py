@@ -16,8 +16,9 @@ from fairplace.core.domain import GPU, Cluster, Job, PlacementInstance
 from fairplace.core.errors import OptionError
 from fairplace.core.params import LOCALITY_PENALTY, THEMIS_F, Interval, Options, Param
 from fairplace.instances.io import from_dict
-from fairplace.sim import SimulationConfig
-from fairplace.sim.schedulers import make_scheduler
+from fairplace.instances.workloads import themis_workload
+from fairplace.sim import SimulationConfig, simulate
+from fairplace.sim.schedulers import THEMIS_LEASE, make_scheduler
 from fairplace.solvers.placement.policies import make_policy
 
 SPECS = (LOCALITY_PENALTY, THEMIS_F)
@@ -142,6 +143,17 @@ def test_f_out_of_range_names_scheduler_options_f(v):
 @given(v=st.floats(0.0, 1.0, exclude_max=True))
 def test_f_in_range_is_accepted(v):
     assert make_scheduler("themis", f=v).arbiter.f == v
+
+
+@SETTINGS
+@given(v=_outside(THEMIS_LEASE))
+def test_lease_out_of_range_is_an_error_naming_scheduler_options_lease(v):
+    """The lease is THEMIS' round: it is checked by its spec before anything runs (a non-number
+    once reached float() unchecked)."""
+    trace = themis_workload(2, scale="small", n_apps=2, seed=0)
+    with pytest.raises(OptionError) as exc:
+        simulate(trace, "themis", scheduler_options={"lease": v}, progress=False)
+    assert exc.value.path == "scheduler_options.lease"
 
 
 def test_sweep_schema_reads_the_specs():

@@ -253,9 +253,9 @@ def _scheduler_options(entry: Entry, scheduler, cfg: SimulationConfig) -> tuple[
     round_length = cfg.round_length
     if "round_option" in entry.capabilities:  # the round is the scheduler's option
         option, default = entry.capabilities["round_option"]
-        round_length = float(
-            sched_opts.pop(option, round_length if round_length is not None else default)
-        )
+        value = sched_opts.pop(option, round_length if round_length is not None else default)
+        spec = entry.spec(option)
+        round_length = float(spec.check(value) if spec is not None else value)
         sched_opts[option] = round_length
     if isinstance(scheduler, str):  # checked before anything runs (made again for each run)
         SCHEDULER_REGISTRY.check(scheduler, sched_opts)

@@ -15,7 +15,8 @@ from types import MappingProxyType
 import numpy as np
 
 from fairplace.core.errors import OptionError
-from fairplace.core.params import THEMIS_F, Options, Param
+from fairplace.core.limits import MAX_TIME
+from fairplace.core.params import THEMIS_F, Interval, Options, Param
 from fairplace.core.registry import Entry, Lazy, Registry
 from fairplace.formulations.ftf import IdealTime
 from fairplace.formulations.gavel import GavelFTFProgram as Program
@@ -268,6 +269,16 @@ THEMIS_RHO_VARIANT = Param(
     path="scheduler_options.rho_variant",
 )
 
+#: THEMIS' lease (§6.2: 10 minutes): how long a won GPU stays with its app; a round is a lease
+THEMIS_LEASE = Param(
+    "lease",
+    600.0,
+    Interval(0.0, MAX_TIME, closed="right"),
+    "THEMIS lease in s: how long a won GPU stays with its app (a round)",
+    flag="--scheduler-option lease",
+    path="scheduler_options.lease",
+)
+
 #: every scheduler: name -> entry (factory, options, doc, capabilities), in the order the CLI help
 #: lists them. Capabilities: ``allocates`` (places jobs itself: no placement policy; a user's object
 #: says so by its attribute), ``placed_by`` (who places, a result's ``placed_by``; default the
@@ -295,11 +306,11 @@ SCHEDULER_REGISTRY = Registry(
         "themis": Entry(
             Lazy("fairplace.sim.themis:Themis"),
             doc="THEMIS: partial-allocation auctions round by round (its arbiter places)",
-            params=(THEMIS_F, THEMIS_RHO_VARIANT),
+            params=(THEMIS_F, THEMIS_RHO_VARIANT, THEMIS_LEASE),
             capabilities={
                 "allocates": True,
                 "placed_by": "arbiter",
-                "round_option": ("lease", 600.0),
+                "round_option": ("lease", THEMIS_LEASE.default),
             },
         ),
     },
