@@ -115,7 +115,7 @@ def claims_view(claims: pd.DataFrame) -> pd.DataFrame:
     first = [c for c in _CLAIM_ORDER if c in view]
     view = view[first + [c for c in view.columns if c not in first]]
     keep = [c for c in view.columns if c in ("id", "outcome") or view[c].astype(str).ne("").any()]
-    return view[keep].fillna("")
+    return view[keep].astype(object).fillna("")  # object: "" is no float (pandas 4 refuses)
 
 
 def _cells(df: pd.DataFrame, fmt) -> pd.DataFrame:
