@@ -113,13 +113,18 @@ def test_las_starvation_promotion():
 @pytest.mark.parametrize(
     "name,opts,field",
     [("las", {"nope": 1}, "nope"), ("las", {"starve_factor": -1}, "starve_factor"),
-     ("themis", {"nope": 1}, "nope"), ("fifo", {"threshold": 1}, "threshold")],
+     ("las", {"threshold": 0}, "threshold"), ("themis", {"nope": 1}, "nope"),
+     ("themis", {"leftover": "x"}, "leftover"), ("themis", {"pricing": "x"}, "pricing"),
+     ("fifo", {"threshold": 1}, "threshold")],
 )  # fmt: skip
 def test_scheduler_options_are_checked(name, opts, field):
+    """Every scheduler option error names its path, scheduler_options.<option> (the CLI turns it
+    into --scheduler-option <option>)."""
     from fairplace.core.errors import OptionError
 
-    with pytest.raises(OptionError, match=field):
+    with pytest.raises(OptionError) as exc:
         make_scheduler(name, **opts)
+    assert exc.value.path == f"scheduler_options.{field}"
 
 
 def test_las_starvation_guard_end_to_end():

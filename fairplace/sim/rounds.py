@@ -134,7 +134,8 @@ class Arbiter:
             )
         if self.leftover not in LEFTOVER_RULES:
             raise OptionError(
-                "leftover", f"expected one of {LEFTOVER_RULES}, got {self.leftover!r}"
+                "scheduler_options.leftover",
+                f"expected one of {LEFTOVER_RULES}, got {self.leftover!r}",
             )
 
     def n_participants(self, n_apps: int) -> int:

@@ -76,9 +76,11 @@ class LAS:
 
     def __init__(self, threshold: float = 3200.0, starve_factor: float | None = None):
         if not threshold > 0:
-            raise OptionError("threshold", f"must be > 0, got {threshold!r}")
+            raise OptionError("scheduler_options.threshold", f"must be > 0, got {threshold!r}")
         if starve_factor is not None and not starve_factor > 0:
-            raise OptionError("starve_factor", f"must be > 0, got {starve_factor!r}")
+            raise OptionError(
+                "scheduler_options.starve_factor", f"must be > 0, got {starve_factor!r}"
+            )
         self.threshold = float(threshold)
         self.starve_factor = None if starve_factor is None else float(starve_factor)
 
