@@ -5,7 +5,7 @@ import math
 
 import numpy as np
 import pytest
-from hypothesis import example, given, note, settings
+from hypothesis import assume, example, given, note, settings
 from hypothesis import strategies as st
 
 from fairplace.core.domain import AgentApp, AgentJob, AuctionInstance, spread
@@ -91,6 +91,9 @@ def check_choice(prog: CompactProgram, choice, held_by) -> None:
 @example(52552, False)  # a spread-0 cell worth more at a looser level than the GPUs' own
 def test_enumeration_equals_the_milp_route(seed, monotone):
     cl, offer, apps, held_by = random_compact(seed, monotone)
+    prog = CompactProgram(cl, tuple(int(g) for g in offer), apps, reduced=False)
+    e = enumerate_auction(prog, 10**6)
+    assume(e is not None)  # a rare draw beyond the subset guard (SUBSET_LIMIT): not enumerated
     ids = [a.table.app_id for a in apps]
     inst = AuctionInstance(cl, ())
     kw = {"offer": offer, "apps": apps, "ids": ids}
@@ -103,8 +106,6 @@ def test_enumeration_equals_the_milp_route(seed, monotone):
     assert en.status == mi.status == "optimal"
     assert en.extra["unserved_unbounded"] == mi.extra["unserved_unbounded"]
     assert _close(en.objective, mi.objective)
-    prog = CompactProgram(cl, tuple(int(g) for g in offer), apps, reduced=False)
-    e = enumerate_auction(prog, 10**6)
     check_choice(prog, e.choice, held_by)
     assert _close(prog.value(e.choice).log_sum, en.objective)
     assert en.pf_allocation == {ids[i]: cl.ids(gs) for i, (_, gs) in e.choice.items()}
@@ -134,6 +135,7 @@ def test_flow_placement_when_the_greedy_fails(seed):
     cl, offer, apps, held_by = random_compact(seed, monotone=True)
     prog = CompactProgram(cl, tuple(int(g) for g in offer), apps, reduced=False)
     greedy = enumerate_auction(prog, 10**6)
+    assume(greedy is not None)  # a rare draw beyond the subset guard (e.g. seed 330)
     with pytest.MonkeyPatch.context() as mp:
         mp.setattr(compact_enum, "_greedy", lambda *a: None)
         flow = enumerate_auction(prog, 10**6)
