@@ -19,15 +19,16 @@ from pathlib import Path
 import pandas as pd
 
 from fairplace.analysis.tables import THEMIS_BASELINES, themis_table
-from fairplace.runs.batch_results import read_journal
-from fairplace.runs.sweep import SWEEP_KEYS
+from fairplace.runs.sweep import journaled, results_paths
 
 
-def journal(out: Path, key: str) -> pd.DataFrame:
-    path = out / "data" / f"themis-{key}.jsonl"
-    rows = read_journal(path, SWEEP_KEYS) if path.exists() else []
-    df = pd.DataFrame(rows)
-    return df[df["status"] == "ok"] if "status" in df else df
+def journal(out: Path, key: str) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """(one row per finished run, its ``apps`` frame) of ``OUT/data/themis-<key>``: the sweep's
+    journals as the sweep reads them (``journaled``: the last run of each cell), also of a run still
+    going; failed runs left out."""
+    rows, frames = journaled(results_paths(out / "data" / f"themis-{key}"), ["apps"])
+    df, apps = pd.DataFrame(rows), pd.DataFrame(frames["apps"])
+    return (df[df["status"] == "ok"] if "status" in df else df), apps
 
 
 def contention(df: pd.DataFrame) -> str:
@@ -63,14 +64,6 @@ def per_seed_ratio(df: pd.DataFrame) -> str:
         cols += [r4.round(2), p[four].idxmin(axis=1).rename("its best")]
     t = pd.concat(cols, axis=1)
     return t.reset_index().to_markdown(index=False)
-
-
-def app_rows(out: Path, key: str) -> pd.DataFrame:
-    """The per-app frame of a sweep (``OUT/data/themis-<key>.apps.jsonl``): one row per app and cell."""
-    path = out / "data" / f"themis-{key}.apps.jsonl"
-    rows = [] if not path.exists() else read_journal(path, SWEEP_KEYS)
-    flat = [{**{k: v for k, v in r.items() if k != "rows"}, **a} for r in rows for a in r["rows"]]
-    return pd.DataFrame(flat)
 
 
 def worst_apps(apps: pd.DataFrame, schedulers: tuple[str, str] = ("themis", "srtf")) -> str:
@@ -152,27 +145,25 @@ def claims(frames: dict[str, dict[str, pd.DataFrame]]) -> str:
 
 def main(out: str, figdir: str | None = None) -> None:
     out = Path(out)
-    c = journal(out, "contention")
+    (c, apps), (n, _), (s, _), (m, _) = (
+        journal(out, k) for k in ("contention", "network", "sensitivity", "norestart")
+    )
     print(f"## Contention ({len(c)} runs)\n")
     if len(c):
         print(contention(c), "\n\n### Best paper baseline / THEMIS per seed\n")
         print(per_seed_ratio(c))
-        apps = app_rows(out, "contention")
         if len(apps):
             print("\n### Who sets max rho (THEMIS and SRTF)\n\n" + worst_apps(apps))
         if figdir:
             figures(c, apps, Path(figdir))
-    frames = {k: {"summary": df} for k, df in (("contention", c), ("network", journal(out, "network")),
-              ("sensitivity", journal(out, "sensitivity"))) if len(df)}  # fmt: skip
+    frames = {k: {"summary": df} for k, df in (("contention", c), ("network", n), ("sensitivity", s))
+              if len(df)}  # fmt: skip
     print("\n## Claims judged on these runs\n\n" + claims(frames))
-    m = journal(out, "norestart")
     if len(m):
         print(f"\n## Mechanism check: allocation changes free ({len(m)} runs)\n")
         print(mechanism(m, c))
-    n = journal(out, "network")
     if len(n):
         print(f"\n## Network-intensive fraction ({len(n)} runs)\n\n" + grid(n, "network_fraction"))
-    s = journal(out, "sensitivity")
     if len(s):
         print(f"\n## Sensitivity ({len(s)} runs)\n")
         for p in ("scheduler_options.f", "round_length"):

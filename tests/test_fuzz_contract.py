@@ -19,6 +19,7 @@ import numpy as np
 import pandas as pd
 from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
+from test_sim_contract import TRACE as CONTRACT_TRACE
 
 from fairplace.cli import main
 from fairplace.core.params import LOCALITY_PENALTY, THEMIS_F
@@ -366,15 +367,7 @@ def test_mutated_sweep_spec_validates_fully(tmp_path, spec):
 # `fairplace simulate` takes names; the objects behind them are swapped for broken ones here, as a
 # user's objects reach the same driver through fairplace.simulate. A broken decision exits 2 with
 # one line naming --placement / --scheduler, the object and the rule (or the run is still valid).
-EXT_TRACE = pd.DataFrame(
-    {
-        "job_id": [f"j{k}" for k in range(6)],
-        "num_gpus": [1, 2, 4, 1, 2, 1],
-        "submit_time": [0.0, 0.0, 100.0, 400.0, 900.0, 900.0],
-        "duration": [3000, 2000, 1500, 4000, 1000, 2500],
-        "model": ["resnet50", "bert", "vgg19", "resnet50", "bert", "vgg19"],
-    }
-)
+EXT_TRACE = CONTRACT_TRACE  # 6 jobs of 1-4 GPUs (tests/test_sim_contract.py)
 
 
 class _Policy:

@@ -21,7 +21,7 @@ def test_themis_results_reads_the_reproduction_journals(tmp_path, capsys):
     spec.loader.exec_module(mod)
     mod.main(str(tmp_path), str(tmp_path / "img"))
     md = capsys.readouterr().out
-    runs = len(mod.journal(tmp_path, "contention"))
+    runs = len(mod.journal(tmp_path, "contention")[0])
     assert runs > 0 and f"## Contention ({runs} runs)" in md
     assert "### Best paper baseline / THEMIS per seed" in md  # THEMIS and LAS at every seed
     assert "### Who sets max rho" in md and "## Claims judged on these runs" in md

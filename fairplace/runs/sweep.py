@@ -327,19 +327,27 @@ def _write_table(rows: list[dict], csv: Path, parquet: Path) -> None:
         pd.read_csv(csv).to_parquet(parquet, index=False)
 
 
-def _finish(paths: dict[str, Path], frames: Iterable[str]) -> list[dict]:
-    """Write the tables from the journals; returns the journaled rows (last one per cell wins).
-    A frame keeps the rows of the last run of each journaled cell (a crash between a cell's frame
-    and its row leaves an orphan frame line; a resumed run of that cell replaces it)."""
+def journaled(paths: dict[str, Path], frames: Iterable[str]) -> tuple[list[dict], dict[str, list]]:
+    """The journaled rows (last one per cell wins) and each frame's rows: a frame keeps the rows of
+    the last run of each journaled cell (a crash between a cell's frame and its row leaves an orphan
+    frame line; a resumed run of that cell replaces it). Also of a sweep still running."""
     rows = {r["cell_id"]: r for r in read_journal(paths["jsonl"], SWEEP_KEYS) if "cell_id" in r}
-    if rows:
-        _write_table(list(rows.values()), paths["csv"], paths["parquet"])
+    out = {}
     for f in frames:
         last = {e["cell_id"]: e["rows"] for e in read_journal(paths[f"{f}.jsonl"], SWEEP_KEYS)}
-        got = [r for cid in rows for r in last.get(cid, [])]
+        out[f] = [r for cid in rows for r in last.get(cid, [])]
+    return list(rows.values()), out
+
+
+def _finish(paths: dict[str, Path], frames: Iterable[str]) -> list[dict]:
+    """Write the tables from the journals (:func:`journaled`); returns the journaled rows."""
+    rows, tables = journaled(paths, frames)
+    if rows:
+        _write_table(rows, paths["csv"], paths["parquet"])
+    for f, got in tables.items():
         if got:
             _write_table(got, paths[f"{f}.csv"], paths[f"{f}.parquet"])
-    return list(rows.values())
+    return rows
 
 
 def run_sweep(
