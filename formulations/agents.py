@@ -38,13 +38,14 @@ def machine_gpus(cluster: Cluster | None) -> int | None:
     return int(np.bincount(cluster.machine_index).min())
 
 
-def optimizer_of(app: AgentApp) -> SuccessiveHalving | PerfCurve:
+def optimizer_of(app: AgentApp, future_memo: dict | None = None) -> SuccessiveHalving | PerfCurve:
     """The hyper-parameter optimiser's view of ``app`` (Figure 7): its jobs as ``JobInfo`` under
-    its stopping rule."""
+    its stopping rule (``future_memo``: :attr:`SuccessiveHalving.future_memo`, kept by a caller
+    that prices the same app again and again)."""
     jobs = tuple(JobInfo(j.iters_left, j.t_iter, j.locality_sensitivity) for j in app.jobs)
     if app.stopping == "successive-halving":
         return SuccessiveHalving(
-            jobs, tuple(app.phases), app.current_phase, app.phase_model, app.future
+            jobs, tuple(app.phases), app.current_phase, app.phase_model, app.future, future_memo
         )
     if app.stopping in ("perf-curve", "none"):
         return PerfCurve(jobs, tuple(tuple(j.forecasts) for j in app.jobs))

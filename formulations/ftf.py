@@ -87,6 +87,9 @@ class SuccessiveHalving:
     current_phase: int = 0
     mode: str = "actual"
     future: str = "median"
+    #: a dict shared by the optimisers of one app (its jobs' progress moves, its later phases do
+    #: not): the later phases' times per GPU count (``ftf_counts.t_shared_counts``); None: no memo
+    future_memo: dict | None = field(default=None, compare=False, repr=False)
 
     def __post_init__(self):
         if self.mode not in PHASE_MODELS:
@@ -341,7 +344,7 @@ def t_shared(
     alloc = range(n_gpus)
     total = float(elapsed)
     halving = isinstance(opt, SuccessiveHalving)
-    for p in range(opt.num_phases()):
+    for p in range(opt.current_phase if halving else 0, opt.num_phases()):  # past phases: 0 s
         d = opt.phase_demand(p, d_max) if halving else d_max
         if halving and p > opt.current_phase and split == "even":  # k copies of the model job
             k, iters = opt.phases[p][:2]

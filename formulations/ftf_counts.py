@@ -131,7 +131,8 @@ def t_shared_counts(
     total = np.full(len(counts), float(elapsed))
     halving = opt if isinstance(opt, SuccessiveHalving) else None
     later = []  # later successive-halving phases: k copies of the model job, all phases at once
-    for p in range(opt.num_phases()):
+    first = halving.current_phase if halving is not None else 0  # past phases: no jobs, 0 s
+    for p in range(first, opt.num_phases()):
         d = halving.phase_demand(p, d_max) if halving is not None else d_max
         if halving is not None and p > halving.current_phase and split == "even":
             later.append((int(halving.phases[p][0]), float(halving.phases[p][1]), d))
@@ -150,9 +151,15 @@ def t_shared_counts(
             total += np.array([have[int(n)] for n in counts])
     if later and halving is not None:
         tm, sens = halving._future_job
-        ks, iters, ds = (np.array(c) for c in zip(*later, strict=True))
-        rows = identical_phase_times(ks, iters * tm, sens, counts, ds, spread_level, locality,
-                                     machine_gpus)  # fmt: skip
+        shared = halving.future_memo  # across optimisers: later phases do not move with progress
+        key = (tuple(later), tm, sens, tuple(counts), spread_level, tuple(locality), machine_gpus)
+        rows = shared.get(key) if shared is not None else None
+        if rows is None:
+            ks, iters, ds = (np.array(c) for c in zip(*later, strict=True))
+            rows = identical_phase_times(ks, iters * tm, sens, counts, ds, spread_level, locality,
+                                         machine_gpus)  # fmt: skip
+            if shared is not None:
+                shared[key] = rows
         for row in rows:  # phase by phase: the sums of t_shared, in its order
             total += row
     return total

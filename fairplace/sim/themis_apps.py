@@ -108,6 +108,7 @@ class Agents:
         self.steps = steps  # active apps over time, for N_avg
         self._statics: dict = {}  # per app: its agent description's workload-only parts
         self._jobs: dict = {}  # per app: (running jobs, progress), their AgentJobs, its optimiser
+        self._future: dict = {}  # per app: its optimisers' later-phase memo (future_memo)
 
     def state(self, a: int, view: SchedView, w, owner, before, room: int, cluster: Cluster):
         """App ``a``'s :class:`~fairplace.sim.rounds.AppState` at ``view.t``: its AGENT description
@@ -120,7 +121,10 @@ class Agents:
         app = self.agent(a, view, w, held)
         jobs = self._jobs[a]
         if jobs[2] is None:  # the optimiser's view changes only with the running jobs
-            self._jobs[a] = jobs = (*jobs[:2], optimizer_of(app))
+            memo = self._future.setdefault(a, {})
+            if len(memo) > 4096:  # bounded: a long-lived app prices many count ranges
+                memo.clear()
+            self._jobs[a] = jobs = (*jobs[:2], optimizer_of(app, memo))
         model = ftf_model(app, cluster, jobs[2])
         had = np.flatnonzero(before == a)
         rho = bundle_rho(model, cluster, had, app.cls) if had.size else None
