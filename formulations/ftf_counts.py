@@ -81,11 +81,14 @@ def phase_time_counts(
     locality: Sequence[float] = LOCALITY_BOOTSTRAP,
     split: str = "even",
     machine_gpus: int | None = None,
+    lpt: dict | None = None,
 ) -> np.ndarray:
     """:func:`phase_time` at max V = 1 for every GPU count in ``counts`` (a rho table's row of
     counts): the jobs are sorted once; under the ``even`` split with one locality sensitivity the
     slowest job of n >= J GPUs is read off the sorted works (the remainder goes to the jobs with
-    most work: the slowest job is the first of them or the first without), in O(1) per count."""
+    most work: the slowest job is the first of them or the first without), in O(1) per count.
+    ``lpt``: {n: LPT makespan} of these jobs for n < J, kept by the caller (it does not depend on
+    the spread: one GPU per job is machine-local)."""
     counts = [int(n) for n in counts]
     kinds = {j.locality_sensitivity for j in jobs}
     if not jobs or split != "even" or len(kinds) != 1:
@@ -103,8 +106,10 @@ def phase_time_counts(
         return w * L / nj
 
     out = np.empty(len(counts))
-    few = [n for n in counts if 0 < n < J]
-    lpt = dict(zip(few, _lpt_makespans(works, few), strict=True)) if few else {}
+    lpt = {} if lpt is None else lpt
+    few = [n for n in counts if 0 < n < J and n not in lpt]
+    if few:
+        lpt.update(zip(few, _lpt_makespans(works, few).tolist(), strict=True))
     for a, n in enumerate(counts):
         if n <= 0:
             out[a] = math.inf
@@ -142,7 +147,10 @@ def t_shared_counts(
         have = memo.get(key) if memo is not None else None
         if have is None or any(n not in have for n in counts):
             jobs = opt.jobs_in_phase(p, range(0))
-            new = phase_time_counts(jobs, counts, d, spread_level, locality, split, machine_gpus)
+            lpt = memo.setdefault(("lpt", p), {}) if memo is not None else None
+            new = phase_time_counts(
+                jobs, counts, d, spread_level, locality, split, machine_gpus, lpt
+            )
             if memo is not None:
                 have = memo.setdefault(key, {})
                 have.update(zip((int(n) for n in counts), new.tolist(), strict=True))
