@@ -250,10 +250,10 @@ class Arbiter:
 
     # --- helpers ----------------------------------------------------------------------------------
     @staticmethod
-    def _rho_of(cluster: Cluster, app: AgentApp, gpus: Sequence[str]) -> float:
-        model = ftf_model(app, cluster)
+    def _rho_of(cluster: Cluster, app: AgentApp, gpus: Sequence[str], model=None) -> float:
         if not gpus:
             return math.inf if app.rho_empty is None else float(app.rho_empty)
+        model = ftf_model(app, cluster) if model is None else model
         idx = cluster.indices(gpus)
         s = spread(cluster.machine_index, cluster.rack_index, idx)
         return model.rho(len(idx), len(cluster), s, float(cluster.pm_vector(app.cls)[idx].max()))
@@ -267,7 +267,7 @@ class Arbiter:
         return float(model.rho(n, len(cluster), 0, 1.0))
 
     def _rho_now(self, cluster: Cluster, s: AppState) -> float:
-        return float(s.rho) if s.rho is not None else self._rho_of(cluster, s.app, s.held)
+        return float(s.rho) if s.rho is not None else self._rho_of(cluster, s.app, s.held, s.model)
 
     @staticmethod
     def _room(s: AppState) -> int:
