@@ -106,3 +106,28 @@ def test_running_n_avg_equals_the_pass_over_every_decision(steps, lo, hi):
     b = a + 1.0 + hi * (t + 10.0 - a)  # windows of a second or more (the integral's cancellation)
     assert math.isclose(avg.mean(a, b), n_avg(times, counts, a, b), rel_tol=1e-9)
     assert avg.mean(a, a) == n_avg(times, counts, a, a)  # an empty window: the value at t_start
+
+
+@settings(max_examples=60, deadline=None)
+@given(models(), st.integers(0, 4), st.floats(0.1, 0.9))
+def test_memos_give_the_numbers_computed_afresh(model, current, progress):
+    """The THEMIS driver's memos change no number: past phases skipped, later phases shared by an
+    app's successive optimisers (``future_memo``), LPT makespans shared by the three spreads."""
+    from dataclasses import replace
+
+    opt = model.optimizer
+    if not isinstance(opt, SuccessiveHalving):
+        return
+    opt = replace(opt, current_phase=min(current, len(opt.phases) - 1))
+    later = replace(opt, jobs=tuple(replace(j, iters_remaining=j.iters_remaining * progress)
+                                    for j in opt.jobs))  # fmt: skip
+    counts, levels = list(range(0, 30)), [1.0, 1.3]
+    shared: dict = {}
+    for o in (opt, later, opt):  # the same app as its jobs progress, then the first view again
+        fresh = rho_grid(replace(model, optimizer=replace(o, future_memo=None)), counts, 64, levels)
+        memo = rho_grid(replace(model, optimizer=replace(o, future_memo=shared)), counts, 64, levels)
+        np.testing.assert_array_equal(memo, fresh)
+        for a, n in enumerate(counts[:8]):
+            assert _close(float(fresh[a, 2, 1]), replace(model, optimizer=o).rho(n, 64, 2, 1.3))
+    if opt.current_phase < len(opt.phases) - 1:  # later phases exist: memoised, then reused
+        assert shared
