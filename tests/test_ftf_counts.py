@@ -125,7 +125,9 @@ def test_memos_give_the_numbers_computed_afresh(model, current, progress):
     shared: dict = {}
     for o in (opt, later, opt):  # the same app as its jobs progress, then the first view again
         fresh = rho_grid(replace(model, optimizer=replace(o, future_memo=None)), counts, 64, levels)
-        memo = rho_grid(replace(model, optimizer=replace(o, future_memo=shared)), counts, 64, levels)
+        memo = rho_grid(
+            replace(model, optimizer=replace(o, future_memo=shared)), counts, 64, levels
+        )
         np.testing.assert_array_equal(memo, fresh)
         for a, n in enumerate(counts[:8]):
             assert _close(float(fresh[a, 2, 1]), replace(model, optimizer=o).rho(n, 64, 2, 1.3))
