@@ -474,12 +474,13 @@ class FTFModel:
 
     def ideal(self, r_c: int) -> float:
         """T_id under the chosen variant."""
-        left = remaining_work(self.optimizer)
+        halving = isinstance(self.optimizer, SuccessiveHalving)
+        # the work left enters only Gavel's variant (and a total not given by the app's phases)
+        needs_left = self.t_id.variant == "gavel" or (self.work_total is None and not halving)
+        left = remaining_work(self.optimizer) if needs_left else 0.0
         total = self.work_total
         if total is None:
-            total = (
-                self.optimizer.budget() if isinstance(self.optimizer, SuccessiveHalving) else left
-            )
+            total = self.optimizer.budget() if halving else left
         return self.t_id.value(total, left, self.app_demand_max, r_c)
 
     def t_shared(self, n_gpus: int, spread_level: int = 0, vmax: float = 1.0) -> float:
