@@ -103,12 +103,19 @@ def max_rho_ratio(
     missing = [s for s in [scheduler, *baselines] if s not in m]
     if missing:
         raise DataError("scheduler", f"no results for {', '.join(missing)}")
+    both = m[scheduler].notna() & m[list(baselines)].notna().any(axis=1)
+    if not both.any():
+        raise DataError(by, f"no {by} level has results for both {scheduler} and a baseline")
+    skipped = [str(lvl) for lvl in m.index[~both]]  # e.g. a partial grid: compare where both ran
+    m = m[both]
     ratio = m[list(baselines)].min(axis=1) / m[scheduler]
     det = ", ".join(
         f"{by} {lvl}: {scheduler} {m.loc[lvl, scheduler]:.2f} vs best baseline "
         f"{m.loc[lvl, list(baselines)].min():.2f} ({m.loc[lvl, list(baselines)].idxmin()})"
         for lvl in m.index
     )
+    if skipped:
+        det += f" ({by} {', '.join(skipped)}: not both run, not compared)"
     return float(ratio.min()), det
 
 

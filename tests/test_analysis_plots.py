@@ -261,3 +261,17 @@ def test_sweep_over_jobs_per_hour_draws_its_load_figures():
     _, made, skipped = figures_for(one_load)
     assert "jct-vs-load" in dict(skipped) and "'jobs_per_hour'" in dict(skipped)["jct-vs-load"]
     plt.close("all")
+
+
+def test_max_rho_ratio_compares_only_levels_where_both_ran():
+    """A partial grid (a baseline run at one contention level only) is judged where both ran and
+    says which levels it left out; with no common level it is a DataError (claim: not run)."""
+    df = _themis()
+    partial = df[~((df["scheduler"] == "gavel-ftf") & (df["contention"] != df["contention"].min()))]
+    r, det = max_rho_ratio({"summary": partial}, "themis", ["gavel-ftf"])
+    assert r == pytest.approx(3.0)
+    assert "not both run" in det
+    none = df[df["scheduler"] != "themis"]
+    with pytest.raises(DataError):
+        max_rho_ratio({"summary": pd.concat([none, df[df["scheduler"] == "themis"].assign(
+            contention=99)])}, "themis", ["gavel-ftf"])  # fmt: skip
