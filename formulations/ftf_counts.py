@@ -160,14 +160,14 @@ def t_shared_counts(
     if later and halving is not None:
         tm, sens = halving._future_job
         shared = halving.future_memo  # across optimisers: later phases do not move with progress
-        key = (tuple(later), tm, sens, tuple(counts), spread_level, tuple(locality), machine_gpus)
-        rows = shared.get(key) if shared is not None else None
+        fkey = (tuple(later), tm, sens, tuple(counts), spread_level, tuple(locality), machine_gpus)
+        rows = shared.get(fkey) if shared is not None else None
         if rows is None:
             ks, iters, ds = (np.array(c) for c in zip(*later, strict=True))
             rows = identical_phase_times(ks, iters * tm, sens, counts, ds, spread_level, locality,
                                          machine_gpus)  # fmt: skip
             if shared is not None:
-                shared[key] = rows
+                shared[fkey] = rows
         for row in rows:  # phase by phase: the sums of t_shared, in its order
             total += row
     return total
