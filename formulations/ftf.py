@@ -394,6 +394,11 @@ class IdealTime:
                 "t_id.variant", f"expected one of {T_ID_VARIANTS}, got {self.variant!r}"
             )
 
+    @property
+    def reads_work_left(self) -> bool:
+        """Whether :meth:`value` reads ``work_left`` (Gavel's variant only)."""
+        return self.variant == "gavel"
+
     def value(self, work_total: float, work_left: float, demand_max: int, r_c: int) -> float:
         r_c = self.cluster_gpus or r_c
         if self.variant == "themis":
@@ -475,8 +480,7 @@ class FTFModel:
     def ideal(self, r_c: int) -> float:
         """T_id under the chosen variant."""
         halving = isinstance(self.optimizer, SuccessiveHalving)
-        # the work left enters only Gavel's variant (and a total not given by the app's phases)
-        needs_left = self.t_id.variant == "gavel" or (self.work_total is None and not halving)
+        needs_left = self.t_id.reads_work_left or (self.work_total is None and not halving)
         left = remaining_work(self.optimizer) if needs_left else 0.0
         total = self.work_total
         if total is None:
