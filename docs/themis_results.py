@@ -7,8 +7,10 @@ Reads ``OUT/data/themis-<experiment>.jsonl`` (the sweeps' journals: every finish
 run still going) and prints, per workload and contention level, max rho mean ± sd over seeds per
 scheduler, the best paper baseline / THEMIS ratio per seed (mean, min..max), THEMIS' auction
 statistics, idle GPU-hours while jobs wait per scheduler, who sets max rho, the mechanism check
-(``themis-norestart``: allocation changes free) and the network / sensitivity tables. With FIGDIR it
-also draws the report's THEMIS figures there (max rho vs contention, bidders per round, rho CDF).
+(``themis-norestart``: allocation changes free), the network / sensitivity tables (max rho mean, sd,
+min..max over seeds) and the cell wall time per experiment. With FIGDIR it also draws the report's
+THEMIS figures there (max rho vs contention, bidders per round, rho CDF; max rho vs the network
+fraction and Fig. 19's max rho / GPU time vs f when those journals have rows).
 """
 
 from __future__ import annotations
@@ -101,18 +103,41 @@ def mechanism(free: pd.DataFrame, paid: pd.DataFrame) -> str:
     return t.round(2).reset_index().to_markdown(index=False)
 
 
-def grid(df: pd.DataFrame, param: str) -> str:
-    m = df.groupby([param, "scheduler"])[["max_rho", "gpu_time"]].mean()
-    return m.round(3).reset_index().to_markdown(index=False)
+def grid(df: pd.DataFrame, by: list[str]) -> str:
+    """Max rho mean, sd, min..max over seeds and mean GPU time (GPU-hours) per ``by`` group."""
+    g = df.groupby(by)
+    t = pd.DataFrame({
+        "max_rho": g["max_rho"].mean(),
+        "sd": g["max_rho"].std(),
+        "min..max": g["max_rho"].agg(lambda x: f"{x.min():.2f}..{x.max():.2f}"),
+        "gpu_time_h": g["gpu_time"].mean() / 3600.0,
+        "seeds": g["seed"].nunique(),
+    })  # fmt: skip
+    if "mean_bidders" in df and df["scheduler"].eq("themis").all():
+        t["mean_bidders"] = g["mean_bidders"].mean()
+    return t.round(3).reset_index().to_markdown(index=False)
+
+
+def cell_hours(runs: dict[str, pd.DataFrame]) -> str:
+    """Runs and summed cell wall time per experiment (what a reproduction of them costs)."""
+    rows = [(k, len(df), df["wall_seconds"].sum() / 3600.0, df["wall_seconds"].min(),
+             df["wall_seconds"].max()) for k, df in runs.items() if len(df)]  # fmt: skip
+    t = pd.DataFrame(rows, columns=["experiment", "runs", "cell_hours", "min_s", "max_s"])
+    t.loc[len(t)] = [
+        "all",
+        t["runs"].sum(),
+        t["cell_hours"].sum(),
+        t["min_s"].min(),
+        t["max_s"].max(),
+    ]
+    return t.round(2).to_markdown(index=False)
 
 
 def figures(c: pd.DataFrame, apps: pd.DataFrame, figdir: Path) -> None:
     """The report's THEMIS figures from the journals, as PNGs in ``figdir``."""
-    import matplotlib.pyplot as plt  # heavy: imported on use
 
     from fairplace.analysis import plots
 
-    figdir.mkdir(parents=True, exist_ok=True)
     draw = {
         "themis-max-rho-vs-contention": lambda ax: plots.max_rho_vs_contention(
             c[c["trace"] == "themis-2"], ax=ax
@@ -122,6 +147,13 @@ def figures(c: pd.DataFrame, apps: pd.DataFrame, figdir: Path) -> None:
             apps[(apps["trace"] == "themis-2") & (apps["contention"] == 1)], rho="rho_themis", ax=ax
         ),
     }
+    _save(draw, figdir)
+
+
+def _save(draw: dict, figdir: Path) -> None:
+    import matplotlib.pyplot as plt  # heavy: imported on use
+
+    figdir.mkdir(parents=True, exist_ok=True)
     for name, fn in draw.items():
         fig, ax = plt.subplots(figsize=(7, 4))
         fn(ax)
@@ -129,6 +161,26 @@ def figures(c: pd.DataFrame, apps: pd.DataFrame, figdir: Path) -> None:
             ax.set_xscale("log") if name.endswith("cdf-w2-x1") else ax.set_yscale("log")
         fig.savefig(figdir / f"{name}.png", dpi=110, bbox_inches="tight")
         plt.close(fig)
+
+
+def other_figures(n: pd.DataFrame, s: pd.DataFrame, figdir: Path) -> None:
+    """Figs. 15 and 19 from the network and sensitivity journals (points: mean, bars: spread)."""
+    from fairplace.analysis import plots
+
+    f, lease = "scheduler_options.f", "round_length"
+    draw = {}
+    if len(n) and n["network_fraction"].nunique() > 1:
+        draw["themis-network-fraction"] = lambda ax: plots.sensitivity(
+            n, param="network_fraction", metric="max_rho", ax=ax
+        )
+    if len(s):
+        draw["themis-sensitivity-f"] = lambda ax: plots.sensitivity(
+            s, param=f, metric="max_rho", ax=ax
+        )
+        draw["themis-sensitivity-f-gpu-time"] = lambda ax: plots.sensitivity(
+            s[s[lease] == 600.0], param=f, metric="gpu_time", ax=ax
+        )
+    _save(draw, figdir)
 
 
 def claims(frames: dict[str, dict[str, pd.DataFrame]]) -> str:
@@ -163,11 +215,15 @@ def main(out: str, figdir: str | None = None) -> None:
         print(f"\n## Mechanism check: allocation changes free ({len(m)} runs)\n")
         print(mechanism(m, c))
     if len(n):
-        print(f"\n## Network-intensive fraction ({len(n)} runs)\n\n" + grid(n, "network_fraction"))
+        print(f"\n## Network-intensive fraction ({len(n)} runs)\n")
+        print(grid(n, ["network_fraction", "scheduler"]))
     if len(s):
         print(f"\n## Sensitivity ({len(s)} runs)\n")
-        for p in ("scheduler_options.f", "round_length"):
-            print(grid(s, p), "\n")
+        print(grid(s, ["scheduler_options.f", "round_length"]))
+    if figdir:
+        other_figures(n, s, Path(figdir))
+    runs = {"contention": c, "network": n, "sensitivity": s, "norestart": m}
+    print("\n## Cell wall time\n\n" + cell_hours(runs))
 
 
 if __name__ == "__main__":

@@ -26,8 +26,32 @@ def test_themis_results_reads_the_reproduction_journals(tmp_path, capsys):
     assert "### Best paper baseline / THEMIS per seed" in md  # THEMIS and LAS at every seed
     assert "### Who sets max rho" in md and "## Claims judged on these runs" in md
     assert "themis-work-conserving" in md
+    assert "## Cell wall time" in md and f"| contention   |    {runs:>3} |" in md
     assert sorted(p.name for p in (tmp_path / "img").iterdir()) == [
         "themis-bidders-per-round.png",
         "themis-max-rho-vs-contention.png",
         "themis-rho-cdf-w2-x1.png",
     ]
+
+
+def _load():
+    spec = importlib.util.spec_from_file_location("themis_results", DOC)
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
+
+
+def test_grid_reports_the_spread_over_seeds():
+    import pandas as pd
+
+    df = pd.DataFrame({
+        "scheduler": ["themis"] * 4, "seed": [0, 1, 0, 1], "network_fraction": [0.0, 0.0, 1.0, 1.0],
+        "max_rho": [2.0, 4.0, 3.0, 3.0], "gpu_time": [3600.0, 7200.0, 3600.0, 3600.0],
+        "mean_bidders": [2.0, 3.0, 4.0, 4.0],
+    })  # fmt: skip
+    md = _load().grid(df, ["network_fraction", "scheduler"])
+    lines = [line for line in md.splitlines() if "themis" in line]
+    assert [c.strip() for c in lines[0].split("|")[1:-1]] == [
+        "0", "themis", "3", "1.414", "2.00..4.00", "1.5", "2", "2.5"
+    ]  # fmt: skip
+    assert [c.strip() for c in lines[1].split("|")[1:-1]][2:5] == ["3", "0", "3.00..3.00"]
