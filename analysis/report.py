@@ -82,7 +82,8 @@ def prose_html(text: str, inline: bool = False) -> str:
 REPRODUCES = "reproduces"
 _HOLDS_TO_OUTCOME = {"yes": REPRODUCES, "no": "does not reproduce"}
 _CLAIM_ORDER = (
-    "id", "claim", "figure", "paper", "paper_range", "ours", "spread", "outcome", "reason", "note",
+    "id", "claim", "figure", "paper", "paper_range", "ours", "spread", "outcome", "full_size",
+    "reason", "note",
 )  # fmt: skip
 
 

@@ -1,7 +1,7 @@
 """The tables of docs/themis-results.md from a paper-scale THEMIS reproduction's journals.
 
     fairplace reproduce themis --workers 2 --out OUT        # hours on 2 cores; --resume after a stop
-    python docs/themis_results.py OUT [FIGDIR]              # Markdown on stdout (+ PNGs)
+    python docs/themis_results.py OUT [FIGDIR] [--store]    # Markdown on stdout (+ PNGs)
 
 Reads ``OUT/data/themis-<experiment>.jsonl`` (the sweeps' journals: every finished cell, also of a
 run still going) and prints, per workload and contention level, max rho mean ± sd over seeds per
@@ -16,6 +16,7 @@ fraction and Fig. 19's max rho / GPU time vs f when those journals have rows).
 from __future__ import annotations
 
 import sys
+import time
 from pathlib import Path
 
 import pandas as pd
@@ -195,7 +196,9 @@ def claims(frames: dict[str, dict[str, pd.DataFrame]]) -> str:
     return pd.DataFrame(rows)[cols].to_markdown(index=False) if rows else "(no claims to judge)"
 
 
-def main(out: str, figdir: str | None = None) -> None:
+def main(out: str, figdir: str | None = None, store: bool = False) -> None:
+    """Print the Markdown; with ``figdir`` draw the figures; with ``store`` also write the runs'
+    summaries to papers/themis/full-size.csv (what quick reports compare their claims with)."""
     out = Path(out)
     (c, apps), (n, _), (s, _), (m, _) = (
         journal(out, k) for k in ("contention", "network", "sensitivity", "norestart")
@@ -224,7 +227,23 @@ def main(out: str, figdir: str | None = None) -> None:
         other_figures(n, s, Path(figdir))
     runs = {"contention": c, "network": n, "sensitivity": s, "norestart": m}
     print("\n## Cell wall time\n\n" + cell_hours(runs))
+    if store:
+        from fairplace.runs import full_size
+
+        path = Path(__file__).resolve().parents[1] / "papers" / "themis" / full_size.FILE
+        source = (f"THEMIS at the full size: the sweeps' journals behind docs/themis-results.md "
+                  f"({sum(len(d) for d in runs.values())} runs; `python docs/themis_results.py "
+                  f"OUT --store`, {time.strftime('%Y-%m-%d')})")  # fmt: skip
+        full_size.store(runs, path, source)
+        print(f"\n(stored {path.name})", file=sys.stderr)
 
 
 if __name__ == "__main__":
-    main(*(sys.argv[1:3] if len(sys.argv) > 1 else ["results/themis-full"]))
+    import argparse
+
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("out", nargs="?", default="results/themis-full")
+    ap.add_argument("figdir", nargs="?")
+    ap.add_argument("--store", action="store_true", help="write papers/themis/full-size.csv")
+    a = ap.parse_args()
+    main(a.out, a.figdir, a.store)

@@ -9,7 +9,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from fairplace.analysis.claims import OUTCOMES, check_claim
+from fairplace.analysis.claims import OUTCOMES, check_claim, evaluate
 from fairplace.cli import main
 from fairplace.runs.reproduce import load_claims, load_experiments, reproduce
 
@@ -63,7 +63,10 @@ def test_tiny_reproduce_writes_report_with_claims_and_figures(tmp_path, monkeypa
     html = (tmp_path / "report.html").read_text()
     header = re.search(r"^\| id .*\|$", md, re.M).group(0)
     shown = [c.strip() for c in header.strip("|").split("|")]
-    order = ("id", "claim", "figure", "paper", "paper_range", "ours", "spread", "outcome", "reason")
+    order = (
+        "id", "claim", "figure", "paper", "paper_range", "ours", "spread", "outcome", "full_size",
+        "reason",
+    )  # fmt: skip
     # empty columns are dropped: the fake simulator has one seed, so no spread over seeds
     expected = [c for c in order if c != "spread" or c in shown]
     assert shown[: len(expected)] == expected
@@ -87,6 +90,16 @@ def test_tiny_reproduce_writes_report_with_claims_and_figures(tmp_path, monkeypa
     # the real solvers ran: exact is never below greedy-rho, the relaxation never below exact
     assert t.loc["exact-ge-greedy-rho", "outcome"] in ("reproduces", "not run")
     assert set(t["outcome"]) <= set(OUTCOMES)
+    # THEMIS claims sit next to the stored full-size outcome (papers/themis/full-size.csv); where
+    # the outcomes differ the reason says why in one line (the tiny size's note)
+    full, _ = rep._full_size("themis")
+    for c in rep.load_claims("themis"):
+        if c["experiment"] in full:
+            ref = evaluate(c, full[c["experiment"]])["outcome"]
+            assert t.loc[c["id"], "full_size"].startswith(ref), c["id"]
+            differs = t.loc[c["id"], "outcome"] not in (ref, "not run")
+            assert ("this size differs:" in t.loc[c["id"], "reason"]) == differs, c["id"]
+    assert t.loc[[i for i in t.index if i.startswith("pal-")], "full_size"].isna().all()
 
 
 def test_failing_simulator_is_reported_not_faked(tmp_path):

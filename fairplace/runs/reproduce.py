@@ -32,7 +32,7 @@ from typing import Any
 import pandas as pd
 
 import fairplace
-from fairplace.analysis.claims import _where, evaluate
+from fairplace.analysis.claims import _where, against_full, evaluate
 from fairplace.analysis.report import (
     Section,
     closing_failed_figures,
@@ -46,7 +46,7 @@ from fairplace.core.progress import ProgressBar, progress_bar
 from fairplace.instances import generators, io
 from fairplace.instances.generators import random_placement
 from fairplace.papers import PAPERS
-from fairplace.runs import batch
+from fairplace.runs import batch, full_size
 from fairplace.runs import strategyproofness as sp
 from fairplace.runs.sweep import load_spec, results_paths, run_sweep
 
@@ -117,6 +117,11 @@ def load_experiments(paper: str, size: str) -> list[Experiment]:
             )
         )
     return out
+
+
+def _full_size(paper: str):
+    """The stored full-size results of ``paper`` (``fairplace.runs.full_size``), or None."""
+    return full_size.load(str(_paper_dir(paper).joinpath(full_size.FILE)))
 
 
 def load_claims(paper: str) -> list[dict]:
@@ -408,15 +413,23 @@ def reproduce(
             sections.append(sec)
             bar.advance()
     for p in papers:
+        full = _full_size(p) if size != "full" else None
+        notes = {e.key: e.note for e in exps if e.paper == p}
         for c in load_claims(p):
             o = outcomes.get((p, c["experiment"]))
             if o is None:
-                rows.append(evaluate(c, None, f"not run: no experiment {c['experiment']!r}"))
+                row = evaluate(c, None, f"not run: no experiment {c['experiment']!r}")
             elif not o.ran:
-                rows.append(evaluate(c, None, o.status))
+                row = evaluate(c, None, o.status)
             else:
                 d = outcomes.get((p, c.get("draws", "")))
-                rows.append(evaluate(c, o.frames, draws=d.frames if d and d.ran else None))
+                row = evaluate(c, o.frames, draws=d.frames if d and d.ran else None)
+            if full is not None:
+                where = f"papers/{p}/{full_size.FILE}: {full[1]}"
+                row = against_full(
+                    row, c, full[0].get(c["experiment"]), notes.get(c["experiment"], ""), where
+                )
+            rows.append(row)
     table = pd.DataFrame(rows)
     seconds = time.perf_counter() - t0
     preamble = [
