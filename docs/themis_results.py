@@ -213,6 +213,10 @@ def main(out: str, figdir: str | None = None, store: bool = False) -> None:
             figures(c, apps, Path(figdir))
     frames = {k: {"summary": df} for k, df in (("contention", c), ("network", n), ("sensitivity", s))
               if len(df)}  # fmt: skip
+    for key, frame in (("strategyproofness", "strategyproofness"), ("solver_gap", "batch")):
+        f = out / "data" / f"themis-{key}.csv"  # the non-sweep experiments' tables
+        if f.is_file():
+            frames[key] = {frame: pd.read_csv(f)}
     print("\n## Claims judged on these runs\n\n" + claims(frames))
     if len(m):
         print(f"\n## Mechanism check: allocation changes free ({len(m)} runs)\n")
@@ -231,10 +235,10 @@ def main(out: str, figdir: str | None = None, store: bool = False) -> None:
         from fairplace.runs import full_size
 
         path = Path(__file__).resolve().parents[1] / "papers" / "themis" / full_size.FILE
-        source = (f"THEMIS at the full size: the sweeps' journals behind docs/themis-results.md "
-                  f"({sum(len(d) for d in runs.values())} runs; `python docs/themis_results.py "
+        source = (f"THEMIS at the full size: the journals and tables behind docs/themis-results.md "
+                  f"({sum(len(d) for d in runs.values())} simulations; `python docs/themis_results.py "
                   f"OUT --store`, {time.strftime('%Y-%m-%d')})")  # fmt: skip
-        full_size.store(runs, path, source)
+        full_size.store({**{k: {"summary": d} for k, d in runs.items()}, **frames}, path, source)
         print(f"\n(stored {path.name})", file=sys.stderr)
 
 

@@ -27,19 +27,25 @@ def _frames(*rho: float) -> dict:
 
 def test_store_then_load_round_trip(tmp_path):
     runs = {
-        "contention": pd.DataFrame({"seed": [0, 1], "contention": [1, 2], "max_rho": [1.5, 2.5],
-                                    "draw_slow_A": [1, 2], "message": ["", ""]}),
-        "network": pd.DataFrame({"seed": [0], "network_fraction": [1.0], "max_rho": [3.0]}),
-        "empty": pd.DataFrame(),
+        "contention": {"summary": pd.DataFrame({
+            "seed": [0, 1], "contention": [1, 2], "max_rho": [1.5, 2.5], "draw_slow_A": [1, 2],
+            "message": ["", ""]})},
+        "network": {"summary": pd.DataFrame({"seed": [0], "network_fraction": [1.0], "max_rho": [3.0]})},
+        "strategyproofness": {"strategyproofness": pd.DataFrame({"x": [0, 50], "liar": [1.0, 1.1]})},
+        "empty": {"summary": pd.DataFrame()},
     }  # fmt: skip
     path = full_size.store(runs, tmp_path / "f.csv", "made by\na test")
-    assert path.read_text().startswith("# made by a test\nexperiment,")
+    assert path.read_text().startswith("# made by a test\nexperiment,frame,")
     frames, source = full_size.load(path)
-    assert source == "made by a test" and list(frames) == ["contention", "network"]
+    assert source == "made by a test"
+    assert {k: list(v) for k, v in frames.items()} == {
+        "contention": ["summary"], "network": ["summary"], "strategyproofness": ["strategyproofness"]
+    }  # fmt: skip
     c, n = frames["contention"]["summary"], frames["network"]["summary"]
     assert list(c.columns) == ["seed", "contention", "max_rho"]  # draws and free text dropped
     assert list(n.columns) == ["seed", "max_rho", "network_fraction"]  # no contention: not its own
     assert c["max_rho"].tolist() == [1.5, 2.5]
+    assert frames["strategyproofness"]["strategyproofness"]["liar"].tolist() == [1.0, 1.1]
     assert full_size.load(tmp_path / "absent.csv") is None
     (tmp_path / "bad.csv").write_text("seed,max_rho\n0,1\n")
     with pytest.raises(DataError, match="provenance"):
@@ -64,7 +70,7 @@ def test_stored_themis_results_match_the_claims_in_the_docs():
     stored = _full_size("themis")
     assert stored is not None, "papers/themis/full-size.csv is packaged with fairplace.papers"
     frames, source = stored
-    assert "docs/themis-results.md" in source and "contention" in frames
+    assert "docs/themis-results.md" in source and {"contention", "strategyproofness"} <= set(frames)
     doc = (ROOT / "docs" / "themis-results.md").read_text()
     table = doc.split("### Claims judged on these runs", 1)[1]
     judged = dict(re.findall(r"^\| ([a-z0-9-]+) +\|.*\| ([a-z ]+?) +\|$", table, re.M))
@@ -73,4 +79,4 @@ def test_stored_themis_results_match_the_claims_in_the_docs():
         if c["experiment"] in frames:
             assert evaluate(c, frames[c["experiment"]])["outcome"] == judged[c["id"]], c["id"]
             checked += 1
-    assert checked >= 7
+    assert checked >= 13  # the sweeps', strategy-proofness' and solver-gap claims

@@ -5,7 +5,8 @@ size takes.
 
 The file's first line is a ``#`` comment that says where the rows come from (the command, the
 journals, the date); then a CSV with an ``experiment`` column (the key of
-``papers/<paper>/<experiment>.toml``) and the sweep's summary columns. It is written by
+``papers/<paper>/<experiment>.toml``), a ``frame`` column (the result frame the claims read:
+``summary`` of a sweep, ``strategyproofness``, ``batch``) and the frames' columns. It is written by
 :func:`store` (``python docs/themis_results.py OUT --store``) from a full reproduction's
 journals, never edited by hand.
 """
@@ -24,34 +25,39 @@ FILE = "full-size.csv"
 DROP_PREFIXES = ("draw_", "message", "cell_id")
 
 
-def store(frames: dict[str, pd.DataFrame], path: str | Path, source: str) -> Path:
-    """Write ``{experiment: summary rows}`` to ``path`` under the provenance line ``source``."""
-    parts = [df.assign(experiment=k) for k, df in frames.items() if len(df)]
+def store(frames: dict[str, dict[str, pd.DataFrame]], path: str | Path, source: str) -> Path:
+    """Write ``{experiment: {frame: rows}}`` to ``path`` under the provenance line ``source``."""
+    parts = [df.assign(experiment=k, frame=f) for k, fr in frames.items() for f, df in fr.items()
+             if len(df)]  # fmt: skip
     if not parts:
         raise DataError("frames", "no rows to store")
     df = pd.concat(parts, ignore_index=True)
-    df = df[["experiment", *(c for c in df.columns if c != "experiment"
-                            and not c.startswith(DROP_PREFIXES))]]  # fmt: skip
+    keys = ["experiment", "frame"]
+    df = df[[*keys, *(c for c in df.columns if c not in keys and not c.startswith(DROP_PREFIXES))]]
     path = Path(path)
-    path.write_text(f"# {' '.join(source.split())}\n" + df.to_csv(index=False, float_format="%.10g"))
+    path.write_text(
+        f"# {' '.join(source.split())}\n" + df.to_csv(index=False, float_format="%.10g")
+    )
     return path
 
 
 def load(path: str | Path) -> tuple[dict[str, dict[str, pd.DataFrame]], str] | None:
-    """({experiment: {"summary": rows}}, provenance line) of a stored file (each experiment without
-    the columns it has no value in: another experiment's parameters); None when absent."""
+    """({experiment: {frame: rows}}, provenance line) of a stored file (each frame without the
+    columns it has no value in: other frames' columns); None when absent."""
     path = Path(str(path))
     if not path.is_file():
         return None
-    text = path.read_text()
-    head, _, body = text.partition("\n")
-    if not head.startswith("#") or "experiment" not in body.partition("\n")[0].split(","):
-        raise DataError(str(path), "expected a '#' provenance line, then a CSV with 'experiment'")
-    df = pd.read_csv(io.StringIO(body))
-    frames = {
-        str(k): {
-            "summary": g.drop(columns="experiment").dropna(axis=1, how="all").reset_index(drop=True)
-        }
-        for k, g in df.groupby("experiment", sort=False)
-    }
+    head, _, body = path.read_text().partition("\n")
+    if not head.startswith("#") or body.partition("\n")[0].split(",")[:2] != [
+        "experiment",
+        "frame",
+    ]:
+        raise DataError(
+            str(path), "expected a '#' provenance line, then a CSV with 'experiment' and 'frame'"
+        )
+    df = pd.read_csv(io.StringIO(body), low_memory=False)
+    frames: dict[str, dict[str, pd.DataFrame]] = {}
+    for (k, f), g in df.groupby(["experiment", "frame"], sort=False):
+        rows = g.drop(columns=["experiment", "frame"]).dropna(axis=1, how="all")
+        frames.setdefault(str(k), {})[str(f)] = rows.reset_index(drop=True)
     return frames, head.lstrip("# ").strip()
