@@ -370,7 +370,7 @@ def evaluate(
 
 def against_full(row: dict, claim: dict, full: Frames | None, note: str, source: str) -> dict:
     """A claims row of a reduced size (quick, tiny) next to the same claim judged on the stored
-    full-size results ``full`` (``papers/<paper>/full-size.csv``, recorded from ``source``):
+    full-size results ``full`` (``source``: the file, e.g. ``papers/<paper>/full-size.csv``):
     column ``full_size`` ("<outcome> (<ours>)"), and, where the two outcomes differ, one line
     appended to ``reason`` that says why (the size's ``note``: how it differs from the full one)."""
     if full is None:
@@ -383,6 +383,6 @@ def against_full(row: dict, claim: dict, full: Frames | None, note: str, source:
     if ref["outcome"] != row.get("outcome") and not str(row.get("outcome", "")).startswith("not"):
         why = note or "a smaller set-up than the paper's"
         out["reason"] = (
-            f"{row.get('reason', '')} | Full size ({source}): {text}; this size differs: {why}"
+            f"{row.get('reason', '')}. Full size ({source}): {text}; this size differs: {why}"
         )
     return out

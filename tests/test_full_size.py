@@ -54,7 +54,7 @@ def test_store_then_load_round_trip(tmp_path):
 
 def test_against_full_says_why_a_smaller_size_differs():
     quick = evaluate(CLAIM, _frames(1.2, 1.4))  # direction only
-    row = against_full(quick, CLAIM, _frames(2.5, 2.7), "one seed, 8 hours", "f.csv: runs")
+    row = against_full(quick, CLAIM, _frames(2.5, 2.7), "one seed, 8 hours", "f.csv")
     assert row["full_size"].startswith("reproduces (2.70, 2.5..2.7")  # max over seeds, spread
     assert row["reason"].startswith(quick["reason"])
     assert row["reason"].endswith("this size differs: one seed, 8 hours")

@@ -92,6 +92,8 @@ def test_tiny_reproduce_writes_report_with_claims_and_figures(tmp_path, monkeypa
     assert set(t["outcome"]) <= set(OUTCOMES)
     # THEMIS claims sit next to the stored full-size outcome (papers/themis/full-size.csv); where
     # the outcomes differ the reason says why in one line (the tiny size's note)
+    assert "The full_size column: each claim judged on the stored full-size results" in md
+    assert "THEMIS: papers/themis/full-size.csv (" in md and "PAL: papers/pal/" not in md
     full, _ = rep._full_size("themis")
     for c in rep.load_claims("themis"):
         if c["experiment"] in full:

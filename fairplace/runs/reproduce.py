@@ -412,6 +412,7 @@ def reproduce(
                     )  # fmt: skip
             sections.append(sec)
             bar.advance()
+    stored: list[str] = []  # where the full-size outcomes come from, per paper
     for p in papers:
         full = _full_size(p) if size != "full" else None
         notes = {e.key: e.note for e in exps if e.paper == p}
@@ -425,11 +426,12 @@ def reproduce(
                 d = outcomes.get((p, c.get("draws", "")))
                 row = evaluate(c, o.frames, draws=d.frames if d and d.ran else None)
             if full is not None:
-                where = f"papers/{p}/{full_size.FILE}: {full[1]}"
-                row = against_full(
-                    row, c, full[0].get(c["experiment"]), notes.get(c["experiment"], ""), where
-                )
+                where = f"papers/{p}/{full_size.FILE}"
+                ref = full[0].get(c["experiment"])
+                row = against_full(row, c, ref, notes.get(c["experiment"], ""), where)
             rows.append(row)
+        if full is not None:
+            stored.append(f"{p.upper()}: papers/{p}/{full_size.FILE} ({full[1]})")
     table = pd.DataFrame(rows)
     seconds = time.perf_counter() - t0
     preamble = [
@@ -440,5 +442,9 @@ def reproduce(
         "its stated tolerance); 'direction only' = outside it but on the paper's side of no "
         "effect; the spread is min..max over seeds. Raw results are in data/.",
     ]
+    if stored:
+        preamble.append("The full_size column: each claim judged on the stored full-size results "
+                        "(where it differs, the reason says why this size differs): "
+                        + "; ".join(stored) + ".")  # fmt: skip
     paths = write_report(out, "fairplace reproduction report", table, sections, preamble)
     return {**paths, "table": table, "headline": headline(table), "seconds": seconds}
