@@ -158,8 +158,10 @@ def _save(draw: dict, figdir: Path) -> None:
     for name, fn in draw.items():
         fig, ax = plt.subplots(figsize=(7, 4))
         fn(ax)
-        if name.endswith("contention") or name.endswith("cdf-w2-x1"):
-            ax.set_xscale("log") if name.endswith("cdf-w2-x1") else ax.set_yscale("log")
+        if name.endswith("cdf-w2-x1"):
+            ax.set_xscale("log")
+        elif name.endswith(("contention", "network-fraction")):  # baselines span 2 decades
+            ax.set_yscale("log")
         fig.savefig(figdir / f"{name}.png", dpi=110, bbox_inches="tight")
         plt.close(fig)
 
