@@ -1,5 +1,5 @@
-"""Stored full-size results: one summary row per run of a paper's full-size reproduction, kept in
-``papers/<paper>/full-size.csv`` so that a quick (or tiny) reproduction can judge each claim next
+"""Stored full-size results: the result rows of a paper's full-size reproduction (a sweep's summary
+row per run, the non-sweep experiments' tables), kept in ``papers/<paper>/full-size.csv`` so that a quick (or tiny) reproduction can judge each claim next
 to what the full size gave (``fairplace.analysis.claims.against_full``) without the hours the full
 size takes.
 
@@ -48,10 +48,8 @@ def load(path: str | Path) -> tuple[dict[str, dict[str, pd.DataFrame]], str] | N
     if not path.is_file():
         return None
     head, _, body = path.read_text().partition("\n")
-    if not head.startswith("#") or body.partition("\n")[0].split(",")[:2] != [
-        "experiment",
-        "frame",
-    ]:
+    columns = body.partition("\n")[0].split(",")
+    if not head.startswith("#") or columns[:2] != ["experiment", "frame"]:
         raise DataError(
             str(path), "expected a '#' provenance line, then a CSV with 'experiment' and 'frame'"
         )
