@@ -380,7 +380,8 @@ def against_full(row: dict, claim: dict, full: Frames | None, note: str, source:
         return row
     text = f"{ref['outcome']} ({ref['ours']}{', ' + ref['spread'] if ref['spread'] else ''})"
     out = row | {"full_size": text}
-    if ref["outcome"] != row.get("outcome") and not str(row.get("outcome", "")).startswith("not"):
+    ran = not str(row.get("outcome", "")).startswith("not run")
+    if ran and ref["outcome"] != row.get("outcome"):
         why = note or "a smaller set-up than the paper's"
         out["reason"] = (
             f"{row.get('reason', '')}. Full size ({source}): {text}; this size differs: {why}"

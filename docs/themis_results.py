@@ -213,8 +213,8 @@ def main(out: str, figdir: str | None = None, store: bool = False) -> None:
             print("\n### Who sets max rho (THEMIS and SRTF)\n\n" + worst_apps(apps))
         if figdir:
             figures(c, apps, Path(figdir))
-    frames = {k: {"summary": df} for k, df in (("contention", c), ("network", n), ("sensitivity", s))
-              if len(df)}  # fmt: skip
+    runs = {"contention": c, "network": n, "sensitivity": s, "norestart": m}  # the sweeps' runs
+    frames = {k: {"summary": df} for k, df in runs.items() if len(df)}
     for key, frame in (("strategyproofness", "strategyproofness"), ("solver_gap", "batch")):
         f = out / "data" / f"themis-{key}.csv"  # the non-sweep experiments' tables
         if f.is_file():
@@ -231,7 +231,6 @@ def main(out: str, figdir: str | None = None, store: bool = False) -> None:
         print(grid(s, ["scheduler_options.f", "round_length"]))
     if figdir:
         other_figures(n, s, Path(figdir))
-    runs = {"contention": c, "network": n, "sensitivity": s, "norestart": m}
     print("\n## Cell wall time\n\n" + cell_hours(runs))
     if store:
         from fairplace.runs import full_size
@@ -240,7 +239,7 @@ def main(out: str, figdir: str | None = None, store: bool = False) -> None:
         source = (f"THEMIS at the full size: the journals and tables behind docs/themis-results.md "
                   f"({sum(len(d) for d in runs.values())} simulations; `python docs/themis_results.py "
                   f"OUT --store`, {time.strftime('%Y-%m-%d')})")  # fmt: skip
-        full_size.store({**{k: {"summary": d} for k, d in runs.items()}, **frames}, path, source)
+        full_size.store(frames, path, source)
         print(f"\n(stored {path.name})", file=sys.stderr)
 
 
