@@ -229,3 +229,44 @@ def test_enumeration_is_deterministic():
     b = solve_compact_auction(AuctionInstance(cl, ()), **kw)
     assert a.pf_allocation == b.pf_allocation and a.payments == b.payments
     assert a.allocation == b.allocation
+
+
+@settings(max_examples=30, deadline=None)
+@given(st.integers(0, 100_000), st.booleans())
+def test_leave_one_out_enumeration_after_an_lp_route_pf(seed, monotone):
+    """A PF too large to enumerate (here: ``enum_limit=1``) still gets its PF_{-i} by enumerating
+    the auction without i (``LOO_ENUM_LIMIT``): the LP route's PF, and c_i equal to the LP route's
+    leave-one-out solves (``enum_limit=0``) and to the whole enumeration's PF_{-i}."""
+    cl, offer, apps, _ = random_compact(seed, monotone)
+    prog = CompactProgram(cl, tuple(int(g) for g in offer), apps, reduced=False)
+    ids = [a.table.app_id for a in apps]
+    kw = {"offer": offer, "apps": apps, "ids": ids, "aggregate": False}
+    inst = AuctionInstance(cl, ())
+    lp = solve_compact_auction(inst, **kw, enum_limit=0)
+    en = solve_compact_auction(inst, **kw, enum_limit=1)
+    assume(lp.extra["pf_route"] != "empty")  # no app can use the offer: nothing to pay
+    assert lp.status == en.status == "optimal"
+    assert en.extra["pf_route"] == lp.extra["pf_route"] != "enumeration"
+    assert en.pf_allocation == lp.pf_allocation and en.allocation == lp.allocation
+    assert "fixing" not in en.extra["loo_routes"] and "full" not in en.extra["loo_routes"]
+    assert sum(en.extra["loo_routes"].values()) == len(en.pf_allocation)
+    assert set(en.payments) == set(lp.payments)
+    for a, c in en.payments.items():
+        assert 0.0 <= c <= 1.0 and _close(c, lp.payments[a])
+    whole = enumerate_auction(prog, 10**6)
+    assume(whole is not None)
+    loo = compact_enum.leave_one_out(prog, prog.active, 10**6)
+    assert loo is not None and set(loo) == set(whole.loo)
+    for i, v in loo.items():  # the same rows, ranking and ties: the same value
+        assert v.n_unbounded_served == whole.loo[i].n_unbounded_served
+        assert _close(v.log_sum, whole.loo[i].log_sum)
+
+
+def test_leave_one_out_enumeration_declines_above_its_limit():
+    """None (the LP route then runs) as soon as one PF_{-i} has more joint choices than the limit."""
+    for seed in range(200):
+        cl, offer, apps, _ = random_compact(seed, monotone=True)
+        prog = CompactProgram(cl, tuple(int(g) for g in offer), apps, reduced=False)
+        if len(prog.active) >= 3 and compact_enum.leave_one_out(prog, prog.active, 10**6):
+            break
+    assert compact_enum.leave_one_out(prog, prog.active, 1) is None

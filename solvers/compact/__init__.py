@@ -30,9 +30,14 @@ from ..auction import auction_gap, pf_bound, unsolved
 from ..budget import Budget, budget_for
 from ..options import SolveOptions
 from .enumeration import ENUM_LIMIT, enumerate_auction
+from .enumeration import leave_one_out as enum_loo
 from .lp import Choice
-from .pa_payments import NOT_RUN, _best, _others, payments
+from .pa_payments import NOT_RUN, _best, _others, _without_solve, payments
 from .pf import REDUCED_MAX_MACHINES, solve_compact_pf
+
+#: most joint choices of one leave-one-out problem enumerated for the payments of a PF solved by
+#: the LP / MILP route (``_enum_payments``); above it every PF_{-i} takes the LP route
+LOO_ENUM_LIMIT = 60000
 
 __all__ = [
     "NOT_RUN",
@@ -111,7 +116,9 @@ def solve_compact_auction(
         pay.c.update(enum.payments())
         pay.k = len(choice)
         pay.routes = dict.fromkeys(choice, "enumeration")
-    elif payments_:
+    elif payments_ and not (
+        enum_limit > 0 and _enum_payments(pay, cl, offer, apps, aggregate, choice, ids, res.status)
+    ):
         _lp_payments(pay, prog, choice, opts, reduced, budget, ids, res.status)
     final = round_compact(prog, choice, pay.c, rounding, seed)
     used = {g for i in final for g in final[i]}
@@ -192,6 +199,30 @@ class _PA:
     k: int = 0
     routes: dict[int, str] = field(default_factory=dict)
     inexact: list[str] = field(default_factory=list)
+
+
+def _enum_payments(pay: _PA, cl, offer, apps, aggregate, choice, ids, pf_status: str) -> bool:
+    """Every PF_{-i} by enumerating the auction without i (``compact.enumeration.leave_one_out``)
+    when each has at most :data:`LOO_ENUM_LIMIT` joint choices, after the c_i = 1 checks that need
+    no solve; False (``pay`` untouched) when one is larger. c_i are the LP / MILP route's (the
+    same optima), without a HiGHS model."""
+    plain = CompactProgram(
+        cl, tuple(int(g) for g in offer), tuple(apps), reduced=False, aggregate=aggregate
+    )
+    c: dict[int, float] = {}
+    routes: dict[int, str] = {}
+    value_with = {i: _others(plain, choice, i) for i in choice}
+    todo = _without_solve(plain, choice, value_with, c, {}, routes)
+    loo = enum_loo(plain, todo, LOO_ENUM_LIMIT)
+    if loo is None:
+        return False
+    c.update({i: pa.payment(value_with[i], loo[i]) for i in todo})
+    pay.c.update(c)
+    pay.k = len(choice)
+    pay.routes = routes | dict.fromkeys(todo, "enumeration")
+    if pf_status != "optimal":  # every c_i is relative to a non-optimal PF
+        pay.inexact = list(ids)
+    return True
 
 
 def _lp_payments(pay: _PA, prog, choice, opts, reduced, budget, ids, pf_status: str) -> None:

@@ -28,7 +28,7 @@ machines of 4 free GPUs have 15^8 ~ 2.6e9 joint count matrices, but ~10^3-10^4 j
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 from scipy.sparse import csr_matrix
@@ -90,36 +90,106 @@ def enumerate_auction(prog: CompactProgram, limit: int = ENUM_LIMIT) -> Enumerat
     """PF and every PF_{-i} of ``prog`` by enumeration, or None when the joint choices exceed
     ``limit`` (module docstring)."""
     t0 = time.perf_counter()
-    opts, size, bidders = [], 1, 0
-    for i in prog.active:  # stop building options as soon as the guard is passed
-        o = _options(prog, i, limit // size)
+    tab = _Table.build(prog, limit)
+    if tab is None:
+        return None
+    pf = tab.picked(tab.best(np.ones(len(tab.rows), bool)))
+    pos = {i: a for a, i in enumerate(prog.active)}
+    cells = {i: tab.opts[pos[i]].cells[o] for i, o in pf.items()}
+    choice = _place(prog, cells, {i: tab.opts[pos[i]].masks[o] for i, o in pf.items()})
+    loo = {}
+    for i in prog.active:  # PF_{-i}: the best row in which app i takes nothing
+        loo[i] = tab.value(i, tab.best(tab.rows[:, pos[i]] == 0))
+    return Enumeration(
+        prog, choice, prog.value(choice), loo, len(tab.rows), time.perf_counter() - t0
+    )
+
+
+def leave_one_out(prog: CompactProgram, apps, limit: int = ENUM_LIMIT) -> dict[int, PFValue] | None:
+    """PF_{-i} of each app i of ``apps`` by enumerating ``prog`` without i (one app fewer, so
+    often within ``limit`` where ``prog`` is not), or None (before building any rows) when one
+    has more than ``limit`` joint choices. The values are those :func:`enumerate_auction` would
+    give (the same rows, ranking and ties: dropping a column of zeros keeps the rows' order), for
+    the payments of a PF solved by the LP / MILP route."""
+    opts = {}
+    for i in prog.active:  # an app's options do not depend on which others are left out
+        o = _options(prog, i, limit)
         if o is None:
             return None
-        opts.append(o)
+        opts[i] = o
+    for i in apps:
+        others = [opts[j] for j in prog.active if j != i]
+        if not _within(others, limit):
+            return None
+    out = {}
+    for i in apps:
+        sub = replace(prog, exclude=prog.exclude | {i})
+        tab = _Table.of(sub, [opts[j] for j in sub.active])
+        out[i] = tab.value(i, tab.best(np.ones(len(tab.rows), bool)))
+    return out
+
+
+def _within(opts: list[Options], limit: int) -> bool:
+    """Whether the joint choices of ``opts`` pass the size guard (module docstring)."""
+    size, bidders = 1, 0
+    for o in opts:
         size *= o.n.size
         bidders += o.n.size > 1
         if size > limit or size << max(bidders - 1, 0) > SUBSET_LIMIT:
-            return None
-    rows = _rows(opts, np.array([len(g.gpus) for g in prog.groups], dtype=np.int64))
-    zero = np.zeros(len(rows), np.int64)
-    served = sum(((rows[:, a] > 0) for a, o in enumerate(opts) if o.unbounded), zero)
-    log_sum = sum((o.w[rows[:, a]] for a, o in enumerate(opts)), zero.astype(float))
-    gpus = sum((o.n[rows[:, a]] for a, o in enumerate(opts)), zero)
+            return False
+    return True
 
-    def picked(k: int) -> dict[int, int]:
+
+@dataclass(frozen=True)
+class _Table:
+    """Every feasible joint choice of ``prog``'s active apps (``rows``: one option index per app)
+    with its served count, log-sum and GPUs, in the order of :func:`_rows`."""
+
+    prog: CompactProgram
+    opts: list[Options]
+    rows: np.ndarray
+    served: np.ndarray
+    log_sum: np.ndarray
+    gpus: np.ndarray
+
+    @classmethod
+    def build(cls, prog: CompactProgram, limit: int) -> _Table | None:
+        """The table, or None above ``limit`` joint choices (or ``SUBSET_LIMIT`` unions)."""
+        opts, size = [], 1
+        for i in prog.active:  # stop building options as soon as the guard is passed
+            o = _options(prog, i, limit // size)
+            if o is None:
+                return None
+            opts.append(o)
+            size *= o.n.size
+            if not _within(opts, limit):
+                return None
+        return cls.of(prog, opts)
+
+    @classmethod
+    def of(cls, prog: CompactProgram, opts: list[Options]) -> _Table:
+        """The table of the active apps' options ``opts`` (in ``prog.active`` order)."""
+        rows = _rows(opts, np.array([len(g.gpus) for g in prog.groups], dtype=np.int64))
+        zero = np.zeros(len(rows), np.int64)
+        served = sum(((rows[:, a] > 0) for a, o in enumerate(opts) if o.unbounded), zero)
+        log_sum = sum((o.w[rows[:, a]] for a, o in enumerate(opts)), zero.astype(float))
+        gpus = sum((o.n[rows[:, a]] for a, o in enumerate(opts)), zero)
+        return cls(prog, opts, rows, served, log_sum, gpus)
+
+    def best(self, among: np.ndarray) -> int:
+        """Index of the best row among ``among`` (:func:`_argbest`)."""
+        return _argbest(self.served, self.log_sum, self.gpus, among)
+
+    def picked(self, k: int) -> dict[int, int]:
         """{app: its option} of row k, apps that take nothing left out."""
-        return {i: int(rows[k, a]) for a, i in enumerate(prog.active) if rows[k, a]}
+        return {i: int(self.rows[k, a]) for a, i in enumerate(self.prog.active) if self.rows[k, a]}
 
-    pf = picked(_argbest(served, log_sum, gpus, np.ones(len(rows), bool)))
-    pos = {i: a for a, i in enumerate(prog.active)}
-    cells = {i: opts[pos[i]].cells[o] for i, o in pf.items()}
-    choice = _place(prog, cells, {i: opts[pos[i]].masks[o] for i, o in pf.items()})
-    loo = {}
-    for i in prog.active:  # PF_{-i}: the best row in which app i takes nothing
+    def value(self, i: int, k: int) -> PFValue:
+        """Value of row k without app i (PF_{-i} when k is the best row in which i takes nothing)."""
+        prog = self.prog
         sub = CompactProgram(prog.cluster, prog.offer, prog.apps, prog.exclude | {i})
-        k = picked(_argbest(served, log_sum, gpus, rows[:, pos[i]] == 0))
-        loo[i] = sub.value({j: (opts[pos[j]].cells[o], ()) for j, o in k.items()})
-    return Enumeration(prog, choice, prog.value(choice), loo, len(rows), time.perf_counter() - t0)
+        pos = {j: a for a, j in enumerate(prog.active)}
+        return sub.value({j: (self.opts[pos[j]].cells[o], ()) for j, o in self.picked(k).items()})
 
 
 def _options(prog: CompactProgram, i: int, most: int) -> Options | None:

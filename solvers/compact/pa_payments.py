@@ -290,10 +290,11 @@ def _starts(prog: CompactProgram, choice: Choice, solved: dict, j: int) -> tuple
 #: marks a leave-one-out problem not started because the budget was spent
 NOT_RUN = "not_run"
 
-#: how a PF_{-i} was settled (``payments(routes=...)``, ``extra['loo_routes']``): c_i = 1 from
-#: every other app's best value alone / from the leave-one-out LP bound; the LP's cells placed at
-#: its bound; split LP closed by ``compact.rc``; its own solve (``solve_compact_pf``); not started
-ROUTES = ("best_values", "lp_bound", "lp_cells", "fixing", "full", NOT_RUN)
+#: how a PF_{-i} was settled (``payments(routes=...)``, ``extra['loo_routes']``): by enumeration
+#: (``compact.enumeration``; set by the caller, not by :func:`payments`); c_i = 1 from every other
+#: app's best value alone / from the leave-one-out LP bound; the LP's cells placed at its bound;
+#: split LP closed by ``compact.rc``; its own solve (``solve_compact_pf``); not started
+ROUTES = ("enumeration", "best_values", "lp_bound", "lp_cells", "fixing", "full", NOT_RUN)
 
 #: most leave-one-out chains (each on its own LP model, at least 16 apps) shared by the 2 threads
 #: of the payments. More chains balance the threads better; each costs a model and, per PF cell,
