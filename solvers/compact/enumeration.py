@@ -111,16 +111,23 @@ def leave_one_out(prog: CompactProgram, apps, limit: int = ENUM_LIMIT) -> dict[i
     has more than ``limit`` joint choices. The values are those :func:`enumerate_auction` would
     give (the same rows, ranking and ties: dropping a column of zeros keeps the rows' order), for
     the payments of a PF solved by the LP / MILP route."""
-    opts = {}
-    for i in prog.active:  # an app's options do not depend on which others are left out
-        o = _options(prog, i, limit)
-        if o is None:
+    if not apps:
+        return {}
+    low = {i: len(prog.feasible_cells(i)) + 1 for i in prog.active}  # each cell fits somewhere
+    for i in apps:  # at least as many options as feasible cells: too large already?
+        if not _within([low[j] for j in prog.active if j != i], limit):
             return None
-        opts[i] = o
+    fits, size, most = {}, 1, 1
+    for i in prog.active:  # counts first: no masks built for an auction that is too large
+        fits[i] = f = _Fits.of(prog, i)
+        size, most = size * f.count, max(most, f.count)
+        if size // most > limit:  # a lower bound on every PF_{-i}'s joint choices
+            return None
+    counts = {i: f.count for i, f in fits.items()}
     for i in apps:
-        others = [opts[j] for j in prog.active if j != i]
-        if not _within(others, limit):
+        if not _within([counts[j] for j in prog.active if j != i], limit):
             return None
+    opts = {i: f.options() for i, f in fits.items()}
     out = {}
     for i in apps:
         sub = replace(prog, exclude=prog.exclude | {i})
@@ -129,12 +136,12 @@ def leave_one_out(prog: CompactProgram, apps, limit: int = ENUM_LIMIT) -> dict[i
     return out
 
 
-def _within(opts: list[Options], limit: int) -> bool:
-    """Whether the joint choices of ``opts`` pass the size guard (module docstring)."""
+def _within(counts: list[int], limit: int) -> bool:
+    """Whether apps with these option counts pass the size guard (module docstring)."""
     size, bidders = 1, 0
-    for o in opts:
-        size *= o.n.size
-        bidders += o.n.size > 1
+    for n in counts:
+        size *= n
+        bidders += n > 1
         if size > limit or size << max(bidders - 1, 0) > SUBSET_LIMIT:
             return False
     return True
@@ -162,7 +169,7 @@ class _Table:
                 return None
             opts.append(o)
             size *= o.n.size
-            if not _within(opts, limit):
+            if not _within([o.n.size for o in opts], limit):
                 return None
         return cls.of(prog, opts)
 
@@ -196,45 +203,79 @@ def _options(prog: CompactProgram, i: int, most: int) -> Options | None:
     """App i's options: nothing, then every feasible cell on every place where it fits alone
     (cells in ``feasible_cells`` order, places ascending); None when there are more than
     ``most`` (counted before any group mask is built)."""
-    a = prog.apps[i]
-    grps = prog.groups
-    classes = tuple(dict.fromkeys(x.cls for x in prog.apps))
-    ci = classes.index(a.cls)
-    lev = np.array([a.table.level(g.scores[ci]) for g in grps], dtype=np.int64)
-    caps = np.array([len(g.gpus) for g in grps], dtype=np.int64)
-    mach = np.array([g.machine for g in grps], dtype=np.int64)
-    rack = np.array([g.rack for g in grps], dtype=np.int64)
-    held = (a.held_machine, a.held_rack)
-    members = [  # (places, groups) per spread: one machine, one rack, the whole offer
-        at[None, :] == (np.array([h]) if h >= 0 else np.unique(at))[:, None]
-        for at, h in ((mach, held[0]), (rack, held[1]))
-    ] + [np.ones((1, caps.size), bool)]
-    upto = lev[:, None] <= np.arange(a.table.levels.size)[None, :]  # (groups, levels v)
-    cells = prog.feasible_cells(i)
-    c = np.array(cells, dtype=np.int64).reshape(-1, 3)
-    found = []  # (cell index, place index) of every fitting option
-    for s in range(3):
-        have = (members[s] * caps) @ upto  # (places, levels): GPUs of level <= v in the place
-        k = np.flatnonzero(c[:, 1] == s)
-        kk, pp = np.nonzero(have[:, c[k, 2]].T >= c[k, 0][:, None])
-        found.append((k[kk], pp, np.full(kk.size, s)))
-    k, p, sp = (np.concatenate(x) for x in zip(*found, strict=True))
-    if k.size + 1 > most:
-        return None
-    order = np.lexsort((p, k))
-    k, p, sp = k[order], p[order], sp[order]
-    m = np.zeros((k.size + 1, caps.size), bool)
-    for s in range(3):
-        on = np.flatnonzero(sp == s)
-        m[1 + on] = members[s][p[on]] & upto[:, c[k[on], 2]].T
-    w = -np.log(np.array([a.table.rho[cells[j]] for j in k], dtype=float))
-    return Options(
-        (None, *(cells[j] for j in k)),
-        np.packbits(m, axis=1, bitorder="little"),
-        np.concatenate([[0], c[k, 0]]),
-        np.concatenate([[a.w_empty or 0.0], w]),
-        a.w_empty is None,
-    )
+    f = _Fits.of(prog, i)
+    return None if f.count > most else f.options()
+
+
+@dataclass(frozen=True)
+class _Fits:
+    """Where app i's feasible cells fit alone (``k``: cell index, ``p``: place, ``sp``: spread),
+    found before its options' group masks are built (:meth:`options`)."""
+
+    prog: CompactProgram
+    i: int
+    cells: tuple
+    c: np.ndarray  # the cells as (n, s, v) rows
+    members: list  # per spread: (places, groups) membership
+    upto: np.ndarray  # (groups, levels v): the group's level <= v
+    k: np.ndarray
+    p: np.ndarray
+    sp: np.ndarray
+
+    @property
+    def count(self) -> int:
+        """Options, "nothing" included."""
+        return int(self.k.size) + 1
+
+    @classmethod
+    def of(cls, prog: CompactProgram, i: int) -> _Fits:
+        a = prog.apps[i]
+        grps = prog.groups
+        classes = tuple(dict.fromkeys(x.cls for x in prog.apps))
+        ci = classes.index(a.cls)
+        lev = np.array([a.table.level(g.scores[ci]) for g in grps], dtype=np.int64)
+        caps = np.array([len(g.gpus) for g in grps], dtype=np.int64)
+        mach = np.array([g.machine for g in grps], dtype=np.int64)
+        rack = np.array([g.rack for g in grps], dtype=np.int64)
+        held = (a.held_machine, a.held_rack)
+        members = [  # (places, groups) per spread: one machine, one rack, the whole offer
+            at[None, :] == (np.array([h]) if h >= 0 else np.unique(at))[:, None]
+            for at, h in ((mach, held[0]), (rack, held[1]))
+        ] + [np.ones((1, caps.size), bool)]
+        upto = lev[:, None] <= np.arange(a.table.levels.size)[None, :]  # (groups, levels v)
+        cells = prog.feasible_cells(i)
+        c = np.array(cells, dtype=np.int64).reshape(-1, 3)
+        found = []  # (cell index, place index) of every fitting option
+        for s in range(3):
+            have = (members[s] * caps) @ upto  # (places, levels): GPUs of level <= v in the place
+            k = np.flatnonzero(c[:, 1] == s)
+            kk, pp = np.nonzero(have[:, c[k, 2]].T >= c[k, 0][:, None])
+            found.append((k[kk], pp, np.full(kk.size, s)))
+        k, p, sp = (np.concatenate(x) for x in zip(*found, strict=True))
+        return cls(prog, i, cells, c, members, upto, k, p, sp)
+
+    def options(self) -> Options:
+        a, cells, c, members, upto = (
+            self.prog.apps[self.i],
+            self.cells,
+            self.c,
+            self.members,
+            self.upto,
+        )
+        order = np.lexsort((self.p, self.k))
+        k, p, sp = self.k[order], self.p[order], self.sp[order]
+        m = np.zeros((k.size + 1, upto.shape[0]), bool)
+        for s in range(3):
+            on = np.flatnonzero(sp == s)
+            m[1 + on] = members[s][p[on]] & upto[:, c[k[on], 2]].T
+        w = -np.log(np.array([a.table.rho[cells[j]] for j in k], dtype=float))
+        return Options(
+            (None, *(cells[j] for j in k)),
+            np.packbits(m, axis=1, bitorder="little"),
+            np.concatenate([[0], c[k, 0]]),
+            np.concatenate([[a.w_empty or 0.0], w]),
+            a.w_empty is None,
+        )
 
 
 def _byte_caps(caps: np.ndarray) -> np.ndarray:
