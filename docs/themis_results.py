@@ -198,6 +198,32 @@ def claims(frames: dict[str, dict[str, pd.DataFrame]]) -> str:
     return pd.DataFrame(rows)[cols].to_markdown(index=False) if rows else "(no claims to judge)"
 
 
+def still_to_run(out: Path) -> str:
+    """The cells of the full ``fairplace reproduce themis`` grid that no journal in ``OUT/data``
+    holds yet (what ``fairplace reproduce themis --resume --out OUT`` would still run), counted per
+    experiment, scheduler, trace and contention."""
+    from fairplace.runs.experiments import load_experiments
+    from fairplace.runs.sweep import cell_id, load_spec
+
+    rows = []
+    for exp in load_experiments("themis", "full"):
+        if exp.kind != "sweep":
+            continue
+        done, _ = journal(out, exp.key)
+        have = set(done["cell_id"]) if len(done) else set()
+        for c in load_spec(exp.spec).cells():
+            if cell_id(c) not in have:
+                rows.append({"experiment": exp.key, **c})
+    if not rows:
+        return "None: every cell of the full grid is journaled."
+    df = pd.DataFrame(rows)
+    keys = [k for k in ("experiment", "scheduler", "trace", "contention") if k in df]
+    t = df.groupby(keys, dropna=False)["seed"].agg(
+        cells="size", seeds=lambda x: ", ".join(map(str, sorted(x)))
+    )
+    return f"{len(df)} cells:\n\n" + t.reset_index().to_markdown(index=False)
+
+
 def main(out: str, figdir: str | None = None, store: bool = False) -> None:
     """Print the Markdown; with ``figdir`` draw the figures; with ``store`` also write the runs'
     summaries to papers/themis/full-size.csv (what quick reports compare their claims with)."""
@@ -232,6 +258,7 @@ def main(out: str, figdir: str | None = None, store: bool = False) -> None:
     if figdir:
         other_figures(n, s, Path(figdir))
     print("\n## Cell wall time\n\n" + cell_hours(runs))
+    print("\n## Cells of the full reproduction not yet run\n\n" + still_to_run(out))
     if store:
         from fairplace.runs import full_size
 
