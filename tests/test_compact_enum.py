@@ -250,6 +250,7 @@ def test_leave_one_out_enumeration_after_an_lp_route_pf(seed, monotone):
     assert en.pf_allocation == lp.pf_allocation and en.allocation == lp.allocation
     assert "fixing" not in en.extra["loo_routes"] and "full" not in en.extra["loo_routes"]
     assert sum(en.extra["loo_routes"].values()) == len(en.pf_allocation)
+    assert en.extra["loo_solves"] == lp.extra["loo_solves"]  # c_i = 1 checks first, as LP's
     assert set(en.payments) == set(lp.payments)
     for a, c in en.payments.items():
         assert 0.0 <= c <= 1.0 and _close(c, lp.payments[a])

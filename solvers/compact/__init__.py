@@ -218,7 +218,7 @@ def _enum_payments(pay: _PA, cl, offer, apps, aggregate, choice, ids, pf_status:
         return False
     c.update({i: pa.payment(value_with[i], loo[i]) for i in todo})
     pay.c.update(c)
-    pay.k = len(choice)
+    pay.k = len(todo)  # leave-one-out problems, as the LP route counts them
     pay.routes = routes | dict.fromkeys(todo, "enumeration")
     if pf_status != "optimal":  # every c_i is relative to a non-optimal PF
         pay.inexact = list(ids)
