@@ -104,7 +104,7 @@ def solve_compact_auction(
     ids = ids or [a.table.app_id for a in apps]
     log: dict = {}
     pf_ = _compact_pf(cl, offer, apps, opts, reduced, budget, aggregate, enum_limit, log)
-    res, choice, prog, enum = pf_
+    res, choice, prog, enum, plain = pf_
     if choice is None:
         sol = unsolved(
             name, res, time.perf_counter() - t0, rounding, ids if payments_ else [], True
@@ -117,7 +117,7 @@ def solve_compact_auction(
         pay.k = len(choice)
         pay.routes = dict.fromkeys(choice, "enumeration")
     elif payments_ and not (
-        enum_limit > 0 and _enum_payments(pay, cl, offer, apps, aggregate, choice, ids, res.status)
+        plain is not None and _enum_payments(pay, plain, choice, ids, res.status)
     ):
         _lp_payments(pay, prog, choice, opts, reduced, budget, ids, res.status)
     final = round_compact(prog, choice, pay.c, rounding, seed)
@@ -170,22 +170,24 @@ def _extra(
 
 
 def _compact_pf(cl, offer, apps, opts, reduced, budget, aggregate, enum_limit, log: dict):
-    """(raw result, PF choice or None, program, the enumeration or None): by enumeration when the
-    auction is small enough, else the LP / MILP route (``log``: how, and why a faster one failed)."""
-    enum = None
+    """(raw result, PF choice or None, program, the enumeration or None, the enumerated program or
+    None): by enumeration when the auction is small enough, else the LP / MILP route (``log``: how,
+    and why a faster one failed). The enumerated program (built when ``enum_limit`` > 0) serves
+    the leave-one-out enumeration of an LP / MILP route PF."""
+    enum = plain = None
     if enum_limit > 0 and budget.options(opts) is not None:
         offer = tuple(int(g) for g in offer)
         plain = CompactProgram(cl, offer, tuple(apps), reduced=False, aggregate=aggregate)
         enum = enumerate_auction(plain, enum_limit)
     if enum is not None:
         log["route"] = "enumeration"
-        return enum.result(), enum.choice, enum.prog, enum
+        return enum.result(), enum.choice, enum.prog, enum, plain
     res, choice, prog = solve_compact_pf(
         cl, offer, apps, opts, reduced=reduced, budget=budget, aggregate=aggregate, log=log
     )
     if log["route"] == "full" and log["why"]:  # a faster route failed: say why
         res = dc_replace(res, message=f"{res.message} (full MILP: {'; '.join(log['why'])})")
-    return res, choice, prog, None
+    return res, choice, prog, None, plain
 
 
 @dataclass
@@ -201,14 +203,11 @@ class _PA:
     inexact: list[str] = field(default_factory=list)
 
 
-def _enum_payments(pay: _PA, cl, offer, apps, aggregate, choice, ids, pf_status: str) -> bool:
+def _enum_payments(pay: _PA, plain: CompactProgram, choice, ids, pf_status: str) -> bool:
     """Every PF_{-i} by enumerating the auction without i (``compact.enumeration.leave_one_out``)
     when each has at most :data:`LOO_ENUM_LIMIT` joint choices, after the c_i = 1 checks that need
     no solve; False (``pay`` untouched) when one is larger. c_i are the LP / MILP route's (the
     same optima), without a HiGHS model."""
-    plain = CompactProgram(
-        cl, tuple(int(g) for g in offer), tuple(apps), reduced=False, aggregate=aggregate
-    )
     c: dict[int, float] = {}
     routes: dict[int, str] = {}
     value_with = {i: _others(plain, choice, i) for i in choice}
