@@ -9,8 +9,10 @@ the LP one as ``objective`` (EG >= LP by concavity, so the LP bound is the tight
 ``greedy-log`` (a lower bound on the exact n*), or the exact n* when the exact optimum is computed.
 ``extra['integrality_gap'] = bound - exact`` when ``exact_objective=`` is passed or ``compute_exact=True``.
 
-``gavel-ftf``: :class:`~fairplace.formulations.gavel.GavelFTFProgram` solved exactly, by rho-bisection over
-HiGHS LPs (``method='bisection'``, default) or as one CVXPY SOCP (``method='socp'``).
+``gavel-ftf``: :class:`~fairplace.formulations.gavel.GavelFTFProgram` solved exactly: in closed form when
+it is separable (``method='waterfill'``, :mod:`.waterfill`), by rho-bisection over HiGHS LPs
+(``method='bisection'``) or as one CVXPY SOCP (``method='socp'``); ``'auto'`` (default) takes the
+closed form where it applies, else the bisection.
 """
 
 from __future__ import annotations
@@ -32,7 +34,10 @@ from . import backends
 from .auction import solve_pf
 from .heuristics import greedy_log_choice
 from .options import SolveOptions, SolverEntry
+from .waterfill import separable_configs, waterfill
 
+#: solve_gavel's methods (see its docstring)
+GAVEL_METHODS = ("auto", "waterfill", "bisection", "socp")
 _CLARABEL_TIGHT = {"tol_gap_abs": 1e-10, "tol_gap_rel": 1e-10, "tol_feas": 1e-10}
 
 
@@ -157,17 +162,34 @@ def _lp_at(
 
 def solve_gavel(
     prob: GavelFTFProgram,
-    method: str = "bisection",
+    method: str = "auto",
     tol: float = 1e-10,
     opts=SolveOptions(),
     backend: str | backends.Backend = "highs",
 ) -> GavelResult:
-    """min max rho exactly. Bisection keeps lo (infeasible t, or the lower bound) and hi = max rho(X)
-    of the best LP point found (always achievable; each LP on ``backend``); it stops when
-    hi - lo <= tol (1 + hi). ``socp`` is one CVXPY + Clarabel conic solve (not a back end's LP)."""
+    """min max rho exactly. ``waterfill``: the closed form of a separable program
+    (:mod:`~fairplace.solvers.waterfill`: no LP, X the water-filling optimum). ``bisection`` keeps lo
+    (infeasible t, or the lower bound) and hi = max rho(X) of the best LP point found (always
+    achievable; each LP on ``backend``); it stops when hi - lo <= tol (1 + hi). ``socp`` is one
+    CVXPY + Clarabel conic solve (not a back end's LP). ``auto`` (default): ``waterfill`` where the
+    program is separable, else ``bisection``."""
+    if method not in GAVEL_METHODS:
+        raise OptionError("method", f"expected one of {GAVEL_METHODS}, got {method!r}")
     if method == "socp":  # one-time import outside the timed region
         import cvxpy  # heavy: imported on use  # noqa: F401
     t0 = time.perf_counter()
+    if method in ("auto", "waterfill"):
+        cfg = separable_configs(prob)
+        if cfg is not None:
+            X, t = waterfill(prob, cfg)
+            return GavelResult(X, prob.rho(X), t, "waterfill", 0, time.perf_counter() - t0)
+        if method == "waterfill":
+            raise OptionError(
+                "method",
+                "'waterfill' needs a separable program (each job with work left has one "
+                "configuration, used by no other job); use 'bisection' or 'socp'",
+            )
+        method = "bisection"
     if method == "socp":
         import cvxpy as cp  # heavy: imported on use
 
@@ -184,8 +206,6 @@ def solve_gavel(
         return GavelResult(
             Xv, rho, float(t.value), "socp", 1, time.perf_counter() - t0, str(p.status)
         )
-    if method != "bisection":
-        raise OptionError("method", f"expected 'bisection' or 'socp', got {method!r}")
     lo = prob.lower_bound()
     if not np.any(prob.work > 0):
         X = np.zeros_like(prob.throughput)
@@ -249,7 +269,7 @@ def auction_to_gavel(
 def solve_gavel_auction(
     inst: AuctionInstance,
     opts: SolveOptions = SolveOptions(),
-    method: str = "bisection",
+    method: str = "auto",
     name: str | None = None,
     backend: str | backends.Backend = "highs",
 ) -> Solution:
@@ -299,7 +319,7 @@ def solve_gavel_auction(
             "max_rho": float(res.max_rho) if res is not None else None,
             "rho": rho,
             "time_fractions": fractions,
-            "method": method,
+            "method": res.method if res is not None else method,
             "solves": res.solves if res is not None else 0,
             "solver_status": res.status if res is not None else "optimal",
             "unserved_unbounded": unserved,

@@ -214,9 +214,11 @@ class SLAQ:
 class GavelFTF:
     """Gavel-style finish-time fairness: each decision solves min max rho over time fractions
     (:class:`fairplace.formulations.gavel.GavelFTFProgram`, one gang configuration per active job using N_j
-    GPUs of ``gpus``) exactly by bisection, with rho_i = (elapsed_i + remaining_i / rate_i) / T_id,i and
-    T_id under the ``gavel`` variant of :class:`~fairplace.formulations.ftf.IdealTime`; then, as
-    Gavel's round mechanism does, jobs are ordered by X_i / (share of their life they held GPUs)."""
+    GPUs of ``gpus``) exactly, with rho_i = (elapsed_i + remaining_i / rate_i) / T_id,i and T_id under
+    the ``gavel`` variant of :class:`~fairplace.formulations.ftf.IdealTime`; the program is separable,
+    so it is solved in closed form with the water-filling X (:mod:`fairplace.solvers.waterfill`; ``tol``
+    is the bisection's, for a program that is not); then, as Gavel's round mechanism does, jobs are
+    ordered by X_i / (share of their life they held GPUs)."""
 
     name = "gavel-ftf"
 
