@@ -86,7 +86,7 @@ def test_gavel_bisection_and_socp_agree(seed):
 def test_gavel_single_job_closed_form():
     # one job, one config of rate 2 on 1 of 1 GPU: rho = (e + W/2)/T
     prob = GavelFTFProgram([[2.0]], [[1.0]], [1.0], [10.0], [3.0], [4.0])
-    for m in ("bisection", "socp"):
+    for m in ("waterfill", "bisection", "socp"):
         assert solve_gavel(prob, m).max_rho == pytest.approx((3 + 5) / 4, rel=1e-7)
 
 
