@@ -71,8 +71,10 @@ def per_seed_ratio(df: pd.DataFrame) -> str:
 
 def worst_apps(apps: pd.DataFrame, schedulers: tuple[str, str] = ("themis", "srtf")) -> str:
     """Who sets max rho: per (workload, contention, seed) and scheduler, the app with the largest
-    rho, its GPU-seconds per job as a percentile of that run's apps (0 = the shortest), its
-    migrations per job, and its rho under the other scheduler of the pair."""
+    rho, its GPU-seconds per job as a percentile of the apps of that workload and seed (0 = the
+    shortest; an app's GPU-seconds per job is the median over the schedulers of the same workload,
+    contention and seed: restarts and placement move it a little), its migrations per job under
+    that scheduler, and its rho under the other scheduler of the pair."""
     out = []
     for (tr, cont, seed), g in apps.groupby(["trace", "contention", "seed"]):
         per_job = (g["gpu_time"] / g["jobs"]).groupby(g["app_id"]).median()
@@ -119,18 +121,20 @@ def grid(df: pd.DataFrame, by: list[str]) -> str:
     return t.round(3).reset_index().to_markdown(index=False)
 
 
+#: the sweeps of ``fairplace reproduce themis`` (the others on this page are checks of the docs)
+REPRODUCTION = ("contention", "network", "sensitivity")
+
+
 def cell_hours(runs: dict[str, pd.DataFrame]) -> str:
-    """Runs and summed cell wall time per experiment (what a reproduction of them costs)."""
+    """Runs and summed cell wall time per experiment (what a reproduction of them costs), with
+    the sum over the reproduction's sweeps and over every run on this page."""
     rows = [(k, len(df), df["wall_seconds"].sum() / 3600.0, df["wall_seconds"].min(),
              df["wall_seconds"].max()) for k, df in runs.items() if len(df)]  # fmt: skip
     t = pd.DataFrame(rows, columns=["experiment", "runs", "cell_hours", "min_s", "max_s"])
-    t.loc[len(t)] = [
-        "all",
-        t["runs"].sum(),
-        t["cell_hours"].sum(),
-        t["min_s"].min(),
-        t["max_s"].max(),
-    ]
+    for name, part in (("reproduction", t[t["experiment"].isin(REPRODUCTION)]), ("all", t)):
+        t.loc[len(t)] = [
+            name, part["runs"].sum(), part["cell_hours"].sum(), part["min_s"].min(), part["max_s"].max()
+        ]  # fmt: skip
     return t.round(2).to_markdown(index=False)
 
 
@@ -198,6 +202,23 @@ def claims(frames: dict[str, dict[str, pd.DataFrame]]) -> str:
     return pd.DataFrame(rows)[cols].to_markdown(index=False) if rows else "(no claims to judge)"
 
 
+def backfill_effect(c: pd.DataFrame, nb: pd.DataFrame) -> str:
+    """The queue baselines with backfilling (the reproduction's default: a job that does not fit
+    is skipped) against the same runs without (``themis-nobackfill``: head-of-line blocking): max
+    rho and idle GPU-hours while jobs wait, means over the seeds both hold."""
+    keys = ["trace", "contention", "scheduler", "seed"]
+    both = c.merge(nb, on=keys, suffixes=("", "_hol"))
+    if both.empty:
+        return "(no runs without backfilling)"
+    g = both.groupby(keys[:3])
+    t = pd.DataFrame({
+        "max_rho": g["max_rho"].mean(), "max_rho_hol": g["max_rho_hol"].mean(),
+        "idle_gpu_h": g["idle_gpu_hours_while_waiting"].mean(),
+        "idle_gpu_h_hol": g["idle_gpu_hours_while_waiting_hol"].mean(), "seeds": g.size(),
+    })  # fmt: skip
+    return t.round(2).reset_index().to_markdown(index=False)
+
+
 def still_to_run(out: Path) -> str:
     """The cells of the full ``fairplace reproduce themis`` grid that no journal in ``OUT/data``
     holds yet (what ``fairplace reproduce themis --resume --out OUT`` would still run), counted per
@@ -228,8 +249,8 @@ def main(out: str, figdir: str | None = None, store: bool = False) -> None:
     """Print the Markdown; with ``figdir`` draw the figures; with ``store`` also write the runs'
     summaries to papers/themis/full-size.csv (what quick reports compare their claims with)."""
     out = Path(out)
-    (c, apps), (n, _), (s, _), (m, _) = (
-        journal(out, k) for k in ("contention", "network", "sensitivity", "norestart")
+    (c, apps), (n, _), (s, _), (m, _), (nb, _) = (
+        journal(out, k) for k in ("contention", "network", "sensitivity", "norestart", "nobackfill")
     )
     print(f"## Contention ({len(c)} runs)\n")
     if len(c):
@@ -239,7 +260,7 @@ def main(out: str, figdir: str | None = None, store: bool = False) -> None:
             print("\n### Who sets max rho (THEMIS and SRTF)\n\n" + worst_apps(apps))
         if figdir:
             figures(c, apps, Path(figdir))
-    runs = {"contention": c, "network": n, "sensitivity": s, "norestart": m}  # the sweeps' runs
+    runs = {"contention": c, "network": n, "sensitivity": s, "norestart": m, "nobackfill": nb}
     frames = {k: {"summary": df} for k, df in runs.items() if len(df)}
     for key, frame in (("strategyproofness", "strategyproofness"), ("solver_gap", "batch")):
         f = out / "data" / f"themis-{key}.csv"  # the non-sweep experiments' tables
@@ -249,6 +270,9 @@ def main(out: str, figdir: str | None = None, store: bool = False) -> None:
     if len(m):
         print(f"\n## Mechanism check: allocation changes free ({len(m)} runs)\n")
         print(mechanism(m, c))
+    if len(nb) and len(c):
+        print(f"\n## Queue baselines without backfilling ({len(nb)} runs)\n")
+        print(backfill_effect(c, nb))
     if len(n):
         print(f"\n## Network-intensive fraction ({len(n)} runs)\n")
         print(grid(n, ["network_fraction", "scheduler"]))
