@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from types import SimpleNamespace
 
 import pandas as pd
@@ -61,6 +62,34 @@ def test_resume_skips_finished_cells(tmp_path):
     df = run_sweep(spec, tmp_path / "r", progress=False, simulate=counting, resume=True)
     assert len(calls) == 5 and len(df) == 8 and df["cell_id"].is_unique
     assert len(pd.read_csv(tmp_path / "r.csv")) == 8
+
+
+def test_resume_runs_again_what_ran_under_other_fixed_arguments(tmp_path, caplog):
+    calls = []
+
+    def counting(**kw):
+        calls.append(kw)
+        return SimpleNamespace(summary={"avg_jct": float(kw["gpus"])})
+
+    base = SPEC | {"frames": []}
+    run_sweep(load_spec(base, check_names=False), tmp_path / "r", progress=False, simulate=counting)
+    journal = results_paths(tmp_path / "r")["jsonl"]
+    calls.clear()
+    other = load_spec(base | {"fixed": {"gpus": 32}}, check_names=False)
+    df = run_sweep(other, tmp_path / "r", progress=False, simulate=counting, resume=True)
+    assert len(calls) == 8 and set(df["avg_jct"]) == {32.0}  # none of the gpus=16 rows kept
+    assert "8 journaled cell(s) ran with other [fixed] arguments" in caplog.text
+    calls.clear()
+    run_sweep(other, tmp_path / "r", progress=False, simulate=counting, resume=True)
+    assert calls == []  # same arguments: nothing to run
+    # a journal written before rows carried the key: its rows are trusted
+    lines = journal.read_text().splitlines()
+    journal.write_text("".join(
+        json.dumps({k: v for k, v in json.loads(x).items() if k != "fixed_key"}) + "\n" for x in lines
+    ))  # fmt: skip
+    run_sweep(load_spec(base, check_names=False), tmp_path / "r", progress=False,
+              simulate=counting, resume=True)  # fmt: skip
+    assert calls == []
 
 
 def test_resume_keeps_frames_of_finished_cells_once(tmp_path):

@@ -27,7 +27,9 @@ Runs are sequential by default; ``workers > 1`` runs cells on a loopback Dask ``
 
 from __future__ import annotations
 
+import hashlib
 import itertools
+import json
 import logging
 import math
 import time
@@ -252,6 +254,15 @@ def cell_id(cell: dict[str, Any]) -> str:
     return "|".join(f"{k}={cell[k]}" for k in sorted(cell))
 
 
+def fixed_key(fixed: dict[str, Any]) -> str:
+    """A short fingerprint of a spec's ``[fixed]`` arguments (``progress`` aside), journaled with
+    each cell: ``resume`` runs a cell again when it was journaled under other fixed arguments."""
+    body = json.dumps(
+        {k: v for k, v in fixed.items() if k != "progress"}, sort_keys=True, default=str
+    )
+    return hashlib.sha1(body.encode()).hexdigest()[:12]
+
+
 def _scalars(summary: dict) -> dict[str, Any]:
     out = {}
     for k, v in (summary or {}).items():
@@ -268,7 +279,7 @@ def run_cell(cell: dict, fixed: dict, frames: Iterable[str] = (), simulate: Call
     Returns ``(row, {frame name: DataFrame})``.
     """
     t0 = time.perf_counter()
-    row = dict(cell, cell_id=cell_id(cell))
+    row = dict(cell, cell_id=cell_id(cell), fixed_key=fixed_key(fixed))
     got: dict[str, pd.DataFrame] = {}
     try:
         if simulate is None:
@@ -368,7 +379,9 @@ def run_sweep(
     cell in ``<out>.jsonl`` (per-cell frames in ``<out>.<frame>.jsonl``, written before the cell's
     row); at the end ``<out>.csv`` and ``<out>.parquet`` (and ``<out>.<frame>.csv|parquet``).
     ``resume`` skips cells whose ``cell_id`` is already journaled (a torn last line from a crash is
-    dropped), except cells lost to the infrastructure (:data:`RETRY_ON_RESUME`), which run again;
+    dropped), except cells lost to the infrastructure (:data:`RETRY_ON_RESUME`) and cells journaled
+    under other ``[fixed]`` arguments (:func:`fixed_key`; rows of journals older than the key are
+    trusted), which run again;
     without it earlier results are deleted. ``workers > 1``: cells on a loopback Dask cluster;
     ``scheduler_address``: on an existing one (``security``: its TLS credentials, default the Dask
     configuration's; ``no_workers_timeout``: see :mod:`fairplace.runs.sweep_dask`).
@@ -395,11 +408,19 @@ def _run_locked(spec, paths, resume, workers, progress, simulate, dask) -> pd.Da
         for j in journals:
             if j.exists():
                 repair_journal(j)
-        done = {
-            r["cell_id"]
+        key = fixed_key(spec.fixed)
+        rows = [
+            r
             for r in read_journal(paths["jsonl"], SWEEP_KEYS)
             if not str(r.get("message", "")).startswith(RETRY_ON_RESUME)
-        }
+        ]  # the last row of a cell wins, as in journaled(); rows of old journals have no key
+        last = {r["cell_id"]: r.get("fixed_key", key) for r in rows}
+        done = {c for c, k in last.items() if k == key}
+        if len(done) < len(last):
+            log.warning(
+                "sweep %s: %d journaled cell(s) ran with other [fixed] arguments; running them again",
+                spec.name, len(last) - len(done),
+            )  # fmt: skip
     else:
         for p in paths.values():
             p.unlink(missing_ok=True)
