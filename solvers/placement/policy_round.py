@@ -85,6 +85,18 @@ class IncrementalPolicy(PlacementPolicy, Protocol):
     def place(self, state: Any, queue: Sequence[Any], previous: Any = None) -> Any: ...
 
 
+class _LowerHeld:
+    """The running jobs a sticky round holds, by their position in its order, lowest priority
+    first (``desc``), and the GPUs of those still below the current position (``total``): what
+    ``_preempt_lower`` may release, kept up to date as the round passes held jobs or releases them
+    (a round with backfill asks for every job that does not fit)."""
+
+    def __init__(self, order: Sequence[Job], held: Mapping[str, np.ndarray]):
+        self.pos = {j.id: i for i, j in enumerate(order) if j.id in held}
+        self.desc = sorted(self.pos, key=self.pos.__getitem__, reverse=True)
+        self.total = int(sum(held[j].size for j in self.pos))
+
+
 @dataclass(frozen=True)
 class PolicyBase:
     """Base policy: queue handling, stickiness and misfits; subclasses choose GPUs in ``_pick``."""
@@ -141,6 +153,7 @@ class PolicyBase:
             free[g] = False
         alloc: dict[str, tuple[int, ...]] = {}
         order = jobs if self.sticky else self._order(jobs, len(state.cluster))
+        lower = _LowerHeld(order, held) if held else None
         ids = tuple(map(_ID, order))
         k, stopped, cache = -1, False, {}
         if previous is not None and previous.trail is not None and self.resumable:
@@ -171,10 +184,12 @@ class PolicyBase:
                 k += len(run) - 1
                 continue
             if job.id in held:
+                assert lower is not None  # held jobs exist
+                lower.total -= held[job.id].size  # passed: no longer below the current job
                 alloc[job.id] = tuple(int(x) for x in np.sort(held[job.id]))
                 continue
-            if self.sticky and pool.n_free < job.gpus:
-                self._preempt_lower(pool, held, order, k, job.gpus)
+            if lower is not None and pool.n_free < job.gpus:
+                self._preempt_lower(pool, held, lower, k, job.gpus)
             gpus = self._pick(pool, job) if job.gpus <= pool.n_free else None
             if self.migrate == "if-better" and job.id in running:
                 gpus = self._keep(pool, job, running[job.id], gpus)
@@ -195,15 +210,20 @@ class PolicyBase:
             "c" if kernel else "python",
         )
 
-    def _preempt_lower(self, pool, held, order, k, n) -> None:
-        """Release running jobs of lower priority than ``order[k]``, lowest first, until ``n`` fit."""
-        lower = [j.id for j in reversed(order[k + 1 :]) if j.id in held]
-        if pool.n_free + sum(held[j].size for j in lower) < n:
+    def _preempt_lower(self, pool, held, lower: _LowerHeld, k: int, n: int) -> None:
+        """Release running jobs of lower priority than ``order[k]``, lowest first, until ``n`` fit
+        (none if even all of them would not make room)."""
+        if pool.n_free + lower.total < n:
             return
-        for j in lower:
-            pool.release(held.pop(j))
-            if pool.n_free >= n:
+        for j in lower.desc:
+            if lower.pos[j] <= k:  # the rest rank above order[k]
                 return
+            if j in held:
+                g = held.pop(j)
+                lower.total -= g.size
+                pool.release(g)
+                if pool.n_free >= n:
+                    return
 
     def _keep(self, pool: FreePool, job: Job, old: np.ndarray, new: np.ndarray | None):
         """``migrate="if-better"``: a running job keeps its GPUs (if still free) unless ``new`` has a
