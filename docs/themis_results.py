@@ -131,7 +131,8 @@ def cell_hours(runs: dict[str, pd.DataFrame]) -> str:
     rows = [(k, len(df), df["wall_seconds"].sum() / 3600.0, df["wall_seconds"].min(),
              df["wall_seconds"].max()) for k, df in runs.items() if len(df)]  # fmt: skip
     t = pd.DataFrame(rows, columns=["experiment", "runs", "cell_hours", "min_s", "max_s"])
-    for name, part in (("reproduction", t[t["experiment"].isin(REPRODUCTION)]), ("all", t)):
+    parts = (("reproduction", t[t["experiment"].isin(REPRODUCTION)]), ("all", t.copy()))
+    for name, part in parts:
         t.loc[len(t)] = [
             name, part["runs"].sum(), part["cell_hours"].sum(), part["min_s"].min(), part["max_s"].max()
         ]  # fmt: skip
