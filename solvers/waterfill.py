@@ -22,7 +22,6 @@ independent of an LP solver's choice of vertex.
 from __future__ import annotations
 
 import numpy as np
-from scipy.optimize import brentq
 
 from fairplace.core.errors import ProgramInfeasible
 from fairplace.formulations.gavel import GavelFTFProgram
@@ -46,6 +45,8 @@ def _root(f, lo: float, cap: float) -> float:
     """Smallest t >= lo with f(t) <= cap, for f decreasing towards 0 (cap > 0)."""
     if f(lo) <= cap:
         return lo
+    from scipy.optimize import brentq  # heavy: imported on use
+
     hi = 2.0 * lo
     while f(hi) > cap:
         hi *= 2.0

@@ -51,8 +51,30 @@ def test_compact_equals_explicit_pf_and_payments(seed):
     assert compact.status == exact.status == "optimal"
     assert abs(compact.objective - exact.objective) < 1e-7
     assert compact.extra["unserved_unbounded"] == exact.extra["unserved_unbounded"]
+    # PA: log c_i = PF* + log rho_i(PF) - PF*_{-i}, so c_i / rho_i is the same at every PF optimum;
+    # where the PF optimum is tied (seed 1789: two apps swap 2 and 3 GPUs) the routes may pick
+    # different optima, each with the payments of its own allocation
+    rho_e, rho_c = exact.extra["rho"], compact.extra["rho"]
     for k, c in exact.payments.items():
-        assert abs(compact.payments[k] - c) < 1e-6
+        if k in rho_e and k in rho_c:
+            assert c / rho_e[k] == pytest.approx(compact.payments[k] / rho_c[k], rel=1e-6, abs=1e-9)
+        else:
+            assert abs(compact.payments[k] - c) < 1e-6
+
+
+@pytest.mark.parametrize("seed", [1789])
+def test_compact_and_explicit_may_pick_different_tied_optima(seed):
+    """A tied PF optimum (two apps can swap 2 and 3 GPUs): whichever optimum each route picks
+    (here, on the development box, different ones), c_i / rho_i agrees."""
+    inst = _instance(seed)
+    exact = solve_auction(to_explicit(inst))
+    compact = solve_compact_auction(inst)
+    assert compact.objective == pytest.approx(exact.objective, abs=1e-9)
+    rho_e, rho_c = exact.extra["rho"], compact.extra["rho"]
+    for k in rho_e:
+        assert exact.payments[k] / rho_e[k] == pytest.approx(
+            compact.payments[k] / rho_c[k], rel=1e-9
+        )
 
 
 @settings(max_examples=10, deadline=None)
