@@ -45,7 +45,10 @@ def _root(f, lo: float, cap: float) -> float:
     """Smallest t >= lo with f(t) <= cap, for f decreasing towards 0 (cap > 0)."""
     if f(lo) <= cap:
         return lo
-    from scipy.optimize import brentq  # heavy: imported on use
+    # heavy: imported on use. SciPy >= 1.15 bundles a HiGHS binding of its own
+    # (scipy.optimize._highspy); imported with the solver stack, before highspy, it made a Ctrl-C
+    # mid-batch hang ~100 s in a Pyomo solve's output capture (tests/test_batch_safety.py)
+    from scipy.optimize import brentq
 
     hi = 2.0 * lo
     while f(hi) > cap:
