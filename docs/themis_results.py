@@ -121,8 +121,12 @@ def grid(df: pd.DataFrame, by: list[str]) -> str:
     return t.round(3).reset_index().to_markdown(index=False)
 
 
-#: the sweeps of ``fairplace reproduce themis`` (the others on this page are checks of the docs)
-REPRODUCTION = ("contention", "network", "sensitivity")
+def _sweeps():
+    """The sweep experiments of the full ``fairplace reproduce themis`` (the other journals on
+    this page are checks of the docs)."""
+    from fairplace.runs.experiments import load_experiments
+
+    return [e for e in load_experiments("themis", "full") if e.kind == "sweep"]
 
 
 def cell_hours(runs: dict[str, pd.DataFrame]) -> str:
@@ -131,7 +135,8 @@ def cell_hours(runs: dict[str, pd.DataFrame]) -> str:
     rows = [(k, len(df), df["wall_seconds"].sum() / 3600.0, df["wall_seconds"].min(),
              df["wall_seconds"].max()) for k, df in runs.items() if len(df)]  # fmt: skip
     t = pd.DataFrame(rows, columns=["experiment", "runs", "cell_hours", "min_s", "max_s"])
-    parts = (("reproduction", t[t["experiment"].isin(REPRODUCTION)]), ("all", t.copy()))
+    sweeps = [e.key for e in _sweeps()]
+    parts = (("reproduction", t[t["experiment"].isin(sweeps)]), ("all", t.copy()))
     for name, part in parts:
         t.loc[len(t)] = [
             name, part["runs"].sum(), part["cell_hours"].sum(), part["min_s"].min(), part["max_s"].max()
@@ -222,18 +227,17 @@ def backfill_effect(c: pd.DataFrame, nb: pd.DataFrame) -> str:
 
 def still_to_run(out: Path) -> str:
     """The cells of the full ``fairplace reproduce themis`` grid that no journal in ``OUT/data``
-    holds yet (what ``fairplace reproduce themis --resume --out OUT`` would still run), counted per
-    experiment, scheduler, trace and contention."""
-    from fairplace.runs.experiments import load_experiments
-    from fairplace.runs.sweep import cell_id, load_spec
+    holds yet, or holds under other ``[fixed]`` arguments (what ``fairplace reproduce themis --resume
+    --out OUT`` would still run), counted per experiment, scheduler, trace and contention."""
+    from fairplace.runs.batch_results import read_journal
+    from fairplace.runs.sweep import SWEEP_KEYS, cell_id, load_spec, resumable_cells
 
     rows = []
-    for exp in load_experiments("themis", "full"):
-        if exp.kind != "sweep":
-            continue
-        done, _ = journal(out, exp.key)
-        have = set(done["cell_id"]) if len(done) else set()
-        for c in load_spec(exp.spec).cells():
+    for exp in _sweeps():
+        spec = load_spec(exp.spec)
+        path = results_paths(out / "data" / f"themis-{exp.key}")["jsonl"]
+        have, _ = resumable_cells(read_journal(path, SWEEP_KEYS), spec.fixed)
+        for c in spec.cells():
             if cell_id(c) not in have:
                 rows.append({"experiment": exp.key, **c})
     if not rows:

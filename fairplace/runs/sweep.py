@@ -263,6 +263,21 @@ def fixed_key(fixed: dict[str, Any]) -> str:
     return hashlib.sha1(body.encode()).hexdigest()[:12]
 
 
+def resumable_cells(rows: Iterable[dict], fixed: dict[str, Any]) -> tuple[set[str], int]:
+    """(the cells ``resume`` keeps, the number it runs again for their other ``[fixed]``
+    arguments) of a sweep's journal rows: the last row of a cell wins, as in :func:`journaled`;
+    rows lost to the infrastructure (:data:`RETRY_ON_RESUME`) do not count, rows of journals older
+    than :func:`fixed_key` carry no key and are kept."""
+    key = fixed_key(fixed)
+    last = {
+        r["cell_id"]: r.get("fixed_key", key)
+        for r in rows
+        if not str(r.get("message", "")).startswith(RETRY_ON_RESUME)
+    }
+    done = {c for c, k in last.items() if k == key}
+    return done, len(last) - len(done)
+
+
 def _scalars(summary: dict) -> dict[str, Any]:
     out = {}
     for k, v in (summary or {}).items():
@@ -408,18 +423,11 @@ def _run_locked(spec, paths, resume, workers, progress, simulate, dask) -> pd.Da
         for j in journals:
             if j.exists():
                 repair_journal(j)
-        key = fixed_key(spec.fixed)
-        rows = [
-            r
-            for r in read_journal(paths["jsonl"], SWEEP_KEYS)
-            if not str(r.get("message", "")).startswith(RETRY_ON_RESUME)
-        ]  # the last row of a cell wins, as in journaled(); rows of old journals have no key
-        last = {r["cell_id"]: r.get("fixed_key", key) for r in rows}
-        done = {c for c, k in last.items() if k == key}
-        if len(done) < len(last):
+        done, stale = resumable_cells(read_journal(paths["jsonl"], SWEEP_KEYS), spec.fixed)
+        if stale:
             log.warning(
                 "sweep %s: %d journaled cell(s) ran with other [fixed] arguments; running them again",
-                spec.name, len(last) - len(done),
+                spec.name, stale,
             )  # fmt: skip
     else:
         for p in paths.values():
