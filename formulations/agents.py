@@ -13,10 +13,12 @@ An app's rho depends on a bundle G only through (|G|, spread(G), worst PM level 
 
 from __future__ import annotations
 
+import bisect
 import itertools
 import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
+from functools import cached_property
 
 import numpy as np
 
@@ -100,7 +102,16 @@ class RhoTable:
         return None if math.isinf(r) else r
 
     def level(self, v: float) -> int:
-        return int(np.searchsorted(self.levels, round(float(v), 12) - 1e-12))
+        """Index of the first level >= v (rounded to 12 digits): np.searchsorted's left side."""
+        return bisect.bisect_left(self._level_list, round(float(v), 12) - 1e-12)
+
+    def levels_at(self, vs) -> np.ndarray:
+        """:meth:`level` of every value of ``vs`` (one search)."""
+        return np.searchsorted(self.levels, [round(float(v), 12) - 1e-12 for v in vs])
+
+    @cached_property
+    def _level_list(self) -> list[float]:
+        return self.levels.tolist()
 
     def lookup(self, n: int, s: int, v: float) -> float:
         return float(self.rho[n, s, self.level(v)])
@@ -205,10 +216,11 @@ def groups(
 ) -> tuple[Group, ...]:
     """Partition of the offer into (machine, PM levels of every class in ``classes``) groups."""
     V = np.stack([cluster.pm_vector(c) for c in classes]) if classes else np.ones((1, len(cluster)))
+    idx = np.asarray(offer, dtype=np.int64)
+    scores = np.round(V[:, idx], 12).T.tolist()  # one rounding for the whole offer
     buckets: dict[tuple, list[int]] = {}
-    for g in offer:
-        key = (int(cluster.machine_index[g]), tuple(np.round(V[:, g], 12)))
-        buckets.setdefault(key, []).append(int(g))
+    for g, m, sc in zip(idx.tolist(), cluster.machine_index[idx].tolist(), scores, strict=True):
+        buckets.setdefault((m, tuple(sc)), []).append(g)
     return tuple(
         Group(m, int(cluster.rack_index[gs[0]]), sc, tuple(sorted(gs)))
         for (m, sc), gs in sorted(buckets.items())

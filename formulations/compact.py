@@ -204,7 +204,7 @@ class CompactProgram:
             a = self.apps[i]
             classes = tuple(dict.fromkeys(x.cls for x in self.apps))
             ci = classes.index(a.cls)
-            lev = np.array([a.table.level(t[ci]) for t in self.types], dtype=np.int64)
+            lev = a.table.levels_at([t[ci] for t in self.types]).astype(np.int64)
             per_m, per_k, machines, racks = self._type_counts
             ok = (lev[:, None] <= np.arange(a.table.levels.size)[None, :]).astype(np.int64)
             cache[i] = ((per_m @ ok, machines), (per_k @ ok, racks))

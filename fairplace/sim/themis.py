@@ -129,7 +129,9 @@ class Themis:
         apps = np.unique(w.app[active])
         self.steps.append(t, int(apps.size))
         before = self.owner.copy()
-        finished_app = ~np.isin(self.owner, apps)
+        alive = np.zeros(len(w.app_ids) + 1, bool)  # the last slot: owner -1 (free)
+        alive[apps] = True
+        finished_app = ~alive[self.owner]
         self.owner[finished_app | (self.expiry <= t + 1e-9)] = -1
         usable = self._usable(view, w)
         self._reclaim(usable, alloc)

@@ -233,7 +233,7 @@ class _Fits:
         grps = prog.groups
         classes = tuple(dict.fromkeys(x.cls for x in prog.apps))
         ci = classes.index(a.cls)
-        lev = np.array([a.table.level(g.scores[ci]) for g in grps], dtype=np.int64)
+        lev = a.table.levels_at([g.scores[ci] for g in grps]).astype(np.int64)
         caps = np.array([len(g.gpus) for g in grps], dtype=np.int64)
         mach = np.array([g.machine for g in grps], dtype=np.int64)
         rack = np.array([g.rack for g in grps], dtype=np.int64)
