@@ -19,6 +19,7 @@ import sys
 import time
 from pathlib import Path
 
+import numpy as np
 import pandas as pd
 
 from fairplace.analysis.tables import THEMIS_BASELINES, themis_table
@@ -93,6 +94,34 @@ def worst_apps(apps: pd.DataFrame, schedulers: tuple[str, str] = ("themis", "srt
                 "rho_under_other": rho.at[a, other] if other in rho else None,
             })  # fmt: skip
     return pd.DataFrame(out).round(2).to_markdown(index=False) if out else "(no per-app rows yet)"
+
+
+def single_job_apps(
+    apps: pd.DataFrame, schedulers: tuple[str, ...] = ("themis", "gavel-ftf")
+) -> str:
+    """Single-job apps (~10% of each workload) against the others, per (workload, contention) and
+    scheduler: max rho of each kind (mean over seeds), median rho of each kind (mean over seeds),
+    how many of the 5 apps with the largest rho are single-job apps (min..max over seeds), and among
+    the others the rank correlation of rho with their number of jobs (Spearman, mean over seeds)."""
+    a = apps[apps["scheduler"].isin(schedulers)].assign(single=apps["jobs"] == 1)
+    rows = []
+    for (tr, cont, s), g in a.groupby(["trace", "contention", "scheduler"]):
+        per = [
+            (x[x.single].rho_themis.max(), x[~x.single].rho_themis.max(),
+             x[x.single].rho_themis.median(), x[~x.single].rho_themis.median(),
+             int(x.nlargest(5, "rho_themis").single.sum()),
+             x[~x.single][["rho_themis", "jobs"]].corr(method="spearman").iat[0, 1])
+            for _, x in g.groupby("seed")
+        ]  # fmt: skip
+        m = np.asarray(per, float)
+        rows.append({
+            "trace": tr, "contention": cont, "scheduler": s, "seeds": len(per),
+            "max rho, single-job": m[:, 0].mean(), "max rho, others": m[:, 1].mean(),
+            "median rho, single-job": m[:, 2].mean(), "median rho, others": m[:, 3].mean(),
+            "single-job in top 5": f"{int(m[:, 4].min())}..{int(m[:, 4].max())}",
+            "others: rho vs jobs (Spearman)": m[:, 5].mean(),
+        })  # fmt: skip
+    return pd.DataFrame(rows).round(2).to_markdown(index=False) if rows else "(no per-app rows yet)"
 
 
 def mechanism(free: pd.DataFrame, paid: pd.DataFrame) -> str:
@@ -263,6 +292,8 @@ def main(out: str, figdir: str | None = None, store: bool = False) -> None:
         print(per_seed_ratio(c))
         if len(apps):
             print("\n### Who sets max rho (THEMIS and SRTF)\n\n" + worst_apps(apps))
+            print("\n### Single-job apps against the others (THEMIS and gavel-ftf)\n")
+            print(single_job_apps(apps))
         if figdir:
             figures(c, apps, Path(figdir))
     runs = {"contention": c, "network": n, "sensitivity": s, "norestart": m, "nobackfill": nb}

@@ -84,6 +84,22 @@ def test_gavel_ftf_favours_the_job_furthest_from_fair():
     assert order.tolist().index(0) > order.tolist().index(2)
 
 
+def test_gavel_ftf_shares_are_per_job_so_an_app_of_many_jobs_gets_more():
+    """gavel-ftf's program is min max rho over jobs: four identical jobs get the same time share,
+    so an app of three of them is promised three times the GPUs of a single-job app (the mechanism
+    behind its single-job apps' rho under contention, docs/themis-results.md)."""
+    v = view(arrival=[0.0] * 4, app=[0, 0, 0, 1], gpus=2, t=600.0)
+    g = make_scheduler("gavel-ftf")
+    assert g.last_shares is None
+    g.order(v)
+    idx, x = g.last_shares
+    assert idx.tolist() == [0, 1, 2, 3]
+    assert np.all((x >= 0) & (x <= 1)) and (x * v.demand[idx]).sum() <= v.gpus + 1e-9
+    assert np.allclose(x, x[0]) and x[0] > 0
+    per_app = np.bincount(v.app[idx], weights=x * v.demand[idx])
+    assert per_app[0] == pytest.approx(3 * per_app[1])
+
+
 def test_every_scheduler_returns_a_permutation_and_unknown_names_fail():
     v = view(remaining=[3.0, 7.0, 1.0, 9.0], attained=[0.0, 9e3, 5.0, 0.0])
     for name in QUEUE_SCHEDULERS:

@@ -218,12 +218,14 @@ class GavelFTF:
     the ``gavel`` variant of :class:`~fairplace.formulations.ftf.IdealTime`; the program is separable,
     so it is solved in closed form with the water-filling X (:mod:`fairplace.solvers.waterfill`; ``tol``
     is the bisection's, for a program that is not); then, as Gavel's round mechanism does, jobs are
-    ordered by X_i / (share of their life they held GPUs)."""
+    ordered by X_i / (share of their life they held GPUs). ``last_shares``: (active job indices,
+    their X) of the latest decision (``docs/gavel_shares.py`` records them)."""
 
     name = "gavel-ftf"
 
     def __init__(self, tol: float = 1e-4):
         self.tol = float(tol)
+        self.last_shares: tuple[np.ndarray, np.ndarray] | None = None
 
     def order(self, view: SchedView) -> np.ndarray:
 
@@ -253,6 +255,7 @@ class GavelFTF:
             t_id=np.maximum(t_id, 1e-9),
         )
         X = np.diag(solve_gavel(prog, tol=self.tol).X)
+        self.last_shares = (idx, X)  # the time shares of this decision, for inspection
         life = np.maximum(view.t - view.arrival[idx], 1e-9)
         held = view.held[idx] if view.held is not None else np.zeros(n)
         prio = X / np.maximum(held / life, 1e-3)
