@@ -135,6 +135,18 @@ def mechanism(free: pd.DataFrame, paid: pd.DataFrame) -> str:
     return t.round(2).reset_index().to_markdown(index=False)
 
 
+def lease_control(free: pd.DataFrame, paid: pd.DataFrame) -> str:
+    """THEMIS' max rho (and auctions) per seed and lease at f = 0.8, allocation changes paid (the
+    sensitivity runs) and free (``docs/themis-lease-norestart.toml``)."""
+    keys = ["seed", "round_length"]
+    paid = paid[paid["scheduler_options.f"] == 0.8]
+    cols = {"max_rho": "max rho", "auctions": "auctions"}
+    a = paid.set_index(keys)[list(cols)].rename(columns=lambda c: f"{cols[c]} (paid)")
+    b = free.set_index(keys)[list(cols)].rename(columns=lambda c: f"{cols[c]} (free)")
+    t = pd.concat([a, b], axis=1, join="inner").sort_index()
+    return t.round(2).reset_index().to_markdown(index=False)
+
+
 def grid(df: pd.DataFrame, by: list[str]) -> str:
     """Max rho mean, sd, min..max over seeds and mean GPU time (GPU-hours) per ``by`` group."""
     g = df.groupby(by)
@@ -283,9 +295,8 @@ def main(out: str, figdir: str | None = None, store: bool = False) -> None:
     """Print the Markdown; with ``figdir`` draw the figures; with ``store`` also write the runs'
     summaries to papers/themis/full-size.csv (what quick reports compare their claims with)."""
     out = Path(out)
-    (c, apps), (n, _), (s, _), (m, _), (nb, _) = (
-        journal(out, k) for k in ("contention", "network", "sensitivity", "norestart", "nobackfill")
-    )
+    keys = ("contention", "network", "sensitivity", "norestart", "nobackfill", "lease-norestart")
+    (c, apps), (n, _), (s, _), (m, _), (nb, _), (lf, _) = (journal(out, k) for k in keys)
     print(f"## Contention ({len(c)} runs)\n")
     if len(c):
         print(contention(c), "\n\n### Best paper baseline / THEMIS per seed\n")
@@ -296,7 +307,8 @@ def main(out: str, figdir: str | None = None, store: bool = False) -> None:
             print(single_job_apps(apps))
         if figdir:
             figures(c, apps, Path(figdir))
-    runs = {"contention": c, "network": n, "sensitivity": s, "norestart": m, "nobackfill": nb}
+    runs = {"contention": c, "network": n, "sensitivity": s, "norestart": m, "nobackfill": nb,
+            "lease-norestart": lf}  # fmt: skip
     frames = {k: {"summary": df} for k, df in runs.items() if len(df)}
     for key, frame in (("strategyproofness", "strategyproofness"), ("solver_gap", "batch")):
         f = out / "data" / f"themis-{key}.csv"  # the non-sweep experiments' tables
@@ -315,6 +327,9 @@ def main(out: str, figdir: str | None = None, store: bool = False) -> None:
     if len(s):
         print(f"\n## Sensitivity ({len(s)} runs)\n")
         print(grid(s, ["scheduler_options.f", "round_length"]))
+    if len(lf) and len(s):
+        print(f"\n## Lease control: allocation changes free, f = 0.8 ({len(lf)} runs)\n")
+        print(lease_control(lf, s))
     if figdir:
         other_figures(n, s, Path(figdir))
     print("\n## Cell wall time\n\n" + cell_hours(runs))
