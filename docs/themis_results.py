@@ -135,14 +135,14 @@ def mechanism(free: pd.DataFrame, paid: pd.DataFrame) -> str:
     return t.round(2).reset_index().to_markdown(index=False)
 
 
-def lease_control(free: pd.DataFrame, paid: pd.DataFrame) -> str:
-    """THEMIS' max rho (and auctions) per seed and lease at f = 0.8, allocation changes paid (the
-    sensitivity runs) and free (``docs/themis-lease-norestart.toml``)."""
-    keys = ["seed", "round_length"]
-    paid = paid[paid["scheduler_options.f"] == 0.8]
+def control(
+    ctrl: pd.DataFrame, base: pd.DataFrame, keys: list[str], labels: tuple[str, str]
+) -> str:
+    """THEMIS' max rho and auctions per ``keys`` in the sensitivity runs ``base`` (restricted to
+    the rows ``ctrl`` has) and in a control run ``ctrl``, side by side (``labels``: the two)."""
     cols = {"max_rho": "max rho", "auctions": "auctions"}
-    a = paid.set_index(keys)[list(cols)].rename(columns=lambda c: f"{cols[c]} (paid)")
-    b = free.set_index(keys)[list(cols)].rename(columns=lambda c: f"{cols[c]} (free)")
+    a = base.set_index(keys)[list(cols)].rename(columns=lambda c: f"{cols[c]} ({labels[0]})")
+    b = ctrl.set_index(keys)[list(cols)].rename(columns=lambda c: f"{cols[c]} ({labels[1]})")
     t = pd.concat([a, b], axis=1, join="inner").sort_index()
     return t.round(2).reset_index().to_markdown(index=False)
 
@@ -295,8 +295,9 @@ def main(out: str, figdir: str | None = None, store: bool = False) -> None:
     """Print the Markdown; with ``figdir`` draw the figures; with ``store`` also write the runs'
     summaries to papers/themis/full-size.csv (what quick reports compare their claims with)."""
     out = Path(out)
-    keys = ("contention", "network", "sensitivity", "norestart", "nobackfill", "lease-norestart")
-    (c, apps), (n, _), (s, _), (m, _), (nb, _), (lf, _) = (journal(out, k) for k in keys)
+    keys = ("contention", "network", "sensitivity", "norestart", "nobackfill", "lease-norestart",
+            "nopayments")  # fmt: skip
+    (c, apps), (n, _), (s, _), (m, _), (nb, _), (lf, _), (npay, _) = (journal(out, k) for k in keys)
     print(f"## Contention ({len(c)} runs)\n")
     if len(c):
         print(contention(c), "\n\n### Best paper baseline / THEMIS per seed\n")
@@ -308,7 +309,7 @@ def main(out: str, figdir: str | None = None, store: bool = False) -> None:
         if figdir:
             figures(c, apps, Path(figdir))
     runs = {"contention": c, "network": n, "sensitivity": s, "norestart": m, "nobackfill": nb,
-            "lease-norestart": lf}  # fmt: skip
+            "lease-norestart": lf, "nopayments": npay}  # fmt: skip
     frames = {k: {"summary": df} for k, df in runs.items() if len(df)}
     for key, frame in (("strategyproofness", "strategyproofness"), ("solver_gap", "batch")):
         f = out / "data" / f"themis-{key}.csv"  # the non-sweep experiments' tables
@@ -329,7 +330,12 @@ def main(out: str, figdir: str | None = None, store: bool = False) -> None:
         print(grid(s, ["scheduler_options.f", "round_length"]))
     if len(lf) and len(s):
         print(f"\n## Lease control: allocation changes free, f = 0.8 ({len(lf)} runs)\n")
-        print(lease_control(lf, s))
+        paid = s[s["scheduler_options.f"] == 0.8]
+        print(control(lf, paid, ["seed", "round_length"], ("paid", "free")))
+    if len(npay) and len(s):
+        print(f"\n## f control: no hidden payments, 10-minute lease ({len(npay)} runs)\n")
+        pa = s[s["round_length"] == 600.0]
+        print(control(npay, pa, ["seed", "scheduler_options.f"], ("PA", "no payments")))
     if figdir:
         other_figures(n, s, Path(figdir))
     print("\n## Cell wall time\n\n" + cell_hours(runs))

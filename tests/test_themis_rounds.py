@@ -78,8 +78,23 @@ def test_cached_table_updates_leftover_rho():
     assert all(r > 0 for r in second.rho_after.values())
 
 
+def test_without_payments_every_bidder_keeps_its_pf_bundle():
+    """``payments=False`` (a control, not THEMIS): c_i = 1, so the auction's allocation is the PF
+    allocation, which PA with payments keeps only in part when some c_i < 1."""
+    states = _states()
+    pa = Arbiter(f=0.3, seed=3).auction_round(CL, states, FREE, 50.0, 0)
+    pf = Arbiter(f=0.3, seed=3, payments=False).auction_round(CL, states, FREE, 50.0, 0)
+    assert len(pf.participants) >= 2 and pf.participants == pa.participants
+    assert {a: sorted(g) for a, g in pf.auction.items() if g} == {
+        a: sorted(g) for a, g in pf.pf_allocation.items() if g
+    }
+    assert pf.pf_allocation == pa.pf_allocation and not pf.payments
+    assert any(c < 1 for c in pa.payments.values())  # the instance has hidden payments to drop
+
+
 def test_bad_options():
-    for kw in ({"f": 1.0}, {"lease": 0}, {"leftover": "x"}, {"lease_tick": -1.0}):
+    for kw in ({"f": 1.0}, {"lease": 0}, {"leftover": "x"}, {"lease_tick": -1.0},
+               {"payments": "no"}):  # fmt: skip
         with pytest.raises(OptionError):
             Arbiter(**kw)
 

@@ -107,6 +107,9 @@ class Arbiter:
     options: SolveOptions = SolveOptions(parallel=False)
     fill: bool = True
     lease_tick: float | None = None  # None: 60 s, or the lease if shorter
+    #: False: every bidder keeps its whole PF bundle (c_i = 1, no hidden payments): a control for
+    #: the docs' mechanism checks, not THEMIS' PA
+    payments: bool = True
 
     @property
     def tick(self) -> float:
@@ -131,6 +134,10 @@ class Arbiter:
             raise OptionError(
                 "scheduler_options.lease_tick",
                 f"must be in [0, lease = {self.lease:g}] seconds, got {self.lease_tick!r}",
+            )
+        if not isinstance(self.payments, bool):
+            raise OptionError(
+                "scheduler_options.payments", f"must be true or false, got {self.payments!r}"
             )
         if self.leftover not in LEFTOVER_RULES:
             raise OptionError(
@@ -230,8 +237,8 @@ class Arbiter:
             auction = {ids[0]: cluster.ids(best[1]) if best else []}
             return auction, dict(auction), {ids[0]: 1.0}, tables, "optimal"
         sol = solve_compact_auction(
-            AuctionInstance(cluster, ()), self.options, self.rounding, seed, offer=offer,
-            apps=capps, ids=ids,
+            AuctionInstance(cluster, ()), self.options, self.rounding, seed, self.payments,
+            offer=offer, apps=capps, ids=ids,
         )  # fmt: skip
         return sol.allocation, sol.pf_allocation, sol.payments, tables, sol.status
 

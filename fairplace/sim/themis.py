@@ -25,6 +25,8 @@ app-level scheduler that splits each app's GPUs among its jobs (successive halvi
   f = 0.5 so that auctions have several bidders) ``floor`` gave the worst max rho (it drops a whole
   GPU at c = 0.996), ``lottery`` and ``fractional`` were alike; ``lottery`` keeps the hidden payment
   in expectation (PA's incentives), ``fractional`` drops it, so ``lottery`` is the default.
+  ``payments=False`` drops the hidden payments altogether (every bidder keeps its PF bundle, c_i = 1):
+  not THEMIS, a control for the mechanism checks in docs/themis-results.md.
 * Pricing (``pricing``): ``locality`` (default; THEMIS as published is variability-unaware, its S(G) is
   the locality slowdown only) or ``pm-score`` (S = L(spread) x max binned PM-score, priced on a copy of
   the cluster carrying the binned scores). Runtime always uses the raw PM-scores.
@@ -84,6 +86,7 @@ class Themis:
         rho_variant: str = "themis",
         seed: int = 0,
         lease_tick: float | None = None,
+        payments: bool = True,
     ):
         from fairplace.sim.rounds import Arbiter
 
@@ -93,8 +96,9 @@ class Themis:
         self.pricing = pricing
         self.rho_variant = rho_variant
         self.arbiter = Arbiter(
-            f=f, lease=lease, leftover=leftover, rounding=rounding, seed=seed, lease_tick=lease_tick
-        )
+            f=f, lease=lease, leftover=leftover, rounding=rounding, seed=seed, lease_tick=lease_tick,
+            payments=payments,
+        )  # fmt: skip
         self.lease = float(lease)
         self.cache: dict = {}
         self.expiry: np.ndarray | None = None  # per GPU: lease end (-inf = free)
