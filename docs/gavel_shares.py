@@ -55,6 +55,8 @@ def shares(workload: int, contention: int, seed: int) -> dict:
     d, phase = jobs.gpus.to_numpy(), jobs.phase.to_numpy()
     last = jobs.groupby("app_id").phase.transform("max").to_numpy()
     single = (jobs.groupby("app_id").job_id.transform("size") == 1).to_numpy()
+    last_of, single_of = np.zeros(len(names), np.int64), np.zeros(len(names), bool)
+    last_of[app], single_of[app] = last, single  # per app: its last phase, single-job or not
     ends = [t for t, *_ in log[1:]] + [float(jobs.finish.max())]
     promised, alive = np.zeros(len(jobs)), np.zeros(len(jobs))
     rel = {}  # (app, in its last phase) -> [share x seconds, seconds]
@@ -67,20 +69,17 @@ def shares(workload: int, contention: int, seed: int) -> dict:
         got = np.bincount(a, weights=x * d[idx], minlength=len(names)) / (G / present.size)
         cur = np.full(len(names), np.iinfo(np.int64).max)
         np.minimum.at(cur, a, phase[idx])
-        first = np.zeros(len(names), np.int64)
-        first[a] = idx  # any job of the app, for its last phase
         for k in present.tolist():
-            acc = rel.setdefault((k, bool(cur[k] == last[first[k]])), [0.0, 0.0])
+            acc = rel.setdefault((k, bool(cur[k] == last_of[k])), [0.0, 0.0])
             acc[0] += got[k] * dt
             acc[1] += dt
     ratio = jobs.run_time.to_numpy() / np.maximum(promised, 1e-9)
     by_width = pd.Series(ratio).groupby(jobs.gpus.to_numpy()).median()
-    single_app = {k: bool(single[np.flatnonzero(app == k)[0]]) for k in range(len(names))}
     share = pd.DataFrame(
         [(k, in_last, v / s, s) for (k, in_last), (v, s) in rel.items()],
         columns=["app", "last", "share", "seconds"],
     )
-    share["single"] = share.app.map(single_app)
+    share["single"] = single_of[share.app.to_numpy()]
     multi = share[~share.single]
     life_last = multi.groupby("app").apply(
         lambda g: g.seconds[g["last"]].sum() / g.seconds.sum(), include_groups=False

@@ -101,13 +101,17 @@ class RhoTable:
         r = float(self.rho[0, self.held_spread, max(self.held_level, 0)])
         return None if math.isinf(r) else r
 
+    @staticmethod
+    def _key(v: float) -> float:
+        return round(float(v), 12) - 1e-12
+
     def level(self, v: float) -> int:
         """Index of the first level >= v (rounded to 12 digits): np.searchsorted's left side."""
-        return bisect.bisect_left(self._level_list, round(float(v), 12) - 1e-12)
+        return bisect.bisect_left(self._level_list, self._key(v))
 
     def levels_at(self, vs) -> np.ndarray:
         """:meth:`level` of every value of ``vs`` (one search)."""
-        return np.searchsorted(self.levels, [round(float(v), 12) - 1e-12 for v in vs])
+        return np.searchsorted(self.levels, [self._key(v) for v in vs])
 
     @cached_property
     def _level_list(self) -> list[float]:
