@@ -204,19 +204,35 @@ def test_local_cluster_serves_no_http_and_workers_ignore_ctrl_c():
     assert signal.getsignal(signal.SIGINT) is signal.default_int_handler  # the parent's is back
 
 
+#: ``fairplace batch`` whose driver-side solves (:class:`~fairplace.runs.batch_worker.DriverSlot`, the
+#: process's own solver thread) wait until the batch stops: the batch cannot finish before the test's
+#: Ctrl-C, however fast the machine (with the medium suite as it is, a loaded machine could solve it
+#: all in the driver while the cluster started, and the Ctrl-C came after the end). The Dask worker
+#: solves as usual (it runs the real ``solve_task``, which ``fairplace.runs.batch`` bound at import).
+HELD = (
+    "import sys, time; import fairplace.runs.batch; from fairplace.runs import batch_worker as w; "
+    "slots = []; init = w.DriverSlot.__init__; "
+    "w.DriverSlot.__init__ = lambda self, *a: (init(self, *a), slots.append(self))[0]; "
+    "real = w.solve_task\n"
+    "def held(*a):\n"
+    "    while not slots[0]._stopped.is_set(): time.sleep(0.01)\n"
+    "    return real(*a)\n"
+    "w.solve_task = held; from fairplace.cli import main; sys.exit(main(sys.argv[1:]))"
+)
+
+
 @pytest.mark.slow
 def test_ctrl_c_closes_the_cluster_quietly(tmp_path):
     """SIGINT to the whole process group (what a terminal's Ctrl-C does), mid-batch."""
     out = tmp_path / "r.parquet"
     p = subprocess.Popen(
-        # the medium suite: 48 solves, up to seconds each (the longest first), so one row in, most
-        # of the batch is still to do (the large suite's 64-job placements, first, take minutes)
-        [sys.executable, "-m", "fairplace.cli", "batch", "medium", "--solvers", "exact,pyomo",
+        [sys.executable, "-c", HELD, "batch", "medium", "--solvers", "exact,pyomo",
          "--workers", "2", "--out", str(out), "--no-progress"],
         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True,
     )  # fmt: skip
-    t0 = time.monotonic()  # waits for a row (not a timing assertion): the batch must be mid-run
-    while len(read_journal(journal_path(out))) < 1 and p.poll() is None:
+    t0 = time.monotonic()  # waits for the Dask worker's first row (not a timing assertion)
+    while len(read_journal(journal_path(out))) < 1:
+        assert p.poll() is None, p.communicate()  # it cannot end before the Ctrl-C (HELD)
         assert time.monotonic() - t0 < 600, "no row journaled"
         time.sleep(0.01)
     os.killpg(p.pid, signal.SIGINT)

@@ -94,6 +94,15 @@ def test_batch_survives_a_killed_worker(tmp_path, cluster):
     )
     assert len(clean) == total and set(clean["status"]) == {"optimal"}
 
+    def pace() -> None:  # each solve on these workers waits 0.2 s first (results unchanged)
+        import fairplace
+
+        real = fairplace.solve
+        fairplace.solve = lambda *a, **k: (time.sleep(0.2), real(*a, **k))[1]
+
+    # paced, the batch is still running (and a worker busy) when the test kills one, however fast
+    # the machine: 48 solves on 2 workers take >= 4.8 s and the kill comes 3 rows in
+    client.run(pace)
     out = tmp_path / "res.parquet"
     journal = journal_path(out)
     cmd = [sys.executable, "-m", "fairplace.cli", "batch", "small", "--solvers", ",".join(SOLVERS)]
@@ -121,6 +130,7 @@ def test_batch_survives_a_killed_worker(tmp_path, cluster):
     assert lost, "the killed worker had no solve in flight"
     assert victim not in client.scheduler_info()["workers"]
     assert len(before) < total
+    assert all(r["wall_seconds"] >= 0.2 for r in before)  # the pacing was in force
 
     # (b) every (instance, solver) row exactly once, in the journal and in the table
     rows = read_journal(journal)
