@@ -7,6 +7,7 @@ import signal
 
 import numpy as np
 import pytest
+from hypothesis import settings
 
 from fairplace.core.domain import App, AuctionInstance, Bid, Job, PlacementInstance
 from fairplace.instances.generators import grid_cluster
@@ -22,6 +23,12 @@ from fairplace.solvers.brute_force import (
 # terminal gives them, wherever the suite was started from.
 if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
     signal.signal(signal.SIGINT, signal.default_int_handler)
+
+# No per-example deadline (Hypothesis' default is 200 ms): one stall of a loaded CI box (2 cores,
+# garbage collection, a neighbour's build) must not fail a property test. Loaded before the test
+# modules, so their own @settings(...) inherit it.
+settings.register_profile("fairplace", deadline=None)
+settings.load_profile("fairplace")
 
 __all__ = [
     "brute_force_payments",

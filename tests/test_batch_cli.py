@@ -14,7 +14,8 @@ import pandas as pd
 import pytest
 
 from fairplace import cli
-from fairplace.runs.batch import journal_path, read_journal
+from fairplace.runs.batch import journal_path, read_journal, resolve_suite
+from fairplace.runs.batch_plan import in_process_rule, task_efforts
 
 SOLVERS = "exact,pyomo"
 
@@ -55,6 +56,10 @@ def test_batch_killed_then_resumed_has_every_row_exactly_once(tmp_path):
     out = tmp_path / "res.parquet"
     journal = journal_path(out)
     total = 24 * 2
+
+    # PACED reaches in-process solves only (not a Dask worker's): the batch must stay in-process
+    todo = [(n, s, p) for n, p in resolve_suite("small") for s in SOLVERS.split(",")]
+    assert in_process_rule(len(todo), sum(task_efforts(todo)), 2, None)[0]
 
     # 1. Ctrl-C part-way: exit 130, the rows written so far are intact
     proc = _start(out)

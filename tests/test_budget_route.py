@@ -251,9 +251,11 @@ def _reproducer():
 
 def test_reproducer_without_a_solver_name_is_solved_by_the_compact_arbiter():
     inst = _reproducer()
-    sol = fairplace.solve(inst, time_limit=1.0)
+    # a generous limit: the route and the bid count do not depend on it, and a 1 s limit on the
+    # real clock left a loaded machine no time for a solution (objective None)
+    sol = fairplace.solve(inst, time_limit=120.0)
     assert sol.extra["route"] == "compact" and sol.extra["subset_bids"] == 21_762
-    assert sol.objective is not None and sol.status in ("optimal", "time_limit")
+    assert sol.objective is not None and sol.status == "optimal"
 
 
 def test_reproducer_with_exact_and_a_spent_budget_starts_no_solve(monkeypatch):

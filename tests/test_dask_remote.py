@@ -47,6 +47,14 @@ def _tls_files(folder: Path) -> dict[str, Path]:
     return files
 
 
+def _scheduler_info(path: Path) -> dict | None:
+    """The scheduler file's contents once it is complete (None while missing or half-written)."""
+    try:
+        return json.loads(path.read_text())
+    except (FileNotFoundError, json.JSONDecodeError):
+        return None
+
+
 @pytest.fixture(scope="module")
 def cluster(tmp_path_factory):
     """``dask scheduler`` + ``dask worker`` (2 single-thread processes with nannies) on 127.0.0.1,
@@ -69,7 +77,7 @@ def cluster(tmp_path_factory):
         )
     ]  # fmt: skip
     t0 = time.monotonic()
-    while not sched_file.exists():
+    while (info := _scheduler_info(sched_file)) is None:  # dask writes the file non-atomically
         assert time.monotonic() - t0 < 120, "the scheduler did not start"
         time.sleep(0.1)
     procs.append(
@@ -80,7 +88,7 @@ def cluster(tmp_path_factory):
             start_new_session=True,  # its own process group: the nannies' workers go with it
         )
     )  # fmt: skip
-    address = json.loads(sched_file.read_text())["address"]
+    address = info["address"]
     client_env = dict(
         os.environ,
         DASK_DISTRIBUTED__COMM__TLS__CA_FILE=str(tls["cert"]),

@@ -169,12 +169,17 @@ class DriverSlot:
             self._thread.join()
 
     def start(self, source) -> None:
+        """Claim the first group now (the largest: this process starts it, whenever the cluster
+        comes up), then warm up and solve in the thread."""
+        first = source()
+
         def run() -> None:
+            group = first
             try:  # the thread must outlive a failed warm-up: it owes the batch its last groups
                 warm(self.solvers)
             except Exception:  # noqa: BLE001, S110 - the tasks report what is broken
                 pass
-            while not self._stopped.is_set() and (group := source()) is not None:
+            while group is not None and not self._stopped.is_set():
                 tasks = group[1]
                 try:
                     rows = [solve_task(n, s, p, self.time_limit) for n, s, p in tasks]
@@ -186,6 +191,7 @@ class DriverSlot:
                     ]
                 with self._lock:
                     self._done.append(rows)
+                group = None if self._stopped.is_set() else source()
 
         self._thread = threading.Thread(target=run, daemon=True, name="fairplace-driver-solver")
         self._thread.start()
