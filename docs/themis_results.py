@@ -147,6 +147,30 @@ def control(
     return t.round(2).reset_index().to_markdown(index=False)
 
 
+def rack_control(racks: pd.DataFrame, one: pd.DataFrame) -> str:
+    """THEMIS' max rho, the best paper baseline's and their ratio per (fraction, seed), in one rack
+    (the reproduction's network runs ``one``, restricted to the rows ``racks`` has) and in racks
+    of 8 machines (the control ``racks``)."""
+    parts = []
+    for label, df in (("one rack", one), ("racks of 8", racks)):
+        p = df.pivot_table(
+            index=["network_fraction", "seed"], columns="scheduler", values="max_rho"
+        )
+        base = [b for b in THEMIS_BASELINES if b in p]
+        if "themis" not in p or not base:
+            continue
+        best = p[base].min(axis=1)
+        parts.append(pd.DataFrame({
+            f"THEMIS ({label})": p["themis"],
+            f"best baseline ({label})": p[base].idxmin(axis=1) + " " + best.round(2).astype(str),
+            f"ratio ({label})": (best / p["themis"]).round(2),
+        }))  # fmt: skip
+    if len(parts) < 2:
+        return "(no THEMIS and baseline pairs in both set-ups yet)"
+    t = pd.concat(parts, axis=1, join="inner")
+    return t.round(2).reset_index().to_markdown(index=False)
+
+
 def grid(df: pd.DataFrame, by: list[str]) -> str:
     """Max rho mean, sd, min..max over seeds and mean GPU time (GPU-hours) per ``by`` group."""
     g = df.groupby(by)
@@ -296,8 +320,10 @@ def main(out: str, figdir: str | None = None, store: bool = False) -> None:
     summaries to papers/themis/full-size.csv (what quick reports compare their claims with)."""
     out = Path(out)
     keys = ("contention", "network", "sensitivity", "norestart", "nobackfill", "lease-norestart",
-            "nopayments")  # fmt: skip
-    (c, apps), (n, _), (s, _), (m, _), (nb, _), (lf, _), (npay, _) = (journal(out, k) for k in keys)
+            "nopayments", "network-racks")  # fmt: skip
+    (c, apps), (n, _), (s, _), (m, _), (nb, _), (lf, _), (npay, _), (nr, _) = (
+        journal(out, k) for k in keys
+    )
     print(f"## Contention ({len(c)} runs)\n")
     if len(c):
         print(contention(c), "\n\n### Best paper baseline / THEMIS per seed\n")
@@ -325,6 +351,9 @@ def main(out: str, figdir: str | None = None, store: bool = False) -> None:
     if len(n):
         print(f"\n## Network-intensive fraction ({len(n)} runs)\n")
         print(grid(n, ["network_fraction", "scheduler"]))
+    if len(nr) and len(n):
+        print(f"\n## Network control: racks of 8 machines ({len(nr)} runs)\n")
+        print(rack_control(nr, n))
     if len(s):
         print(f"\n## Sensitivity ({len(s)} runs)\n")
         print(grid(s, ["scheduler_options.f", "round_length"]))

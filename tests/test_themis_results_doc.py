@@ -55,3 +55,19 @@ def test_grid_reports_the_spread_over_seeds():
         "0", "themis", "3", "1.414", "2.00..4.00", "1.5", "2", "2.5"
     ]  # fmt: skip
     assert [c.strip() for c in lines[1].split("|")[1:-1]][2:5] == ["3", "0", "3.00..3.00"]
+
+
+def test_rack_control_puts_both_set_ups_side_by_side():
+    import pandas as pd
+
+    def runs(themis, srtf, las):
+        return pd.DataFrame({
+            "scheduler": ["themis", "srtf", "las"], "seed": [0] * 3, "network_fraction": [1.0] * 3,
+            "max_rho": [themis, srtf, las],
+        })  # fmt: skip
+
+    one = pd.concat([runs(2.0, 2.5, 9.0), runs(3.0, 3.3, 4.0).assign(network_fraction=0.0)])
+    md = _load().rack_control(runs(2.0, 5.0, 4.0), one)
+    rows = [[c.strip() for c in line.split("|")[1:-1]] for line in md.splitlines()[2:]]
+    # only the rows the control has (fraction 1, seed 0); best baseline per set-up and the ratio
+    assert rows == [["1", "0", "2", "srtf 2.5", "1.25", "2", "las 4.0", "2"]]
