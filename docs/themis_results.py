@@ -48,6 +48,15 @@ def contention(df: pd.DataFrame) -> str:
     return "\n\n".join(parts)
 
 
+def best_baseline(p: pd.DataFrame) -> tuple[pd.Series, pd.Series] | None:
+    """(name, max rho) of the best paper baseline per row of a (..., scheduler) max-rho pivot;
+    None without THEMIS or a baseline in it."""
+    base = [b for b in THEMIS_BASELINES if b in p]
+    if "themis" not in p or not base:
+        return None
+    return p[base].idxmin(axis=1), p[base].min(axis=1)
+
+
 def per_seed_ratio(df: pd.DataFrame) -> str:
     """Best paper baseline's max rho / THEMIS' per (workload, contention, seed)."""
     p = df.pivot_table(index=["trace", "contention", "seed"], columns="scheduler", values="max_rho")
@@ -57,8 +66,9 @@ def per_seed_ratio(df: pd.DataFrame) -> str:
     p = p[p["themis"].notna() & p[base].notna().any(axis=1)]  # seeds with THEMIS and a baseline
     if p.empty:
         return "(no THEMIS and baseline pairs yet)"
-    r = (p[base].min(axis=1) / p["themis"]).rename("best_baseline / themis")
-    best = p[base].idxmin(axis=1).rename("best baseline")
+    name, value = best_baseline(p)
+    r = (value / p["themis"]).rename("best_baseline / themis")
+    best = name.rename("best baseline")
     cols = [r.round(2), best]
     four = [
         b for b in base if b != "srtf"
@@ -156,13 +166,12 @@ def rack_control(racks: pd.DataFrame, one: pd.DataFrame) -> str:
         p = df.pivot_table(
             index=["network_fraction", "seed"], columns="scheduler", values="max_rho"
         )
-        base = [b for b in THEMIS_BASELINES if b in p]
-        if "themis" not in p or not base:
+        if (bb := best_baseline(p)) is None:
             continue
-        best = p[base].min(axis=1)
+        name, best = bb
         parts.append(pd.DataFrame({
             f"THEMIS ({label})": p["themis"],
-            f"best baseline ({label})": p[base].idxmin(axis=1) + " " + best.round(2).astype(str),
+            f"best baseline ({label})": name + " " + best.round(2).astype(str),
             f"ratio ({label})": (best / p["themis"]).round(2),
         }))  # fmt: skip
     if len(parts) < 2:
@@ -315,15 +324,21 @@ def still_to_run(out: Path) -> str:
     return f"{len(df)} cells:\n\n" + t.reset_index().to_markdown(index=False)
 
 
+#: the sweeps this page reads (``OUT/data/themis-<key>``): the reproduction's and the page's checks
+JOURNALS = ("contention", "network", "sensitivity", "norestart", "nobackfill", "lease-norestart",
+            "nopayments", "network-racks")  # fmt: skip
+
+
 def main(out: str, figdir: str | None = None, store: bool = False) -> None:
     """Print the Markdown; with ``figdir`` draw the figures; with ``store`` also write the runs'
     summaries to papers/themis/full-size.csv (what quick reports compare their claims with)."""
     out = Path(out)
-    keys = ("contention", "network", "sensitivity", "norestart", "nobackfill", "lease-norestart",
-            "nopayments", "network-racks")  # fmt: skip
-    (c, apps), (n, _), (s, _), (m, _), (nb, _), (lf, _), (npay, _), (nr, _) = (
-        journal(out, k) for k in keys
-    )
+    journals = {k: journal(out, k) for k in JOURNALS}
+    runs = {k: df for k, (df, _) in journals.items()}
+    apps = journals["contention"][1]
+    c, n, s = runs["contention"], runs["network"], runs["sensitivity"]
+    m, nb, nr = runs["norestart"], runs["nobackfill"], runs["network-racks"]
+    lf, npay = runs["lease-norestart"], runs["nopayments"]
     print(f"## Contention ({len(c)} runs)\n")
     if len(c):
         print(contention(c), "\n\n### Best paper baseline / THEMIS per seed\n")
@@ -334,8 +349,6 @@ def main(out: str, figdir: str | None = None, store: bool = False) -> None:
             print(single_job_apps(apps))
         if figdir:
             figures(c, apps, Path(figdir))
-    runs = {"contention": c, "network": n, "sensitivity": s, "norestart": m, "nobackfill": nb,
-            "lease-norestart": lf, "nopayments": npay}  # fmt: skip
     frames = {k: {"summary": df} for k, df in runs.items() if len(df)}
     for key, frame in (("strategyproofness", "strategyproofness"), ("solver_gap", "batch")):
         f = out / "data" / f"themis-{key}.csv"  # the non-sweep experiments' tables
