@@ -106,7 +106,19 @@ class Cluster:
         return np.array([self.index[i] for i in ids], dtype=np.int64)
 
     def ids(self, idx: Iterable[int]) -> list[str]:
-        return [self.gpus[int(k)].id for k in idx]
+        names = self._id_list
+        if isinstance(idx, np.ndarray) and idx.dtype.kind in "iu":
+            return [names[k] for k in idx.tolist()]
+        return [names[int(k)] for k in idx]
+
+    @cached_property
+    def smallest_machine(self) -> int:
+        """GPUs of the smallest machine (0 for an empty cluster)."""
+        return int(np.bincount(self.machine_index).min()) if self.gpus else 0
+
+    @cached_property
+    def _id_list(self) -> list[str]:
+        return [g.id for g in self.gpus]
 
     def spread(self, gpu_idx: Iterable[int]) -> int:
         """Spread of a GPU set: 0 one machine, 1 one rack, 2 several racks (ARCHITECTURE.md)."""

@@ -37,7 +37,7 @@ def machine_gpus(cluster: Cluster | None) -> int | None:
     """GPUs of the smallest machine: a job of at most this many GPUs fits in any machine."""
     if cluster is None or len(cluster) == 0:
         return None
-    return int(np.bincount(cluster.machine_index).min())
+    return cluster.smallest_machine
 
 
 def optimizer_of(app: AgentApp, future_memo: dict | None = None) -> SuccessiveHalving | PerfCurve:

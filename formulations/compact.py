@@ -54,10 +54,15 @@ class CompactApp:
         return None if r is None else -float(np.log(r))
 
     @cached_property
+    def cell_array(self) -> np.ndarray:
+        """:attr:`cells` as an (cells, 3) int array (n, s, v)."""
+        return np.array(self.cells, dtype=np.int64).reshape(-1, 3)
+
+    @cached_property
     def cells(self) -> tuple[tuple[int, int, int], ...]:
         """Non-dominated (n, s, v-index) cells."""
         t = self.table
-        w = -np.log(t.rho)
+        w = (-np.log(t.rho)).tolist()  # nested lists: Python floats, the same values
         s_min = t.held_spread if t.held_count else 0
         v_min = max(t.held_level, 0)
         we = self.w_empty
@@ -66,12 +71,12 @@ class CompactApp:
             for v in range(v_min, t.levels.size):
                 best = -np.inf if we is None else we
                 for n in range(1, t.n_max + 1):
-                    val = w[n, s, v]
+                    val = w[n][s][v]
                     if val <= best + 1e-12:
                         continue  # no better than fewer GPUs (or nothing)
                     best = val
-                    looser = [w[n, s + 1, v]] if s < 2 else []
-                    looser += [w[n, s, v + 1]] if v + 1 < t.levels.size else []
+                    looser = [w[n][s + 1][v]] if s < 2 else []
+                    looser += [w[n][s][v + 1]] if v + 1 < t.levels.size else []
                     if any(lv >= val - 1e-12 for lv in looser):
                         continue  # a less restrictive cell is worth as much
                     out.append((n, s, v))
@@ -177,9 +182,17 @@ class CompactProgram:
         dropping it keeps every optimum (of PF and of any PF_{-i}) and tightens the LP."""
         if self.fixed is not None:
             return tuple(c for j, c in self.fixed if j == i)
-        a = self.apps[i]
-        fit = self._fit(i)
-        return tuple((n, s, v) for n, s, v in a.cells if n <= fit[s, v])
+        cache = self._feasible_cache
+        if i not in cache:
+            a = self.apps[i]
+            c = a.cell_array
+            keep = np.flatnonzero(c[:, 0] <= self._fit(i)[c[:, 1], c[:, 2]])
+            cache[i] = tuple(a.cells[k] for k in keep.tolist())
+        return cache[i]
+
+    @cached_property
+    def _feasible_cache(self) -> dict:
+        return {}
 
     def _fit(self, i: int) -> np.ndarray:
         """fit[s, v]: most offered GPUs of app i's level <= v on one machine (s = 0), in one rack

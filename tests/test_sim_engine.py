@@ -233,3 +233,18 @@ def test_jain_and_active_step():
     assert M.jain(np.array([1.0, 0.0])) == pytest.approx(0.5)
     t, c = M.active_step(np.array([0.0, 5.0]), np.array([10.0, 7.0]))
     assert t.tolist() == [0.0, 5.0, 7.0, 10.0] and c.tolist() == [1, 2, 1, 0]
+
+
+def test_allocating_schedulers_see_holdings_as_fresh_lists():
+    """The holdings handed to ``allocate`` (``HeldGPUs``): job -> list of GPU indices, read only,
+    a new list per read, so a scheduler that changes one cannot change what the driver holds."""
+    from fairplace.sim.running import HeldGPUs
+
+    alloc = {3: np.array([5, 1], np.int64), 7: np.array([2], np.int64)}
+    held = HeldGPUs(alloc)
+    assert dict(held) == {3: [5, 1], 7: [2]} and held.copy() == {3: [5, 1], 7: [2]}
+    assert held.get(9, ()) == () and 3 in held and 9 not in held and len(held) == 2
+    held[3].append(99)
+    assert held[3] == [5, 1] and alloc[3].tolist() == [5, 1]
+    with pytest.raises(TypeError):
+        held[3] = [0]  # type: ignore[index]

@@ -45,7 +45,7 @@ from . import accounting as acc
 from .accounting import Timeline
 from .contract import MAX_STALLED, Contract
 from .run_state import RunState
-from .running import InvariantError, Running, check_holdings
+from .running import HeldGPUs, InvariantError, Running, check_holdings
 from .schedulers import SchedView
 from .workload import Workload
 
@@ -222,7 +222,7 @@ class Driver:
                 self.w,
                 self.cluster,
                 self.scores,
-                {j: g.tolist() for j, g in run.alloc.items()},
+                HeldGPUs(run.alloc),
                 lambda x: t0 + np.ceil((x - t0) / R - 1e-12) * R,
             )
             return ck.allocation(new, s.is_active)

@@ -9,6 +9,8 @@ accounting's sums follow.
 
 from __future__ import annotations
 
+from collections.abc import Iterator, Mapping
+
 import numpy as np
 
 from fairplace.core.errors import FairplaceError
@@ -64,6 +66,30 @@ class Running:
         self.mask[out] = False
         self.idx = self.idx[~fin]
         return out.tolist()
+
+
+class HeldGPUs(Mapping):
+    """What an allocating scheduler is shown of the holdings: job -> list of its GPU indices, read
+    only, each list made when it is read (a fresh one per read, so a scheduler may change it). A
+    THEMIS decision reads the lists of the few apps that changed, not of every running job."""
+
+    def __init__(self, alloc: dict[int, np.ndarray]):
+        self._alloc = alloc
+
+    def __getitem__(self, j: int) -> list[int]:
+        return self._alloc[j].tolist()
+
+    def __iter__(self) -> Iterator[int]:
+        return iter(self._alloc)
+
+    def __len__(self) -> int:
+        return len(self._alloc)
+
+    def __contains__(self, j: object) -> bool:
+        return j in self._alloc
+
+    def copy(self) -> dict[int, list[int]]:
+        return {j: g.tolist() for j, g in self._alloc.items()}
 
 
 def check_holdings(run: Running, G: int) -> None:

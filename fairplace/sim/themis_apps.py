@@ -20,9 +20,10 @@ from fairplace.formulations.ftf import bundle_rho
 from .schedulers import SchedView
 
 
-def best_fit(pool: set, need: int, machine_of: np.ndarray) -> list:
+def best_fit(pool: set, need: int, machine_of) -> list:
     """``need`` GPUs of ``pool``: all on the machine with the fewest pool GPUs that still has ``need``
-    of them; otherwise from the machines with most pool GPUs first (``machine_of[g]``: g's machine).
+    of them; otherwise from the machines with most pool GPUs first (``machine_of[g]``: g's machine,
+    an array or a list).
     The app-level job placement of THEMIS' agents and of Optimus."""
     by: dict = {}
     for g in sorted(pool):
@@ -43,8 +44,10 @@ def _groups_of(keys: np.ndarray, values: np.ndarray) -> dict[int, np.ndarray]:
         return {}
     order = np.argsort(keys, kind="stable")
     k, v = keys[order], values[order]
-    cuts = np.flatnonzero(np.diff(k)) + 1
-    return {int(g[0]): vals for g, vals in zip(np.split(k, cuts), np.split(v, cuts), strict=True)}
+    starts = np.concatenate([[0], np.flatnonzero(np.diff(k)) + 1]).tolist()
+    ends = starts[1:] + [k.size]
+    first = k[starts].tolist()
+    return {g: v[a:b] for g, a, b in zip(first, starts, ends, strict=True)}
 
 
 def even_split(n: int, caps: np.ndarray, order: np.ndarray) -> np.ndarray:
@@ -171,7 +174,7 @@ class Agents:
             serial = w.t_iter[run] * w.demand[run]
             jobs = (
                 key,
-                tuple(AgentJob(float(r), float(x)) for r, x in zip(rem, serial, strict=True)),
+                tuple(AgentJob(r, x) for r, x in zip(rem.tolist(), serial.tolist(), strict=True)),
                 None,  # the optimiser, built on first use (``_state``)
             )
             self._jobs[a] = jobs
@@ -210,6 +213,7 @@ class AppScheduler:
 
     def __init__(self, machine_of: np.ndarray):
         self.machine_of = machine_of
+        self._machine_list = machine_of.tolist()  # per-GPU look-ups of best_fit, without NumPy
         self.memo: dict = {}  # per app: (its GPUs and running jobs, the split they got)
 
     def split(self, owner: np.ndarray, view: SchedView, w, alloc) -> dict:
@@ -250,20 +254,23 @@ class AppScheduler:
         n = gpus.size
         work = view.remaining[run] * w.t_iter[run]
         mine = set(gpus.tolist())
-        cur = np.array([sum(g in mine for g in alloc.get(int(j), ())) for j in run], np.int64)
+        run_l = run.tolist()
+        had = [alloc.get(j, ()) for j in run_l]
+        cur = np.array([sum(g in mine for g in h) for h in had], np.int64)
         # the remainder stays with the jobs holding it (a lease renewal moves no job), then
         # goes to the jobs with most work left
         target = even_split(n, w.demand[run], np.lexsort((run, -work, -cur)))
+        want = target.tolist()
         pool = set(mine)
-        for k, j in enumerate(run):
-            keep = [g for g in alloc.get(int(j), ()) if g in pool][: target[k]]
-            out[int(j)] = keep
-            pool -= set(keep)
-        for k in np.argsort(-(target - [len(out[int(j)]) for j in run]), kind="stable"):
-            j = int(run[k])
-            need = int(target[k]) - len(out[j])
+        for k, j in enumerate(run_l):
+            keep = [g for g in had[k] if g in pool][: want[k]]
+            out[j] = keep
+            pool.difference_update(keep)
+        for k in np.argsort(-(target - [len(out[j]) for j in run_l]), kind="stable").tolist():
+            j = run_l[k]
+            need = want[k] - len(out[j])
             if need > 0:
-                take = best_fit(pool, need, self.machine_of)
+                take = best_fit(pool, need, self._machine_list)
                 out[j] = out[j] + take
-                pool -= set(take)
+                pool.difference_update(take)
         return {j: np.asarray(sorted(g), np.int64) for j, g in out.items() if len(g)}
