@@ -34,8 +34,6 @@ from .enumeration import leave_one_out as enum_loo
 from .lp import Choice
 from .pa_payments import NOT_RUN, _best, _others, _without_solve, payments
 from .pf import REDUCED_MAX_MACHINES, solve_compact_pf
-from .search import NODE_LIMIT as SEARCH_NODE_LIMIT
-from .search import leave_one_out as search_loo
 
 #: most joint choices of one leave-one-out problem enumerated for the payments of a PF solved by
 #: the LP / MILP route (``_enum_payments``); above it every PF_{-i} takes the LP route
@@ -207,26 +205,20 @@ class _PA:
 
 def _enum_payments(pay: _PA, plain: CompactProgram, choice, ids, pf_status: str) -> bool:
     """Every PF_{-i} by enumerating the auction without i (``compact.enumeration.leave_one_out``)
-    when each has at most :data:`LOO_ENUM_LIMIT` joint choices, else by searching the same joint
-    choices (``compact.search``: the same rows and values) when each needs at most
-    ``search.NODE_LIMIT`` search nodes, after the c_i = 1 checks that need no solve; False
-    (``pay`` untouched) otherwise. c_i are the LP / MILP route's (the same optima), without a
-    HiGHS model."""
+    when each has at most :data:`LOO_ENUM_LIMIT` joint choices, after the c_i = 1 checks that need
+    no solve; False (``pay`` untouched) when one is larger. c_i are the LP / MILP route's (the
+    same optima), without a HiGHS model."""
     c: dict[int, float] = {}
     routes: dict[int, str] = {}
     value_with = {i: _others(plain, choice, i) for i in choice}
     todo = _without_solve(plain, choice, value_with, c, {}, routes)
-    route = "enumeration"
     loo = enum_loo(plain, todo, LOO_ENUM_LIMIT)
-    if loo is None:  # too many joint choices to list: search them (the same rows and values)
-        route = "search"
-        loo = search_loo(plain, todo, SEARCH_NODE_LIMIT, choice)
     if loo is None:
         return False
     c.update({i: pa.payment(value_with[i], loo[i]) for i in todo})
     pay.c.update(c)
     pay.k = len(todo)  # leave-one-out problems, as the LP route counts them
-    pay.routes = routes | dict.fromkeys(todo, route)
+    pay.routes = routes | dict.fromkeys(todo, "enumeration")
     if pf_status != "optimal":  # every c_i is relative to a non-optimal PF
         pay.inexact = list(ids)
     return True

@@ -291,13 +291,10 @@ def _starts(prog: CompactProgram, choice: Choice, solved: dict, j: int) -> tuple
 NOT_RUN = "not_run"
 
 #: how a PF_{-i} was settled (``payments(routes=...)``, ``extra['loo_routes']``): by enumeration
-#: (``compact.enumeration``) or by searching the same joint choices (``compact.search``), both set
-#: by the caller, not by :func:`payments`; c_i = 1 from every other
+#: (``compact.enumeration``; set by the caller, not by :func:`payments`); c_i = 1 from every other
 #: app's best value alone / from the leave-one-out LP bound; the LP's cells placed at its bound;
 #: split LP closed by ``compact.rc``; its own solve (``solve_compact_pf``); not started
-ROUTES = (
-    "enumeration", "search", "best_values", "lp_bound", "lp_cells", "fixing", "full", NOT_RUN,
-)  # fmt: skip
+ROUTES = ("enumeration", "best_values", "lp_bound", "lp_cells", "fixing", "full", NOT_RUN)
 
 #: most leave-one-out chains (each on its own LP model, at least 16 apps) shared by the 2 threads
 #: of the payments. More chains balance the threads better; each costs a model and, per PF cell,
