@@ -10,6 +10,7 @@ accounting's sums follow.
 from __future__ import annotations
 
 from collections.abc import Iterator, Mapping
+from types import MappingProxyType
 
 import numpy as np
 
@@ -75,6 +76,12 @@ class HeldGPUs(Mapping):
 
     def __init__(self, alloc: dict[int, np.ndarray]):
         self._alloc = alloc
+
+    @property
+    def arrays(self) -> Mapping[int, np.ndarray]:
+        """The driver's arrays themselves (read them, never write: identity tells a scheduler
+        that a job still holds the array it was given)."""
+        return MappingProxyType(self._alloc)
 
     def __getitem__(self, j: int) -> list[int]:
         return self._alloc[j].tolist()

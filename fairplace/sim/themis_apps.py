@@ -234,11 +234,7 @@ class AppScheduler:
             run = by_app.get(a, np.zeros(0, np.int64))
             key = (gpus.tobytes(), run.tobytes())
             last = self.memo.get(a)
-            if (
-                last is not None
-                and last[0] == key
-                and all(tuple(alloc.get(j, ())) == g for j, g in last[2].items())
-            ):
+            if last is not None and last[0] == key and self._kept(alloc, last[1], last[2]):
                 split, lists = last[1], last[2]
             else:
                 split = self._split_app(gpus, run, view, w, alloc)
@@ -247,6 +243,16 @@ class AppScheduler:
             out.update(split)
         self.memo = memo
         return out
+
+    @staticmethod
+    def _kept(alloc, split: dict, lists: dict) -> bool:
+        """Whether every job of a previous ``split`` still holds what it gave (``lists``: the same
+        as tuples). The driver's holdings (``HeldGPUs``) keep the arrays the split returned, so the
+        same array object answers without a copy; otherwise the GPUs are compared."""
+        held = getattr(alloc, "arrays", None)
+        if held is not None and all(held.get(j) is g for j, g in split.items()):
+            return True
+        return all(tuple(alloc.get(j, ())) == g for j, g in lists.items())
 
     def _split_app(self, gpus: np.ndarray, run: np.ndarray, view: SchedView, w, alloc) -> dict:
         """One app's even split: {job: sorted GPU indices} for its jobs that get GPUs."""
