@@ -131,6 +131,10 @@ def spread(machine_index: np.ndarray, rack_index: np.ndarray, gpu_idx: np.ndarra
     """spread(G) = 0 if |m(G)| <= 1, 1 if |k(G)| == 1, else 2."""
     if gpu_idx.size == 0:
         return SPREAD_MACHINE
+    if gpu_idx.size <= 32:  # a bundle's few GPUs: a Python set is ~7x faster than NumPy's calls
+        if len(set(machine_index[gpu_idx].tolist())) == 1:
+            return SPREAD_MACHINE
+        return SPREAD_RACK if len(set(rack_index[gpu_idx].tolist())) == 1 else SPREAD_CLUSTER
     m = machine_index[gpu_idx]
     if (m == m[0]).all():  # one machine (no sort, unlike np.unique)
         return SPREAD_MACHINE

@@ -8,7 +8,7 @@ from conftest import tiny_placement
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from fairplace.core.domain import slowdown
+from fairplace.core.domain import slowdown, spread
 from fairplace.formulations.placement import slowdowns
 
 
@@ -86,3 +86,17 @@ def test_one_locality_lookup_for_instances_policies_and_the_simulator(table, def
         )  # fmt: skip
         w = workload_from_trace(frame, None, default, table)
         assert w.l_machine[0] == L and w.l_rack[0] == L
+
+
+@settings(max_examples=100, deadline=None)
+@given(st.integers(1, 8), st.integers(1, 4), st.lists(st.integers(0, 10_000), max_size=80))
+def test_spread_is_one_machine_one_rack_or_several(machines_per_rack, per, picks):
+    """spread(G) = 0 / 1 / 2 for one machine / one rack / several racks, for bundles of any size
+    (small ones take a set-based path, large ones NumPy's)."""
+    racks = 3
+    G = racks * machines_per_rack * per
+    machine = np.arange(G) // per
+    rack = machine // machines_per_rack
+    idx = np.array([p % G for p in picks], np.int64)
+    want = 0 if len(set(machine[idx])) <= 1 else 1 if len(set(rack[idx])) == 1 else 2
+    assert spread(machine, rack, idx) == want
