@@ -212,8 +212,7 @@ class AppScheduler:
     """THEMIS' app scheduler: the even split of each app's GPUs among its running jobs."""
 
     def __init__(self, machine_of: np.ndarray):
-        self.machine_of = machine_of
-        self._machine_list = machine_of.tolist()  # per-GPU look-ups of best_fit, without NumPy
+        self.machine_of = machine_of.tolist()  # per-GPU look-ups of best_fit, without NumPy
         self.memo: dict = {}  # per app: (its GPUs and running jobs, the split they got)
 
     def split(self, owner: np.ndarray, view: SchedView, w, alloc) -> dict:
@@ -276,7 +275,7 @@ class AppScheduler:
             j = run_l[k]
             need = want[k] - len(out[j])
             if need > 0:
-                take = best_fit(pool, need, self._machine_list)
+                take = best_fit(pool, need, self.machine_of)
                 out[j] = out[j] + take
                 pool.difference_update(take)
         return {j: np.asarray(sorted(g), np.int64) for j, g in out.items() if len(g)}
