@@ -284,6 +284,32 @@ def test_allocating_schedulers_are_checked():
         sim(Alloc(next_event=lambda t: t), "pal")
 
 
+def test_read_only_arrays_seen_before_are_reused_and_still_checked():
+    """An allocating scheduler that hands back the read-only array of the previous decision (THEMIS'
+    app scheduler for an app that did not change) is converted once; a GPU given twice across
+    reused arrays, an inactive job or a changed writeable array is still caught."""
+    ck = Contract([f"j{k}" for k in range(4)], np.array([2, 2, 2, 2]), 8, Alloc(), None, True, 3, 1.0)
+    active = np.ones(4, bool)
+    a, b = np.array([0, 1]), np.array([3, 2])
+    for x in (a, b):
+        x.flags.writeable = False
+    first = ck.allocation({0: a, 1: b}, active)
+    again = ck.allocation({0: a, 1: b}, active)
+    assert again[1] == first[1] == {0: (0, 1), 1: (2, 3)}
+    assert again[2] == first[2] == {"j0": [0, 1], "j1": [3, 2]}
+    assert again[0][0] is a and again[2]["j0"] is first[2]["j0"]  # reused, not converted again
+    with pytest.raises(ExtensionError, match="gave GPU 2 to jobs j1 and j2"):
+        ck.allocation({0: a, 1: b, 2: np.array([2])}, active)
+    ck.allocation({0: a, 1: b}, active)
+    with pytest.raises(ExtensionError, match="not active"):
+        ck.allocation({0: a, 1: b}, np.array([True, False, True, True]))
+    w = np.array([4, 5])  # writeable: converted at every decision, changes are seen
+    ck.allocation({2: w}, active)
+    w[1] = 4
+    with pytest.raises(ExtensionError, match="GPU 4 twice"):
+        ck.allocation({2: w}, active)
+
+
 def test_stall_bound_counts_decisions_and_time_and_resets_on_progress():
     ck = Contract(["a"], np.array([1]), 4, Fifo(), LowestIndex(), False, 3, 100.0)
     for t in (0.0, 10.0, 20.0, 30.0, 40.0):  # 5 decisions, 50 s <= 100 s: a long restart

@@ -77,6 +77,9 @@ class Contract:
         self.queue = np.zeros(0, np.int64)
         self.max_stalled, self.grace = max_stalled, grace
         self.stalled, self.stall_since = 0, 0.0
+        #: per job, the read-only array ``allocate`` returned at the previous decision, with its
+        #: sorted tuple and list (:meth:`allocation` converts only arrays it has not seen)
+        self.seen: dict[int, tuple[np.ndarray, tuple, list]] = {}
 
     def _sched_error(self, rule: str) -> ExtensionError:
         return ExtensionError("scheduler", f"{self.sched} {rule}")
@@ -159,8 +162,14 @@ class Contract:
                 )
             if not is_active[j]:
                 raise self._sched_error(f"allocated GPUs to {self.job(j)}, which is not active")
-        arrays = []
+        arrays, seen, keys, lists = [], self.seen, [], []
         for j, g in zip(js, new.values(), strict=True):
+            last = seen.get(j)
+            if last is not None and last[0] is g and not g.flags.writeable:
+                arrays.append(g)  # the same read-only array as before: checked and converted
+                keys.append(last[1])
+                lists.append(last[2])
+                continue
             try:
                 a = np.asarray(g)
             except (TypeError, ValueError):
@@ -170,7 +179,10 @@ class Contract:
                     f"allocate() gave {self.job(j)} {_what(g)}: expected an array of GPU indices "
                     f"(ints in 0..{self.G - 1})"
                 )
-            arrays.append(a.astype(np.int64, copy=False))
+            a = a.astype(np.int64, copy=False)
+            arrays.append(a)
+            lists.append(a.tolist())
+            keys.append(tuple(sorted(lists[-1])))
         sizes = np.fromiter(map(len, arrays), np.int64, len(arrays))
         idx = np.asarray(js, np.int64)
         bad = (sizes < 1) | (sizes > self.demand[idx])
@@ -183,8 +195,14 @@ class Contract:
         flat = np.concatenate(arrays) if arrays else np.zeros(0, np.int64)
         self._gpus(flat, idx, sizes, self._sched_error)
         alloc = dict(zip(js, arrays, strict=True))
-        key = {j: tuple(sorted(g.tolist())) for j, g in alloc.items()}
-        record = {self.ids[j]: g.tolist() for j, g in alloc.items()}
+        key = dict(zip(js, keys, strict=True))
+        ids = self.ids
+        record = {ids[j]: g for j, g in zip(js, lists, strict=True)}
+        self.seen = {
+            j: (a, k, g)
+            for j, a, k, g in zip(js, arrays, keys, lists, strict=True)
+            if not a.flags.writeable
+        }
         return alloc, key, record
 
     # -- placement policy ----------------------------------------------------------------------

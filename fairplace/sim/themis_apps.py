@@ -278,4 +278,7 @@ class AppScheduler:
                 take = best_fit(pool, need, self.machine_of)
                 out[j] = out[j] + take
                 pool.difference_update(take)
-        return {j: np.asarray(sorted(g), np.int64) for j, g in out.items() if len(g)}
+        split = {j: np.asarray(sorted(g), np.int64) for j, g in out.items() if len(g)}
+        for a in split.values():  # read-only: the driver's contract converts each array once
+            a.flags.writeable = False
+        return split
