@@ -102,6 +102,21 @@ class Cluster:
     def _pm_vectors(self) -> dict:
         return {}
 
+    def pm_levels(self, cls: str | None) -> np.ndarray:
+        """The distinct V_class values of the whole cluster, rounded to 12 digits and sorted
+        (read-only, built once per class): one value on a homogeneous cluster, where every bundle
+        has the same levels."""
+        v = self._pm_levels.get(cls)
+        if v is None:
+            v = np.unique(np.round(self.pm_vector(cls), 12)) if len(self.gpus) else np.ones(1)
+            v.flags.writeable = False
+            self._pm_levels[cls] = v
+        return v
+
+    @cached_property
+    def _pm_levels(self) -> dict:
+        return {}
+
     def indices(self, ids: Iterable[str]) -> np.ndarray:
         return np.array([self.index[i] for i in ids], dtype=np.int64)
 
@@ -165,7 +180,7 @@ def slowdown(locality, spread_level, pm_scores):
     of the bundle's GPUs (an empty bundle has max V = 1). The one home of this product: a float for
     one bundle; vectorised over n bundles with ``locality`` (n, 3) or (3,), ``spread_level`` (n,) and
     ``pm_scores`` (n, k) (equal-size bundles), an (n,) array."""
-    if np.ndim(spread_level) == 0:
+    if isinstance(spread_level, int) or np.ndim(spread_level) == 0:
         vmax = float(np.asarray(pm_scores).max()) if np.size(pm_scores) else 1.0
         return float(locality[int(spread_level)]) * vmax
     level = np.asarray(spread_level, dtype=np.int64)

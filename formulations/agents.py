@@ -74,6 +74,10 @@ def ftf_model(app: AgentApp, cluster: Cluster | None = None, optimizer=None) -> 
 
 def levels_of(cluster: Cluster, idx: np.ndarray, cls: str | None) -> np.ndarray:
     """Sorted distinct PM levels V_cls over GPU indices (1.0 when the class has no scores)."""
+    if len(idx):
+        every = cluster.pm_levels(cls)
+        if every.size == 1:  # one value on the whole cluster: the bundle's only level
+            return every
     v = cluster.pm_vector(cls)[np.asarray(idx, dtype=np.int64)]
     return np.unique(np.round(v, 12)) if v.size else np.ones(1)
 
@@ -110,8 +114,10 @@ class RhoTable:
         return bisect.bisect_left(self._level_list, self._key(v))
 
     def levels_at(self, vs) -> np.ndarray:
-        """:meth:`level` of every value of ``vs`` (one search)."""
-        return np.searchsorted(self.levels, [self._key(v) for v in vs])
+        """:meth:`level` of every value of ``vs`` (np.searchsorted's left side, by bisection: the
+        groups of one offer are few)."""
+        lst, key = self._level_list, self._key
+        return np.array([bisect.bisect_left(lst, key(v)) for v in vs], dtype=np.intp)
 
     @cached_property
     def _level_list(self) -> list[float]:
@@ -144,7 +150,11 @@ def rho_table(
     rho = rho_grid(model, range(held.size, held.size + n_max + 1), r_c, levels)
     h_level, h_spread = -1, 0
     if held.size:
-        h_level = int(np.searchsorted(levels, np.round(cluster.pm_vector(app.cls)[held].max(), 12)))
+        if cluster.pm_levels(app.cls).size == 1:  # one value on the cluster: the first level
+            h_level = 0
+        else:
+            v = np.round(cluster.pm_vector(app.cls)[held].max(), 12)
+            h_level = int(np.searchsorted(levels, v))
         h_spread = spread(cluster.machine_index, cluster.rack_index, held)
     elif app.rho_empty is not None:
         rho[0] = app.rho_empty

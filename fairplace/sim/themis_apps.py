@@ -120,7 +120,7 @@ class Agents:
         FTF model (built once for the arbiter's rho table and this rho)."""
         from fairplace.sim.rounds import AppState
 
-        held = tuple(cluster.ids(np.flatnonzero(owner == a)))
+        held = tuple(cluster.ids((owner == a).nonzero()[0]))
         app = self.agent(a, view, w, held)
         jobs = self._jobs[a]
         if jobs[2] is None:  # the optimiser's view changes only with the running jobs
@@ -129,7 +129,7 @@ class Agents:
                 memo.clear()
             self._jobs[a] = jobs = (*jobs[:2], optimizer_of(app, memo))
         model = ftf_model(app, cluster, jobs[2])
-        had = np.flatnonzero(before == a)
+        had = (before == a).nonzero()[0]
         rho = bundle_rho(model, cluster, had, app.cls) if had.size else None
         return AppState(app, held=held, rho=rho, room=room, model=model)
 
@@ -149,7 +149,7 @@ class Agents:
             j0 = int(mine[0])
             out = self._statics[a] = {
                 "mine": mine,
-                "phase_ids": np.unique(ph),
+                "phase_pos": {int(p): k for k, p in enumerate(np.unique(ph).tolist())},
                 "phases": tuple(phases),
                 "per_phase": tuple(per_phase),
                 "work_total": float(np.sum(w.iters[mine] * w.t_iter[mine] * w.demand[mine])),
@@ -191,7 +191,7 @@ class Agents:
             model=st["model"],
             stopping="successive-halving" if many else "none",
             phases=st["phases"] if many else (),
-            current_phase=int(np.searchsorted(st["phase_ids"], cur)) if many else 0,
+            current_phase=st["phase_pos"][cur] if many else 0,
             work_total=st["work_total"],
             demand_max=int(self._dmax(w)[a]),
             t_id={
