@@ -227,6 +227,21 @@ class AgentJob:
     locality_sensitivity: float = 1.0
     forecasts: tuple[float, ...] = ()  # performance-curve stopping: remaining-iteration forecasts
 
+    # the hyper-parameter optimiser's names for the same numbers (``formulations.ftf.JobInfo``), so
+    # that an optimiser can hold an agent's jobs as they are instead of a copy of each
+    @property
+    def iters_remaining(self) -> float:
+        return self.iters_left
+
+    @property
+    def avg_time_per_iter(self) -> float:
+        return self.t_iter
+
+    @property
+    def work(self) -> float:
+        """Serial GPU-seconds left: iters_left * t_iter (``JobInfo.work``)."""
+        return float(self.iters_left) * float(self.t_iter)
+
 
 @dataclass(frozen=True)
 class AgentApp:

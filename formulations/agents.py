@@ -25,7 +25,7 @@ import numpy as np
 from fairplace.core.domain import AgentApp, App, AuctionInstance, Bid, Cluster, spread
 from fairplace.core.errors import OptionError
 
-from .ftf import FTFModel, IdealTime, JobInfo, PerfCurve, SuccessiveHalving
+from .ftf import FTFModel, IdealTime, PerfCurve, SuccessiveHalving
 from .ftf_counts import rho_grid
 from .variants import STOPPING
 
@@ -41,10 +41,10 @@ def machine_gpus(cluster: Cluster | None) -> int | None:
 
 
 def optimizer_of(app: AgentApp, future_memo: dict | None = None) -> SuccessiveHalving | PerfCurve:
-    """The hyper-parameter optimiser's view of ``app`` (Figure 7): its jobs as ``JobInfo`` under
+    """The hyper-parameter optimiser's view of ``app`` (Figure 7): its jobs (``JobInfo``'s fields) under
     its stopping rule (``future_memo``: :attr:`SuccessiveHalving.future_memo`, kept by a caller
     that prices the same app again and again)."""
-    jobs = tuple(JobInfo(j.iters_left, j.t_iter, j.locality_sensitivity) for j in app.jobs)
+    jobs = tuple(app.jobs)  # an AgentJob reads as a JobInfo (the same numbers): no copy per job
     if app.stopping == "successive-halving":
         return SuccessiveHalving(
             jobs, tuple(app.phases), app.current_phase, app.phase_model, app.future, future_memo

@@ -51,7 +51,7 @@ from fairplace.core.domain import GPU, Cluster
 from fairplace.core.errors import OptionError
 
 from .schedulers import THEMIS_RHO_VARIANT, SchedView
-from .themis_apps import Agents, AppScheduler, StepAverage, best_fit, even_split
+from .themis_apps import Agents, AppScheduler, StepAverage, best_fit, even_split, running_jobs
 
 __all__ = ["PRICING", "Themis", "best_fit", "binned_cluster", "even_split"]
 
@@ -144,10 +144,12 @@ class Themis:
         held = np.bincount(self.owner[self.owner >= 0], minlength=usable.size)
         room = usable - held
         wanting = apps[room[apps] > 0]
+        running = running_jobs(view, w)
         if free.size and wanting.size:
+            cl = self.decide_cluster
             states = [
-                self.agents.state(a, view, w, self.owner, before, int(room[a]), self.decide_cluster)
-                for a in wanting
+                self.agents.state(a, view, w, self.owner, before, int(room[a]), cl, running[a])
+                for a in wanting.tolist()
             ]
             out = self.arbiter.auction_round(
                 self.decide_cluster,
@@ -176,7 +178,7 @@ class Themis:
                 self.owner[idx] = a
                 self.expiry[idx] = end
         self.k += 1
-        return self.splitter.split(self.owner, view, w, alloc)
+        return self.splitter.split(self.owner, view, w, alloc, running)
 
     def summary_extra(self, gpus: int) -> dict[str, float]:
         """Per-run auction statistics for the simulation summary: auctions held, mean bidders per

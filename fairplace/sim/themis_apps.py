@@ -50,6 +50,17 @@ def _groups_of(keys: np.ndarray, values: np.ndarray) -> dict[int, np.ndarray]:
     return {g: v[a:b] for g, a, b in zip(first, starts, ends, strict=True)}
 
 
+def running_jobs(view: SchedView, w) -> dict[int, np.ndarray]:
+    """{app index: its active jobs of its current (lowest active) phase, in ``view.active``
+    order}: the jobs an app runs now, for the agents and the app scheduler of one decision."""
+    act = view.active
+    app = w.app[act]
+    cur = np.full(len(w.app_ids), np.iinfo(np.int64).max)
+    np.minimum.at(cur, app, w.phase[act])
+    now = w.phase[act] == cur[app]
+    return _groups_of(app[now], act[now])
+
+
 def even_split(n: int, caps: np.ndarray, order: np.ndarray) -> np.ndarray:
     """THEMIS' even split of ``n`` GPUs over jobs with demands ``caps``, water-filled: every job gets
     the same count up to its demand, what a capped job cannot take goes to the others, and a
@@ -79,6 +90,7 @@ class StepAverage:
         self.t: list[float] = []
         self.n: list[int] = []
         self.area: list[float] = []
+        self._now: tuple | None = None  # ((t_now, points, last count), integral up to t_now)
 
     def append(self, t: float, n: int) -> None:
         if self.t and t == self.t[-1]:  # a later count at the same time replaces the earlier one
@@ -100,7 +112,11 @@ class StepAverage:
         lo = max(t_start, self.t[0])
         if t_now <= lo:
             return float(self.n[max(bisect.bisect_right(self.t, t_start) - 1, 0)])
-        return (self._integral(t_now) - self._integral(lo)) / (t_now - lo)
+        key = (t_now, len(self.t), self.n[-1])  # every app of a decision asks at the same t_now
+        memo = self._now
+        if memo is None or memo[0] != key:
+            memo = self._now = (key, self._integral(t_now))
+        return (memo[1] - self._integral(lo)) / (t_now - lo)
 
 
 class Agents:
@@ -113,15 +129,18 @@ class Agents:
         self._jobs: dict = {}  # per app: (running jobs, progress), their AgentJobs, its optimiser
         self._future: dict = {}  # per app: its optimisers' later-phase memo (future_memo)
 
-    def state(self, a: int, view: SchedView, w, owner, before, room: int, cluster: Cluster):
+    def state(
+        self, a: int, view: SchedView, w, owner, before, room: int, cluster: Cluster, run=None
+    ):
         """App ``a``'s :class:`~fairplace.sim.rounds.AppState` at ``view.t``: its AGENT description
         (:meth:`agent`), the GPUs it holds (``owner == a``) on the decision ``cluster``, its current
         rho with the GPUs it held just before (``before == a``; None: none), its ``room`` and its
-        FTF model (built once for the arbiter's rho table and this rho)."""
+        FTF model (built once for the arbiter's rho table and this rho); ``run``: its
+        :func:`running_jobs` when the caller has them."""
         from fairplace.sim.rounds import AppState
 
         held = tuple(cluster.ids((owner == a).nonzero()[0]))
-        app = self.agent(a, view, w, held)
+        app = self.agent(a, view, w, held, run)
         jobs = self._jobs[a]
         if jobs[2] is None:  # the optimiser's view changes only with the running jobs
             memo = self._future.setdefault(a, {})
@@ -159,14 +178,14 @@ class Agents:
             }
         return out
 
-    def agent(self, a: int, view: SchedView, w, held: tuple = ()) -> AgentApp:
+    def agent(self, a: int, view: SchedView, w, held: tuple = (), run=None) -> AgentApp:
         """App ``a`` as its AGENT describes it at ``view.t`` (:class:`AgentApp`): the running jobs of
         its current phase, its successive-halving phases, T_id under ``rho_variant`` with N_avg so far."""
         st = self._static(a, w)
-        mine = st["mine"]
-        run = view.active[w.app[view.active] == a]
-        cur = int(w.phase[run].min())
-        run = run[w.phase[run] == cur]
+        if run is None:
+            run = view.active[w.app[view.active] == a]
+            run = run[w.phase[run] == w.phase[run].min()]
+        cur = int(w.phase[run[0]])
         rem = view.remaining[run]
         key = (run.tobytes(), rem.tobytes())
         jobs = self._jobs.get(a)
@@ -178,7 +197,9 @@ class Agents:
                 None,  # the optimiser, built on first use (``_state``)
             )
             self._jobs[a] = jobs
-        t_start = float(view.arrival[mine].min())
+        t_start = st.get("t_start")
+        if t_start is None:  # its first release: later phases are released after it
+            t_start = st["t_start"] = float(view.arrival[st["mine"]].min())
         many = len(st["phases"]) > 1
         return AgentApp(
             id=w.app_ids[a],
@@ -215,17 +236,14 @@ class AppScheduler:
         self.machine_of = machine_of.tolist()  # per-GPU look-ups of best_fit, without NumPy
         self.memo: dict = {}  # per app: (its GPUs and running jobs, the split they got)
 
-    def split(self, owner: np.ndarray, view: SchedView, w, alloc) -> dict:
+    def split(self, owner: np.ndarray, view: SchedView, w, alloc, running=None) -> dict:
         """THEMIS' even split of each app's GPUs among its running jobs (module doc). An app whose
         GPUs and running jobs are those of the previous decision, each job still on what the split
         gave it, keeps that split (the split of the same input is the same: the remainder stays
-        where it is), so only apps that changed are split again."""
+        where it is), so only apps that changed are split again. ``running``: the decision's
+        :func:`running_jobs`."""
         out: dict[int, np.ndarray] = {}
-        act = view.active
-        cur = np.full(len(w.app_ids), np.iinfo(np.int64).max)
-        np.minimum.at(cur, w.app[act], w.phase[act])
-        run_all = act[w.phase[act] == cur[w.app[act]]]
-        by_app = _groups_of(w.app[run_all], run_all)
+        by_app = running_jobs(view, w) if running is None else running
         owned = np.flatnonzero(owner >= 0)
         gpus_of = _groups_of(owner[owned], owned)
         memo = {}
