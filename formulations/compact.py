@@ -23,7 +23,7 @@ of the big-M rows, capacity knapsack rows, symmetry rows on interchangeable mach
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import cached_property
 from typing import Any
 
@@ -106,6 +106,14 @@ def compact_app(
     return CompactApp(t, app.cls, hm, hr)
 
 
+#: CompactProgram's cached properties that depend on the offer and on each app alone, not on which
+#: apps are excluded (shared by :meth:`CompactProgram.excluding`)
+_OFFER_CACHES = (
+    "classes", "groups", "group_arrays", "place_members", "capacity", "cap", "types",
+    "_type_counts", "_level_cache", "_feasible_cache",
+)  # fmt: skip
+
+
 @dataclass(frozen=True)
 class CompactProgram:
     """The compact PF MILP over ``apps`` (indices not in ``exclude``) and the ``offer`` GPU indices."""
@@ -123,6 +131,15 @@ class CompactProgram:
     #: back to per machine when a kind has too many patterns (``agg`` is None)
     aggregate: bool = False
 
+    def excluding(self, apps) -> CompactProgram:
+        """The same program without ``apps`` (a PF_{-i}), sharing what does not depend on who
+        else bids: the offer's groups and counts, and the per-app level counts and feasible cells."""
+        sub = replace(self, exclude=self.exclude | frozenset(apps))
+        for name in _OFFER_CACHES:
+            if name in self.__dict__:
+                sub.__dict__[name] = self.__dict__[name]
+        return sub
+
     def per_cell(self, s: int) -> bool:
         """Whether spread-``s`` places have one selector per (place, cell) (else one per place)."""
         return self.reduced or (s == 1 and self.rack_cells)
@@ -139,8 +156,29 @@ class CompactProgram:
 
     @cached_property
     def groups(self) -> tuple[Group, ...]:
-        classes = tuple(dict.fromkeys(a.cls for a in self.apps))
-        return groups(self.cluster, self.offer, classes)
+        return groups(self.cluster, self.offer, self.classes)
+
+    @cached_property
+    def classes(self) -> tuple[str | None, ...]:
+        """The apps' classes in play, in first-seen order (a group's ``scores`` follow it)."""
+        return tuple(dict.fromkeys(a.cls for a in self.apps))
+
+    @cached_property
+    def group_arrays(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """(GPUs, machine, rack) of every group, as int arrays."""
+        grps = self.groups
+        return (
+            np.array([len(g.gpus) for g in grps], dtype=np.int64),
+            np.array([g.machine for g in grps], dtype=np.int64),
+            np.array([g.rack for g in grps], dtype=np.int64),
+        )
+
+    @cached_property
+    def place_members(self) -> tuple[np.ndarray, np.ndarray]:
+        """(places, groups) membership of every machine and of every rack of the offer, places
+        ascending: the places of an app that holds no single machine / rack."""
+        _, mach, rack = self.group_arrays
+        return tuple(at[None, :] == np.unique(at)[:, None] for at in (mach, rack))  # type: ignore[return-value]
 
     @cached_property
     def big_m(self) -> float:
@@ -215,8 +253,7 @@ class CompactProgram:
         cache = self._level_cache
         if i not in cache:
             a = self.apps[i]
-            classes = tuple(dict.fromkeys(x.cls for x in self.apps))
-            ci = classes.index(a.cls)
+            ci = self.classes.index(a.cls)
             lev = a.table.levels_at([t[ci] for t in self.types]).astype(np.int64)
             per_m, per_k, machines, racks = self._type_counts
             ok = (lev[:, None] <= np.arange(a.table.levels.size)[None, :]).astype(np.int64)
@@ -235,10 +272,12 @@ class CompactProgram:
         tpos = {t: k for k, t in enumerate(self.types)}
         per_m = np.zeros((machines.size, len(self.types)), dtype=np.int64)
         per_k = np.zeros((racks.size, len(self.types)), dtype=np.int64)
+        mpos = {m: k for k, m in enumerate(machines.tolist())}
+        kpos = {r: k for k, r in enumerate(racks.tolist())}
         for g in self.groups:
             t = tpos[g.scores]
-            per_m[np.searchsorted(machines, g.machine), t] += len(g.gpus)
-            per_k[np.searchsorted(racks, g.rack), t] += len(g.gpus)
+            per_m[mpos[g.machine], t] += len(g.gpus)
+            per_k[kpos[g.rack], t] += len(g.gpus)
         return per_m, per_k, machines, racks
 
     @cached_property
@@ -311,7 +350,7 @@ class CompactProgram:
     @cached_property
     def _lev(self) -> dict[int, list[int]]:
         """Each active app's level index per type."""
-        classes = tuple(dict.fromkeys(a.cls for a in self.apps))
+        classes = self.classes
         out = {}
         for i in self.active:
             a = self.apps[i]

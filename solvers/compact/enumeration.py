@@ -28,7 +28,7 @@ machines of 4 free GPUs have 15^8 ~ 2.6e9 joint count matrices, but ~10^3-10^4 j
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 
 import numpy as np
 from scipy.sparse import csr_matrix
@@ -130,7 +130,7 @@ def leave_one_out(prog: CompactProgram, apps, limit: int = ENUM_LIMIT) -> dict[i
     opts = {i: f.options() for i, f in fits.items()}
     out = {}
     for i in apps:
-        sub = replace(prog, exclude=prog.exclude | {i})
+        sub = prog.excluding({i})
         tab = _Table.of(sub, [opts[j] for j in sub.active])
         out[i] = tab.value(i, tab.best(np.ones(len(tab.rows), bool)))
     return out
@@ -231,16 +231,14 @@ class _Fits:
     def of(cls, prog: CompactProgram, i: int) -> _Fits:
         a = prog.apps[i]
         grps = prog.groups
-        classes = tuple(dict.fromkeys(x.cls for x in prog.apps))
-        ci = classes.index(a.cls)
+        ci = prog.classes.index(a.cls)
         lev = a.table.levels_at([g.scores[ci] for g in grps]).astype(np.int64)
-        caps = np.array([len(g.gpus) for g in grps], dtype=np.int64)
-        mach = np.array([g.machine for g in grps], dtype=np.int64)
-        rack = np.array([g.rack for g in grps], dtype=np.int64)
-        held = (a.held_machine, a.held_rack)
+        caps, mach, rack = prog.group_arrays
         members = [  # (places, groups) per spread: one machine, one rack, the whole offer
-            at[None, :] == (np.array([h]) if h >= 0 else np.unique(at))[:, None]
-            for at, h in ((mach, held[0]), (rack, held[1]))
+            at[None, :] == np.array([h])[:, None] if h >= 0 else every
+            for at, h, every in zip(
+                (mach, rack), (a.held_machine, a.held_rack), prog.place_members, strict=True
+            )
         ] + [np.ones((1, caps.size), bool)]
         upto = lev[:, None] <= np.arange(a.table.levels.size)[None, :]  # (groups, levels v)
         cells = prog.feasible_cells(i)
@@ -347,7 +345,7 @@ def _place(prog: CompactProgram, cells: dict, masks: dict) -> Choice:
 def _greedy(prog, cells, eligible, free) -> dict[int, list[int]] | None:
     """{app: GPUs} by the greedy of :func:`_place` (``free``: GPUs per group, consumed), or None."""
     grps = prog.groups
-    classes = tuple(dict.fromkeys(x.cls for x in prog.apps))
+    classes = prog.classes
     order = sorted(cells, key=lambda i: (sum(len(free[q]) for q in eligible[i]), i))
     out: dict[int, list[int]] = {}
     for i in order:
