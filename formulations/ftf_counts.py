@@ -160,14 +160,19 @@ def t_shared_counts(
     if later and halving is not None:
         tm, sens = halving._future_job
         shared = halving.future_memo  # across optimisers: later phases do not move with progress
-        fkey = (tuple(later), tm, sens, tuple(counts), spread_level, tuple(locality), machine_gpus)
-        rows = shared.get(fkey) if shared is not None else None
-        if rows is None:
-            ks, iters, ds = (np.array(c) for c in zip(*later, strict=True))
+        ks, iters, ds = (np.array(c) for c in zip(*later, strict=True))
+        if shared is None:
             rows = identical_phase_times(ks, iters * tm, sens, counts, ds, spread_level, locality,
                                          machine_gpus)  # fmt: skip
-            if shared is not None:
-                shared[fkey] = rows
+        else:  # every count 0..hi at once, kept: a later table reads its counts off it
+            fkey = (tuple(later), tm, sens, spread_level, tuple(locality), machine_gpus)
+            grid = shared.get(fkey)
+            hi = max(counts, default=0)
+            if grid is None or grid.shape[1] <= hi:
+                grid = identical_phase_times(ks, iters * tm, sens, range(hi + 1), ds,
+                                             spread_level, locality, machine_gpus)  # fmt: skip
+                shared[fkey] = grid
+            rows = grid[:, counts]
         for row in rows:  # phase by phase: the sums of t_shared, in its order
             total += row
     return total
