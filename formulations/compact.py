@@ -109,7 +109,7 @@ def compact_app(
 #: CompactProgram's cached properties that depend on the offer and on each app alone, not on which
 #: apps are excluded (shared by :meth:`CompactProgram.excluding`)
 _OFFER_CACHES = (
-    "classes", "groups", "group_arrays", "place_members", "capacity", "cap", "types",
+    "classes", "groups", "group_arrays", "group_types", "place_members", "capacity", "cap", "types",
     "_type_counts", "_level_cache", "_feasible_cache",
 )  # fmt: skip
 
@@ -172,6 +172,12 @@ class CompactProgram:
             np.array([g.machine for g in grps], dtype=np.int64),
             np.array([g.rack for g in grps], dtype=np.int64),
         )
+
+    @cached_property
+    def group_types(self) -> np.ndarray:
+        """Index into :attr:`types` of every group's scores."""
+        tpos = {t: k for k, t in enumerate(self.types)}
+        return np.array([tpos[g.scores] for g in self.groups], dtype=np.int64)
 
     @cached_property
     def place_members(self) -> tuple[np.ndarray, np.ndarray]:

@@ -230,9 +230,9 @@ class _Fits:
     @classmethod
     def of(cls, prog: CompactProgram, i: int) -> _Fits:
         a = prog.apps[i]
-        grps = prog.groups
         ci = prog.classes.index(a.cls)
-        lev = a.table.levels_at([g.scores[ci] for g in grps]).astype(np.int64)
+        per_type = a.table.levels_at([t[ci] for t in prog.types]).astype(np.int64)
+        lev = per_type[prog.group_types]  # the level of every group's scores
         caps, mach, rack = prog.group_arrays
         members = [  # (places, groups) per spread: one machine, one rack, the whole offer
             at[None, :] == np.array([h])[:, None] if h >= 0 else every
@@ -345,28 +345,27 @@ def _place(prog: CompactProgram, cells: dict, masks: dict) -> Choice:
 def _greedy(prog, cells, eligible, free) -> dict[int, list[int]] | None:
     """{app: GPUs} by the greedy of :func:`_place` (``free``: GPUs per group, consumed), or None."""
     grps = prog.groups
+    machine = prog.group_arrays[1].tolist()
     classes = prog.classes
     order = sorted(cells, key=lambda i: (sum(len(free[q]) for q in eligible[i]), i))
     out: dict[int, list[int]] = {}
     for i in order:
         t = prog.apps[i].table
         ci = classes.index(prog.apps[i].cls)
-        lev = {q: t.level(grps[q].scores[ci]) for q in eligible[i]}
+        on_machine: dict[int, list[int]] = {}  # app i's eligible groups by machine, in order
+        for q in eligible[i].tolist():
+            on_machine.setdefault(machine[q], []).append(q)
         need = cells[i][0]
         out[i] = []
         while need:
-            on: dict[int, int] = {}
-            for q in eligible[i]:
-                on[grps[q].machine] = on.get(grps[q].machine, 0) + len(free[q])
+            on = {mm: sum(len(free[q]) for q in qs) for mm, qs in on_machine.items()}
             fit = [mm for mm in on if on[mm] >= need]  # best fit, else the fullest machine
             m = min(fit, key=lambda mm: (on[mm], mm)) if fit else None
             if m is None:
                 m = min((mm for mm in on if on[mm]), key=lambda mm: (-on[mm], mm), default=None)
             if m is None:
                 return None
-            for q in sorted(
-                (q for q in eligible[i] if grps[q].machine == m), key=lambda q: -lev[q]
-            ):
+            for q in sorted(on_machine[m], key=lambda q: -t.level(grps[q].scores[ci])):
                 k = min(need, len(free[q]))
                 out[i] += free[q][:k]
                 del free[q][:k]
