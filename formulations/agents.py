@@ -40,15 +40,19 @@ def machine_gpus(cluster: Cluster | None) -> int | None:
     return cluster.smallest_machine
 
 
-def optimizer_of(app: AgentApp, future_memo: dict | None = None) -> SuccessiveHalving | PerfCurve:
-    """The hyper-parameter optimiser's view of ``app`` (Figure 7): its jobs (``JobInfo``'s fields) under
-    its stopping rule (``future_memo``: :attr:`SuccessiveHalving.future_memo`, kept by a caller
-    that prices the same app again and again)."""
+def optimizer_of(
+    app: AgentApp, future_memo: dict | None = None, model_job: tuple[float, float] | None = None
+) -> SuccessiveHalving | PerfCurve:
+    """The hyper-parameter optimiser's view of ``app`` (Figure 7): its jobs (``JobInfo``'s fields)
+    under its stopping rule (``future_memo`` / ``model_job``: :attr:`SuccessiveHalving.future_memo`
+    and :func:`~fairplace.formulations.ftf.model_job` of its jobs, kept by a caller that prices the
+    same app again and again)."""
     jobs = tuple(app.jobs)  # an AgentJob reads as a JobInfo (the same numbers): no copy per job
     if app.stopping == "successive-halving":
         return SuccessiveHalving(
-            jobs, tuple(app.phases), app.current_phase, app.phase_model, app.future, future_memo
-        )
+            jobs, tuple(app.phases), app.current_phase, app.phase_model, app.future, future_memo,
+            model_job,
+        )  # fmt: skip
     if app.stopping in ("perf-curve", "none"):
         return PerfCurve(jobs, tuple(tuple(j.forecasts) for j in app.jobs))
     raise OptionError("stopping", f"expected one of {STOPPING}, got {app.stopping!r}")

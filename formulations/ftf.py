@@ -73,6 +73,16 @@ class HyperOptimizer(Protocol):
     def jobs_remaining(self, gpu_alloc: Sequence) -> list[JobInfo]: ...
 
 
+def model_job(jobs: Sequence[JobInfo], future: str = "median") -> tuple[float, float]:
+    """(time per iteration, locality sensitivity) of the job that models a successive-halving
+    app's unknown survivors: the running jobs' median (``future='slowest'``: slowest) time per
+    iteration and their median sensitivity."""
+    t = [j.avg_time_per_iter for j in jobs] or [0.0]
+    s = [j.locality_sensitivity for j in jobs] or [1.0]
+    tm = float(statistics.median(t)) if future == "median" else float(max(t))
+    return tm, float(statistics.median(s))
+
+
 @dataclass(frozen=True)
 class SuccessiveHalving:
     """Successive halving: ``phases`` = ((n_jobs, iterations per job[, GPUs per job]), ...) for every
@@ -90,6 +100,9 @@ class SuccessiveHalving:
     #: a dict shared by the optimisers of one app (its jobs' progress moves, its later phases do
     #: not): the later phases' times per GPU count (``ftf_counts.t_shared_counts``); None: no memo
     future_memo: dict | None = field(default=None, compare=False, repr=False)
+    #: :func:`model_job` of these jobs when the caller has it (it moves with the set of running
+    #: jobs, not with their progress); None: computed here
+    model_job: tuple[float, float] | None = field(default=None, compare=False, repr=False)
 
     def __post_init__(self):
         if self.mode not in PHASE_MODELS:
@@ -106,10 +119,9 @@ class SuccessiveHalving:
     @cached_property
     def _future_job(self) -> tuple[float, float]:
         """(time per iteration, locality sensitivity) of the job that models unknown survivors."""
-        t = [j.avg_time_per_iter for j in self.jobs] or [0.0]
-        s = [j.locality_sensitivity for j in self.jobs] or [1.0]
-        tm = self._median_time if self.future == "median" else float(max(t))
-        return tm, float(statistics.median(s))
+        if self.model_job is not None:
+            return self.model_job
+        return model_job(self.jobs, self.future)
 
     def _model_job(self, iters: float) -> JobInfo:
         return JobInfo(iters, *self._future_job)

@@ -16,6 +16,7 @@ from fairplace.formulations.ftf import (
     PerfCurve,
     SuccessiveHalving,
     identical_phase_time,
+    model_job,
     n_avg,
     phase_time,
     remaining_work,
@@ -134,3 +135,25 @@ def test_memos_give_the_numbers_computed_afresh(model, current, progress):
             assert _close(float(fresh[a, 2, 1]), replace(model, optimizer=o).rho(n, 64, 2, 1.3))
     if opt.current_phase < len(opt.phases) - 1:  # later phases exist: memoised, then reused
         assert shared
+
+
+@settings(max_examples=60, deadline=None)
+@given(models(), st.floats(0.1, 0.9), st.sampled_from(["median", "slowest"]))
+def test_a_model_job_given_by_the_caller_is_the_one_computed(model, progress, future):
+    """The THEMIS agents compute an app's model job once per set of running jobs and hand it to
+    every optimiser of that set (``SuccessiveHalving.model_job``): it is the one the optimiser would
+    compute, before and after the jobs progress, so no rho changes."""
+    from dataclasses import replace
+
+    opt = model.optimizer
+    assume(isinstance(opt, SuccessiveHalving))
+    opt = replace(opt, future=future)
+    mj = model_job(opt.jobs, future)
+    assert mj == opt._future_job
+    later = replace(opt, jobs=tuple(replace(j, iters_remaining=j.iters_remaining * progress)
+                                    for j in opt.jobs))  # fmt: skip
+    for o in (opt, later):
+        given_mj = replace(model, optimizer=replace(o, model_job=mj))
+        own = replace(model, optimizer=o)
+        for n in (1, len(o.jobs), 2 * len(o.jobs) + 1):
+            assert given_mj.rho(n, 64, 2, 1.0) == own.rho(n, 64, 2, 1.0)

@@ -15,7 +15,7 @@ import numpy as np
 
 from fairplace.core.domain import AgentApp, AgentJob, Cluster
 from fairplace.formulations.agents import ftf_model, optimizer_of
-from fairplace.formulations.ftf import bundle_rho
+from fairplace.formulations.ftf import bundle_rho, model_job
 
 from .schedulers import SchedView
 
@@ -128,6 +128,7 @@ class Agents:
         self._statics: dict = {}  # per app: its agent description's workload-only parts
         self._jobs: dict = {}  # per app: (running jobs, progress), their AgentJobs, its optimiser
         self._future: dict = {}  # per app: its optimisers' later-phase memo (future_memo)
+        self._model_job: dict = {}  # per app: (its running jobs, their model job)
 
     def state(
         self, a: int, view: SchedView, w, owner, before, room: int, cluster: Cluster, run=None
@@ -146,7 +147,11 @@ class Agents:
             memo = self._future.setdefault(a, {})
             if len(memo) > 4096:  # bounded: a long-lived app prices many count ranges
                 memo.clear()
-            self._jobs[a] = jobs = (*jobs[:2], optimizer_of(app, memo))
+            same, mj = self._model_job.get(a, (None, None))
+            if same != jobs[0][0] and app.stopping == "successive-halving":  # other jobs
+                mj = model_job(app.jobs, app.future)
+                self._model_job[a] = (jobs[0][0], mj)
+            self._jobs[a] = jobs = (*jobs[:2], optimizer_of(app, memo, mj))
         model = ftf_model(app, cluster, jobs[2])
         had = (before == a).nonzero()[0]
         rho = bundle_rho(model, cluster, had, app.cls) if had.size else None
