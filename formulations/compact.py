@@ -67,18 +67,19 @@ class CompactApp:
         v_min = max(t.held_level, 0)
         we = self.w_empty
         out = []
+        n_lev, rows = t.levels.size, w[1:]
         for s in range(s_min, 3):
-            for v in range(v_min, t.levels.size):
+            for v in range(v_min, n_lev):
                 best = -np.inf if we is None else we
-                for n in range(1, t.n_max + 1):
-                    val = w[n][s][v]
+                for n, row in enumerate(rows, 1):
+                    val = row[s][v]
                     if val <= best + 1e-12:
                         continue  # no better than fewer GPUs (or nothing)
                     best = val
-                    looser = [w[n][s + 1][v]] if s < 2 else []
-                    looser += [w[n][s][v + 1]] if v + 1 < t.levels.size else []
-                    if any(lv >= val - 1e-12 for lv in looser):
+                    if s < 2 and row[s + 1][v] >= val - 1e-12:
                         continue  # a less restrictive cell is worth as much
+                    if v + 1 < n_lev and row[s][v + 1] >= val - 1e-12:
+                        continue
                     out.append((n, s, v))
         return tuple(out)
 
