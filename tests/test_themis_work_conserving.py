@@ -13,7 +13,7 @@ from hypothesis import strategies as st
 import fairplace
 from fairplace.instances.workloads import themis_workload
 from fairplace.sim import accounting
-from fairplace.sim.themis_apps import even_split
+from fairplace.sim.themis_apps import _MachinePool, best_fit, even_split
 
 
 def _frame(jobs, gpus, locality=1.1, apps=None):
@@ -109,6 +109,22 @@ def test_even_split_water_fills(n, caps, rnd):
     open_ = t < caps
     if open_.any():  # jobs that could take more hold within one GPU of the largest share
         assert t[open_].max() - t[open_].min() <= 1 and t.max() <= t[open_].min() + 1
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    st.sets(st.integers(0, 47), max_size=48),
+    st.lists(st.integers(1, 9), max_size=10),
+)
+def test_the_app_schedulers_machine_pool_takes_what_best_fit_would(pool, needs):
+    """The even split places its jobs from one pool sorted once (``_MachinePool``): each job gets
+    what ``best_fit`` on the pool left by the jobs before it would give (6 machines x 8 GPUs)."""
+    machine_of = [g // 8 for g in range(48)]
+    left, free = set(pool), _MachinePool(pool, machine_of)
+    for need in needs:
+        want = best_fit(left, need, machine_of)
+        assert free.take(need) == want
+        left -= set(want)
 
 
 def test_themis_table_reports_the_best_baseline_ratio_per_seed():

@@ -38,6 +38,31 @@ def best_fit(pool: set, need: int, machine_of) -> list:
     return out
 
 
+class _MachinePool:
+    """A pool of GPUs by machine, from which jobs take GPUs one after another exactly as repeated
+    :func:`best_fit` calls on the shrinking pool would (each machine's GPUs sorted once)."""
+
+    def __init__(self, pool: set, machine_of):
+        self.by: dict[int, list[int]] = {}
+        for g in sorted(pool):
+            self.by.setdefault(int(machine_of[g]), []).append(g)
+
+    def take(self, need: int) -> list[int]:
+        by = self.by
+        fits = [m for m, gs in by.items() if len(gs) >= need]
+        if fits:
+            m = min(fits, key=lambda m: (len(by[m]), m))
+            out = by[m][:need]
+            del by[m][:need]
+            return out
+        out = []
+        for m in sorted(by, key=lambda m: (-len(by[m]), m)):
+            k = need - len(out)
+            out += by[m][:k]
+            del by[m][:k]
+        return out
+
+
 def _groups_of(keys: np.ndarray, values: np.ndarray) -> dict[int, np.ndarray]:
     """{key: the values with that key, in their order} (one stable sort)."""
     if not keys.size:
@@ -294,13 +319,12 @@ class AppScheduler:
             keep = [g for g in had[k] if g in pool][: want[k]]
             out[j] = keep
             pool.difference_update(keep)
+        free = _MachinePool(pool, self.machine_of)  # best_fit on what the jobs kept left
         for k in np.argsort(-(target - [len(out[j]) for j in run_l]), kind="stable").tolist():
             j = run_l[k]
             need = want[k] - len(out[j])
             if need > 0:
-                take = best_fit(pool, need, self.machine_of)
-                out[j] = out[j] + take
-                pool.difference_update(take)
+                out[j] = out[j] + free.take(need)
         split = {j: np.asarray(sorted(g), np.int64) for j, g in out.items() if len(g)}
         for a in split.values():  # read-only: the driver's contract converts each array once
             a.flags.writeable = False
