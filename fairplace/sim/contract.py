@@ -155,13 +155,17 @@ class Contract:
                 )
         J = self.J
         js = [int(j) for j in new]
-        for j in js:
+        idx = np.fromiter(js, np.int64, len(js))
+        inside = (idx >= 0) & (idx < J)
+        bad = ~inside
+        bad[inside] = ~is_active[idx[inside]]
+        if bad.any():  # the first job that breaks a rule, named
+            j = js[int(np.argmax(bad))]
             if not 0 <= j < J:
                 raise self._sched_error(
                     f"allocate() gave GPUs to job index {j}, outside 0..{J - 1}"
                 )
-            if not is_active[j]:
-                raise self._sched_error(f"allocated GPUs to {self.job(j)}, which is not active")
+            raise self._sched_error(f"allocated GPUs to {self.job(j)}, which is not active")
         arrays, seen, keys, lists = [], self.seen, [], []
         for j, g in zip(js, new.values(), strict=True):
             last = seen.get(j)
@@ -184,7 +188,6 @@ class Contract:
             lists.append(a.tolist())
             keys.append(tuple(sorted(lists[-1])))
         sizes = np.fromiter(map(len, arrays), np.int64, len(arrays))
-        idx = np.asarray(js, np.int64)
         bad = (sizes < 1) | (sizes > self.demand[idx])
         if bad.any():
             k = int(np.argmax(bad))
