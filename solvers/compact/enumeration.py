@@ -303,12 +303,15 @@ def _rows(opts: list[Options], caps: np.ndarray) -> np.ndarray:
         p = np.tile(np.arange(m), k)  # option of each candidate
         u_new = union[r] | o.masks[p][:, None, :]
         d_new = demand[r] + o.n[p][:, None]
-        served = p > 0  # nothing: the same subsets as the old row, already checked
-        u = u_new[served]
-        have = sum(table[j][u[..., j]] for j in range(nbytes))
-        ok = ~served
-        ok[served] = (have >= d_new[served]).all(axis=1)
-        r, p = r[ok], p[ok]
+        if union.shape[1] > 1:  # Hall's condition for the new subsets S + {app}
+            served = p > 0  # nothing: the same subsets as the old row, already checked
+            u = u_new[served]
+            have = sum(table[j][u[..., j]] for j in range(nbytes))
+            ok = ~served
+            ok[served] = (have >= d_new[served]).all(axis=1)
+            r, p = r[ok], p[ok]
+        else:  # the first app with options: its only new subset is itself, and each option
+            ok = slice(None)  # fits alone by construction (``_Fits``)
         rows = np.concatenate([rows[r], p[:, None]], axis=1)
         union = np.concatenate([union[r], u_new[ok]], axis=1)
         demand = np.concatenate([demand[r], d_new[ok]], axis=1)
