@@ -227,12 +227,21 @@ class CompactProgram:
         dropping it keeps every optimum (of PF and of any PF_{-i}) and tightens the LP."""
         if self.fixed is not None:
             return tuple(c for j, c in self.fixed if j == i)
+        return self._feasible(i)[0]
+
+    def feasible_cell_array(self, i: int) -> np.ndarray:
+        """:meth:`feasible_cells` as a (cells, 3) int array (n, s, v)."""
+        if self.fixed is not None:
+            return np.array(self.feasible_cells(i), dtype=np.int64).reshape(-1, 3)
+        return self._feasible(i)[1]
+
+    def _feasible(self, i: int) -> tuple[tuple, np.ndarray]:
         cache = self._feasible_cache
         if i not in cache:
             a = self.apps[i]
             c = a.cell_array
             keep = np.flatnonzero(c[:, 0] <= self._fit(i)[c[:, 1], c[:, 2]])
-            cache[i] = tuple(a.cells[k] for k in keep.tolist())
+            cache[i] = (tuple(a.cells[k] for k in keep.tolist()), c[keep])
         return cache[i]
 
     @cached_property

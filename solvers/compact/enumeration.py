@@ -242,7 +242,7 @@ class _Fits:
         ] + [np.ones((1, caps.size), bool)]
         upto = lev[:, None] <= np.arange(a.table.levels.size)[None, :]  # (groups, levels v)
         cells = prog.feasible_cells(i)
-        c = np.array(cells, dtype=np.int64).reshape(-1, 3)
+        c = prog.feasible_cell_array(i)
         found = []  # (cell index, place index) of every fitting option
         for s in range(3):
             have = (members[s] * caps) @ upto  # (places, levels): GPUs of level <= v in the place
@@ -266,7 +266,7 @@ class _Fits:
         for s in range(3):
             on = np.flatnonzero(sp == s)
             m[1 + on] = members[s][p[on]] & upto[:, c[k[on], 2]].T
-        w = -np.log(np.array([a.table.rho[cells[j]] for j in k], dtype=float))
+        w = -np.log(a.table.rho[c[k, 0], c[k, 1], c[k, 2]])
         return Options(
             (None, *(cells[j] for j in k)),
             np.packbits(m, axis=1, bitorder="little"),
