@@ -266,6 +266,20 @@ def phase_time(
             heapq.heapreplace(loads, loads[0] + w)
         return float(max(loads))
     cap = max(1, int(d_max))
+    if split == "even" and len({j.locality_sensitivity for j in jobs}) == 1:
+        # one sensitivity: the slowest job is the longest of those with the base share or the
+        # longest of those with a GPU more (the remainder goes to the longest jobs), in O(1)
+        sens = jobs[0].locality_sensitivity
+        works = sorted((j.work * vmax for j in jobs), reverse=True)
+        base, r = min(n_gpus // len(jobs), cap), n_gpus % len(jobs)
+
+        def t_even(nj: int, w: float) -> float:
+            fits = machine_gpus is not None and nj <= machine_gpus and nj < n_gpus
+            L = job_locality(locality, 0 if fits else spread_level, sens) if nj > 1 else 1.0
+            return w * L / nj
+
+        v = t_even(base, works[r])
+        return float(max(v, t_even(min(base + 1, cap), works[0])) if r else v)
     if split == "even":  # n // J each, the remainder to the slowest jobs
         n = [min(n_gpus // len(jobs), cap)] * len(jobs)
         for k in sorted(range(len(jobs)), key=lambda k: -jobs[k].work)[: n_gpus % len(jobs)]:

@@ -157,3 +157,40 @@ def test_a_model_job_given_by_the_caller_is_the_one_computed(model, progress, fu
         own = replace(model, optimizer=o)
         for n in (1, len(o.jobs), 2 * len(o.jobs) + 1):
             assert given_mj.rho(n, 64, 2, 1.0) == own.rho(n, 64, 2, 1.0)
+
+
+def _even_split_by_job(jobs, n, d_max, spread, vmax, locality, machine_gpus):
+    """phase_time's definition under the even split, job by job (n >= len(jobs))."""
+    from fairplace.formulations.ftf import job_locality
+
+    cap = max(1, d_max)
+    share = [min(n // len(jobs), cap)] * len(jobs)
+    for k in sorted(range(len(jobs)), key=lambda k: -jobs[k].work)[: n % len(jobs)]:
+        share[k] = min(share[k] + 1, cap)
+    out = []
+    for j, nj in zip(jobs, share, strict=True):
+        fits = machine_gpus is not None and nj <= machine_gpus and nj < n
+        L = job_locality(locality, 0 if fits else spread, j.locality_sensitivity) if nj > 1 else 1.0
+        out.append(j.work * vmax * L / nj)
+    return max(out)
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    st.lists(st.sampled_from([1.0, 37.5, 100.0, 412.25, 999.0]), min_size=1, max_size=30),
+    st.integers(0, 60),
+    st.integers(1, 9),
+    st.integers(0, 2),
+    st.sampled_from([1.0, 0.93, 1.37]),
+    st.sampled_from([None, 4, 8]),
+)
+def test_even_phase_time_in_closed_form_is_the_job_by_job_maximum(
+    works, extra, d_max, spread, vmax, machine_gpus
+):
+    """With one locality sensitivity, phase_time reads the slowest job off the sorted works (the
+    longest with the base share, the longest with a GPU more): bitwise the maximum over the jobs."""
+    jobs = [JobInfo(w, 1.0, 0.7) for w in works]
+    n = len(jobs) + extra
+    locality = (1.0, 1.2, 1.5)
+    got = phase_time(jobs, n, d_max, spread, vmax, locality, "even", machine_gpus)
+    assert got == _even_split_by_job(jobs, n, d_max, spread, vmax, locality, machine_gpus)
