@@ -181,7 +181,11 @@ def slowdown(locality, spread_level, pm_scores):
     one bundle; vectorised over n bundles with ``locality`` (n, 3) or (3,), ``spread_level`` (n,) and
     ``pm_scores`` (n, k) (equal-size bundles), an (n,) array."""
     if isinstance(spread_level, int) or np.ndim(spread_level) == 0:
-        vmax = float(np.asarray(pm_scores).max()) if np.size(pm_scores) else 1.0
+        v = np.asarray(pm_scores)
+        if v.size <= 32:  # a bundle's few scores: Python's max is ~4x faster than NumPy's call
+            vmax = float(max(v.ravel().tolist(), default=1.0))
+        else:
+            vmax = float(v.max())
         return float(locality[int(spread_level)]) * vmax
     level = np.asarray(spread_level, dtype=np.int64)
     L = np.broadcast_to(np.asarray(locality, dtype=float), (level.size, 3))
