@@ -101,9 +101,9 @@ def compact_app(
     hm = hr = -1
     if app.held:
         idx = cluster.indices(app.held)
-        ms, rs = np.unique(cluster.machine_index[idx]), np.unique(cluster.rack_index[idx])
-        hm = int(ms[0]) if ms.size == 1 else -1
-        hr = int(rs[0]) if rs.size == 1 else -1
+        ms, rs = set(cluster.machine_index[idx].tolist()), set(cluster.rack_index[idx].tolist())
+        hm = ms.pop() if len(ms) == 1 else -1
+        hr = rs.pop() if len(rs) == 1 else -1
     return CompactApp(t, app.cls, hm, hr)
 
 

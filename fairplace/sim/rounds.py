@@ -171,7 +171,9 @@ class Arbiter:
         ]
         seed = int(np.random.SeedSequence([self.seed, round_index]).generate_state(1)[0])
         ranking, part, rest = self._filter(cluster, states, seed, n_active)
-        offer = np.unique(cluster.indices(free_gpus))  # in cluster order
+        offer = cluster.indices(free_gpus)
+        if not (offer[1:] > offer[:-1]).all():  # in cluster order, once each
+            offer = np.unique(offer)
         free = cluster.ids(offer)
         auction, pf, pay, tables, status = self._auction(cluster, part, offer, seed)
         used = {g for gs in auction.values() for g in gs}

@@ -130,7 +130,7 @@ class Themis:
                 scores = {c: np.ones(G) for c in scores}
             self.decide_cluster = binned_cluster(cluster, scores)
         active = view.active
-        apps = np.unique(w.app[active])
+        apps = np.flatnonzero(np.bincount(w.app[active], minlength=len(w.app_ids)))  # sorted
         self.steps.append(t, int(apps.size))
         before = self.owner.copy()
         alive = np.zeros(len(w.app_ids) + 1, bool)  # the last slot: owner -1 (free)
