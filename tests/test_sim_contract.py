@@ -288,7 +288,9 @@ def test_read_only_arrays_seen_before_are_reused_and_still_checked():
     """An allocating scheduler that hands back the read-only array of the previous decision (THEMIS'
     app scheduler for an app that did not change) is converted once; a GPU given twice across
     reused arrays, an inactive job or a changed writeable array is still caught."""
-    ck = Contract([f"j{k}" for k in range(4)], np.array([2, 2, 2, 2]), 8, Alloc(), None, True, 3, 1.0)
+    ck = Contract(
+        [f"j{k}" for k in range(4)], np.array([2, 2, 2, 2]), 8, Alloc(), None, True, 3, 1.0
+    )
     active = np.ones(4, bool)
     a, b = np.array([0, 1]), np.array([3, 2])
     for x in (a, b):
