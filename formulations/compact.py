@@ -185,7 +185,8 @@ class CompactProgram:
         """(places, groups) membership of every machine and of every rack of the offer, places
         ascending: the places of an app that holds no single machine / rack."""
         _, mach, rack = self.group_arrays
-        return tuple(at[None, :] == np.unique(at)[:, None] for at in (mach, rack))  # type: ignore[return-value]
+        machines, racks = (at[None, :] == np.unique(at)[:, None] for at in (mach, rack))
+        return machines, racks
 
     @cached_property
     def big_m(self) -> float:

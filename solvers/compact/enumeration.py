@@ -310,11 +310,12 @@ def _rows(opts: list[Options], caps: np.ndarray) -> np.ndarray:
             ok = ~served
             ok[served] = (have >= d_new[served]).all(axis=1)
             r, p = r[ok], p[ok]
-        else:  # the first app with options: its only new subset is itself, and each option
-            ok = slice(None)  # fits alone by construction (``_Fits``)
+            u_new, d_new = u_new[ok], d_new[ok]
+        # else: the first app with options; its only new subset is itself, and each option fits
+        # alone by construction (``_Fits``)
         rows = np.concatenate([rows[r], p[:, None]], axis=1)
-        union = np.concatenate([union[r], u_new[ok]], axis=1)
-        demand = np.concatenate([demand[r], d_new[ok]], axis=1)
+        union = np.concatenate([union[r], u_new], axis=1)
+        demand = np.concatenate([demand[r], d_new], axis=1)
     return rows
 
 
