@@ -91,30 +91,28 @@ class Cluster:
     def pm_vector(self, cls: str | None) -> np.ndarray:
         """V_class(g) for every GPU, shape (G,); 1.0 where absent (read-only, built once per class:
         the simulator and the agents read it per round)."""
-        v = self._pm_vectors.get(cls)
+        v = self._per_class.get(("pm", cls))
         if v is None:
-            v = np.array([g.pm_score(cls) for g in self.gpus], dtype=float)
-            v.flags.writeable = False
-            self._pm_vectors[cls] = v
+            v = self._keep(("pm", cls), np.array([g.pm_score(cls) for g in self.gpus], dtype=float))
         return v
-
-    @cached_property
-    def _pm_vectors(self) -> dict:
-        return {}
 
     def pm_levels(self, cls: str | None) -> np.ndarray:
         """The distinct V_class values of the whole cluster, rounded to 12 digits and sorted
         (read-only, built once per class): one value on a homogeneous cluster, where every bundle
         has the same levels."""
-        v = self._pm_levels.get(cls)
+        v = self._per_class.get(("levels", cls))
         if v is None:
             v = np.unique(np.round(self.pm_vector(cls), 12)) if len(self.gpus) else np.ones(1)
-            v.flags.writeable = False
-            self._pm_levels[cls] = v
+            v = self._keep(("levels", cls), v)
+        return v
+
+    def _keep(self, key: tuple, v: np.ndarray) -> np.ndarray:
+        v.flags.writeable = False
+        self._per_class[key] = v
         return v
 
     @cached_property
-    def _pm_levels(self) -> dict:
+    def _per_class(self) -> dict:
         return {}
 
     def indices(self, ids: Iterable[str]) -> np.ndarray:
