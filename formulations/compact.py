@@ -236,12 +236,18 @@ class CompactProgram:
             return np.array(self.feasible_cells(i), dtype=np.int64).reshape(-1, 3)
         return self._feasible(i)[1]
 
-    def _feasible(self, i: int) -> tuple[tuple, np.ndarray]:
+    def feasible_given(self, i: int, fit: np.ndarray) -> tuple[tuple, np.ndarray]:
+        """(:meth:`feasible_cells`, :meth:`feasible_cell_array`) of app i from ``fit`` = its
+        :meth:`_fit` table, which a caller that has counted the offer per place already holds."""
+        return self._feasible(i, fit)
+
+    def _feasible(self, i: int, fit: np.ndarray | None = None) -> tuple[tuple, np.ndarray]:
         cache = self._feasible_cache
         if i not in cache:
             a = self.apps[i]
             c = a.cell_array
-            keep = np.flatnonzero(c[:, 0] <= self._fit(i)[c[:, 1], c[:, 2]])
+            fit = self._fit(i) if fit is None else fit
+            keep = np.flatnonzero(c[:, 0] <= fit[c[:, 1], c[:, 2]])
             cache[i] = (tuple(a.cells[k] for k in keep.tolist()), c[keep])
         return cache[i]
 

@@ -71,6 +71,22 @@ def random_compact(seed: int, monotone: bool):
     return cl, offer, tuple(apps), held_by
 
 
+@settings(max_examples=100, deadline=None)
+@given(st.integers(0, 100_000), st.booleans())
+def test_the_enumerations_feasible_cells_are_the_programs(seed, monotone):
+    """The enumeration counts each app's offer per place once and derives the feasible cells from
+    those counts (``CompactProgram.feasible_given``): the cells, in order, that the program's own
+    per-machine / per-rack table gives (held machine and rack included)."""
+    cl, offer, apps, _ = random_compact(seed, monotone)
+    off = tuple(int(g) for g in offer)
+    mine = CompactProgram(cl, off, apps, reduced=False)
+    own = CompactProgram(cl, off, apps, reduced=False)
+    for i in range(len(apps)):
+        fits = compact_enum._Fits.of(mine, i)
+        assert fits.cells == own.feasible_cells(i)
+        np.testing.assert_array_equal(fits.c, own.feasible_cell_array(i))
+
+
 def check_choice(prog: CompactProgram, choice, held_by) -> None:
     """No GPU twice, only offered GPUs, each app's GPUs fit its cell (count, union spread and
     worst level with its held GPUs), and the cell is one the MILP may choose."""

@@ -241,11 +241,15 @@ class _Fits:
             )
         ] + [np.ones((1, caps.size), bool)]
         upto = lev[:, None] <= np.arange(a.table.levels.size)[None, :]  # (groups, levels v)
-        cells = prog.feasible_cells(i)
-        c = prog.feasible_cell_array(i)
+        # per spread (places, levels): GPUs of level <= v in the place
+        haves = [(members[s] * caps) @ upto for s in range(3)]
+        if prog.fixed is None:  # a cell is feasible where it fits some place: _fit's table
+            fit = np.stack([h.max(axis=0, initial=0) for h in haves])
+            cells, c = prog.feasible_given(i, fit)
+        else:
+            cells, c = prog.feasible_cells(i), prog.feasible_cell_array(i)
         found = []  # (cell index, place index) of every fitting option
-        for s in range(3):
-            have = (members[s] * caps) @ upto  # (places, levels): GPUs of level <= v in the place
+        for s, have in enumerate(haves):
             k = np.flatnonzero(c[:, 1] == s)
             kk, pp = np.nonzero(have[:, c[k, 2]].T >= c[k, 0][:, None])
             found.append((k[kk], pp, np.full(kk.size, s)))
