@@ -267,19 +267,18 @@ def phase_time(
         return float(max(loads))
     cap = max(1, int(d_max))
     if split == "even" and len({j.locality_sensitivity for j in jobs}) == 1:
-        # one sensitivity: the slowest job is the longest of those with the base share or the
-        # longest of those with a GPU more (the remainder goes to the longest jobs), in O(1)
-        sens = jobs[0].locality_sensitivity
         works = sorted((j.work * vmax for j in jobs), reverse=True)
-        base, r = min(n_gpus // len(jobs), cap), n_gpus % len(jobs)
-
-        def t_even(nj: int, w: float) -> float:
-            fits = machine_gpus is not None and nj <= machine_gpus and nj < n_gpus
-            L = job_locality(locality, 0 if fits else spread_level, sens) if nj > 1 else 1.0
-            return w * L / nj
-
-        v = t_even(base, works[r])
-        return float(max(v, t_even(min(base + 1, cap), works[0])) if r else v)
+        return float(
+            even_phase_time(
+                works,
+                n_gpus,
+                cap,
+                jobs[0].locality_sensitivity,
+                spread_level,
+                locality,
+                machine_gpus,
+            )  # fmt: skip
+        )
     if split == "even":  # n // J each, the remainder to the slowest jobs
         n = [min(n_gpus // len(jobs), cap)] * len(jobs)
         for k in sorted(range(len(jobs)), key=lambda k: -jobs[k].work)[: n_gpus % len(jobs)]:
@@ -307,6 +306,31 @@ def phase_time(
             left -= 1
             heapq.heappush(heap, (-t(k), k))
     return float(max(t(k) for k in range(len(jobs))))
+
+
+def even_phase_time(
+    works: Sequence[float],
+    n_gpus: int,
+    cap: int,
+    sensitivity: float,
+    spread_level: int = 0,
+    locality: Sequence[float] = LOCALITY_BOOTSTRAP,
+    machine_gpus: int | None = None,
+) -> float:
+    """:func:`phase_time` under the ``even`` split of ``n_gpus`` >= len(works) GPUs over jobs of one
+    locality sensitivity, from their ``works`` sorted longest first, in O(1): n // J each (at most
+    ``cap``), a GPU more for the n % J longest, so the slowest job is the longest with the base share
+    or the longest with a GPU more."""
+    J = len(works)
+    base, r = min(n_gpus // J, cap), n_gpus % J
+
+    def t(nj: int, w: float) -> float:  # one GPU alone, or a share that fits a machine: local
+        fits = machine_gpus is not None and nj <= machine_gpus and nj < n_gpus
+        L = job_locality(locality, 0 if fits else spread_level, sensitivity) if nj > 1 else 1.0
+        return w * L / nj
+
+    v = t(base, works[r])
+    return max(v, t(min(base + 1, cap), works[0])) if r else v
 
 
 def identical_phase_time(

@@ -18,6 +18,7 @@ from .ftf import (
     HyperOptimizer,
     JobInfo,
     SuccessiveHalving,
+    even_phase_time,
     job_locality,
     phase_time,
 )
@@ -99,12 +100,6 @@ def phase_time_counts(
     (sens,) = kinds
     J, cap = len(jobs), max(1, int(d_max))
     works = sorted((j.work for j in jobs), reverse=True)
-
-    def t(nj: int, w: float, n: int) -> float:
-        fits = machine_gpus is not None and nj <= machine_gpus and nj < n
-        L = job_locality(locality, 0 if fits else spread_level, sens) if nj > 1 else 1.0
-        return w * L / nj
-
     out = np.empty(len(counts))
     lpt = {} if lpt is None else lpt
     few = [n for n in counts if 0 < n < J and n not in lpt]
@@ -116,9 +111,7 @@ def phase_time_counts(
         elif n < J:
             out[a] = lpt[n]
         else:
-            base, r = min(n // J, cap), n % J
-            v = t(base, works[r], n) if r < J else 0.0
-            out[a] = max(v, t(min(base + 1, cap), works[0], n)) if r else v
+            out[a] = even_phase_time(works, n, cap, sens, spread_level, locality, machine_gpus)
     return out
 
 
@@ -160,18 +153,20 @@ def t_shared_counts(
     if later and halving is not None:
         tm, sens = halving._future_job
         shared = halving.future_memo  # across optimisers: later phases do not move with progress
-        ks, iters, ds = (np.array(c) for c in zip(*later, strict=True))
-        if shared is None:
-            rows = identical_phase_times(ks, iters * tm, sens, counts, ds, spread_level, locality,
+
+        def later_times(ns) -> np.ndarray:  # (later phases, counts)
+            ks, iters, ds = (np.array(c) for c in zip(*later, strict=True))
+            return identical_phase_times(ks, iters * tm, sens, ns, ds, spread_level, locality,
                                          machine_gpus)  # fmt: skip
+
+        if shared is None:
+            rows = later_times(counts)
         else:  # every count 0..hi at once, kept: a later table reads its counts off it
             fkey = (tuple(later), tm, sens, spread_level, tuple(locality), machine_gpus)
             grid = shared.get(fkey)
             hi = max(counts, default=0)
             if grid is None or grid.shape[1] <= hi:
-                grid = identical_phase_times(ks, iters * tm, sens, range(hi + 1), ds,
-                                             spread_level, locality, machine_gpus)  # fmt: skip
-                shared[fkey] = grid
+                grid = shared[fkey] = later_times(range(hi + 1))
             rows = grid[:, counts]
         for row in rows:  # phase by phase: the sums of t_shared, in its order
             total += row

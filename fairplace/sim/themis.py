@@ -137,14 +137,14 @@ class Themis:
         alive[apps] = True
         finished_app = ~alive[self.owner]
         self.owner[finished_app | (self.expiry <= t + 1e-9)] = -1
-        usable = self._usable(view, w)
+        running = running_jobs(view, w)
+        usable = self._usable(running, w)
         self._reclaim(usable, alloc)
         self.expiry[self.owner < 0] = -np.inf
         free = np.flatnonzero(self.owner < 0)
         held = np.bincount(self.owner[self.owner >= 0], minlength=usable.size)
         room = usable - held
         wanting = apps[room[apps] > 0]
-        running = running_jobs(view, w)
         if free.size and wanting.size:
             cl = self.decide_cluster
             states = [
@@ -195,16 +195,13 @@ class Themis:
             "mean_offered_fraction": float(offered.mean() / gpus),
         }
 
-    def _usable(self, view: SchedView, w) -> np.ndarray:
-        """GPUs each app can use now: the demand of its running phase's active jobs (per app index)."""
-        act = view.active
-        app = w.app[act]
+    @staticmethod
+    def _usable(running: dict, w) -> np.ndarray:
+        """GPUs each app can use now: the demand of its running phase's active jobs (per app index;
+        ``running``: the decision's :func:`~fairplace.sim.themis_apps.running_jobs`)."""
         out = np.zeros(len(w.app_ids), np.int64)
-        if act.size:
-            cur = np.full(len(w.app_ids), np.iinfo(np.int64).max)
-            np.minimum.at(cur, app, w.phase[act])
-            now = w.phase[act] == cur[app]
-            np.add.at(out, app[now], w.demand[act[now]])
+        for a, run in running.items():
+            out[a] = int(w.demand[run].sum())
         return out
 
     def _reclaim(self, usable: np.ndarray, alloc) -> None:

@@ -25,22 +25,13 @@ def best_fit(pool: set, need: int, machine_of) -> list:
     of them; otherwise from the machines with most pool GPUs first (``machine_of[g]``: g's machine,
     an array or a list).
     The app-level job placement of THEMIS' agents and of Optimus."""
-    by: dict = {}
-    for g in sorted(pool):
-        by.setdefault(int(machine_of[g]), []).append(g)
-    fits = [m for m, gs in by.items() if len(gs) >= need]
-    if fits:
-        m = min(fits, key=lambda m: (len(by[m]), m))
-        return by[m][:need]
-    out = []
-    for m in sorted(by, key=lambda m: (-len(by[m]), m)):
-        out += by[m][: need - len(out)]
-    return out
+    return _MachinePool(pool, machine_of).take(need)
 
 
 class _MachinePool:
-    """A pool of GPUs by machine, from which jobs take GPUs one after another exactly as repeated
-    :func:`best_fit` calls on the shrinking pool would (each machine's GPUs sorted once)."""
+    """A pool of GPUs by machine (each machine's GPUs sorted once), from which jobs take GPUs one
+    after another by :func:`best_fit`'s rule: the same GPUs as repeated :func:`best_fit` calls on
+    the shrinking pool."""
 
     def __init__(self, pool: set, machine_of):
         self.by: dict[int, list[int]] = {}
@@ -213,8 +204,7 @@ class Agents:
         its current phase, its successive-halving phases, T_id under ``rho_variant`` with N_avg so far."""
         st = self._static(a, w)
         if run is None:
-            run = view.active[w.app[view.active] == a]
-            run = run[w.phase[run] == w.phase[run].min()]
+            run = running_jobs(view, w)[a]
         cur = int(w.phase[run[0]])
         rem = view.remaining[run]
         key = (run.tobytes(), rem.tobytes())
