@@ -128,6 +128,13 @@ class SolveOptions:
         return out
 
     def with_(self, **kw) -> SolveOptions:
+        """These options with ``kw`` changed (``self`` when nothing changes: no copy to validate,
+        as for every sub-solve of an auction without a time limit)."""
+        same = self.__dataclass_fields__.keys() >= kw.keys() and all(
+            type(getattr(self, k)) is type(v) and getattr(self, k) == v for k, v in kw.items()
+        )
+        if same:
+            return self
         return replace(self, **kw)
 
     @classmethod

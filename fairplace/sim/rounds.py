@@ -103,8 +103,9 @@ class Arbiter:
     leftover: str = "random"
     rounding: str = "lottery"  # default from the sensitivity experiment (sim/themis.py)
     seed: int = 0
-    # one thread: a round's leave-one-out solves are small, a thread pool costs more than it saves
-    options: SolveOptions = SolveOptions(parallel=False)
+    # one thread: a round's leave-one-out solves are small, a thread pool costs more than it saves;
+    # no MIP restarts, as ``solve_compact_auction`` would set anyway (once here, not per round)
+    options: SolveOptions = SolveOptions(parallel=False, mip_allow_restart=False)
     fill: bool = True
     lease_tick: float | None = None  # None: 60 s, or the lease if shorter
     #: False: every bidder keeps its whole PF bundle (c_i = 1, no hidden payments): a control for

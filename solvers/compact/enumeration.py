@@ -82,7 +82,8 @@ class Enumeration:
 
     def result(self) -> RawResult:
         """The PF as a solver result (objective in the MILP's units: big_m * served + log-sum)."""
-        obj = self.prog.big_m * self.value.n_unbounded_served + self.value.log_sum
+        served = self.value.n_unbounded_served  # big_m only where it counts (it reads every table)
+        obj = self.prog.big_m * served + self.value.log_sum if served else self.value.log_sum
         return RawResult("optimal", None, obj, obj, self.seconds)
 
 
@@ -365,8 +366,8 @@ def _greedy(prog, cells, eligible, free) -> dict[int, list[int]] | None:
             on_machine.setdefault(machine[q], []).append(q)
         need = cells[i][0]
         out[i] = []
+        on = {mm: sum(len(free[q]) for q in qs) for mm, qs in on_machine.items()}  # eligible free
         while need:
-            on = {mm: sum(len(free[q]) for q in qs) for mm, qs in on_machine.items()}
             fit = [mm for mm in on if on[mm] >= need]  # best fit, else the fullest machine
             m = min(fit, key=lambda mm: (on[mm], mm)) if fit else None
             if m is None:
@@ -378,6 +379,7 @@ def _greedy(prog, cells, eligible, free) -> dict[int, list[int]] | None:
                 out[i] += free[q][:k]
                 del free[q][:k]
                 need -= k
+                on[m] -= k
     return out
 
 
