@@ -429,6 +429,12 @@ class CompactProgram:
     def offset(self) -> float:
         return float(sum(self.apps[i].w_empty or 0.0 for i in self.active))
 
+    @cached_property
+    def milp(self) -> MILP:
+        """:meth:`to_milp` built once, shared by the solves of this program (the PF's LP and its
+        leave-one-out payments). Not to be changed: :meth:`to_milp` builds a copy to extend."""
+        return self.to_milp()
+
     def to_milp(self) -> MILP:
         """Rows: one cell; usage per granularity = its cells' counts; one machine / rack; level;
         and per type the laminar (machine within rack within cluster) capacities — by Hall's

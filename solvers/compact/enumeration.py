@@ -163,6 +163,12 @@ class _Table:
     @classmethod
     def build(cls, prog: CompactProgram, limit: int) -> _Table | None:
         """The table, or None above ``limit`` joint choices (or ``SUBSET_LIMIT`` unions)."""
+        # each feasible cell fits somewhere: a lower bound on the options, counted before any of
+        # them is built, where the guard may refuse (W2 x4: half the cost of a refused auction;
+        # two bidders are practically never refused, and the count costs 4% of a table)
+        low = [len(prog.feasible_cells(i)) + 1 for i in prog.active] if len(prog.active) > 2 else []
+        if not _within(low, limit):
+            return None
         opts, size = [], 1
         for i in prog.active:  # stop building options as soon as the guard is passed
             o = _options(prog, i, limit // size)

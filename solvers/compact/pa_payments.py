@@ -140,7 +140,7 @@ class _LeaveOneOut:
     def __init__(self, prog, choice, opts, reduced, budget, value_with):
         self.prog, self.choice, self.opts = prog, choice, opts
         self.reduced, self.budget, self.value_with = reduced, budget, value_with
-        self.milp = prog.to_milp()
+        self.milp = prog.milp
         _, meta = prog.layout
         self.by = {e["i"]: e for e in meta}
         self.lp_model = self.milp.relaxed()

@@ -118,7 +118,7 @@ def _lp_routes(plain, racks, opts, budget, why: list, log: dict):
         o = budget.options(opts)
         if o is None:
             break
-        milp = prog.to_milp()
+        milp = prog.milp
         if not milp.n_cols:
             break
         lp_model = milp.relaxed()
