@@ -97,6 +97,14 @@ def test_bench_json_lines_stream_real_cases_and_quick_skips(capsys):
     assert err == "" and "pal_place_256" in out and "gpus=256" in out  # the table on stdout
 
 
+def test_simulation_cases_report_cpu_time_and_time_per_decision(capsys):
+    """A simulation case's line: wall and CPU seconds, decisions, and wall ms per decision."""
+    assert cli.main(["bench", "--quick", "--json", "--only", "simulate_sia_philly_160"]) == 0
+    (r,) = [json.loads(line) for line in capsys.readouterr().out.splitlines()]
+    assert r["seconds"] > 0 and r["cpu_seconds"] > 0 and r["decisions"] > 0
+    assert r["ms_per_decision"] == pytest.approx(1000 * r["seconds"] / r["decisions"], rel=1e-12)
+
+
 @pytest.mark.slow
 def test_bench_json_runs_the_cluster_startup_case(capsys):
     """A real Dask case: a 2-worker local cluster started with TLS (the default) and without."""

@@ -27,11 +27,16 @@ from . import Case
 
 def _timed(**kw) -> dict:
 
-    t0 = time.perf_counter()
+    t0, c0 = time.perf_counter(), time.process_time()
     res = simulate(progress=False, **kw)
+    seconds, cpu = time.perf_counter() - t0, time.process_time() - c0
     s = res.summary
     return {
-        "seconds": time.perf_counter() - t0,
+        "seconds": seconds,
+        # CPU seconds of this process (less sensitive than wall time to other work on the machine)
+        # and wall milliseconds per scheduling decision (a run's time is its decisions times this)
+        "cpu_seconds": cpu,
+        "ms_per_decision": 1000.0 * seconds / max(int(s["decisions"]), 1),
         "sizes": {"jobs": s["jobs"], "gpus": s["gpus"]},
         "jobs": s["jobs"],
         "decisions": s["decisions"],
