@@ -119,7 +119,7 @@ def solve_compact_auction(
     elif payments_ and not (
         plain is not None and _enum_payments(pay, plain, choice, ids, res.status)
     ):
-        _lp_payments(pay, prog, choice, opts, reduced, budget, ids, res.status)
+        _lp_payments(pay, prog, choice, opts, reduced, budget, ids, res.status, log.get("live_lp"))
     final = round_compact(prog, choice, pay.c, rounding, seed)
     used = {g for i in final for g in final[i]}
     pf_gpus = [g for i in sorted(choice) for g in choice[i][1]]
@@ -224,8 +224,11 @@ def _enum_payments(pay: _PA, plain: CompactProgram, choice, ids, pf_status: str)
     return True
 
 
-def _lp_payments(pay: _PA, prog, choice, opts, reduced, budget, ids, pf_status: str) -> None:
-    """Every PF_{-i} on the PF's formulation (``prog.aggregate``; :func:`.pa_payments.payments`)."""
+def _lp_payments(
+    pay: _PA, prog, choice, opts, reduced, budget, ids, pf_status: str, live=None
+) -> None:
+    """Every PF_{-i} on the PF's formulation (``prog.aggregate``; :func:`.pa_payments.payments`;
+    ``live``: the PF's solved LP model, see there)."""
     ci, st, pay.k = payments(
         prog,
         choice,
@@ -234,6 +237,7 @@ def _lp_payments(pay: _PA, prog, choice, opts, reduced, budget, ids, pf_status: 
         reduced=reduced,
         budget=budget,
         routes=pay.routes,
+        live=live,
     )
     pay.n_solves += pay.k - sum(s == NOT_RUN for s in st.values())
     pay.c.update(ci)

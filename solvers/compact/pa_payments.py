@@ -63,16 +63,20 @@ def payments(
     reduced: bool | None = None,
     budget: Budget | None = None,
     routes: dict[int, str] | None = None,
+    live: tuple | None = None,
 ) -> tuple[dict[int, float], dict[int, str], int]:
     """({i: c_i}, {i: status of PF_{-i}}, number of leave-one-out problems); ``reduced``: the
     formulation of full leave-one-out MILPs (see :func:`solve_compact_pf`); ``budget``: no LP / MILP starts
     once it is spent (status :data:`NOT_RUN`, c_i = 1). ``routes``, if given, is filled with how
-    each PF_{-i} was settled (:data:`ROUTES`)."""
+    each PF_{-i} was settled (:data:`ROUTES`). ``live``: (program, ``Highs``, LP model) of the PF's
+    LP solved to optimality on ``prog`` and not changed since (``solve_compact_pf``'s
+    ``log['live_lp']``): a single LP chain continues on it instead of building and solving the
+    same LP again."""
     with one_blas_thread():  # its spinning thread would take the second solver thread's core
-        return _payments(prog, choice, opts, parallel, reduced, budget, routes)
+        return _payments(prog, choice, opts, parallel, reduced, budget, routes, live)
 
 
-def _payments(prog, choice, opts, parallel, reduced, budget, routes):
+def _payments(prog, choice, opts, parallel, reduced, budget, routes, live=None):
     routes = {} if routes is None else routes
     budget = budget_for(opts, budget)
     value_with = {i: _others(prog, choice, i) for i in choice}
@@ -84,7 +88,7 @@ def _payments(prog, choice, opts, parallel, reduced, budget, routes):
         status.update(dict.fromkeys(todo, NOT_RUN))
         routes.update(dict.fromkeys(todo, NOT_RUN))
         return c, status, len(todo)
-    loo = _LeaveOneOut(prog, choice, opts, reduced, budget, value_with)
+    loo = _LeaveOneOut(prog, choice, opts, reduced, budget, value_with, live)
     hard = []
     for i, val, route in loo.lp_chains(todo, parallel):
         routes[i] = route
@@ -137,13 +141,15 @@ class _LeaveOneOut:
     optimal basis, shared by the LP chains (:meth:`lp_chains`); a full solve per hard app
     (:meth:`full`)."""
 
-    def __init__(self, prog, choice, opts, reduced, budget, value_with):
+    def __init__(self, prog, choice, opts, reduced, budget, value_with, live=None):
         self.prog, self.choice, self.opts = prog, choice, opts
         self.reduced, self.budget, self.value_with = reduced, budget, value_with
         self.milp = prog.milp
         _, meta = prog.layout
         self.by = {e["i"]: e for e in meta}
-        self.lp_model = self.milp.relaxed()
+        # the PF's live LP (``payments``), only if it is of this very program
+        self.live = live[1] if live is not None and live[0] is prog else None
+        self.lp_model = live[2] if self.live is not None else self.milp.relaxed()
         self.signs = row_signs(self.milp)  # for the forcing rows of every chain's fixed MILPs
         self.pf_basis = None  # the PF LP's optimal basis, solved once: each chain starts from it
 
@@ -188,21 +194,24 @@ class _LeaveOneOut:
                 self.pf_basis = h0.getBasis()
         chunks = [ch for ch in chunks if ch]
         if len(chunks) == 1:  # one chain: no thread to start and join
-            return self.lp_chain(chunks[0])
+            return self.lp_chain(chunks[0], self.live)
         with ThreadPoolExecutor(max_workers=2) as ex:
             return [r for part in ex.map(self.lp_chain, chunks) for r in part]
 
-    def lp_chain(self, chunk: list[int]) -> list[tuple]:
-        """Leave-one-out LPs on one model: i's gains set to 0, primal simplex from the PF basis."""
+    def lp_chain(self, chunk: list[int], live=None) -> list[tuple]:
+        """Leave-one-out LPs on one model: i's gains set to 0, primal simplex from the PF basis
+        (``live``: the PF's ``Highs`` at its LP optimum, taken over instead of a new model)."""
         opts, budget, lp_model = self.opts, self.budget, self.lp_model
         o = budget.options(opts)
         if o is None:
             return [(i, NOT_RUN, NOT_RUN) for i in chunk]
-        h = highs.build(lp_model, o)
-        if self.pf_basis is not None:
-            h.setOptionValue("presolve", "off")
-            h.setBasis(self.pf_basis)
-        rerun(h, lp_model)  # read by every leave-one-out re-solve below, not here
+        h = live
+        if h is None:
+            h = highs.build(lp_model, o)
+            if self.pf_basis is not None:
+                h.setOptionValue("presolve", "off")
+                h.setBasis(self.pf_basis)
+            rerun(h, lp_model)  # read by every leave-one-out re-solve below, not here
         basis = h.getBasis()
         h.setOptionValue("presolve", "off")  # keep the basis between re-solves
         h.setOptionValue("simplex_strategy", 4)  # primal: the PF basis stays primal feasible

@@ -144,6 +144,8 @@ def _lp_routes(plain, racks, opts, budget, why: list, log: dict):
         if hit is not None:
             res, choice = hit
             log["route"] = "lp_cells"
+            # the live LP at its optimum, untouched since: the payments' LP chain starts from it
+            log["live_lp"] = (prog, h, lp_model)
             return (replace(res, seconds=time.perf_counter() - t0), choice, prog), lp_bound
         why.append(f"{name} cells not packed at the LP bound")
         tried.append((prog, milp, lp))
