@@ -163,7 +163,14 @@ class CompactProgram:
     def excluding(self, apps) -> CompactProgram:
         """The same program without ``apps`` (a PF_{-i}), sharing what does not depend on who
         else bids: the offer's groups and counts, and the per-app level counts and feasible cells."""
-        sub = replace(self, exclude=self.exclude | frozenset(apps))
+        return self.variant(exclude=self.exclude | frozenset(apps))
+
+    def variant(self, **changes) -> CompactProgram:
+        """The same apps on the same offer with other settings (``exclude``, ``reduced``,
+        ``rack_cells``, ``aggregate``), sharing what depends on the offer and each app alone."""
+        if changes.keys() & {"cluster", "offer", "apps", "fixed"}:
+            raise ValueError("a variant keeps the cluster, the offer, the apps and no fixed cells")
+        sub = replace(self, **changes)
         for name in _OFFER_CACHES:
             if name in self.__dict__:
                 sub.__dict__[name] = self.__dict__[name]

@@ -183,8 +183,9 @@ def _compact_pf(cl, offer, apps, opts, reduced, budget, aggregate, enum_limit, l
         log["route"] = "enumeration"
         return enum.result(), enum.choice, enum.prog, enum, plain
     res, choice, prog = solve_compact_pf(
-        cl, offer, apps, opts, reduced=reduced, budget=budget, aggregate=aggregate, log=log
-    )
+        cl, offer, apps, opts, reduced=reduced, budget=budget, aggregate=aggregate, log=log,
+        program=plain,
+    )  # fmt: skip
     if log["route"] == "full" and log["why"]:  # a faster route failed: say why
         res = dc_replace(res, message=f"{res.message} (full MILP: {'; '.join(log['why'])})")
     return res, choice, prog, None, plain

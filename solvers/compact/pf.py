@@ -51,6 +51,7 @@ def solve_compact_pf(
     budget: Budget | None = None,
     aggregate: bool = True,
     log: dict | None = None,
+    program: CompactProgram | None = None,
 ):
     """(raw result, decoded choice or None, program) of the compact PF (optionally without some apps).
 
@@ -73,7 +74,8 @@ def solve_compact_pf(
     bounds the LP and MILP solves together. ``log``, if given, gets ``route`` (which of
     :data:`PF_ROUTES` settled the PF) and ``why`` (why each faster route did not; an LP that HiGHS
     leaves without an optimum, even from scratch, is one: the full MILP then decides, checked
-    against the LP bound, ``checked_milp``)."""
+    against the LP bound, ``checked_milp``). ``program``: the plain program of these arguments
+    if the caller has built it (its feasible cells and counts are then reused)."""
     log = {} if log is None else log
     why = log.setdefault("why", [])
     log["route"] = "not_run"
@@ -85,7 +87,9 @@ def solve_compact_pf(
     plain = CompactProgram(
         cluster, offer, tuple(apps), frozenset(exclude), reduced=False, aggregate=aggregate
     )
-    racks = replace(plain, rack_cells=True)
+    if program is not None and program == plain:
+        plain = program
+    racks = plain.variant(rack_cells=True)
     if reduced is None:
         reduced = np.unique(cluster.machine_index[list(offer)]).size <= REDUCED_MAX_MACHINES
     lp_bound = None  # least LP optimum seen: an upper bound on the MILP (same integer optima)
@@ -93,7 +97,7 @@ def solve_compact_pf(
         done, lp_bound = _lp_routes(plain, racks, opts, budget, why, log)
         if done is not None:
             return done
-    full = replace(racks, reduced=True) if reduced else racks
+    full = racks.variant(reduced=True) if reduced else racks
     x0 = full.start_vector(start) if start is not None else None
     o = budget.options(opts)
     if o is None:
