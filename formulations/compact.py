@@ -125,7 +125,7 @@ class _per_offer(cached_property):
     def __get__(self, obj, objtype=None):
         if obj is None:
             return self
-        shared = obj._offer_shared
+        shared = obj.offer_memo
         name = self.attrname
         v = shared.get(name)
         if v is None:
@@ -187,8 +187,10 @@ class CompactProgram:
         return bool(row < ids.size and ids[row] == place and per[row, cell[2]] >= cell[0])
 
     @cached_property
-    def _offer_shared(self) -> dict:
-        """What :class:`_per_offer` properties share with other programs on this offer."""
+    def offer_memo(self) -> dict:
+        """A dict shared by every program on this offer and classes (``Cluster.memo``): the
+        :class:`_per_offer` properties, and what a solver derives from the offer alone (key it by
+        whatever else the value depends on; arrays in it are shared, so not to be changed)."""
         offer = self.offer if type(self.offer) is tuple else tuple(np.asarray(self.offer).tolist())
         return self.cluster.memo(("compact offer", offer, self.classes))
 

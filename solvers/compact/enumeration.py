@@ -183,7 +183,11 @@ class _Table:
     @classmethod
     def of(cls, prog: CompactProgram, opts: list[Options]) -> _Table:
         """The table of the active apps' options ``opts`` (in ``prog.active`` order)."""
-        rows = _rows(opts, np.array([len(g.gpus) for g in prog.groups], dtype=np.int64))
+        memo = prog.offer_memo
+        if "byte caps" not in memo:  # the offer's free GPUs per byte of group bits
+            memo["byte caps"] = _byte_caps(prog.group_arrays[0])
+            memo["byte caps"].flags.writeable = False
+        rows = _rows(opts, memo["byte caps"])
         zero = np.zeros(len(rows), np.int64)
         served = sum(((rows[:, a] > 0) for a, o in enumerate(opts) if o.unbounded), zero)
         log_sum = sum((o.w[rows[:, a]] for a, o in enumerate(opts)), zero.astype(float))
@@ -223,7 +227,7 @@ class _Fits:
     i: int
     cells: tuple
     c: np.ndarray  # the cells as (n, s, v) rows
-    members: list  # per spread: (places, groups) membership
+    members: tuple  # per spread: (places, groups) membership
     upto: np.ndarray  # (groups, levels v): the group's level <= v
     k: np.ndarray
     p: np.ndarray
@@ -238,20 +242,14 @@ class _Fits:
     def of(cls, prog: CompactProgram, i: int) -> _Fits:
         a = prog.apps[i]
         ci = prog.classes.index(a.cls)
-        per_type = a.table.levels_at([t[ci] for t in prog.types]).astype(np.int64)
-        lev = per_type[prog.group_types]  # the level of every group's scores
-        caps, mach, rack = prog.group_arrays
-        members = [  # (places, groups) per spread: one machine, one rack, the whole offer
-            at[None, :] == np.array([h])[:, None] if h >= 0 else every
-            for at, h, every in zip(
-                (mach, rack), (a.held_machine, a.held_rack), prog.place_members, strict=True
-            )
-        ] + [np.ones((1, caps.size), bool)]
-        upto = lev[:, None] <= np.arange(a.table.levels.size)[None, :]  # (groups, levels v)
-        # per spread (places, levels): GPUs of level <= v in the place
-        haves = [(members[s] * caps) @ upto for s in range(3)]
+        # what depends on the offer, the app's levels and held places alone: shared by the apps
+        # and auctions with the same (W2 x1: most apps of a class hold no single machine)
+        key = ("fits", ci, a.table.levels.tobytes(), a.held_machine, a.held_rack)
+        memo = prog.offer_memo
+        if key not in memo:
+            memo[key] = _places(prog, a, ci)
+        members, upto, haves, fit = memo[key]
         if prog.fixed is None:  # a cell is feasible where it fits some place: _fit's table
-            fit = np.stack([h.max(axis=0, initial=0) for h in haves])
             cells, c = prog.feasible_given(i, fit)
         else:
             cells, c = prog.feasible_cells(i), prog.feasible_cell_array(i)
@@ -287,6 +285,28 @@ class _Fits:
         )
 
 
+def _places(prog: CompactProgram, a, ci: int) -> tuple:
+    """(members, upto, haves, fit) of app ``a`` (class index ``ci``) on ``prog``'s offer:
+    (places, groups) membership per spread (one machine, one rack, the whole offer; the held
+    machine / rack only when it holds one), upto[q, v] = group q's level <= v, haves[s][place, v]
+    = GPUs of level <= v in the place, fit[s, v] = the most in one place (``_fit``'s table)."""
+    per_type = a.table.levels_at([t[ci] for t in prog.types]).astype(np.int64)
+    lev = per_type[prog.group_types]  # the level of every group's scores
+    caps, mach, rack = prog.group_arrays
+    members = tuple(
+        at[None, :] == np.array([h])[:, None] if h >= 0 else every
+        for at, h, every in zip(
+            (mach, rack), (a.held_machine, a.held_rack), prog.place_members, strict=True
+        )
+    ) + (np.ones((1, caps.size), bool),)
+    upto = lev[:, None] <= np.arange(a.table.levels.size)[None, :]  # (groups, levels v)
+    haves = tuple((members[s] * caps) @ upto for s in range(3))
+    fit = np.stack([h.max(axis=0, initial=0) for h in haves])
+    for x in (*members, upto, *haves, fit):  # shared: read-only
+        x.flags.writeable = False
+    return members, upto, haves, fit
+
+
 def _byte_caps(caps: np.ndarray) -> np.ndarray:
     """table[j, b]: free GPUs in the groups whose bits are set in byte value b at byte j."""
     nbytes = -(-caps.size // 8)
@@ -296,11 +316,11 @@ def _byte_caps(caps: np.ndarray) -> np.ndarray:
     return padded.reshape(nbytes, 8) @ bits.T.astype(np.int64)
 
 
-def _rows(opts: list[Options], caps: np.ndarray) -> np.ndarray:
+def _rows(opts: list[Options], table: np.ndarray) -> np.ndarray:
     """Every feasible joint choice (rows of option indices, one column per app): app by app,
     keeping per row and per subset S of the apps so far the union of their groups (a bit per
-    group) and their demand; Hall's condition checked for each new subset S + {app}."""
-    table = _byte_caps(caps)
+    group) and their demand; Hall's condition checked for each new subset S + {app} (``table``:
+    :func:`_byte_caps` of the groups' free GPUs)."""
     nbytes = table.shape[0]
     rows = np.zeros((1, 0), np.int64)
     union = np.zeros((1, 1, nbytes), np.uint8)  # (rows, subsets, bytes)
