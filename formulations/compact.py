@@ -108,11 +108,9 @@ def compact_app(
 
 
 #: CompactProgram's cached properties that depend on the offer and on each app alone, not on which
-#: apps are excluded (shared by :meth:`CompactProgram.excluding`)
-_OFFER_CACHES = (
-    "classes", "groups", "group_arrays", "group_types", "place_members", "capacity", "cap", "types",
-    "_type_counts", "_level_cache", "_feasible_cache",
-)  # fmt: skip
+#: apps are excluded, and that the offer's memo does not already share (handed on by
+#: :meth:`CompactProgram.variant`)
+_OFFER_CACHES = ("classes", "offer_memo", "_level_cache", "_feasible_cache")
 
 
 class _per_offer(cached_property):
@@ -125,12 +123,7 @@ class _per_offer(cached_property):
     def __get__(self, obj, objtype=None):
         if obj is None:
             return self
-        shared = obj.offer_memo
-        name = self.attrname
-        v = shared.get(name)
-        if v is None:
-            v = shared[name] = _read_only(self.func(obj))
-        obj.__dict__[name] = v
+        v = obj.__dict__[self.attrname] = obj.shared(self.attrname, lambda: self.func(obj))
         return v
 
 
@@ -193,6 +186,14 @@ class CompactProgram:
         whatever else the value depends on; arrays in it are shared, so not to be changed)."""
         offer = self.offer if type(self.offer) is tuple else tuple(np.asarray(self.offer).tolist())
         return self.cluster.memo(("compact offer", offer, self.classes))
+
+    def shared(self, key, make):
+        """``make()`` computed once per offer and classes and kept in :attr:`offer_memo` under
+        ``key``; its arrays are made read-only (every program on the offer reads them)."""
+        memo = self.offer_memo
+        if key not in memo:
+            memo[key] = _read_only(make())
+        return memo[key]
 
     @cached_property
     def active(self) -> tuple[int, ...]:

@@ -183,11 +183,8 @@ class _Table:
     @classmethod
     def of(cls, prog: CompactProgram, opts: list[Options]) -> _Table:
         """The table of the active apps' options ``opts`` (in ``prog.active`` order)."""
-        memo = prog.offer_memo
-        if "byte caps" not in memo:  # the offer's free GPUs per byte of group bits
-            memo["byte caps"] = _byte_caps(prog.group_arrays[0])
-            memo["byte caps"].flags.writeable = False
-        rows = _rows(opts, memo["byte caps"])
+        table = prog.shared("byte caps", lambda: _byte_caps(prog.group_arrays[0]))
+        rows = _rows(opts, table)
         zero = np.zeros(len(rows), np.int64)
         served = sum(((rows[:, a] > 0) for a, o in enumerate(opts) if o.unbounded), zero)
         log_sum = sum((o.w[rows[:, a]] for a, o in enumerate(opts)), zero.astype(float))
@@ -245,10 +242,7 @@ class _Fits:
         # what depends on the offer, the app's levels and held places alone: shared by the apps
         # and auctions with the same (W2 x1: most apps of a class hold no single machine)
         key = ("fits", ci, a.table.levels.tobytes(), a.held_machine, a.held_rack)
-        memo = prog.offer_memo
-        if key not in memo:
-            memo[key] = _places(prog, a, ci)
-        members, upto, haves, fit = memo[key]
+        members, upto, haves, fit = prog.shared(key, lambda: _places(prog, a, ci))
         if prog.fixed is None:  # a cell is feasible where it fits some place: _fit's table
             cells, c = prog.feasible_given(i, fit)
         else:
@@ -302,8 +296,6 @@ def _places(prog: CompactProgram, a, ci: int) -> tuple:
     upto = lev[:, None] <= np.arange(a.table.levels.size)[None, :]  # (groups, levels v)
     haves = tuple((members[s] * caps) @ upto for s in range(3))
     fit = np.stack([h.max(axis=0, initial=0) for h in haves])
-    for x in (*members, upto, *haves, fit):  # shared: read-only
-        x.flags.writeable = False
     return members, upto, haves, fit
 
 
