@@ -15,7 +15,12 @@ from fairplace.formulations.agents import RhoTable, levels_of, to_explicit
 from fairplace.formulations.compact import CompactApp, CompactProgram, compact_apps
 from fairplace.instances.generators import grid_cluster
 from fairplace.solvers.brute_force import brute_force_payments, brute_force_pf
-from fairplace.solvers.compact import _others, solve_compact_auction, solve_compact_pf
+from fairplace.solvers.compact import (
+    LOO_ENUM_LIMIT,
+    _others,
+    solve_compact_auction,
+    solve_compact_pf,
+)
 from fairplace.solvers.compact import enumeration as compact_enum
 from fairplace.solvers.compact.enumeration import enumerate_auction
 
@@ -264,6 +269,9 @@ def test_leave_one_out_enumeration_after_an_lp_route_pf(seed, monotone):
     assert lp.status == en.status == "optimal"
     assert en.extra["pf_route"] == lp.extra["pf_route"] != "enumeration"
     assert en.pf_allocation == lp.pf_allocation and en.allocation == lp.allocation
+    # only where every PF_{-i} is within the guard (seed 330: one has 80,360 joint choices, more
+    # than LOO_ENUM_LIMIT, so the LP chains rightly pay; drawn at random, it failed a test run)
+    assume(compact_enum.leave_one_out(prog, prog.active, LOO_ENUM_LIMIT) is not None)
     assert "fixing" not in en.extra["loo_routes"] and "full" not in en.extra["loo_routes"]
     assert sum(en.extra["loo_routes"].values()) == len(en.pf_allocation)
     assert en.extra["loo_solves"] == lp.extra["loo_solves"]  # c_i = 1 checks first, as LP's
