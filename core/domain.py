@@ -247,6 +247,19 @@ class AgentJob:
     locality_sensitivity: float = 1.0
     forecasts: tuple[float, ...] = ()  # performance-curve stopping: remaining-iteration forecasts
 
+    @classmethod
+    def many(cls, iters_left: list[float], t_iter: list[float]) -> tuple[AgentJob, ...]:
+        """``tuple(AgentJob(r, x) for r, x in zip(iters_left, t_iter))`` (default sensitivity, no
+        forecasts), each filled in directly instead of through the frozen ``__init__``: the
+        simulator describes every running job of every bidding app at every decision."""
+        new, out = object.__new__, []
+        for r, x in zip(iters_left, t_iter, strict=True):
+            job = new(cls)
+            d = job.__dict__
+            d["iters_left"], d["t_iter"], d["locality_sensitivity"], d["forecasts"] = r, x, 1.0, ()
+            out.append(job)
+        return tuple(out)
+
     # the hyper-parameter optimiser's names for the same numbers (``formulations.ftf.JobInfo``), so
     # that an optimiser can hold an agent's jobs as they are instead of a copy of each
     @property

@@ -69,7 +69,7 @@ def _lpt_makespans(works: Sequence[float], counts: Sequence[int]) -> np.ndarray:
     loads = np.where(np.arange(ns.max())[None, :] < ns[:, None], 0.0, np.inf)
     rows = np.arange(ns.size)
     for w in works:
-        k = np.argmin(loads, axis=1)
+        k = loads.argmin(axis=1)
         loads[rows, k] += w
     return np.where(np.isinf(loads), -np.inf, loads).max(axis=1)
 
@@ -127,6 +127,9 @@ def t_shared_counts(
 ) -> np.ndarray:
     """:func:`t_shared` at max V = 1 for every GPU count in ``counts`` (phase by phase)."""
     total = np.full(len(counts), float(elapsed))
+    at = np.asarray(counts, np.int64)  # the counts as indices of the phase memo's arrays
+    hi = int(at.max(initial=0))
+    phase_memo = getattr(opt, "phase_memo", None) if at.min(initial=0) >= 0 else None
     halving = opt if isinstance(opt, SuccessiveHalving) else None
     later = []  # later successive-halving phases: k copies of the model job, all phases at once
     first = halving.current_phase if halving is not None else 0  # past phases: no jobs, 0 s
@@ -135,21 +138,23 @@ def t_shared_counts(
         if halving is not None and p > halving.current_phase and split == "even":
             later.append((int(halving.phases[p][0]), float(halving.phases[p][1]), d))
             continue
-        memo = getattr(opt, "phase_memo", None)
+        memo = phase_memo
         key = (p, d, spread_level, tuple(locality), split, machine_gpus)
-        have = memo.get(key) if memo is not None else None
-        if have is None or any(n not in have for n in counts):
-            jobs = opt.jobs_in_phase(p, range(0))
-            lpt = memo.setdefault(("lpt", p), {}) if memo is not None else None
-            new = phase_time_counts(
-                jobs, counts, d, spread_level, locality, split, machine_gpus, lpt
-            )
-            if memo is not None:
-                have = memo.setdefault(key, {})
-                have.update(zip((int(n) for n in counts), new.tolist(), strict=True))
-            total += new
-        else:
-            total += np.array([have[int(n)] for n in counts])
+        have = memo.get(key) if memo is not None else None  # by GPU count, NaN: not yet known
+        if have is not None and have.size > hi and not np.isnan(known := have[at]).any():
+            total += known
+            continue
+        jobs = opt.jobs_in_phase(p, range(0))
+        lpt = memo.setdefault(("lpt", p), {}) if memo is not None else None
+        new = phase_time_counts(jobs, counts, d, spread_level, locality, split, machine_gpus, lpt)
+        if memo is not None:
+            if have is None or have.size <= hi:
+                grown = np.full(hi + 1, np.nan)
+                if have is not None:
+                    grown[: have.size] = have
+                have = memo[key] = grown
+            have[at] = new
+        total += new
     if later and halving is not None:
         tm, sens = halving._future_job
         shared = halving.future_memo  # across optimisers: later phases do not move with progress
@@ -191,7 +196,7 @@ def rho_grid(
 
     x0, x2 = times(counts, 0), times(counts, 2)
     x1 = x0.copy()  # times are monotone in the spread: equal at 0 and 2 -> equal at 1 too
-    differ = np.flatnonzero(x0 != x2)
+    differ = (x0 != x2).nonzero()[0]
     if differ.size:
         x1[differ] = times([counts[k] for k in differ], 1)
     x = np.stack([x0, x1, x2], axis=1)  # (counts, spread)

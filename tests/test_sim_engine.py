@@ -243,7 +243,11 @@ def test_allocating_schedulers_see_holdings_as_fresh_lists():
     alloc = {3: np.array([5, 1], np.int64), 7: np.array([2], np.int64)}
     held = HeldGPUs(alloc)
     assert dict(held) == {3: [5, 1], 7: [2]} and held.copy() == {3: [5, 1], 7: [2]}
-    assert held.get(9, ()) == () and 3 in held and 9 not in held and len(held) == 2
+    assert held.get(9, ()) == () and held.get(9) is None and held.get(7) == [2]
+    assert 3 in held and 9 not in held and len(held) == 2
+    fresh = held.get(3)
+    fresh.append(99)
+    assert held.get(3) == [5, 1]
     held[3].append(99)
     assert held[3] == [5, 1] and alloc[3].tolist() == [5, 1]
     with pytest.raises(TypeError):

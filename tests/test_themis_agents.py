@@ -128,3 +128,19 @@ def test_large_agent_offer_uses_compact():
     )
     sol = fairplace.solve(AuctionInstance(big, (), agents=agents))
     assert sol.solver == "compact" and sum(map(len, sol.pf_allocation.values())) == 16
+
+
+def test_agent_jobs_built_in_bulk_equal_the_constructor():
+    """``AgentJob.many`` (the simulator's fast path) gives the same jobs as ``AgentJob(r, x)``:
+    equal, with the same hash, fields and defaults, and still frozen."""
+    left, t_iter = [3.0, 0.5, 1e6], [2.0, 0.25, 7.0]
+    bulk = AgentJob.many(left, t_iter)
+    one = tuple(AgentJob(r, x) for r, x in zip(left, t_iter, strict=True))
+    assert bulk == one and [hash(j) for j in bulk] == [hash(j) for j in one]
+    assert [(j.iters_left, j.t_iter, j.locality_sensitivity, j.forecasts) for j in bulk] == [
+        (3.0, 2.0, 1.0, ()), (0.5, 0.25, 1.0, ()), (1e6, 7.0, 1.0, ())
+    ]  # fmt: skip
+    assert bulk[0].work == 6.0 and repr(bulk[0]) == repr(one[0])
+    with pytest.raises(AttributeError):
+        bulk[0].iters_left = 1.0  # type: ignore[misc]
+    assert AgentJob.many([], []) == ()

@@ -167,12 +167,14 @@ class Contract:
                 )
             raise self._sched_error(f"allocated GPUs to {self.job(j)}, which is not active")
         arrays, seen, keys, lists = [], self.seen, [], []
+        kept = {}  # the next ``seen``: read-only arrays, converted once
         for j, g in zip(js, new.values(), strict=True):
             last = seen.get(j)
             if last is not None and last[0] is g and not g.flags.writeable:
                 arrays.append(g)  # the same read-only array as before: checked and converted
                 keys.append(last[1])
                 lists.append(last[2])
+                kept[j] = last
                 continue
             try:
                 a = np.asarray(g)
@@ -187,6 +189,8 @@ class Contract:
             arrays.append(a)
             lists.append(a.tolist())
             keys.append(tuple(sorted(lists[-1])))
+            if not a.flags.writeable:
+                kept[j] = (a, keys[-1], lists[-1])
         sizes = np.fromiter(map(len, arrays), np.int64, len(arrays))
         bad = (sizes < 1) | (sizes > self.demand[idx])
         if bad.any():
@@ -201,11 +205,7 @@ class Contract:
         key = dict(zip(js, keys, strict=True))
         ids = self.ids
         record = {ids[j]: g for j, g in zip(js, lists, strict=True)}
-        self.seen = {
-            j: (a, k, g)
-            for j, a, k, g in zip(js, arrays, keys, lists, strict=True)
-            if not a.flags.writeable
-        }
+        self.seen = kept
         return alloc, key, record
 
     # -- placement policy ----------------------------------------------------------------------

@@ -95,6 +95,10 @@ class HeldGPUs(Mapping):
     def __contains__(self, j: object) -> bool:
         return j in self._alloc
 
+    def get(self, j, default=None):
+        a = self._alloc.get(j)
+        return default if a is None else a.tolist()
+
     def copy(self) -> dict[int, list[int]]:
         return {j: g.tolist() for j, g in self._alloc.items()}
 

@@ -130,7 +130,7 @@ class Themis:
                 scores = {c: np.ones(G) for c in scores}
             self.decide_cluster = binned_cluster(cluster, scores)
         active = view.active
-        apps = np.flatnonzero(np.bincount(w.app[active], minlength=len(w.app_ids)))  # sorted
+        apps = np.bincount(w.app[active], minlength=len(w.app_ids)).nonzero()[0]  # sorted
         self.steps.append(t, int(apps.size))
         before = self.owner.copy()
         alive = np.zeros(len(w.app_ids) + 1, bool)  # the last slot: owner -1 (free)
@@ -141,7 +141,7 @@ class Themis:
         usable = self._usable(running, w)
         self._reclaim(usable, alloc)
         self.expiry[self.owner < 0] = -np.inf
-        free = np.flatnonzero(self.owner < 0)
+        free = (self.owner < 0).nonzero()[0]
         held = np.bincount(self.owner[self.owner >= 0], minlength=usable.size)
         room = usable - held
         wanting = apps[room[apps] > 0]

@@ -58,9 +58,9 @@ def _groups_of(keys: np.ndarray, values: np.ndarray) -> dict[int, np.ndarray]:
     """{key: the values with that key, in their order} (one stable sort)."""
     if not keys.size:
         return {}
-    order = np.argsort(keys, kind="stable")
+    order = keys.argsort(kind="stable")
     k, v = keys[order], values[order]
-    starts = np.concatenate([[0], np.flatnonzero(np.diff(k)) + 1]).tolist()
+    starts = [0, *((k[1:] != k[:-1]).nonzero()[0] + 1).tolist()]
     ends = starts[1:] + [k.size]
     first = k[starts].tolist()
     return {g: v[a:b] for g, a, b in zip(first, starts, ends, strict=True)}
@@ -142,7 +142,7 @@ class Agents:
         self.rho_variant = rho_variant
         self.steps = steps  # active apps over time, for N_avg
         self._statics: dict = {}  # per app: its agent description's workload-only parts
-        self._jobs: dict = {}  # per app: (running jobs, progress), their AgentJobs, its optimiser
+        self._jobs: dict = {}  # per app: (running jobs, progress), their AgentJobs, its optimiser, d_max
         self._future: dict = {}  # per app: its optimisers' later-phase memo (future_memo)
         self._model_job: dict = {}  # per app: (its running jobs, their model job)
 
@@ -167,7 +167,7 @@ class Agents:
             if same != jobs[0][0] and app.stopping == "successive-halving":  # other jobs
                 mj = model_job(app.jobs, app.future)
                 self._model_job[a] = (jobs[0][0], mj)
-            self._jobs[a] = jobs = (*jobs[:2], optimizer_of(app, memo, mj))
+            self._jobs[a] = jobs = (*jobs[:2], optimizer_of(app, memo, mj), jobs[3])
         model = ftf_model(app, cluster, jobs[2])
         had = (before == a).nonzero()[0]
         rho = bundle_rho(model, cluster, had, app.cls) if had.size else None
@@ -213,8 +213,9 @@ class Agents:
             serial = w.t_iter[run] * w.demand[run]
             jobs = (
                 key,
-                tuple(AgentJob(r, x) for r, x in zip(rem.tolist(), serial.tolist(), strict=True)),
+                AgentJob.many(rem.tolist(), serial.tolist()),
                 None,  # the optimiser, built on first use (``_state``)
+                int(w.demand[run].max()),  # d_max
             )
             self._jobs[a] = jobs
         t_start = st.get("t_start")
@@ -226,7 +227,7 @@ class Agents:
             jobs=jobs[1],
             t_start=t_start,
             t_now=view.t,
-            d_max=int(w.demand[run].max()),
+            d_max=jobs[3],
             locality=st["locality"],
             cls=st["cls"],
             model=st["model"],
@@ -264,7 +265,7 @@ class AppScheduler:
         :func:`running_jobs`."""
         out: dict[int, np.ndarray] = {}
         by_app = running_jobs(view, w) if running is None else running
-        owned = np.flatnonzero(owner >= 0)
+        owned = (owner >= 0).nonzero()[0]
         gpus_of = _groups_of(owner[owned], owned)
         memo = {}
         for a, gpus in gpus_of.items():

@@ -249,8 +249,8 @@ class _Fits:
             cells, c = prog.feasible_cells(i), prog.feasible_cell_array(i)
         found = []  # (cell index, place index) of every fitting option
         for s, have in enumerate(haves):
-            k = np.flatnonzero(c[:, 1] == s)
-            kk, pp = np.nonzero(have[:, c[k, 2]].T >= c[k, 0][:, None])
+            k = (c[:, 1] == s).nonzero()[0]
+            kk, pp = (have[:, c[k, 2]].T >= c[k, 0][:, None]).nonzero()
             found.append((k[kk], pp, np.full(kk.size, s)))
         k, p, sp = (np.concatenate(x) for x in zip(*found, strict=True))
         return cls(prog, i, cells, c, members, upto, k, p, sp)
@@ -267,7 +267,7 @@ class _Fits:
         k, p, sp = self.k[order], self.p[order], self.sp[order]
         m = np.zeros((k.size + 1, upto.shape[0]), bool)
         for s in range(3):
-            on = np.flatnonzero(sp == s)
+            on = (sp == s).nonzero()[0]
             m[1 + on] = members[s][p[on]] & upto[:, c[k[on], 2]].T
         w = -np.log(a.table.rho[c[k, 0], c[k, 1], c[k, 2]])
         return Options(
@@ -326,12 +326,12 @@ def _rows(opts: list[Options], table: np.ndarray) -> np.ndarray:
         p = np.tile(np.arange(m), k)  # option of each candidate
         u_new = union[r] | o.masks[p][:, None, :]
         d_new = demand[r] + o.n[p][:, None]
-        if union.shape[1] > 1:  # Hall's condition for the new subsets S + {app}
+        if union.shape[1] > 1:  # Hall's condition for the new subsets S + {app}, S not empty
             served = p > 0  # nothing: the same subsets as the old row, already checked
-            u = u_new[served]
+            u = u_new[served, 1:]  # S empty (subset 0): the option alone, which fits (``_Fits``)
             have = sum(table[j][u[..., j]] for j in range(nbytes))
             ok = ~served
-            ok[served] = (have >= d_new[served]).all(axis=1)
+            ok[served] = (have >= d_new[served, 1:]).all(axis=1)
             r, p = r[ok], p[ok]
             u_new, d_new = u_new[ok], d_new[ok]
         # else: the first app with options; its only new subset is itself, and each option fits
@@ -345,11 +345,11 @@ def _rows(opts: list[Options], table: np.ndarray) -> np.ndarray:
 def _argbest(served, log_sum, gpus, among: np.ndarray) -> int:
     """Index of the best row among ``among``: most served, largest log-sum (ties within TIE),
     fewest GPUs, first."""
-    idx = np.flatnonzero(among)
+    idx = among.nonzero()[0]
     idx = idx[served[idx] == served[idx].max()]
     top = log_sum[idx].max()
     idx = idx[log_sum[idx] >= top - TIE * (1.0 + abs(top))]
-    return int(idx[np.argmin(gpus[idx])])
+    return int(idx[gpus[idx].argmin()])
 
 
 def _place(prog: CompactProgram, cells: dict, masks: dict) -> Choice:
