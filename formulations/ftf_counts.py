@@ -2,11 +2,12 @@
 prices n = 0..n_max offered GPUs per spread and PM level, so the phase times of THEMIS Eq. 2 are
 computed over a whole row of counts (the same numbers as :func:`ftf.t_shared` one count at a time,
 tested against it): later successive-halving phases in closed form, vectorised over phases and
-counts; the running phase's LPT makespans for every count in one pass; times memoised on the
+counts; the running phase's LPT makespans from one sort of its works; times memoised on the
 optimiser, whose jobs do not change while an app waits."""
 
 from __future__ import annotations
 
+import heapq
 import math
 from collections.abc import Sequence
 
@@ -61,17 +62,20 @@ def identical_phase_times(
 
 
 def _lpt_makespans(works: Sequence[float], counts: Sequence[int]) -> np.ndarray:
-    """LPT makespans of ``works`` (sorted, longest first) on n GPUs for every n in ``counts``, all
-    at once: each job goes to the least-loaded GPU of every instance (an argmin per job over a
-    counts x max(counts) load matrix). Equal loads are interchangeable, so which of them takes a
-    job changes no load (the same sums in the same order as :func:`phase_time`'s heap)."""
-    ns = np.asarray(counts, np.int64)
-    loads = np.where(np.arange(ns.max())[None, :] < ns[:, None], 0.0, np.inf)
-    rows = np.arange(ns.size)
-    for w in works:
-        k = loads.argmin(axis=1)
-        loads[rows, k] += w
-    return np.where(np.isinf(loads), -np.inf, loads).max(axis=1)
+    """LPT makespans of ``works`` (sorted, longest first) on n GPUs for every n in ``counts``: the
+    heap of :func:`phase_time`, started with the first n jobs one per GPU (0 + w = w), so only the
+    J - n jobs after them are placed one by one (a few counts below J: a few heap steps each).
+    Equal loads are interchangeable, so which of them takes a job changes no load: the same sums
+    in the same order as :func:`phase_time`."""
+    works = list(works)
+    out = np.empty(len(counts))
+    for a, n in enumerate(counts):
+        loads = works[:n] + [0.0] * (n - len(works))
+        heapq.heapify(loads)
+        for w in works[n:]:
+            heapq.heapreplace(loads, loads[0] + w)
+        out[a] = max(loads)
+    return out
 
 
 def phase_time_counts(
@@ -128,8 +132,8 @@ def t_shared_counts(
     """:func:`t_shared` at max V = 1 for every GPU count in ``counts`` (phase by phase)."""
     total = np.full(len(counts), float(elapsed))
     at = np.asarray(counts, np.int64)  # the counts as indices of the phase memo's arrays
-    hi = int(at.max(initial=0))
-    phase_memo = getattr(opt, "phase_memo", None) if at.min(initial=0) >= 0 else None
+    hi = int(max(counts, default=0))
+    phase_memo = getattr(opt, "phase_memo", None) if min(counts, default=0) >= 0 else None
     halving = opt if isinstance(opt, SuccessiveHalving) else None
     later = []  # later successive-halving phases: k copies of the model job, all phases at once
     first = halving.current_phase if halving is not None else 0  # past phases: no jobs, 0 s

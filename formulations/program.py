@@ -77,11 +77,14 @@ class MILP:
 
     def is_feasible(self, x: np.ndarray, tol: float = 1e-6) -> bool:
         """Whether x satisfies every row, bound and integrality requirement."""
+        x = np.asarray(x)
         ax = self.A @ x
-        ok = np.all(ax >= self.row_lb - tol) and np.all(ax <= self.row_ub + tol)
-        ok &= np.all(x >= self.col_lb - tol) and np.all(x <= self.col_ub + tol)
+        if not ((ax >= self.row_lb - tol).all() and (ax <= self.row_ub + tol).all()):
+            return False
+        if not ((x >= self.col_lb - tol).all() and (x <= self.col_ub + tol).all()):
+            return False
         xi = x[self.integrality]
-        return bool(ok and np.all(np.abs(xi - np.round(xi)) <= tol))
+        return bool((np.abs(xi - np.round(xi)) <= tol).all())
 
     def relaxed(self) -> MILP:
         """The LP relaxation (all integrality dropped)."""

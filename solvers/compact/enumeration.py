@@ -268,10 +268,11 @@ class _Fits:
         m = np.zeros((k.size + 1, upto.shape[0]), bool)
         for s in range(3):
             on = (sp == s).nonzero()[0]
-            m[1 + on] = members[s][p[on]] & upto[:, c[k[on], 2]].T
+            if on.size:
+                m[1 + on] = members[s][p[on]] & upto[:, c[k[on], 2]].T
         w = -np.log(a.table.rho[c[k, 0], c[k, 1], c[k, 2]])
         return Options(
-            (None, *(cells[j] for j in k)),
+            (None, *(cells[j] for j in k.tolist())),
             np.packbits(m, axis=1, bitorder="little"),
             np.concatenate([[0], c[k, 0]]),
             np.concatenate([[a.w_empty or 0.0], w]),
