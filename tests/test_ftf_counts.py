@@ -21,7 +21,7 @@ from fairplace.formulations.ftf import (
     phase_time,
     remaining_work,
 )
-from fairplace.formulations.ftf_counts import identical_phase_times, rho_grid
+from fairplace.formulations.ftf_counts import _lpt_makespans, identical_phase_times, rho_grid
 from fairplace.sim.themis_apps import StepAverage
 
 
@@ -194,3 +194,23 @@ def test_even_phase_time_in_closed_form_is_the_job_by_job_maximum(
     locality = (1.0, 1.2, 1.5)
     got = phase_time(jobs, n, d_max, spread, vmax, locality, "even", machine_gpus)
     assert got == _even_split_by_job(jobs, n, d_max, spread, vmax, locality, machine_gpus)
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    st.lists(
+        st.sampled_from([0.0, 1.0, 2.5, 7.0, 1e-3, 333.3, 1e5]) | st.floats(0.0, 1e6),
+        min_size=2,
+        max_size=40,
+    ),
+    st.data(),
+)
+def test_lpt_makespans_are_phase_times_heap_bit_for_bit(works, data):
+    """The LPT makespans of every count below J (started with the first n jobs one per GPU) equal
+    ``phase_time``'s heap, bitwise: ties among equal loads included (repeated and zero works)."""
+    jobs = [JobInfo(w, 1.0, 1.0) for w in works]
+    J = len(jobs)
+    counts = data.draw(st.lists(st.integers(1, J - 1), min_size=1, max_size=J, unique=True))
+    got = _lpt_makespans(sorted((j.work for j in jobs), reverse=True), counts)
+    want = [phase_time(jobs, n, 1, 0, 1.0) for n in counts]
+    assert got.tolist() == want
