@@ -62,9 +62,9 @@ def identical_phase_times(
 
 
 def _lpt_makespans(works: Sequence[float], counts: Sequence[int]) -> np.ndarray:
-    """LPT makespans of ``works`` (sorted, longest first) on n GPUs for every n in ``counts``: the
-    heap of :func:`phase_time`, started with the first n jobs one per GPU (0 + w = w), so only the
-    J - n jobs after them are placed one by one (a few counts below J: a few heap steps each).
+    """LPT makespans of ``works`` (sorted, longest first) on n >= 1 GPUs for every n in ``counts``:
+    the heap of :func:`phase_time`, started with the first n jobs one per GPU (0 + w = w), so only
+    the J - n jobs after them are placed one by one (a count just below J: a few heap steps).
     Equal loads are interchangeable, so which of them takes a job changes no load: the same sums
     in the same order as :func:`phase_time`."""
     works = list(works)
@@ -142,8 +142,7 @@ def t_shared_counts(
         if halving is not None and p > halving.current_phase and split == "even":
             later.append((int(halving.phases[p][0]), float(halving.phases[p][1]), d))
             continue
-        memo = phase_memo
-        key = (p, d, spread_level, tuple(locality), split, machine_gpus)
+        memo, key = phase_memo, (p, d, spread_level, tuple(locality), split, machine_gpus)
         have = memo.get(key) if memo is not None else None  # by GPU count, NaN: not yet known
         if have is not None and have.size > hi and not np.isnan(known := have[at]).any():
             total += known
