@@ -22,6 +22,7 @@ from fairplace.solvers.compact import (
     solve_compact_pf,
 )
 from fairplace.solvers.compact import enumeration as compact_enum
+from fairplace.solvers.compact import packing as compact_packing
 from fairplace.solvers.compact.enumeration import enumerate_auction
 
 REL = 1e-9
@@ -158,7 +159,7 @@ def test_flow_placement_when_the_greedy_fails(seed):
     greedy = enumerate_auction(prog, 10**6)
     assume(greedy is not None)  # a rare draw beyond the subset guard (e.g. seed 330)
     with pytest.MonkeyPatch.context() as mp:
-        mp.setattr(compact_enum, "_greedy", lambda *a: None)
+        mp.setattr(compact_packing, "_greedy", lambda *a: None)
         flow = enumerate_auction(prog, 10**6)
     check_choice(prog, flow.choice, held_by)
     assert {i: c for i, (c, _) in flow.choice.items()} == {

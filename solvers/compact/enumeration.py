@@ -31,8 +31,6 @@ import time
 from dataclasses import dataclass
 
 import numpy as np
-from scipy.sparse import csr_matrix
-from scipy.sparse.csgraph import maximum_flow
 
 from fairplace.formulations import pa
 from fairplace.formulations.compact import CompactProgram
@@ -41,6 +39,7 @@ from fairplace.formulations.program import RawResult
 
 from .lp import Choice
 from .pa_payments import _others
+from .packing import place_options
 
 #: most joint choices (prod_i (1 + options_i)) enumerated; above it the MILP route runs.
 #: Measured (whole auctions, ``random_agent_auction`` with 2-6 apps on 1-8 machines, best of 2):
@@ -97,7 +96,7 @@ def enumerate_auction(prog: CompactProgram, limit: int = ENUM_LIMIT) -> Enumerat
     pf = tab.picked(tab.best(np.ones(len(tab.rows), bool)))
     pos = {i: a for a, i in enumerate(prog.active)}
     cells = {i: tab.opts[pos[i]].cells[o] for i, o in pf.items()}
-    choice = _place(prog, cells, {i: tab.opts[pos[i]].masks[o] for i, o in pf.items()})
+    choice = place_options(prog, cells, {i: tab.opts[pos[i]].masks[o] for i, o in pf.items()})
     loo = {}
     for i in prog.active:  # PF_{-i}: the best row in which app i takes nothing
         loo[i] = tab.value(i, tab.best(tab.rows[:, pos[i]] == 0))
@@ -351,87 +350,3 @@ def _argbest(served, log_sum, gpus, among: np.ndarray) -> int:
     top = log_sum[idx].max()
     idx = idx[log_sum[idx] >= top - TIE * (1.0 + abs(top))]
     return int(idx[gpus[idx].argmin()])
-
-
-def _place(prog: CompactProgram, cells: dict, masks: dict) -> Choice:
-    """Distinct GPUs for the chosen options: apps with the fewest eligible GPUs first, each on the
-    machine that best fits what it still needs (else the one with the most eligible GPUs), its
-    worst acceptable level first; a maximum flow when that greedy gets stuck (Hall's condition
-    holds, so one exists)."""
-    grps = prog.groups
-    eligible = {
-        i: np.flatnonzero(np.unpackbits(m, bitorder="little")[: len(grps)])
-        for i, m in masks.items()
-    }
-    free = [list(g.gpus) for g in grps]
-    taken = _greedy(prog, cells, eligible, free)
-    if taken is None:
-        taken = _flow(prog, cells, eligible)
-    return {i: (cells[i], tuple(sorted(taken[i]))) for i in sorted(cells)}
-
-
-def _greedy(prog, cells, eligible, free) -> dict[int, list[int]] | None:
-    """{app: GPUs} by the greedy of :func:`_place` (``free``: GPUs per group, consumed), or None."""
-    grps = prog.groups
-    machine = prog.group_arrays[1].tolist()
-    classes = prog.classes
-    order = sorted(cells, key=lambda i: (sum(len(free[q]) for q in eligible[i]), i))
-    out: dict[int, list[int]] = {}
-    for i in order:
-        t = prog.apps[i].table
-        ci = classes.index(prog.apps[i].cls)
-        on_machine: dict[int, list[int]] = {}  # app i's eligible groups by machine, in order
-        for q in eligible[i].tolist():
-            on_machine.setdefault(machine[q], []).append(q)
-        need = cells[i][0]
-        out[i] = []
-        on = {mm: sum(len(free[q]) for q in qs) for mm, qs in on_machine.items()}  # eligible free
-        while need:
-            fit = [mm for mm in on if on[mm] >= need]  # best fit, else the fullest machine
-            m = min(fit, key=lambda mm: (on[mm], mm)) if fit else None
-            if m is None:
-                m = min((mm for mm in on if on[mm]), key=lambda mm: (-on[mm], mm), default=None)
-            if m is None:
-                return None
-            for q in sorted(on_machine[m], key=lambda q: -t.level(grps[q].scores[ci])):
-                k = min(need, len(free[q]))
-                out[i] += free[q][:k]
-                del free[q][:k]
-                need -= k
-                on[m] -= k
-    return out
-
-
-def _flow(prog, cells, eligible) -> dict[int, list[int]]:
-    """Apps -> groups maximum flow (source 0, apps, groups, sink)."""
-    grps = prog.groups
-    apps = sorted(cells)
-    na, nq = len(apps), len(grps)
-    src, sink = 0, 1 + na + nq
-    rows, cols, cap = [], [], []
-    for a, i in enumerate(apps):
-        rows.append(src)
-        cols.append(1 + a)
-        cap.append(cells[i][0])
-        for q in eligible[i]:
-            rows.append(1 + a)
-            cols.append(1 + na + q)
-            cap.append(len(grps[q].gpus))
-    for q, g in enumerate(grps):
-        rows.append(1 + na + q)
-        cols.append(sink)
-        cap.append(len(g.gpus))
-    n = sink + 1
-    graph = csr_matrix((np.array(cap, np.int32), (rows, cols)), shape=(n, n))
-    flow = maximum_flow(graph, src, sink).flow.toarray()
-    free = [list(g.gpus) for g in grps]
-    out: dict[int, list[int]] = {}
-    for a, i in enumerate(apps):
-        out[i] = []
-        for q in range(nq):
-            k = int(flow[1 + a, 1 + na + q])
-            out[i] += free[q][:k]
-            del free[q][:k]
-    if any(len(out[i]) != cells[i][0] for i in apps):
-        raise ValueError("compact enumeration: no placement although Hall's condition holds")
-    return out

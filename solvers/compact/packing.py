@@ -1,12 +1,21 @@
-"""Placing chosen compact cells on concrete GPUs: PA ``floor`` rounding (``best_subbundle``) and
-the greedy placement of fixed cells (``pack``) the compact solver tries before a placement MILP."""
+"""Placing chosen compact cells on concrete GPUs: PA ``floor`` rounding (``best_subbundle``), the
+greedy placement of fixed cells (``pack``) the compact solver tries before a placement MILP, and
+the enumeration's placement of its chosen options on their eligible groups (``place_options``:
+a greedy, else a maximum flow, which exists by Hall's condition)."""
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import numpy as np
+from scipy.sparse import csr_matrix
+from scipy.sparse.csgraph import maximum_flow
 
 from fairplace.core.domain import Cluster
 from fairplace.formulations.compact import CompactApp, CompactProgram
+
+if TYPE_CHECKING:  # lp imports this module
+    from .lp import Choice
 
 
 def best_subbundle(
@@ -203,3 +212,87 @@ def _assign(apps: list[int], cells: dict, oks: dict, cnt: np.ndarray) -> dict[in
     if (cost[rows, cols] >= big).any():
         return None
     return {apps[r]: int(c) for r, c in zip(rows, cols, strict=True)}
+
+
+def place_options(prog: CompactProgram, cells: dict, masks: dict) -> Choice:
+    """Distinct GPUs for the chosen options: apps with the fewest eligible GPUs first, each on the
+    machine that best fits what it still needs (else the one with the most eligible GPUs), its
+    worst acceptable level first; a maximum flow when that greedy gets stuck (Hall's condition
+    holds, so one exists)."""
+    grps = prog.groups
+    eligible = {
+        i: np.flatnonzero(np.unpackbits(m, bitorder="little")[: len(grps)])
+        for i, m in masks.items()
+    }
+    free = [list(g.gpus) for g in grps]
+    taken = _greedy(prog, cells, eligible, free)
+    if taken is None:
+        taken = _flow(prog, cells, eligible)
+    return {i: (cells[i], tuple(sorted(taken[i]))) for i in sorted(cells)}
+
+
+def _greedy(prog, cells, eligible, free) -> dict[int, list[int]] | None:
+    """{app: GPUs} by the greedy of :func:`place_options` (``free``: GPUs per group, consumed), or None."""
+    grps = prog.groups
+    machine = prog.group_arrays[1].tolist()
+    classes = prog.classes
+    order = sorted(cells, key=lambda i: (sum(len(free[q]) for q in eligible[i]), i))
+    out: dict[int, list[int]] = {}
+    for i in order:
+        t = prog.apps[i].table
+        ci = classes.index(prog.apps[i].cls)
+        on_machine: dict[int, list[int]] = {}  # app i's eligible groups by machine, in order
+        for q in eligible[i].tolist():
+            on_machine.setdefault(machine[q], []).append(q)
+        need = cells[i][0]
+        out[i] = []
+        on = {mm: sum(len(free[q]) for q in qs) for mm, qs in on_machine.items()}  # eligible free
+        while need:
+            fit = [mm for mm in on if on[mm] >= need]  # best fit, else the fullest machine
+            m = min(fit, key=lambda mm: (on[mm], mm)) if fit else None
+            if m is None:
+                m = min((mm for mm in on if on[mm]), key=lambda mm: (-on[mm], mm), default=None)
+            if m is None:
+                return None
+            for q in sorted(on_machine[m], key=lambda q: -t.level(grps[q].scores[ci])):
+                k = min(need, len(free[q]))
+                out[i] += free[q][:k]
+                del free[q][:k]
+                need -= k
+                on[m] -= k
+    return out
+
+
+def _flow(prog, cells, eligible) -> dict[int, list[int]]:
+    """Apps -> groups maximum flow (source 0, apps, groups, sink)."""
+    grps = prog.groups
+    apps = sorted(cells)
+    na, nq = len(apps), len(grps)
+    src, sink = 0, 1 + na + nq
+    rows, cols, cap = [], [], []
+    for a, i in enumerate(apps):
+        rows.append(src)
+        cols.append(1 + a)
+        cap.append(cells[i][0])
+        for q in eligible[i]:
+            rows.append(1 + a)
+            cols.append(1 + na + q)
+            cap.append(len(grps[q].gpus))
+    for q, g in enumerate(grps):
+        rows.append(1 + na + q)
+        cols.append(sink)
+        cap.append(len(g.gpus))
+    n = sink + 1
+    graph = csr_matrix((np.array(cap, np.int32), (rows, cols)), shape=(n, n))
+    flow = maximum_flow(graph, src, sink).flow.toarray()
+    free = [list(g.gpus) for g in grps]
+    out: dict[int, list[int]] = {}
+    for a, i in enumerate(apps):
+        out[i] = []
+        for q in range(nq):
+            k = int(flow[1 + a, 1 + na + q])
+            out[i] += free[q][:k]
+            del free[q][:k]
+    if any(len(out[i]) != cells[i][0] for i in apps):
+        raise ValueError("compact enumeration: no placement although Hall's condition holds")
+    return out
