@@ -210,14 +210,12 @@ class Agents:
         key = (run.tobytes(), rem.tobytes())
         jobs = self._jobs.get(a)
         if jobs is None or jobs[0] != key:  # the running jobs or their progress changed
-            serial = w.t_iter[run] * w.demand[run]
-            jobs = (
+            self._jobs[a] = jobs = (
                 key,
-                AgentJob.many(rem.tolist(), serial.tolist()),
+                self._agent_jobs(jobs, key, run, rem, w),
                 None,  # the optimiser, built on first use (``_state``)
                 int(w.demand[run].max()),  # d_max
             )
-            self._jobs[a] = jobs
         t_start = st.get("t_start")
         if t_start is None:  # its first release: later phases are released after it
             t_start = st["t_start"] = float(view.arrival[st["mine"]].min())
@@ -243,6 +241,21 @@ class Agents:
             },
             held=held,
         )
+
+    @staticmethod
+    def _agent_jobs(last, key: tuple, run: np.ndarray, rem: np.ndarray, w) -> tuple:
+        """The running jobs as :class:`AgentJob`s. With the same jobs as ``last`` (the app's
+        previous entry), a job whose iterations left are bitwise the same keeps its AgentJob:
+        only the jobs that ran since are built again (an app runs a few of its many jobs)."""
+        serial = w.t_iter[run] * w.demand[run]
+        if last is None or last[0][0] != key[0]:
+            return AgentJob.many(rem.tolist(), serial.tolist())
+        moved = (np.frombuffer(last[0][1], np.int64) != rem.view(np.int64)).nonzero()[0].tolist()
+        out = list(last[1])
+        fresh = AgentJob.many(rem[moved].tolist(), serial[moved].tolist())
+        for k, job in zip(moved, fresh, strict=True):
+            out[k] = job
+        return tuple(out)
 
     def _dmax(self, w) -> np.ndarray:
         if not hasattr(self, "_dmax_"):
