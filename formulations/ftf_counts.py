@@ -133,7 +133,7 @@ def t_shared_counts(
     total = np.full(len(counts), float(elapsed))
     at = np.asarray(counts, np.int64)  # the counts as indices of the phase memo's arrays
     hi = int(max(counts, default=0))
-    phase_memo = getattr(opt, "phase_memo", None) if min(counts, default=0) >= 0 else None
+    memo = getattr(opt, "phase_memo", None) if min(counts, default=0) >= 0 else None
     halving = opt if isinstance(opt, SuccessiveHalving) else None
     later = []  # later successive-halving phases: k copies of the model job, all phases at once
     first = halving.current_phase if halving is not None else 0  # past phases: no jobs, 0 s
@@ -142,7 +142,7 @@ def t_shared_counts(
         if halving is not None and p > halving.current_phase and split == "even":
             later.append((int(halving.phases[p][0]), float(halving.phases[p][1]), d))
             continue
-        memo, key = phase_memo, (p, d, spread_level, tuple(locality), split, machine_gpus)
+        key = (p, d, spread_level, tuple(locality), split, machine_gpus)
         have = memo.get(key) if memo is not None else None  # by GPU count, NaN: not yet known
         if have is not None and have.size > hi and not np.isnan(known := have[at]).any():
             total += known

@@ -142,7 +142,8 @@ class Agents:
         self.rho_variant = rho_variant
         self.steps = steps  # active apps over time, for N_avg
         self._statics: dict = {}  # per app: its agent description's workload-only parts
-        self._jobs: dict = {}  # per app: (running jobs, progress), their AgentJobs, its optimiser, d_max
+        # per app: (running jobs, progress), their AgentJobs, its optimiser, d_max
+        self._jobs: dict = {}
         self._future: dict = {}  # per app: its optimisers' later-phase memo (future_memo)
         self._model_job: dict = {}  # per app: (its running jobs, their model job)
 
