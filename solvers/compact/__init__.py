@@ -24,6 +24,7 @@ from fairplace.core.solution import Solution
 from fairplace.formulations import pa
 from fairplace.formulations.agents import free_gpus
 from fairplace.formulations.compact import CompactApp, CompactProgram, compact_apps
+from fairplace.formulations.compact_milp import Choice
 from fairplace.solvers.compact.packing import best_subbundle, pack
 
 from ..auction import auction_gap, pf_bound, unsolved
@@ -31,7 +32,6 @@ from ..budget import Budget, budget_for
 from ..options import SolveOptions
 from .enumeration import ENUM_LIMIT, enumerate_auction
 from .enumeration import leave_one_out as enum_loo
-from .lp import Choice
 from .pa_payments import NOT_RUN, _best, _others, _without_solve, payments
 from .pf import REDUCED_MAX_MACHINES, solve_compact_pf
 

@@ -34,10 +34,10 @@ import numpy as np
 
 from fairplace.formulations import pa
 from fairplace.formulations.compact import CompactProgram
+from fairplace.formulations.compact_milp import Choice
 from fairplace.formulations.pf import PFValue
 from fairplace.formulations.program import RawResult
 
-from .lp import Choice
 from .pa_payments import _others
 from .packing import place_options
 

@@ -16,8 +16,6 @@ from ..backends import get_backend
 from ..options import SolveOptions
 from .packing import PACK_RULES, pack
 
-Choice = dict[int, tuple[tuple[int, int, int], tuple[int, ...]]]
-
 
 def rerun(h, lp_model) -> RawResult:
     """Re-solve the live LP model ``h`` of ``lp_model`` (warm, from its basis) and read it. When

@@ -33,12 +33,13 @@ import numpy as np
 from fairplace.core.blas import one_blas_thread
 from fairplace.formulations import pa
 from fairplace.formulations.compact import CompactProgram
+from fairplace.formulations.compact_milp import Choice
 from fairplace.formulations.pf import PFValue
 
 from .. import highs
 from ..budget import Budget, budget_for
 from ..options import SolveOptions
-from .lp import Choice, from_lp, lp_cells, rerun
+from .lp import from_lp, lp_cells, rerun
 from .pf import solve_compact_pf
 from .rc import leave_one_out, row_signs, swap_in
 

@@ -5,17 +5,13 @@ a greedy, else a maximum flow, which exists by Hall's condition)."""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 import numpy as np
 from scipy.sparse import csr_matrix
 from scipy.sparse.csgraph import maximum_flow
 
 from fairplace.core.domain import Cluster
 from fairplace.formulations.compact import CompactApp, CompactProgram
-
-if TYPE_CHECKING:  # lp imports this module
-    from .lp import Choice
+from fairplace.formulations.compact_milp import Choice
 
 
 def best_subbundle(

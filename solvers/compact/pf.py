@@ -10,6 +10,7 @@ import numpy as np
 
 from fairplace.core.domain import Cluster
 from fairplace.formulations.compact import CompactApp, CompactProgram
+from fairplace.formulations.compact_milp import Choice
 from fairplace.formulations.program import RawResult
 
 from .. import highs  # live-model LP loops (build/read) have no back-end equivalent
@@ -17,7 +18,7 @@ from ..backends import get_backend
 from ..budget import Budget, budget_for
 from ..options import SolveOptions
 from .bb import branch_and_bound
-from .lp import Choice, fixed_cells, from_lp, has_rack_selectors, lp_cells
+from .lp import fixed_cells, from_lp, has_rack_selectors, lp_cells
 
 #: largest offer (in machines) whose full-MILP fallbacks use the tightened formulation by default
 REDUCED_MAX_MACHINES = 16
