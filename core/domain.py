@@ -260,7 +260,7 @@ class AgentJob:
             out.append(job)
         return tuple(out)
 
-    # the hyper-parameter optimiser's names for the same numbers (``formulations.ftf.JobInfo``), so
+    # the hyper-parameter optimiser's names for the same numbers (``formulations.hyperopt.JobInfo``), so
     # that an optimiser can hold an agent's jobs as they are instead of a copy of each
     @property
     def iters_remaining(self) -> float:

@@ -25,8 +25,9 @@ import numpy as np
 from fairplace.core.domain import AgentApp, App, AuctionInstance, Bid, Cluster, spread
 from fairplace.core.errors import OptionError
 
-from .ftf import FTFModel, IdealTime, PerfCurve, SuccessiveHalving
+from .ftf import FTFModel, IdealTime
 from .ftf_counts import rho_grid
+from .hyperopt import PerfCurve, SuccessiveHalving
 from .variants import STOPPING
 
 #: Largest number of subsets ``subset_bids`` enumerates per app before refusing.
@@ -45,7 +46,7 @@ def optimizer_of(
 ) -> SuccessiveHalving | PerfCurve:
     """The hyper-parameter optimiser's view of ``app`` (Figure 7): its jobs (``JobInfo``'s fields)
     under its stopping rule (``future_memo`` / ``model_job``: :attr:`SuccessiveHalving.future_memo`
-    and :func:`~fairplace.formulations.ftf.model_job` of its jobs, kept by a caller that prices the
+    and :func:`~fairplace.formulations.hyperopt.model_job` of its jobs, kept by a caller that prices the
     same app again and again)."""
     jobs = tuple(app.jobs)  # an AgentJob reads as a JobInfo (the same numbers): no copy per job
     if app.stopping == "successive-halving":

@@ -13,16 +13,8 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from .ftf import (
-    LOCALITY_BOOTSTRAP,
-    FTFModel,
-    HyperOptimizer,
-    JobInfo,
-    SuccessiveHalving,
-    even_phase_time,
-    job_locality,
-    phase_time,
-)
+from .ftf import LOCALITY_BOOTSTRAP, FTFModel, even_phase_time, job_locality, phase_time
+from .hyperopt import HyperOptimizer, JobInfo, SuccessiveHalving
 
 
 def identical_phase_times(

@@ -18,7 +18,8 @@
 from __future__ import annotations
 
 from fairplace.core.domain import GPU, App, AuctionInstance, Bid, Cluster, Job, PlacementInstance
-from fairplace.formulations.ftf import FTFModel, IdealTime, JobInfo, SuccessiveHalving
+from fairplace.formulations.ftf import FTFModel, IdealTime
+from fairplace.formulations.hyperopt import JobInfo, SuccessiveHalving
 
 from .generators import grid_cluster
 

@@ -15,7 +15,8 @@ import numpy as np
 
 from fairplace.core.domain import AgentApp, AgentJob, Cluster
 from fairplace.formulations.agents import ftf_model, optimizer_of
-from fairplace.formulations.ftf import bundle_rho, model_job
+from fairplace.formulations.ftf import bundle_rho
+from fairplace.formulations.hyperopt import model_job
 
 from .schedulers import SchedView
 
