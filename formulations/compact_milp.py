@@ -129,18 +129,7 @@ def to_milp(prog: CompactView) -> MILP:
     elif prog.reduced:
         total_rows(prog, meta, add)
         symmetry_rows(prog, meta, add)
-    row_lb, row_ub = rows.bounds()
-    return MILP(
-        c=c,
-        A=rows.matrix(n_cols),
-        row_lb=row_lb,
-        row_ub=row_ub,
-        col_lb=np.zeros(n_cols),
-        col_ub=ub,
-        integrality=np.ones(n_cols, dtype=bool),
-        sense="max",
-        offset=prog.offset,
-    )
+    return rows.integer_program(c, np.zeros(n_cols), ub, "max", prog.offset)
 
 
 def decode(prog: CompactView, x: np.ndarray) -> Choice:

@@ -199,17 +199,7 @@ class PlacementProgram:
                     )
         for q, (_, _, gs) in enumerate(groups):
             add([(e["n"] + q, 1.0) for e in meta], -np.inf, float(len(gs)))
-        row_lb, row_ub = rows.bounds()
-        return MILP(
-            c=c,
-            A=rows.matrix(n_cols),
-            row_lb=row_lb,
-            row_ub=row_ub,
-            col_lb=lb,
-            col_ub=ub,
-            integrality=np.ones(n_cols, dtype=bool),
-            sense="min",
-        )
+        return rows.integer_program(c, lb, ub, "min")
 
     def decode(self, x: np.ndarray) -> dict[str, tuple[str, ...]]:
         """GPU ids per placed job (groups handed out in cluster order; of interchangeable single-GPU

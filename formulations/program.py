@@ -41,6 +41,18 @@ class Rows:
     def bounds(self) -> tuple[np.ndarray, np.ndarray]:
         return np.array(self.lb, dtype=float), np.array(self.ub, dtype=float)
 
+    def integer_program(
+        self, c: np.ndarray, col_lb: np.ndarray, col_ub: np.ndarray, sense: str, offset: float = 0.0
+    ) -> MILP:
+        """The all-integer :class:`MILP` of these rows: ``sense`` c x + offset over
+        col_lb <= x <= col_ub."""
+        row_lb, row_ub = self.bounds()
+        n_cols = len(c)
+        return MILP(
+            c=c, A=self.matrix(n_cols), row_lb=row_lb, row_ub=row_ub, col_lb=col_lb, col_ub=col_ub,
+            integrality=np.ones(n_cols, dtype=bool), sense=sense, offset=offset,
+        )  # fmt: skip
+
 
 @dataclass(frozen=True)
 class MILP:
