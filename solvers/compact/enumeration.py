@@ -312,18 +312,31 @@ def _rows(opts: list[Options], table: np.ndarray) -> np.ndarray:
     """Every feasible joint choice (rows of option indices, one column per app): app by app,
     keeping per row and per subset S of the apps so far the union of their groups (a bit per
     group) and their demand; Hall's condition checked for each new subset S + {app} (``table``:
-    :func:`_byte_caps` of the groups' free GPUs)."""
+    :func:`_byte_caps` of the groups' free GPUs). After the last app with options only the rows
+    are needed: its unions and demands are formed for the subsets Hall's condition checks."""
     nbytes = table.shape[0]
     rows = np.zeros((1, 0), np.int64)
     union = np.zeros((1, 1, nbytes), np.uint8)  # (rows, subsets, bytes)
     demand = np.zeros((1, 1), np.int64)
-    for o in opts:
+    last = max((a for a, o in enumerate(opts) if o.n.size > 1), default=-1)
+    for a, o in enumerate(opts):
         k, m = len(rows), o.n.size
         if m == 1:  # only "nothing": no GPUs, no new subsets
             rows = np.concatenate([rows, np.zeros((k, 1), np.int64)], axis=1)
             continue
         r = np.repeat(np.arange(k), m)  # old row of each candidate
         p = np.tile(np.arange(m), k)  # option of each candidate
+        if a == last:  # the unions of S + {app} for S not empty only (subset 0: the option alone)
+            if union.shape[1] > 1:
+                served = p > 0  # nothing: the same subsets as the old row, already checked
+                rs, ps = r[served], p[served]
+                u = union[rs, 1:] | o.masks[ps][:, None, :]
+                have = sum(table[j][u[..., j]] for j in range(nbytes))
+                ok = ~served
+                ok[served] = (have >= demand[rs, 1:] + o.n[ps][:, None]).all(axis=1)
+                r, p = r[ok], p[ok]
+            rows = np.concatenate([rows[r], p[:, None]], axis=1)
+            continue  # the apps after it have no options: no unions needed
         u_new = union[r] | o.masks[p][:, None, :]
         d_new = demand[r] + o.n[p][:, None]
         if union.shape[1] > 1:  # Hall's condition for the new subsets S + {app}, S not empty

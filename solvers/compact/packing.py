@@ -228,11 +228,15 @@ def place_options(prog: CompactProgram, cells: dict, masks: dict) -> Choice:
 
 
 def _greedy(prog, cells, eligible, free) -> dict[int, list[int]] | None:
-    """{app: GPUs} by the greedy of :func:`place_options` (``free``: GPUs per group, consumed), or None."""
+    """{app: GPUs} by the greedy of :func:`place_options` (``free``: GPUs per group, consumed), or None.
+
+    Per app: while no machine holds what it still needs, it empties the fullest machine (most
+    eligible free GPUs, then the lowest id), so the machines it empties come in one sorted order;
+    once some machine holds the rest, the best fit (fewest such GPUs, then the lowest id) gives it."""
     grps = prog.groups
     machine = prog.group_arrays[1].tolist()
     classes = prog.classes
-    order = sorted(cells, key=lambda i: (sum(len(free[q]) for q in eligible[i]), i))
+    order = sorted(cells, key=lambda i: (sum(len(free[q]) for q in eligible[i].tolist()), i))
     out: dict[int, list[int]] = {}
     for i in order:
         t = prog.apps[i].table
@@ -243,14 +247,21 @@ def _greedy(prog, cells, eligible, free) -> dict[int, list[int]] | None:
         need = cells[i][0]
         out[i] = []
         on = {mm: sum(len(free[q]) for q in qs) for mm, qs in on_machine.items()}  # eligible free
+        fullest = sorted((mm for mm in on if on[mm]), key=lambda mm: (-on[mm], mm))
+        at = 0  # fullest[:at] are emptied
         while need:
-            fit = [mm for mm in on if on[mm] >= need]  # best fit, else the fullest machine
-            m = min(fit, key=lambda mm: (on[mm], mm)) if fit else None
-            if m is None:
-                m = min((mm for mm in on if on[mm]), key=lambda mm: (-on[mm], mm), default=None)
-            if m is None:
+            if at == len(fullest):
                 return None
-            for q in sorted(on_machine[m], key=lambda q: -t.level(grps[q].scores[ci])):
+            if on[fullest[at]] >= need:  # best fit among the machines that hold the rest
+                fit = [mm for mm in fullest[at:] if on[mm] >= need]  # a prefix: on descends
+                m = min(fit, key=lambda mm: (on[mm], mm))
+            else:
+                m = fullest[at]
+                at += 1
+            qs = on_machine[m]
+            if len(qs) > 1:  # its worst acceptable level first
+                qs = sorted(qs, key=lambda q: -t.level(grps[q].scores[ci]))
+            for q in qs:
                 k = min(need, len(free[q]))
                 out[i] += free[q][:k]
                 del free[q][:k]
