@@ -216,18 +216,18 @@ def _options(prog: CompactProgram, i: int, most: int) -> Options | None:
 
 @dataclass(frozen=True)
 class _Fits:
-    """Where app i's feasible cells fit alone (``k``: cell index, ``p``: place, ``sp``: spread),
-    found before its options' group masks are built (:meth:`options`)."""
+    """Where app i's feasible cells fit alone (``k``: cell index, ``pg``: place, as a row of the
+    places of every spread stacked), found before its options' group masks are built
+    (:meth:`options`); sorted by cell, then place."""
 
     prog: CompactProgram
     i: int
     cells: tuple
     c: np.ndarray  # the cells as (n, s, v) rows
-    members: tuple  # per spread: (places, groups) membership
+    members: np.ndarray  # (places of every spread, groups) membership
     upto: np.ndarray  # (groups, levels v): the group's level <= v
     k: np.ndarray
-    p: np.ndarray
-    sp: np.ndarray
+    pg: np.ndarray
 
     @property
     def count(self) -> int:
@@ -240,38 +240,24 @@ class _Fits:
         ci = prog.classes.index(a.cls)
         # what depends on the offer, the app's levels and held places alone: shared by the apps
         # and auctions with the same (W2 x1: most apps of a class hold no single machine)
-        key = ("fits", ci, a.table.levels.tobytes(), a.held_machine, a.held_rack)
-        members, upto, haves, fit = prog.shared(key, lambda: _places(prog, a, ci))
+        key = ("fits stacked", ci, a.table.levels.tobytes(), a.held_machine, a.held_rack)
+        members, upto, have, spread_of, fit = prog.shared(key, lambda: _places(prog, a, ci))
         if prog.fixed is None:  # a cell is feasible where it fits some place: _fit's table
             cells, c = prog.feasible_given(i, fit)
         else:
             cells, c = prog.feasible_cells(i), prog.feasible_cell_array(i)
-        found = []  # (cell index, place index) of every fitting option
-        for s, have in enumerate(haves):
-            k = (c[:, 1] == s).nonzero()[0]
-            kk, pp = (have[:, c[k, 2]].T >= c[k, 0][:, None]).nonzero()
-            found.append((k[kk], pp, np.full(kk.size, s)))
-        k, p, sp = (np.concatenate(x) for x in zip(*found, strict=True))
-        return cls(prog, i, cells, c, members, upto, k, p, sp)
+        # cell k fits place g of its spread: row-major nonzero, so sorted by cell, then place
+        on = (have[:, c[:, 2]].T >= c[:, 0][:, None]) & (spread_of[None, :] == c[:, 1][:, None])
+        k, pg = on.nonzero()
+        return cls(prog, i, cells, c, members, upto, k, pg)
 
     def options(self) -> Options:
-        a, cells, c, members, upto = (
-            self.prog.apps[self.i],
-            self.cells,
-            self.c,
-            self.members,
-            self.upto,
-        )
-        order = np.lexsort((self.p, self.k))
-        k, p, sp = self.k[order], self.p[order], self.sp[order]
-        m = np.zeros((k.size + 1, upto.shape[0]), bool)
-        for s in range(3):
-            on = (sp == s).nonzero()[0]
-            if on.size:
-                m[1 + on] = members[s][p[on]] & upto[:, c[k[on], 2]].T
+        a, c, k = self.prog.apps[self.i], self.c, self.k
+        m = np.zeros((k.size + 1, self.upto.shape[0]), bool)
+        m[1:] = self.members[self.pg] & self.upto[:, c[k, 2]].T
         w = -np.log(a.table.rho[c[k, 0], c[k, 1], c[k, 2]])
         return Options(
-            (None, *(cells[j] for j in k.tolist())),
+            (None, *(self.cells[j] for j in k.tolist())),
             np.packbits(m, axis=1, bitorder="little"),
             np.concatenate([[0], c[k, 0]]),
             np.concatenate([[a.w_empty or 0.0], w]),
@@ -280,10 +266,11 @@ class _Fits:
 
 
 def _places(prog: CompactProgram, a, ci: int) -> tuple:
-    """(members, upto, haves, fit) of app ``a`` (class index ``ci``) on ``prog``'s offer:
-    (places, groups) membership per spread (one machine, one rack, the whole offer; the held
-    machine / rack only when it holds one), upto[q, v] = group q's level <= v, haves[s][place, v]
-    = GPUs of level <= v in the place, fit[s, v] = the most in one place (``_fit``'s table)."""
+    """(members, upto, have, spread_of, fit) of app ``a`` (class index ``ci``) on ``prog``'s
+    offer, over its places of every spread stacked (one machine, one rack, the whole offer; the
+    held machine / rack only when it holds one): members[place, group], upto[q, v] = group q's
+    level <= v, have[place, v] = GPUs of level <= v in the place, spread_of[place] and
+    fit[s, v] = the most in one place of spread s (``_fit``'s table)."""
     per_type = a.table.levels_at([t[ci] for t in prog.types]).astype(np.int64)
     lev = per_type[prog.group_types]  # the level of every group's scores
     caps, mach, rack = prog.group_arrays
@@ -296,7 +283,8 @@ def _places(prog: CompactProgram, a, ci: int) -> tuple:
     upto = lev[:, None] <= np.arange(a.table.levels.size)[None, :]  # (groups, levels v)
     haves = tuple((members[s] * caps) @ upto for s in range(3))
     fit = np.stack([h.max(axis=0, initial=0) for h in haves])
-    return members, upto, haves, fit
+    spread_of = np.repeat(np.arange(3), [len(m) for m in members])
+    return np.concatenate(members), upto, np.concatenate(haves), spread_of, fit
 
 
 def _byte_caps(caps: np.ndarray) -> np.ndarray:
