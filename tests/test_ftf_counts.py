@@ -21,7 +21,12 @@ from fairplace.formulations.ftf import (
     phase_time,
     remaining_work,
 )
-from fairplace.formulations.ftf_counts import _lpt_makespans, identical_phase_times, rho_grid
+from fairplace.formulations.ftf_counts import (
+    _lpt_makespans,
+    identical_phase_times,
+    phase_time_counts,
+    rho_grid,
+)
 from fairplace.sim.themis_apps import StepAverage
 
 
@@ -213,4 +218,25 @@ def test_lpt_makespans_are_phase_times_heap_bit_for_bit(works, data):
     counts = data.draw(st.lists(st.integers(1, J - 1), min_size=1, max_size=J, unique=True))
     got = _lpt_makespans(sorted((j.work for j in jobs), reverse=True), counts)
     want = [phase_time(jobs, n, 1, 0, 1.0) for n in counts]
+    assert got.tolist() == want
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    st.lists(
+        st.sampled_from([1.0, 37.5, 100.0, 412.25]) | st.floats(1e-3, 1e6), min_size=1, max_size=30
+    ),
+    st.integers(1, 9),
+    st.integers(0, 2),
+    st.sampled_from([0.0, 0.7, 1.0]),
+    st.sampled_from([None, 1, 4, 8]),
+)
+def test_phase_time_counts_are_phase_times_bit_for_bit(works, d_max, spread, sens, machine_gpus):
+    """A rho table's row of the running phase (one locality sensitivity, the even split) is
+    ``phase_time`` at every count, bitwise: below J the LPT makespans, from J on the slowest job."""
+    jobs = [JobInfo(w, 1.0, sens) for w in works]
+    locality = (1.0, 1.2, 1.5)
+    counts = list(range(0, len(jobs) * d_max + 5))
+    got = phase_time_counts(jobs, counts, d_max, spread, locality, "even", machine_gpus)
+    want = [phase_time(jobs, n, d_max, spread, 1.0, locality, "even", machine_gpus) for n in counts]
     assert got.tolist() == want
