@@ -122,9 +122,56 @@ def test_the_app_schedulers_machine_pool_takes_what_best_fit_would(pool, needs):
     machine_of = [g // 8 for g in range(48)]
     left, free = set(pool), _MachinePool(pool, machine_of)
     for need in needs:
-        want = best_fit(left, need, machine_of)
+        want = _best_fit_literal(left, need, machine_of)
+        assert best_fit(left, need, machine_of) == want
         assert free.take(need) == want
         left -= set(want)
+
+
+def _best_fit_literal(pool: set, need: int, machine_of) -> list:
+    """best_fit's rule as it reads: all on the machine with the fewest pool GPUs that still has
+    ``need`` (lowest id among equals), else from the machines with most pool GPUs first."""
+    by: dict = {}
+    for g in sorted(pool):
+        by.setdefault(machine_of[g], []).append(g)
+    fits = [m for m in by if len(by[m]) >= need]
+    if fits:
+        return by[min(fits, key=lambda m: (len(by[m]), m))][:need]
+    out: list = []
+    for m in sorted(by, key=lambda m: (-len(by[m]), m)):
+        out += by[m][: need - len(out)]
+    return out
+
+
+def _even_split_literal(n: int, caps: np.ndarray, order: np.ndarray) -> np.ndarray:
+    """even_split's water-filling as array rounds: every open job the same share, capped; a
+    remainder smaller than the open jobs one GPU each in ``order``."""
+    target = np.zeros(caps.size, np.int64)
+    left, open_ = int(n), caps > 0
+    while left > 0 and open_.any():
+        share = left // int(open_.sum())
+        if share == 0:
+            target[order[open_[order]][:left]] += 1
+            break
+        add = np.where(open_, np.minimum(share, caps - target), 0)
+        target += add
+        left -= int(add.sum())
+        open_ &= target < caps
+    return target
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    st.integers(0, 200),
+    st.lists(st.integers(0, 16), min_size=1, max_size=30),
+    st.randoms(use_true_random=False),
+)
+def test_even_split_is_its_water_filling_rule(n, caps, rnd):
+    caps = np.asarray(caps)
+    order = np.asarray(rnd.sample(range(caps.size), caps.size))
+    got = even_split(n, caps, order)
+    assert got.dtype == np.int64
+    assert got.tolist() == _even_split_literal(n, caps, order).tolist()
 
 
 def test_themis_table_reports_the_best_baseline_ratio_per_seed():

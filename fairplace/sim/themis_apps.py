@@ -41,11 +41,14 @@ class _MachinePool:
 
     def take(self, need: int) -> list[int]:
         by = self.by
-        fits = [m for m, gs in by.items() if len(gs) >= need]
-        if fits:
-            m = min(fits, key=lambda m: (len(by[m]), m))
-            out = by[m][:need]
-            del by[m][:need]
+        best, size = None, 0  # the best fit: fewest pool GPUs that hold ``need``, lowest machine
+        for m, gs in by.items():
+            k = len(gs)
+            if k >= need and (best is None or k < size or (k == size and m < best)):
+                best, size = m, k
+        if best is not None:
+            out = by[best][:need]
+            del by[best][:need]
             return out
         out = []
         for m in sorted(by, key=lambda m: (-len(by[m]), m)):
@@ -83,19 +86,23 @@ def even_split(n: int, caps: np.ndarray, order: np.ndarray) -> np.ndarray:
     the same count up to its demand, what a capped job cannot take goes to the others, and a
     remainder of one GPU each goes to the jobs first in ``order`` (most work left). Uses
     min(n, sum(caps)) GPUs."""
-    target = np.zeros(caps.size, np.int64)
-    left, open_ = int(n), caps > 0
-    while left > 0 and open_.any():
-        share = left // int(open_.sum())
+    cap = caps.tolist()  # a few tens of jobs: Python ints beat NumPy calls per round
+    target = [0] * len(cap)
+    left = int(n)
+    open_ = [k for k, c in enumerate(cap) if c > 0]  # jobs that can take more, in job order
+    while left > 0 and open_:
+        share = left // len(open_)
         if share == 0:
-            pick = order[open_[order]][:left]
-            target[pick] += 1
+            can = set(open_)
+            for k in [k for k in order.tolist() if k in can][:left]:
+                target[k] += 1
             break
-        add = np.where(open_, np.minimum(share, caps - target), 0)
-        target += add
-        left -= int(add.sum())
-        open_ &= target < caps
-    return target
+        for k in open_:
+            add = min(share, cap[k] - target[k])
+            target[k] += add
+            left -= add
+        open_ = [k for k in open_ if target[k] < cap[k]]
+    return np.array(target, np.int64)
 
 
 class StepAverage:
@@ -315,7 +322,7 @@ class AppScheduler:
         mine = set(gpus.tolist())
         run_l = run.tolist()
         had = [alloc.get(j, ()) for j in run_l]
-        cur = np.array([sum(g in mine for g in h) for h in had], np.int64)
+        cur = np.array([len(mine.intersection(h)) for h in had], np.int64)  # distinct GPUs
         # the remainder stays with the jobs holding it (a lease renewal moves no job), then
         # goes to the jobs with most work left
         target = even_split(n, w.demand[run], np.lexsort((run, -work, -cur)))
