@@ -13,10 +13,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from fairplace.core.domain import slowdown, spread
-from fairplace.core.errors import OptionError
-
-from .ftf import LOCALITY_BOOTSTRAP, FTFModel, bundle_rho, job_locality, phase_time
+from .ftf import LOCALITY_BOOTSTRAP, FTFModel, job_locality, phase_time
 from .hyperopt import HyperOptimizer, JobInfo, SuccessiveHalving
 
 
@@ -217,23 +214,3 @@ def rho_grid(
     x = np.stack([x0, x1, x2], axis=1)  # (counts, spread)
     with np.errstate(invalid="ignore"):  # inf - elapsed stays inf
         return (model.elapsed + lv[None, None, :] * (x - model.elapsed)[:, :, None]) / ideal
-
-
-def held_rho(model: FTFModel, cluster, gpu_idx, cls: str | None) -> float:
-    """:func:`~fairplace.formulations.ftf.bundle_rho` of a concrete GPU bundle, bitwise, from
-    :func:`t_shared_counts` at its one count when its max V is 1 (THEMIS' locality pricing): the
-    later phases then come from the optimiser's memo shared by the app's rounds, instead of being
-    priced again at every round it asks for more GPUs (the AGENT's current rho)."""
-    idx = np.asarray(gpu_idx, dtype=np.int64)
-    s = spread(cluster.machine_index, cluster.rack_index, idx)
-    vmax = slowdown((1.0, 1.0, 1.0), s, cluster.pm_vector(cls)[idx]) if idx.size else 1.0
-    if vmax != 1.0:
-        return bundle_rho(model, cluster, idx, cls)
-    ideal = model.ideal(len(cluster))
-    if not ideal > 0:  # as FTFModel.rho
-        raise OptionError("t_id", f"the ideal time T_id is {ideal!r}: the app has no work")
-    t = t_shared_counts(
-        model.optimizer, [int(idx.size)], model.d_max, model.elapsed, s, model.locality,
-        model.split, model.machine_gpus,
-    )  # fmt: skip
-    return float(t[0]) / ideal

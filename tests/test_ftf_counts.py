@@ -4,7 +4,6 @@ bookkeeping) equal the scalar definitions they speed up (formulations/ftf.py), t
 from __future__ import annotations
 
 import math
-from dataclasses import replace
 
 import numpy as np
 from hypothesis import assume, given, settings
@@ -16,7 +15,6 @@ from fairplace.formulations.ftf import (
     JobInfo,
     PerfCurve,
     SuccessiveHalving,
-    bundle_rho,
     identical_phase_time,
     model_job,
     n_avg,
@@ -25,12 +23,10 @@ from fairplace.formulations.ftf import (
 )
 from fairplace.formulations.ftf_counts import (
     _lpt_makespans,
-    held_rho,
     identical_phase_times,
     phase_time_counts,
     rho_grid,
 )
-from fairplace.instances.generators import grid_cluster
 from fairplace.sim.themis_apps import StepAverage
 
 
@@ -244,19 +240,3 @@ def test_phase_time_counts_are_phase_times_bit_for_bit(works, d_max, spread, sen
     got = phase_time_counts(jobs, counts, d_max, spread, locality, "even", machine_gpus)
     want = [phase_time(jobs, n, d_max, spread, 1.0, locality, "even", machine_gpus) for n in counts]
     assert got.tolist() == want
-
-
-@settings(max_examples=150, deadline=None)
-@given(models(), st.data())
-def test_held_rho_is_bundle_rho_bit_for_bit(model, data):
-    """The AGENT's current rho through the count path (later phases from the shared memo) is
-    ``bundle_rho`` bitwise, on uniform GPUs (max V = 1) and on scored ones (its fallback)."""
-    rng = np.random.default_rng(data.draw(st.integers(0, 2**32 - 1)))
-    cl = grid_cluster(8, 4, 2, pm={"A": np.ones(32), "B": rng.choice([1.0, 1.2, 1.5], 32)})
-    idx = np.sort(rng.choice(32, data.draw(st.integers(1, 32)), replace=False))
-    cls = data.draw(st.sampled_from(["A", "B"]))
-    want = bundle_rho(model, cl, idx, cls)
-    if isinstance(model.optimizer, SuccessiveHalving):  # the memo of later phases, as the agents
-        model = replace(model, optimizer=replace(model.optimizer, future_memo={}))
-    assert held_rho(model, cl, idx, cls) == want
-    assert held_rho(model, cl, idx, cls) == want  # from the memos

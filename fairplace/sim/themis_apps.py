@@ -15,7 +15,7 @@ import numpy as np
 
 from fairplace.core.domain import AgentApp, AgentJob, Cluster
 from fairplace.formulations.agents import ftf_model, optimizer_of
-from fairplace.formulations.ftf_counts import held_rho
+from fairplace.formulations.ftf import bundle_rho
 from fairplace.formulations.hyperopt import model_job
 
 from .schedulers import SchedView
@@ -179,7 +179,7 @@ class Agents:
             self._jobs[a] = jobs = (*jobs[:2], optimizer_of(app, memo, mj), jobs[3])
         model = ftf_model(app, cluster, jobs[2])
         had = (before == a).nonzero()[0]
-        rho = held_rho(model, cluster, had, app.cls) if had.size else None
+        rho = bundle_rho(model, cluster, had, app.cls) if had.size else None
         return AppState(app, held=held, rho=rho, room=room, model=model)
 
     def _static(self, a: int, w) -> dict:
