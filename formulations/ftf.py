@@ -82,6 +82,19 @@ def job_locality(locality: Sequence[float], spread_level: int, sensitivity: floa
     return 1.0 + float(sensitivity) * (float(locality[spread_level]) - 1.0)
 
 
+def phase_works(memo: dict | None, phase: int, jobs: Sequence[JobInfo]) -> list[float] | None:
+    """The works of a phase's jobs sorted longest first, kept in the optimiser's phase ``memo``
+    (its jobs never change; the AGENT's rho and every spread of its rho table sort them once);
+    None without a memo."""
+    if memo is None:
+        return None
+    key = ("works", phase)
+    out = memo.get(key)
+    if out is None:
+        out = memo[key] = sorted((j.work for j in jobs), reverse=True)
+    return out
+
+
 def phase_time(
     jobs: Sequence[JobInfo],
     n_gpus: int,
@@ -91,24 +104,30 @@ def phase_time(
     locality: Sequence[float] = LOCALITY_BOOTSTRAP,
     split: str = "even",
     machine_gpus: int | None = None,
+    works: list[float] | None = None,
 ) -> float:
     """max_j T(G_j) of one phase under the app scheduler's split of ``n_gpus`` (module docstring).
     A job whose share n_j fits in one machine (n_j <= ``machine_gpus``) and is not the whole bundle
     runs within one machine (spread 0: optimistic, the count bundle does not say how the GPUs sit
-    on machines); otherwise it has the bundle's spread (``None``: every job the bundle's spread)."""
+    on machines); otherwise it has the bundle's spread (``None``: every job the bundle's spread).
+    ``works``: the jobs' works sorted longest first (:func:`phase_works`), used at ``vmax`` = 1."""
+    if works is not None and vmax != 1.0:
+        works = None
     if not jobs:
         return 0.0
     if n_gpus <= 0:
         return math.inf
     if n_gpus < len(jobs):  # serialised, one GPU per job: machine-local, only V counts
-        works = sorted((j.work * vmax for j in jobs), reverse=True)
+        if works is None:
+            works = sorted((j.work * vmax for j in jobs), reverse=True)
         loads = [0.0] * n_gpus
         for w in works:
             heapq.heapreplace(loads, loads[0] + w)
         return float(max(loads))
     cap = max(1, int(d_max))
     if split == "even" and len({j.locality_sensitivity for j in jobs}) == 1:
-        works = sorted((j.work * vmax for j in jobs), reverse=True)
+        if works is None:
+            works = sorted((j.work * vmax for j in jobs), reverse=True)
         return float(
             even_phase_time(
                 works,
@@ -249,7 +268,10 @@ def t_shared(
         key = (p, n_gpus, d, spread_level, vmax, tuple(locality), split, machine_gpus)
         if memo is None or key not in memo:
             jobs = opt.jobs_in_phase(p, alloc)
-            x = phase_time(jobs, n_gpus, d, spread_level, vmax, locality, split, machine_gpus)
+            works = phase_works(memo, p, jobs) if vmax == 1.0 else None
+            x = phase_time(
+                jobs, n_gpus, d, spread_level, vmax, locality, split, machine_gpus, works
+            )
             if memo is None:
                 total += x
                 continue

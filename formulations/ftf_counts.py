@@ -13,7 +13,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from .ftf import LOCALITY_BOOTSTRAP, FTFModel, job_locality, phase_time
+from .ftf import LOCALITY_BOOTSTRAP, FTFModel, job_locality, phase_time, phase_works
 from .hyperopt import HyperOptimizer, JobInfo, SuccessiveHalving
 
 
@@ -79,23 +79,26 @@ def phase_time_counts(
     split: str = "even",
     machine_gpus: int | None = None,
     lpt: dict | None = None,
+    works: list[float] | None = None,
 ) -> np.ndarray:
     """:func:`phase_time` at max V = 1 for every GPU count in ``counts`` (a rho table's row of
     counts): the jobs are sorted once; under the ``even`` split with one locality sensitivity the
     slowest job of n >= J GPUs is read off the sorted works (the remainder goes to the jobs with
     most work: the slowest job is the first of them or the first without), in O(1) per count.
     ``lpt``: {n: LPT makespan} of these jobs for n < J, kept by the caller (it does not depend on
-    the spread: one GPU per job is machine-local)."""
+    the spread: one GPU per job is machine-local); ``works``: their works sorted longest first
+    (:func:`~fairplace.formulations.ftf.phase_works`) when the caller has them."""
     counts = [int(n) for n in counts]
     kinds = {j.locality_sensitivity for j in jobs}
     if not jobs or split != "even" or len(kinds) != 1:
         return np.array(
-            [phase_time(jobs, n, d_max, spread_level, 1.0, locality, split, machine_gpus)
+            [phase_time(jobs, n, d_max, spread_level, 1.0, locality, split, machine_gpus, works)
              for n in counts], float,
         )  # fmt: skip
     (sens,) = kinds
     J, cap = len(jobs), max(1, int(d_max))
-    works = sorted((j.work for j in jobs), reverse=True)
+    if works is None:
+        works = sorted((j.work for j in jobs), reverse=True)
     out = np.empty(len(counts))
     lpt = {} if lpt is None else lpt
     few = [n for n in counts if 0 < n < J and n not in lpt]
@@ -158,7 +161,10 @@ def t_shared_counts(
             continue
         jobs = opt.jobs_in_phase(p, range(0))
         lpt = memo.setdefault(("lpt", p), {}) if memo is not None else None
-        new = phase_time_counts(jobs, counts, d, spread_level, locality, split, machine_gpus, lpt)
+        works = phase_works(memo, p, jobs)
+        new = phase_time_counts(
+            jobs, counts, d, spread_level, locality, split, machine_gpus, lpt, works
+        )
         if memo is not None:
             if have is None or have.size <= hi:
                 grown = np.full(hi + 1, np.nan)

@@ -4,11 +4,14 @@ bookkeeping) equal the scalar definitions they speed up (formulations/ftf.py), t
 from __future__ import annotations
 
 import math
+from dataclasses import replace
 
 import numpy as np
+import pytest
 from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
+from fairplace.formulations import ftf
 from fairplace.formulations.ftf import (
     FTFModel,
     IdealTime,
@@ -20,6 +23,7 @@ from fairplace.formulations.ftf import (
     n_avg,
     phase_time,
     remaining_work,
+    t_shared,
 )
 from fairplace.formulations.ftf_counts import (
     _lpt_makespans,
@@ -240,3 +244,24 @@ def test_phase_time_counts_are_phase_times_bit_for_bit(works, d_max, spread, sen
     got = phase_time_counts(jobs, counts, d_max, spread, locality, "even", machine_gpus)
     want = [phase_time(jobs, n, d_max, spread, 1.0, locality, "even", machine_gpus) for n in counts]
     assert got.tolist() == want
+
+
+@settings(max_examples=100, deadline=None)
+@given(
+    models(),
+    st.lists(
+        st.tuples(st.integers(0, 40), st.integers(0, 2), st.sampled_from([1.0, 1.3])),
+        min_size=1,
+        max_size=12,
+    ),
+)
+def test_kept_sorted_works_change_no_phase_time(model, asks):
+    """The sorted works an optimiser keeps (``phase_works``, read at max V = 1 only) give the
+    times computed without them, bitwise, whatever was asked before (V = 1.3 included)."""
+    opt = model.optimizer
+    calls = [(n, model.d_max, model.elapsed, s, v, model.locality, "even", model.machine_gpus)
+             for n, s, v in asks]  # fmt: skip
+    got = [t_shared(opt, *args) for args in calls]
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(ftf, "phase_works", lambda *a: None)
+        assert got == [t_shared(replace(opt), *args) for args in calls]
