@@ -92,11 +92,10 @@ def _greedy_literal(prog, cells, eligible, free):
             if m is None:
                 return None
             for q in sorted(on_machine[m], key=lambda q: -t.level(grps[q].scores[ci])):
-                k = min(need, len(free[q]))
-                out[i] += free[q][:k]
-                del free[q][:k]
-                need -= k
-                on[m] -= k
+                got = free[q][:need]  # worst acceptable level first
+                free[q] = free[q][len(got) :]
+                out[i].extend(got)
+                need, on[m] = need - len(got), on[m] - len(got)
     return out
 
 
