@@ -178,19 +178,41 @@ def even_phase_time(
     machine_gpus: int | None = None,
 ) -> float:
     """:func:`phase_time` under the ``even`` split of ``n_gpus`` >= len(works) GPUs over jobs of one
-    locality sensitivity, from their ``works`` sorted longest first, in O(1): n // J each (at most
-    ``cap``), a GPU more for the n % J longest, so the slowest job is the longest with the base share
-    or the longest with a GPU more."""
-    J = len(works)
-    base, r = min(n_gpus // J, cap), n_gpus % J
+    locality sensitivity, from their ``works`` sorted longest first (:func:`even_phase_times` at
+    one count)."""
+    return even_phase_times(works, [n_gpus], cap, sensitivity, spread_level, locality,
+                            machine_gpus)[0]  # fmt: skip
 
-    def t(nj: int, w: float) -> float:  # one GPU alone, or a share that fits a machine: local
-        fits = machine_gpus is not None and nj <= machine_gpus and nj < n_gpus
-        L = job_locality(locality, 0 if fits else spread_level, sensitivity) if nj > 1 else 1.0
-        return w * L / nj
 
-    v = t(base, works[r])
-    return max(v, t(min(base + 1, cap), works[0])) if r else v
+def even_phase_times(
+    works: Sequence[float],
+    counts: Sequence[int],
+    cap: int,
+    sensitivity: float,
+    spread_level: int = 0,
+    locality: Sequence[float] = LOCALITY_BOOTSTRAP,
+    machine_gpus: int | None = None,
+) -> list[float]:
+    """:func:`even_phase_time` for every n in ``counts`` (each >= len(works)), in O(1) per count:
+    n // J each (at most ``cap``), a GPU more for the n % J longest, so the slowest job is the
+    longest with the base share or the longest with a GPU more. T(G_j) = w L / n_j, with L = 1 for
+    one GPU, the job's own-machine locality for a share that fits a machine (``machine_gpus``) and
+    is not the whole bundle, else the bundle's spread (a rho table's row in one loop: the two
+    localities once, no call per count)."""
+    J, mg = len(works), machine_gpus
+    L0 = job_locality(locality, 0, sensitivity)
+    Ls = job_locality(locality, spread_level, sensitivity)
+    out = []
+    for n in counts:
+        base, r = min(n // J, cap), n % J
+        nj, w = base, works[r]
+        v = w * ((L0 if mg is not None and nj <= mg and nj < n else Ls) if nj > 1 else 1.0) / nj
+        if r:
+            nj, w = min(base + 1, cap), works[0]
+            x = w * ((L0 if mg is not None and nj <= mg and nj < n else Ls) if nj > 1 else 1.0) / nj
+            v = max(v, x)
+        out.append(v)
+    return out
 
 
 def identical_phase_time(

@@ -13,7 +13,14 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from .ftf import LOCALITY_BOOTSTRAP, FTFModel, job_locality, phase_time, phase_works
+from .ftf import (
+    LOCALITY_BOOTSTRAP,
+    FTFModel,
+    even_phase_times,
+    job_locality,
+    phase_time,
+    phase_works,
+)
 from .hyperopt import HyperOptimizer, JobInfo, SuccessiveHalving
 
 
@@ -104,30 +111,15 @@ def phase_time_counts(
     few = [n for n in counts if 0 < n < J and n not in lpt]
     if few:
         lpt.update(zip(few, _lpt_makespans(works, few).tolist(), strict=True))
-    # even_phase_time inlined (a call per count was a third of a rho table): the same float
-    # operations, with the job's two possible localities (own machine, the bundle's spread) once
-    L0, Ls = job_locality(locality, 0, sens), job_locality(locality, spread_level, sens)
-    mg = machine_gpus
+    big = iter(even_phase_times(works, [n for n in counts if n >= J], cap, sens, spread_level,
+                                locality, machine_gpus))  # fmt: skip
     for a, n in enumerate(counts):
         if n <= 0:
             out[a] = math.inf
         elif n < J:
             out[a] = lpt[n]
         else:
-            base, r = min(n // J, cap), n % J
-            w = works[r]
-            if base > 1:
-                v = w * (L0 if mg is not None and base <= mg and base < n else Ls) / base
-            else:
-                v = w * 1.0 / base
-            if r:
-                nj = min(base + 1, cap)
-                if nj > 1:
-                    x = works[0] * (L0 if mg is not None and nj <= mg and nj < n else Ls) / nj
-                else:
-                    x = works[0] * 1.0 / nj
-                v = max(v, x)
-            out[a] = v
+            out[a] = next(big)
     return out
 
 

@@ -299,9 +299,9 @@ def _byte_caps(caps: np.ndarray) -> np.ndarray:
 def _rows(opts: list[Options], table: np.ndarray) -> np.ndarray:
     """Every feasible joint choice (rows of option indices, one column per app): app by app,
     keeping per row and per subset S of the apps so far the union of their groups (a bit per
-    group) and their demand; Hall's condition checked for each new subset S + {app} (``table``:
-    :func:`_byte_caps` of the groups' free GPUs). After the last app with options only the rows
-    are needed: its unions and demands are formed for the subsets Hall's condition checks."""
+    group) and their demand; Hall's condition checked for each new subset S + {app}, S not empty
+    (S empty: the option alone, which fits by construction, ``_Fits``; ``table``:
+    :func:`_byte_caps` of the groups' free GPUs). The last app with options keeps no unions."""
     nbytes = table.shape[0]
     rows = np.zeros((1, 0), np.int64)
     union = np.zeros((1, 1, nbytes), np.uint8)  # (rows, subsets, bytes)
@@ -314,32 +314,18 @@ def _rows(opts: list[Options], table: np.ndarray) -> np.ndarray:
             continue
         r = np.repeat(np.arange(k), m)  # old row of each candidate
         p = np.tile(np.arange(m), k)  # option of each candidate
-        if a == last:  # the unions of S + {app} for S not empty only (subset 0: the option alone)
-            if union.shape[1] > 1:
-                served = p > 0  # nothing: the same subsets as the old row, already checked
-                rs, ps = r[served], p[served]
-                u = union[rs, 1:] | o.masks[ps][:, None, :]
-                have = sum(table[j][u[..., j]] for j in range(nbytes))
-                ok = ~served
-                ok[served] = (have >= demand[rs, 1:] + o.n[ps][:, None]).all(axis=1)
-                r, p = r[ok], p[ok]
-            rows = np.concatenate([rows[r], p[:, None]], axis=1)
-            continue  # the apps after it have no options: no unions needed
-        u_new = union[r] | o.masks[p][:, None, :]
-        d_new = demand[r] + o.n[p][:, None]
-        if union.shape[1] > 1:  # Hall's condition for the new subsets S + {app}, S not empty
+        if union.shape[1] > 1:  # not the first app with options: Hall for S + {app}
             served = p > 0  # nothing: the same subsets as the old row, already checked
-            u = u_new[served, 1:]  # S empty (subset 0): the option alone, which fits (``_Fits``)
+            rs, ps = r[served], p[served]
+            u = union[rs, 1:] | o.masks[ps][:, None, :]
             have = sum(table[j][u[..., j]] for j in range(nbytes))
             ok = ~served
-            ok[served] = (have >= d_new[served, 1:]).all(axis=1)
+            ok[served] = (have >= demand[rs, 1:] + o.n[ps][:, None]).all(axis=1)
             r, p = r[ok], p[ok]
-            u_new, d_new = u_new[ok], d_new[ok]
-        # else: the first app with options; its only new subset is itself, and each option fits
-        # alone by construction (``_Fits``)
         rows = np.concatenate([rows[r], p[:, None]], axis=1)
-        union = np.concatenate([union[r], u_new], axis=1)
-        demand = np.concatenate([demand[r], d_new], axis=1)
+        if a < last:  # the unions and demands of every subset with and without this app
+            union = np.concatenate([union[r], union[r] | o.masks[p][:, None, :]], axis=1)
+            demand = np.concatenate([demand[r], demand[r] + o.n[p][:, None]], axis=1)
     return rows
 
 
