@@ -431,3 +431,9 @@ class CompactProgram:
             elif a.w_empty is not None:
                 log_sum += a.w_empty
         return PFValue(served, log_sum)
+
+    def value_without(self, choice: dict, i: int) -> PFValue:
+        """:meth:`value` of ``choice`` without app i, on the program without i: the others' value
+        in PF (c_i's numerator) or PF_{-i} (its denominator), the same sums whoever solved it."""
+        sub = CompactProgram(self.cluster, self.offer, self.apps, self.exclude | {i})
+        return sub.value({j: v for j, v in choice.items() if j != i})

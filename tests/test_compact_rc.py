@@ -180,3 +180,40 @@ def test_chains_on_threads_are_deterministic_and_equal_one_chain():
     assert a.payments == b.payments
     assert all(abs(a.payments[k] - one.payments[k]) < 1e-9 for k in one.payments)
     assert sum(c < 1 - 1e-9 for c in a.payments.values()) >= 5  # payments that are not trivial
+
+
+def test_enumeration_after_fixing_equals_full_milps(monkeypatch):
+    """PF_{-i} from the enumeration of the cells that survive fixing at the start's value
+    (``rc._enumerated``) equals PF_{-i} solved as its own full MILP and the fixed-MILP path's
+    value (the enumeration switched off), on auctions small enough for it to run."""
+    enumerated, run = [], compact_rc._enumerated
+
+    def spy(*a):
+        hit = run(*a)
+        enumerated.append(hit is not None)
+        return hit
+
+    checked = 0
+    for seed in range(8):  # small demands: a few cells per app, so the survivors are enumerable
+        inst = random_agent_auction(apps=5, machines=3, machines_per_rack=2, demands=(2, 4, 8),
+                                    seed=seed)  # fmt: skip
+        pf = CompactProgram(inst.cluster, tuple(int(g) for g in free_gpus(inst)),
+                            compact_apps(inst), reduced=False, aggregate=True)  # fmt: skip
+        milp = pf.to_milp()
+        pf_choice = pf.decode(highs.solve(milp, EXACT).x)
+        for i in sorted(pf_choice):
+            truth = highs.solve(replace(pf, exclude=frozenset({i})).to_milp(), EXACT)
+            minus_i = ({j: v for j, v in pf_choice.items() if j != i},)
+            values = []
+            for route in (spy, lambda *a: None):  # enumeration on, then off
+                monkeypatch.setattr(compact_rc, "_enumerated", route)
+                h, lp_model = _loo_lp(pf, milp, i)
+                hit = compact_rc.leave_one_out(
+                    pf, milp, h, lp_model, SolveOptions(), Budget.begin(None), i, minus_i
+                )
+                assert hit is not None and i not in hit[1]
+                values.append(pf.value_without(hit[1], i))
+            assert abs(values[0].log_sum - truth.objective) < 1e-7
+            assert values[0] == values[1]
+            checked += 1
+    assert checked == 40 and sum(enumerated) >= 5, (checked, enumerated)

@@ -38,7 +38,6 @@ from fairplace.formulations.compact_milp import Choice
 from fairplace.formulations.pf import PFValue
 from fairplace.formulations.program import RawResult
 
-from .pa_payments import _others
 from .packing import place_options
 
 #: most joint choices (prod_i (1 + options_i)) enumerated; above it the MILP route runs.
@@ -77,7 +76,8 @@ class Enumeration:
 
     def payments(self) -> dict[int, float]:
         """c_i = others' value in PF / PF_{-i} (``pa.payment``) of every app with a PF bundle."""
-        return {i: pa.payment(_others(self.prog, self.choice, i), self.loo[i]) for i in self.choice}
+        prog, choice = self.prog, self.choice
+        return {i: pa.payment(prog.value_without(choice, i), self.loo[i]) for i in choice}
 
     def result(self) -> RawResult:
         """The PF as a solver result (objective in the MILP's units: big_m * served + log-sum)."""
@@ -134,6 +134,27 @@ def leave_one_out(prog: CompactProgram, apps, limit: int = ENUM_LIMIT) -> dict[i
         tab = _Table.of(sub, [opts[j] for j in sub.active])
         out[i] = tab.value(i, tab.best(np.ones(len(tab.rows), bool)))
     return out
+
+
+def best_within(
+    prog: CompactProgram, allowed: dict[int, np.ndarray], limit: int = ENUM_LIMIT
+) -> Choice | None:
+    """The best joint choice of ``prog``'s active apps (PF's ranking and ties) when app j takes
+    nothing or a cell c of ``prog.feasible_cells(j)`` with ``allowed[j][c]``, placed on GPUs; None
+    (before any rows are built) above ``limit`` joint choices. Exact for a program whose optimum
+    only uses allowed cells: those left by reduced-cost fixing (``compact.rc``)."""
+    fits: list[_Fits] = []
+    for j in prog.active:
+        f = _Fits.of(prog, j)
+        keep = allowed[j][f.k]  # f.k: indices into feasible_cells(j), the columns' order
+        fits.append(_Fits(f.prog, j, f.cells, f.c, f.members, f.upto, f.k[keep], f.pg[keep]))
+        if not _within([f.count for f in fits], limit):
+            return None
+    tab = _Table.of(prog, [f.options() for f in fits])
+    pick = tab.picked(tab.best(np.ones(len(tab.rows), bool)))
+    pos = {i: a for a, i in enumerate(prog.active)}
+    cells = {i: tab.opts[pos[i]].cells[o] for i, o in pick.items()}
+    return place_options(prog, cells, {i: tab.opts[pos[i]].masks[o] for i, o in pick.items()})
 
 
 def _within(counts: list[int], limit: int) -> bool:

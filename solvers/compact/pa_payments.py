@@ -314,5 +314,4 @@ CHAINS = 8
 
 
 def _others(prog: CompactProgram, choice: Choice, i: int) -> PFValue:
-    sub = CompactProgram(prog.cluster, prog.offer, prog.apps, prog.exclude | {i})
-    return sub.value({j: v for j, v in choice.items() if j != i})
+    return prog.value_without(choice, i)

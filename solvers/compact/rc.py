@@ -42,9 +42,14 @@ from .. import highs
 from ..backends import get_backend
 from ..options import SolveOptions
 from .bb import _incumbent
+from .enumeration import best_within
 from .lp import from_lp, rerun, selector_columns
 from .packing import best_subbundle
 
+#: most joint choices of the cells left by fixing at the start's value that are enumerated
+#: (:func:`_enumerated`) instead of the fixed MILP. W2 x4 seed 0, 300 captured problems: 76% fit;
+#: 1.7 ms each against 5 ms by fixed MILPs (and dives); at 200,000, 91% fit but cost as much
+ENUM_AFTER_FIXING = 60_000
 #: most LPs one dive may solve (each fixes one cell selector to 1)
 DIVE_LIMIT = 60
 #: a column is fixed only if leaving its bound loses this much more than the incumbent's gap
@@ -184,6 +189,10 @@ def leave_one_out(
     tol = max(opts.mip_abs_gap, opts.mip_rel_gap * abs(ub_y), 1e-9)
     if best is not None and ub_y <= best[0] + tol:  # the start reaches the bound: optimal
         return replace(best[1], bound=ub_y, seconds=time.perf_counter() - t0), best[2]
+    if best is not None:  # what survives fixing at the start's value, enumerated when small
+        hit = _enumerated(prog, meta, loo, y, best, skip)
+        if hit is not None:
+            return _done(hit, t0)
     target = ub_y - TARGET_GAP
     if best is None or best[0] < target:
         # a poor start: every point within TARGET_GAP of the bound survives fixing at the target;
@@ -245,6 +254,25 @@ def _fixed_milp(prog, loo: MILP, y, floor: float, best, opts, budget, signs):
         if best is None or v > best[0]:
             return v, replace(res, x=x, objective=v), prog.decode(x)
     return best
+
+
+def _enumerated(prog, meta, loo: MILP, y, best, skip: int):
+    """(value, RawResult, choice) of PF_{-skip}, the best point of value >= ``best``'s, by
+    enumerating the cells no fixing at ``best``'s value removes (``compact.enumeration.best_within``:
+    the exact model, placements by Hall's condition; the fixed placement columns are not used),
+    or None above :data:`ENUM_AFTER_FIXING` joint choices. ``best`` survives, so the optimum does."""
+    _, ub, _ = fix_by_reduced_cost(loo, y, best[0])
+    allowed = {e["i"]: ub[e["z"] : e["z"] + len(e["cells"])] > 0.5 for e in meta if e["i"] != skip}
+    choice = best_within(prog.excluding({skip}), allowed, ENUM_AFTER_FIXING)
+    if choice is None:
+        return None
+    x = prog.start_vector(choice)
+    if not loo.is_feasible(x):  # never expected: the MILP route decides
+        return None
+    v = loo.value(x)
+    if v <= best[0]:  # the start is as good (a tie, or the same point)
+        return best
+    return v, RawResult("optimal", x, v, v, 0.0), choice
 
 
 def _rank(v) -> tuple[int, float]:
