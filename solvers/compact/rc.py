@@ -24,6 +24,11 @@ the rest (:func:`_fixed_milp`). Its optimum is PF_{-i} whenever it is >= L. The 
   live LP model (fix the largest fractional cell selector to 1, re-solve by dual simplex, until
   the cells are integral and placed, ``compact.lp.from_lp``) look for an incumbent to use as L.
 
+Before either: when the cells that fixing at the best start's value leaves have at most
+:data:`ENUM_AFTER_FIXING` joint choices (THEMIS' 5-8 bidder auctions on a few machines), their
+best joint choice is enumerated instead (:func:`_enumerated`, no MILP, no dive): fixing keeps every
+point at least as good as the start, so that choice is PF_{-i}.
+
 Measured on 1,024 GPUs x 256 apps, PF_{-i} equals HiGHS' full MILP (8-13 s each) on the apps
 checked.
 """
