@@ -217,3 +217,17 @@ def test_enumeration_after_fixing_equals_full_milps(monkeypatch):
             assert values[0] == values[1]
             checked += 1
     assert checked == 40 and sum(enumerated) >= 5, (checked, enumerated)
+
+
+def test_best_within_names_a_mask_of_the_wrong_length():
+    """The allowed cells are a mask over ``feasible_cells(j)``: any other length is an error,
+    not a silent misreading of which cells survive."""
+    from fairplace.solvers.compact.enumeration import best_within
+
+    inst = random_agent_auction(apps=3, machines=2, machines_per_rack=2, demands=(2, 4), seed=0)
+    pf = CompactProgram(inst.cluster, tuple(int(g) for g in free_gpus(inst)), compact_apps(inst))
+    allowed = {j: np.ones(len(pf.feasible_cells(j)), bool) for j in pf.active}
+    assert best_within(pf, allowed) is not None
+    allowed[pf.active[-1]] = np.ones(len(pf.feasible_cells(pf.active[-1])) + 1, bool)
+    with pytest.raises(ValueError, match="cells, not"):
+        best_within(pf, allowed)

@@ -146,6 +146,10 @@ def best_within(
     fits: list[_Fits] = []
     for j in prog.active:
         f = _Fits.of(prog, j)
+        if len(allowed[j]) != len(f.cells):
+            raise ValueError(
+                f"best_within: app {j} has {len(f.cells)} cells, not {len(allowed[j])}"
+            )
         keep = allowed[j][f.k]  # f.k: indices into feasible_cells(j), the columns' order
         fits.append(_Fits(f.prog, j, f.cells, f.c, f.members, f.upto, f.k[keep], f.pg[keep]))
         if not _within([f.count for f in fits], limit):
