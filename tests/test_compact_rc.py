@@ -22,8 +22,10 @@ from fairplace.solvers.options import SolveOptions
 EXACT = SolveOptions(presolve=False)  # HiGHS 1.16 presolve can stop short on these programs
 
 
-def _pf(seed: int = 1, apps: int = 16, machines: int = 16):
-    inst = random_agent_auction(apps=apps, machines=machines, machines_per_rack=4, seed=seed)
+def _pf(seed: int = 1, apps: int = 16, machines: int = 16, machines_per_rack: int = 4, **kw):
+    inst = random_agent_auction(
+        apps=apps, machines=machines, machines_per_rack=machines_per_rack, seed=seed, **kw
+    )
     apps_, offer = compact_apps(inst), tuple(int(g) for g in free_gpus(inst))
     return CompactProgram(inst.cluster, offer, apps_, reduced=False, aggregate=True)
 
@@ -195,10 +197,7 @@ def test_enumeration_after_fixing_equals_full_milps(monkeypatch):
 
     checked = 0
     for seed in range(8):  # small demands: a few cells per app, so the survivors are enumerable
-        inst = random_agent_auction(apps=5, machines=3, machines_per_rack=2, demands=(2, 4, 8),
-                                    seed=seed)  # fmt: skip
-        pf = CompactProgram(inst.cluster, tuple(int(g) for g in free_gpus(inst)),
-                            compact_apps(inst), reduced=False, aggregate=True)  # fmt: skip
+        pf = _pf(seed, apps=5, machines=3, machines_per_rack=2, demands=(2, 4, 8))
         milp = pf.to_milp()
         pf_choice = pf.decode(highs.solve(milp, EXACT).x)
         for i in sorted(pf_choice):
@@ -224,8 +223,7 @@ def test_best_within_names_a_mask_of_the_wrong_length():
     not a silent misreading of which cells survive."""
     from fairplace.solvers.compact.enumeration import best_within
 
-    inst = random_agent_auction(apps=3, machines=2, machines_per_rack=2, demands=(2, 4), seed=0)
-    pf = CompactProgram(inst.cluster, tuple(int(g) for g in free_gpus(inst)), compact_apps(inst))
+    pf = _pf(0, apps=3, machines=2, machines_per_rack=2, demands=(2, 4))
     allowed = {j: np.ones(len(pf.feasible_cells(j)), bool) for j in pf.active}
     assert best_within(pf, allowed) is not None
     allowed[pf.active[-1]] = np.ones(len(pf.feasible_cells(pf.active[-1])) + 1, bool)

@@ -28,7 +28,7 @@ machines of 4 free GPUs have 15^8 ~ 2.6e9 joint count matrices, but ~10^3-10^4 j
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 
@@ -93,10 +93,8 @@ def enumerate_auction(prog: CompactProgram, limit: int = ENUM_LIMIT) -> Enumerat
     tab = _Table.build(prog, limit)
     if tab is None:
         return None
-    pf = tab.picked(tab.best(np.ones(len(tab.rows), bool)))
+    choice = tab.placed(tab.best(np.ones(len(tab.rows), bool)))
     pos = {i: a for a, i in enumerate(prog.active)}
-    cells = {i: tab.opts[pos[i]].cells[o] for i, o in pf.items()}
-    choice = place_options(prog, cells, {i: tab.opts[pos[i]].masks[o] for i, o in pf.items()})
     loo = {}
     for i in prog.active:  # PF_{-i}: the best row in which app i takes nothing
         loo[i] = tab.value(i, tab.best(tab.rows[:, pos[i]] == 0))
@@ -151,14 +149,11 @@ def best_within(
                 f"best_within: app {j} has {len(f.cells)} cells, not {len(allowed[j])}"
             )
         keep = allowed[j][f.k]  # f.k: indices into feasible_cells(j), the columns' order
-        fits.append(_Fits(f.prog, j, f.cells, f.c, f.members, f.upto, f.k[keep], f.pg[keep]))
+        fits.append(replace(f, k=f.k[keep], pg=f.pg[keep]))
         if not _within([f.count for f in fits], limit):
             return None
     tab = _Table.of(prog, [f.options() for f in fits])
-    pick = tab.picked(tab.best(np.ones(len(tab.rows), bool)))
-    pos = {i: a for a, i in enumerate(prog.active)}
-    cells = {i: tab.opts[pos[i]].cells[o] for i, o in pick.items()}
-    return place_options(prog, cells, {i: tab.opts[pos[i]].masks[o] for i, o in pick.items()})
+    return tab.placed(tab.best(np.ones(len(tab.rows), bool)))
 
 
 def _within(counts: list[int], limit: int) -> bool:
@@ -223,12 +218,16 @@ class _Table:
         """{app: its option} of row k, apps that take nothing left out."""
         return {i: int(self.rows[k, a]) for a, i in enumerate(self.prog.active) if self.rows[k, a]}
 
+    def placed(self, k: int) -> Choice:
+        """Row k's options placed on distinct GPUs (:func:`~.packing.place_options`)."""
+        opts, picked = dict(zip(self.prog.active, self.opts, strict=True)), self.picked(k)
+        cells = {j: opts[j].cells[o] for j, o in picked.items()}
+        return place_options(self.prog, cells, {j: opts[j].masks[o] for j, o in picked.items()})
+
     def value(self, i: int, k: int) -> PFValue:
         """Value of row k without app i (PF_{-i} when k is the best row in which i takes nothing)."""
-        prog = self.prog
-        sub = CompactProgram(prog.cluster, prog.offer, prog.apps, prog.exclude | {i})
-        pos = {j: a for a, j in enumerate(prog.active)}
-        return sub.value({j: (self.opts[pos[j]].cells[o], ()) for j, o in self.picked(k).items()})
+        opts, picked = dict(zip(self.prog.active, self.opts, strict=True)), self.picked(k)
+        return self.prog.value_without({j: (opts[j].cells[o], ()) for j, o in picked.items()}, i)
 
 
 def _options(prog: CompactProgram, i: int, most: int) -> Options | None:

@@ -171,9 +171,11 @@ def leave_one_out(
     0) at its optimum; its bounds and options are restored, not its solution. ``milp``: the full
     program; app ``skip``'s selectors are fixed to 0 here, so values are PF_{-skip} + w_skip0
     (as in ``compact.bb``). ``starts``: choices without ``skip`` (PF minus skip, :func:`swap_in`
-    of other apps' PF_{-j}); the best feasible one is the incumbent when it is within
-    :data:`TARGET_GAP` of the LP bound; else the first small MILP keeps the points within
-    TARGET_GAP of the bound, and only if it has none does a dive look for an incumbent.
+    of other apps' PF_{-j}); the best feasible one is the incumbent. If what fixing at its value
+    leaves is small, it is enumerated (:func:`_enumerated`); else, when the incumbent is within
+    :data:`TARGET_GAP` of the LP bound, one small MILP closes it; otherwise the first small MILP
+    keeps the points within TARGET_GAP of the bound, and only if it has none does a dive look for
+    a better incumbent.
     ``signs``: :func:`row_signs` of ``milp``."""
     t0 = time.perf_counter()
     _, meta = prog.layout
