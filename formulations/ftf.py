@@ -413,7 +413,15 @@ class FTFModel:
         return int(self.d_max) * max(int(self.optimizer.demand_jobs()), 1)
 
     def ideal(self, r_c: int) -> float:
-        """T_id under the chosen variant."""
+        """T_id under the chosen variant (kept per model: every rho of a model divides by it)."""
+        kept = self.__dict__.get("_ideal")
+        if kept is not None and kept[0] == r_c:
+            return kept[1]
+        value = self._ideal(r_c)
+        self.__dict__["_ideal"] = (r_c, value)  # not a field: equality, replace() ignore it
+        return value
+
+    def _ideal(self, r_c: int) -> float:
         halving = isinstance(self.optimizer, SuccessiveHalving)
         needs_left = self.t_id.reads_work_left or (self.work_total is None and not halving)
         left = remaining_work(self.optimizer) if needs_left else 0.0

@@ -62,13 +62,21 @@ def round_shares(
         raise OptionError(
             "rounding", f"unknown rounding rule {rule!r}; expected one of {list(ROUNDING_RULES)}"
         )
-    rng = np.random.default_rng(seed)
+    rng, skipped = None, 0  # the lottery's generator, made at its first uncertain draw
     out: dict[int, tuple] = {}
     for i in sorted(bundles):
         bundle, ci = bundles[i], c.get(i, 1.0)
         if rule == "fractional":
             out[i] = bundle
-        elif rule == "lottery":
+        elif rule == "lottery":  # draw k of the seeded stream decides app k (sorted order)
+            if rng is None and (ci >= 1.0 or ci <= 0.0):  # a draw in [0, 1) decides nothing
+                skipped += 1
+                if ci >= 1.0:
+                    out[i] = bundle
+                continue
+            if rng is None:
+                rng = np.random.default_rng(seed)
+                rng.random(skipped)
             if rng.random() < ci:
                 out[i] = bundle
         else:

@@ -215,8 +215,11 @@ class Arbiter:
             self._rho_share(cluster, s, n_all) if tied[now[i]] > 1 else 0.0
             for i, s in enumerate(states)
         ]
-        draw = np.random.default_rng([seed, 1]).random(len(states))
-        order = sorted(range(len(states)), key=lambda i: (-now[i], -share[i], draw[i]))
+        keys = [(-now[i], -share[i]) for i in range(len(states))]
+        if len(set(keys)) < len(keys):  # the seeded draw decides only among equal keys
+            draw = np.random.default_rng([seed, 1]).random(len(states))
+            keys = [(*k, draw[i]) for i, k in enumerate(keys)]
+        order = sorted(range(len(states)), key=keys.__getitem__)
         ranking = [(states[i].app.id, now[i]) for i in order]
         k = min(self.n_participants(n_all), len(states))
         chosen = {a for a, _ in ranking[:k]}
@@ -294,6 +297,8 @@ class Arbiter:
         if not pool or not rest:
             return given, rho_after
         if self.leftover == "random":
+            if not any(self._room(s) for s in rest):  # nobody can take one: the order is moot
+                return given, rho_after
             order = np.random.default_rng(seed).permutation(len(rest))
             for k in order:
                 s = rest[int(k)]
@@ -310,8 +315,8 @@ class Arbiter:
                     take = pool[:room]
                     if not take:
                         continue
-                    before = self._rho_of(cluster, s.app, held[s.app.id])
-                    after = self._rho_of(cluster, s.app, held[s.app.id] + take)
+                    before = self._rho_of(cluster, s.app, held[s.app.id], s.model)
+                    after = self._rho_of(cluster, s.app, held[s.app.id] + take, s.model)
                     gain = (math.inf if math.isinf(before) else math.log(before)) - math.log(after)
                     if gain > 1e-12 and (best is None or gain > best[0]):
                         best = (gain, s.app.id, take)
@@ -332,5 +337,6 @@ class Arbiter:
                 v = float(cluster.pm_vector(s.app.cls)[idx].max())
                 rho_after[s.app.id] = float(t.rho[n, sp_, min(t.level(v), t.levels.size - 1)])
             else:
-                rho_after[s.app.id] = self._rho_of(cluster, s.app, list(s.held) + given[s.app.id])
+                gpus = list(s.held) + given[s.app.id]
+                rho_after[s.app.id] = self._rho_of(cluster, s.app, gpus, s.model)
         return given, rho_after

@@ -70,12 +70,15 @@ def _groups_of(keys: np.ndarray, values: np.ndarray) -> dict[int, np.ndarray]:
     return {g: v[a:b] for g, a, b in zip(first, starts, ends, strict=True)}
 
 
+_NO_PHASE = np.iinfo(np.int64).max  # above every phase: the minimum of no job
+
+
 def running_jobs(view: SchedView, w) -> dict[int, np.ndarray]:
     """{app index: its active jobs of its current (lowest active) phase, in ``view.active``
     order}: the jobs an app runs now, for the agents and the app scheduler of one decision."""
     act = view.active
     app = w.app[act]
-    cur = np.full(len(w.app_ids), np.iinfo(np.int64).max)
+    cur = np.full(len(w.app_ids), _NO_PHASE)
     np.minimum.at(cur, app, w.phase[act])
     now = w.phase[act] == cur[app]
     return _groups_of(app[now], act[now])
@@ -115,6 +118,7 @@ class StepAverage:
         self.n: list[int] = []
         self.area: list[float] = []
         self._now: tuple | None = None  # ((t_now, points, last count), integral up to t_now)
+        self._before: dict[float, float] = {}  # integral up to x < the last point (fixed)
 
     def append(self, t: float, n: int) -> None:
         if self.t and t == self.t[-1]:  # a later count at the same time replaces the earlier one
@@ -140,7 +144,12 @@ class StepAverage:
         memo = self._now
         if memo is None or memo[0] != key:
             memo = self._now = (key, self._integral(t_now))
-        return (memo[1] - self._integral(lo)) / (t_now - lo)
+        start = self._before.get(lo)
+        if start is None:
+            start = self._integral(lo)
+            if lo < self.t[-1]:  # later points cannot move it: kept (an app's t_start)
+                self._before[lo] = start
+        return (memo[1] - start) / (t_now - lo)
 
 
 class Agents:
@@ -223,7 +232,7 @@ class Agents:
                 key,
                 self._agent_jobs(jobs, key, run, rem, w),
                 None,  # the optimiser, built on first use (``_state``)
-                int(w.demand[run].max()),  # d_max
+                max(w.demand[run].tolist()),  # d_max
             )
         t_start = st.get("t_start")
         if t_start is None:  # its first release: later phases are released after it
@@ -338,7 +347,15 @@ class AppScheduler:
             need = want[k] - len(out[j])
             if need > 0:
                 out[j] = out[j] + free.take(need)
-        split = {j: np.asarray(sorted(g), np.int64) for j, g in out.items() if len(g)}
-        for a in split.values():  # read-only: the driver's contract converts each array once
-            a.flags.writeable = False
+        arrays = getattr(alloc, "arrays", {})  # a job that keeps exactly its GPUs keeps its array
+        split = {}
+        for k, j in enumerate(run_l):
+            g = out[j]
+            if not g:
+                continue
+            a = arrays.get(j)
+            if a is None or a.flags.writeable or g != had[k] or g != sorted(g):
+                a = np.asarray(sorted(g), np.int64)
+                a.flags.writeable = False  # read-only: the driver's contract converts it once
+            split[j] = a
         return split
