@@ -179,10 +179,9 @@ def t_shared_counts(
         else:  # every count 0..hi at once, kept: a later table reads its counts off it
             fkey = (tuple(later), tm, sens, spread_level, tuple(locality), machine_gpus)
             grid = shared.get(fkey)
-            hi = max(counts, default=0)
             if grid is None or grid.shape[1] <= hi:
                 grid = shared[fkey] = later_times(range(hi + 1))
-            rows = grid[:, counts]
+            rows = grid[:, at]  # the counts as an index array (a list is converted per call)
         for row in rows:  # phase by phase: the sums of t_shared, in its order
             total += row
     return total
@@ -209,6 +208,7 @@ def rho_grid(
     differ = (x0 != x2).nonzero()[0]
     if differ.size:
         x1[differ] = times([counts[k] for k in differ], 1)
-    x = np.stack([x0, x1, x2], axis=1)  # (counts, spread)
+    x = np.empty((len(counts), 3))  # (counts, spread)
+    x[:, 0], x[:, 1], x[:, 2] = x0, x1, x2
     with np.errstate(invalid="ignore"):  # inf - elapsed stays inf
         return (model.elapsed + lv[None, None, :] * (x - model.elapsed)[:, :, None]) / ideal
