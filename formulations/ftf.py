@@ -279,13 +279,10 @@ def t_shared(
     for p in range(opt.current_phase if halving else 0, opt.num_phases()):  # past phases: 0 s
         d = opt.phase_demand(p, d_max) if halving else d_max
         if halving and p > opt.current_phase and split == "even":  # k copies of the model job
-            k, iters = opt.phases[p][:2]
-            tm, sens = opt._future_job
-            total += identical_phase_time(
-                int(k), float(iters) * tm, sens, n_gpus, d, spread_level, vmax, locality,
-                machine_gpus,
-            )  # fmt: skip
-            continue
+            for x in later_phase_times(opt, n_gpus, d_max, spread_level, vmax, locality,
+                                       machine_gpus):  # fmt: skip
+                total += x  # phase by phase, in order
+            break  # every later phase is one of them
         memo = getattr(opt, "phase_memo", None)
         key = (p, n_gpus, d, spread_level, vmax, tuple(locality), split, machine_gpus)
         if memo is None or key not in memo:
@@ -300,6 +297,37 @@ def t_shared(
             memo[key] = x
         total += memo[key]
     return total
+
+
+def later_phase_times(
+    opt: SuccessiveHalving,
+    n_gpus: int,
+    d_max: int,
+    spread_level: int = 0,
+    vmax: float = 1.0,
+    locality: Sequence[float] = LOCALITY_BOOTSTRAP,
+    machine_gpus: int | None = None,
+) -> list[float]:
+    """:func:`identical_phase_time` of every successive-halving phase after the current one (k
+    copies of the model job each, the ``even`` split), in phase order; kept in the optimiser's
+    ``future_memo`` (they do not move with the running jobs' progress: an app's current rho at
+    each decision reads them instead of recomputing them)."""
+    memo = opt.future_memo
+    tm, sens = opt._future_job
+    key = ("later", opt.phases, opt.current_phase, tm, sens, n_gpus, d_max, spread_level, vmax,
+           tuple(locality), machine_gpus)  # fmt: skip
+    out = memo.get(key) if memo is not None else None
+    if out is None:
+        out = [
+            identical_phase_time(
+                int(opt.phases[p][0]), float(opt.phases[p][1]) * tm, sens, n_gpus,
+                opt.phase_demand(p, d_max), spread_level, vmax, locality, machine_gpus,
+            )  # fmt: skip
+            for p in range(opt.current_phase + 1, opt.num_phases())
+        ]
+        if memo is not None:
+            memo[key] = out
+    return out
 
 
 @dataclass(frozen=True)

@@ -201,7 +201,7 @@ class Themis:
         ``running``: the decision's :func:`~fairplace.sim.themis_apps.running_jobs`)."""
         out = np.zeros(len(w.app_ids), np.int64)
         for a, run in running.items():
-            out[a] = int(w.demand[run].sum())
+            out[a] = sum(w.demand[run].tolist())  # a few jobs: Python ints beat NumPy's sum
         return out
 
     def _reclaim(self, usable: np.ndarray, alloc) -> None:

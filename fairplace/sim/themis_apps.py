@@ -18,6 +18,7 @@ from fairplace.formulations.agents import ftf_model, optimizer_of
 from fairplace.formulations.ftf import bundle_rho
 from fairplace.formulations.hyperopt import model_job
 
+from .rounds import AppState
 from .schedulers import SchedView
 
 
@@ -172,8 +173,6 @@ class Agents:
         rho with the GPUs it held just before (``before == a``; None: none), its ``room`` and its
         FTF model (built once for the arbiter's rho table and this rho); ``run``: its
         :func:`running_jobs` when the caller has them."""
-        from fairplace.sim.rounds import AppState
-
         held = tuple(cluster.ids((owner == a).nonzero()[0]))
         app = self.agent(a, view, w, held, run)
         jobs = self._jobs[a]
