@@ -300,14 +300,9 @@ def t_shared(
 
 
 def later_phase_times(
-    opt: SuccessiveHalving,
-    n_gpus: int,
-    d_max: int,
-    spread_level: int = 0,
-    vmax: float = 1.0,
-    locality: Sequence[float] = LOCALITY_BOOTSTRAP,
-    machine_gpus: int | None = None,
-) -> list[float]:
+    opt: SuccessiveHalving, n_gpus: int, d_max: int, spread_level: int, vmax: float,
+    locality: Sequence[float], machine_gpus: int | None,
+) -> list[float]:  # fmt: skip
     """:func:`identical_phase_time` of every successive-halving phase after the current one (k
     copies of the model job each, the ``even`` split), in phase order; kept in the optimiser's
     ``future_memo`` (they do not move with the running jobs' progress: an app's current rho at
@@ -318,13 +313,12 @@ def later_phase_times(
            tuple(locality), machine_gpus)  # fmt: skip
     out = memo.get(key) if memo is not None else None
     if out is None:
-        out = [
-            identical_phase_time(
-                int(opt.phases[p][0]), float(opt.phases[p][1]) * tm, sens, n_gpus,
-                opt.phase_demand(p, d_max), spread_level, vmax, locality, machine_gpus,
-            )  # fmt: skip
-            for p in range(opt.current_phase + 1, opt.num_phases())
-        ]
+        out = []
+        for p in range(opt.current_phase + 1, opt.num_phases()):
+            k, iters = opt.phases[p][:2]
+            d = opt.phase_demand(p, d_max)
+            out.append(identical_phase_time(int(k), float(iters) * tm, sens, n_gpus, d,
+                                            spread_level, vmax, locality, machine_gpus))  # fmt: skip
         if memo is not None:
             memo[key] = out
     return out

@@ -147,6 +147,31 @@ def test_memos_give_the_numbers_computed_afresh(model, current, progress):
 
 
 @settings(max_examples=60, deadline=None)
+@given(models(), st.integers(0, 4), st.floats(0.1, 0.9))
+def test_later_phases_kept_give_the_numbers_computed_afresh(model, current, progress):
+    """An app's current rho reads its later phases' times from the optimisers' shared memo
+    (``ftf.later_phase_times``): bitwise the times computed afresh, at every count, spread and V,
+    as its jobs progress and with the rho tables' grids in the same memo."""
+    opt = model.optimizer
+    assume(isinstance(opt, SuccessiveHalving))
+    opt = replace(opt, current_phase=min(current, len(opt.phases) - 1))
+    later = replace(opt, jobs=tuple(replace(j, iters_remaining=j.iters_remaining * progress)
+                                    for j in opt.jobs))  # fmt: skip
+    ahead = replace(later, current_phase=min(opt.current_phase + 1, len(opt.phases) - 1))
+    shared: dict = {}
+    for o in (opt, later, ahead, opt):  # the app's jobs progress, then its next phase runs
+        kept = replace(model, optimizer=replace(o, future_memo=shared))
+        fresh = replace(model, optimizer=replace(o, future_memo=None))
+        rho_grid(kept, list(range(0, 12)), 64, [1.0, 1.3])  # the tables' grids share the memo
+        for n in range(0, 20):
+            for s in range(3):
+                for v in (1.0, 1.3):
+                    assert kept.t_shared(n, s, v) == fresh.t_shared(n, s, v), (n, s, v)
+    if opt.current_phase < len(opt.phases) - 1:
+        assert any(k[0] == "later" for k in shared)
+
+
+@settings(max_examples=60, deadline=None)
 @given(models(), st.floats(0.1, 0.9), st.sampled_from(["median", "slowest"]))
 def test_a_model_job_given_by_the_caller_is_the_one_computed(model, progress, future):
     """The THEMIS agents compute an app's model job once per set of running jobs and hand it to
