@@ -19,17 +19,12 @@ Performance-curve stopping: one "phase" holding the running jobs, each with the 
 that gives the latest forecast (``max`` of the forecasts). ``S(G) = L(spread) * max V``
 (``fairplace.core.domain.slowdown``); a job with locality sensitivity s uses ``1 + s (L(spread) - 1)``.
 
-Split of n GPUs among J jobs (our reading of §4.3.3):
-* n < J: jobs run one per GPU, serialised (longest-processing-time first; the paper's 2-GPU example
-  puts 120+80 and 100+100 on the two GPUs);
-* n >= J: ``split='even'`` (default; the paper's 16-GPU arithmetic, 4 GPUs per job) gives each job
-  n // J GPUs and the remainder to the slowest jobs; ``split='balanced'`` gives each GPU to the job that
-  currently finishes last (optimal for min-max). At most d_max GPUs per job either way.
+How one phase's time is computed (the app scheduler's split of the GPUs among its jobs) is in
+:mod:`fairplace.formulations.phase_times`; this module sums the phases and divides by T_id.
 """
 
 from __future__ import annotations
 
-import heapq
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -47,10 +42,17 @@ from .hyperopt import (  # noqa: F401  (PerfCurve, model_job, forecast_iteration
     forecast_iteration,
     model_job,
 )
-from .variants import SPLITS, T_ID_VARIANTS
-
-#: THEMIS' bootstrap locality constants: one machine, across machines (one rack), across racks.
-LOCALITY_BOOTSTRAP = (1.0, 1.1, 1.3)
+from .phase_times import (  # noqa: F401  (the phase-time functions: re-exported, their old home)
+    LOCALITY_BOOTSTRAP,
+    even_phase_time,
+    even_phase_times,
+    identical_phase_time,
+    job_locality,
+    later_phase_times,
+    phase_time,
+    phase_works,
+)
+from .variants import T_ID_VARIANTS
 
 
 def profiled_locality(t_iter_by_spread: Sequence[float]) -> tuple[float, float, float]:
@@ -75,180 +77,6 @@ def model_locality(
     if isinstance(v, (int, float)):
         return (1.0, float(v), float(v))
     return tuple(float(x) for x in v)
-
-
-def job_locality(locality: Sequence[float], spread_level: int, sensitivity: float = 1.0) -> float:
-    """L_j(spread) = 1 + s_j (L(spread) - 1)."""
-    return 1.0 + float(sensitivity) * (float(locality[spread_level]) - 1.0)
-
-
-def phase_works(memo: dict | None, phase: int, jobs: Sequence[JobInfo]) -> list[float] | None:
-    """The works of a phase's jobs sorted longest first, kept in the optimiser's phase ``memo``
-    (its jobs never change; the AGENT's rho and every spread of its rho table sort them once);
-    None without a memo."""
-    if memo is None:
-        return None
-    key = ("works", phase)
-    out = memo.get(key)
-    if out is None:
-        out = memo[key] = sorted((j.work for j in jobs), reverse=True)
-    return out
-
-
-def phase_time(
-    jobs: Sequence[JobInfo],
-    n_gpus: int,
-    d_max: int,
-    spread_level: int = 0,
-    vmax: float = 1.0,
-    locality: Sequence[float] = LOCALITY_BOOTSTRAP,
-    split: str = "even",
-    machine_gpus: int | None = None,
-    works: list[float] | None = None,
-) -> float:
-    """max_j T(G_j) of one phase under the app scheduler's split of ``n_gpus`` (module docstring).
-    A job whose share n_j fits in one machine (n_j <= ``machine_gpus``) and is not the whole bundle
-    runs within one machine (spread 0: optimistic, the count bundle does not say how the GPUs sit
-    on machines); otherwise it has the bundle's spread (``None``: every job the bundle's spread).
-    ``works``: the jobs' works sorted longest first (:func:`phase_works`), used at ``vmax`` = 1."""
-    if works is not None and vmax != 1.0:
-        works = None
-    if not jobs:
-        return 0.0
-    if n_gpus <= 0:
-        return math.inf
-    if n_gpus < len(jobs):  # serialised, one GPU per job: machine-local, only V counts
-        if works is None:
-            works = sorted((j.work * vmax for j in jobs), reverse=True)
-        loads = [0.0] * n_gpus
-        for w in works:
-            heapq.heapreplace(loads, loads[0] + w)
-        return float(max(loads))
-    cap = max(1, int(d_max))
-    if split == "even" and len({j.locality_sensitivity for j in jobs}) == 1:
-        if works is None:
-            works = sorted((j.work * vmax for j in jobs), reverse=True)
-        return float(
-            even_phase_time(
-                works,
-                n_gpus,
-                cap,
-                jobs[0].locality_sensitivity,
-                spread_level,
-                locality,
-                machine_gpus,
-            )  # fmt: skip
-        )
-    if split == "even":  # n // J each, the remainder to the slowest jobs
-        n = [min(n_gpus // len(jobs), cap)] * len(jobs)
-        for k in sorted(range(len(jobs)), key=lambda k: -jobs[k].work)[: n_gpus % len(jobs)]:
-            n[k] = min(n[k] + 1, cap)
-    elif split == "balanced":  # each GPU to the current bottleneck job: minimises the phase time
-        n = [1] * len(jobs)
-    else:
-        raise OptionError("split", f"expected one of {SPLITS}, got {split!r}")
-
-    def t(k: int) -> float:  # T(G_j) = work * S_j / n_j; one GPU alone is machine-local
-        fits = machine_gpus is not None and n[k] <= machine_gpus and n[k] < n_gpus
-        own = 0 if fits else spread_level  # a job holding the whole bundle has its spread
-        L = job_locality(locality, own, jobs[k].locality_sensitivity) if n[k] > 1 else 1.0
-        return jobs[k].work * vmax * L / n[k]
-
-    if split == "balanced":
-        heap = [(-t(k), k) for k in range(len(jobs))]
-        heapq.heapify(heap)
-        left = n_gpus - len(jobs)
-        while left > 0 and heap:
-            _, k = heapq.heappop(heap)
-            if n[k] >= cap:
-                continue  # the bottleneck cannot use more GPUs: extra GPUs stay idle
-            n[k] += 1
-            left -= 1
-            heapq.heappush(heap, (-t(k), k))
-    return float(max(t(k) for k in range(len(jobs))))
-
-
-def even_phase_time(
-    works: Sequence[float],
-    n_gpus: int,
-    cap: int,
-    sensitivity: float,
-    spread_level: int = 0,
-    locality: Sequence[float] = LOCALITY_BOOTSTRAP,
-    machine_gpus: int | None = None,
-) -> float:
-    """:func:`phase_time` under the ``even`` split of ``n_gpus`` >= len(works) GPUs over jobs of one
-    locality sensitivity, from their ``works`` sorted longest first (:func:`even_phase_times` at
-    one count)."""
-    return even_phase_times(works, [n_gpus], cap, sensitivity, spread_level, locality,
-                            machine_gpus)[0]  # fmt: skip
-
-
-def even_phase_times(
-    works: Sequence[float],
-    counts: Sequence[int],
-    cap: int,
-    sensitivity: float,
-    spread_level: int = 0,
-    locality: Sequence[float] = LOCALITY_BOOTSTRAP,
-    machine_gpus: int | None = None,
-) -> list[float]:
-    """:func:`even_phase_time` for every n in ``counts`` (each >= len(works)), in O(1) per count:
-    n // J each (at most ``cap``), a GPU more for the n % J longest, so the slowest job is the
-    longest with the base share or the longest with a GPU more. T(G_j) = w L / n_j, with L = 1 for
-    one GPU, the job's own-machine locality for a share that fits a machine (``machine_gpus``) and
-    is not the whole bundle, else the bundle's spread (a rho table's row in one loop: the two
-    localities once, no call per count)."""
-    J, mg = len(works), machine_gpus
-    L0 = job_locality(locality, 0, sensitivity)
-    Ls = job_locality(locality, spread_level, sensitivity)
-    out = []
-    for n in counts:
-        base, r = min(n // J, cap), n % J
-        nj, w = base, works[r]
-        v = w * ((L0 if mg is not None and nj <= mg and nj < n else Ls) if nj > 1 else 1.0) / nj
-        if r:
-            nj, w = min(base + 1, cap), works[0]
-            x = w * ((L0 if mg is not None and nj <= mg and nj < n else Ls) if nj > 1 else 1.0) / nj
-            v = max(v, x)
-        out.append(v)
-    return out
-
-
-def identical_phase_time(
-    k: int,
-    work: float,
-    sensitivity: float,
-    n_gpus: int,
-    d_max: int,
-    spread_level: int = 0,
-    vmax: float = 1.0,
-    locality: Sequence[float] = LOCALITY_BOOTSTRAP,
-    machine_gpus: int | None = None,
-) -> float:
-    """:func:`phase_time` of ``k`` identical jobs under the ``even`` split, in closed form (later
-    successive-halving phases are modelled by k copies of one job): n < k serialises ceil(k / n) jobs
-    on the busiest GPU; otherwise the slowest job is one with the base share min(n // k, d_max) or,
-    when a remainder exists, one with a GPU more (it may cross a machine)."""
-    if k <= 0:
-        return 0.0
-    if n_gpus <= 0:
-        return math.inf
-    w = work * vmax
-    if n_gpus < k:
-        return float(-(-k // n_gpus) * w)
-    cap = max(1, int(d_max))
-
-    def t(nj: int) -> float:
-        fits = machine_gpus is not None and nj <= machine_gpus and nj < n_gpus
-        L = job_locality(locality, 0 if fits else spread_level, sensitivity)
-        return w * (L if nj > 1 else 1.0) / nj
-
-    base = min(n_gpus // k, cap)
-    out = t(base)
-    if n_gpus % k and base + 1 <= cap:
-        out = max(out, t(base + 1))
-    return float(out)
 
 
 def single_job_t_shared(
@@ -297,31 +125,6 @@ def t_shared(
             memo[key] = x
         total += memo[key]
     return total
-
-
-def later_phase_times(
-    opt: SuccessiveHalving, n_gpus: int, d_max: int, spread_level: int, vmax: float,
-    locality: Sequence[float], machine_gpus: int | None,
-) -> list[float]:  # fmt: skip
-    """:func:`identical_phase_time` of every successive-halving phase after the current one (k
-    copies of the model job each, the ``even`` split), in phase order; kept in the optimiser's
-    ``future_memo`` (they do not move with the running jobs' progress: an app's current rho at
-    each decision reads them instead of recomputing them)."""
-    memo = opt.future_memo
-    tm, sens = opt._future_job
-    key = ("later", opt.phases, opt.current_phase, tm, sens, n_gpus, d_max, spread_level, vmax,
-           tuple(locality), machine_gpus)  # fmt: skip
-    out = memo.get(key) if memo is not None else None
-    if out is None:
-        out = []
-        for p in range(opt.current_phase + 1, opt.num_phases()):
-            k, iters = opt.phases[p][:2]
-            d = opt.phase_demand(p, d_max)
-            out.append(identical_phase_time(int(k), float(iters) * tm, sens, n_gpus, d,
-                                            spread_level, vmax, locality, machine_gpus))  # fmt: skip
-        if memo is not None:
-            memo[key] = out
-    return out
 
 
 @dataclass(frozen=True)

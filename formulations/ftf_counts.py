@@ -13,15 +13,15 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from .ftf import (
+from .ftf import FTFModel
+from .hyperopt import HyperOptimizer, JobInfo, SuccessiveHalving
+from .phase_times import (
     LOCALITY_BOOTSTRAP,
-    FTFModel,
     even_phase_times,
     job_locality,
     phase_time,
     phase_works,
 )
-from .hyperopt import HyperOptimizer, JobInfo, SuccessiveHalving
 
 
 def identical_phase_times(
@@ -94,7 +94,7 @@ def phase_time_counts(
     most work: the slowest job is the first of them or the first without), in O(1) per count.
     ``lpt``: {n: LPT makespan} of these jobs for n < J, kept by the caller (it does not depend on
     the spread: one GPU per job is machine-local); ``works``: their works sorted longest first
-    (:func:`~fairplace.formulations.ftf.phase_works`) when the caller has them."""
+    (:func:`~fairplace.formulations.phase_times.phase_works`) when the caller has them."""
     counts = [int(n) for n in counts]
     kinds = {j.locality_sensitivity for j in jobs}
     if not jobs or split != "even" or len(kinds) != 1:

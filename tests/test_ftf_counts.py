@@ -150,7 +150,7 @@ def test_memos_give_the_numbers_computed_afresh(model, current, progress):
 @given(models(), st.integers(0, 4), st.floats(0.1, 0.9))
 def test_later_phases_kept_give_the_numbers_computed_afresh(model, current, progress):
     """An app's current rho reads its later phases' times from the optimisers' shared memo
-    (``ftf.later_phase_times``): bitwise the times computed afresh, at every count, spread and V,
+    (``phase_times.later_phase_times``): bitwise the times computed afresh, at every count, spread and V,
     as its jobs progress and with the rho tables' grids in the same memo."""
     opt = model.optimizer
     assume(isinstance(opt, SuccessiveHalving))
