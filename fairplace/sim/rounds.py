@@ -111,6 +111,10 @@ class Arbiter:
     #: False: every bidder keeps its whole PF bundle (c_i = 1, no hidden payments): a control for
     #: the docs' mechanism checks, not THEMIS' PA
     payments: bool = True
+    #: False: c_i of the LP route's auctions only as far as the lottery needs it (the same
+    #: allocation; ``RoundOutcome.payments`` NaN where left open): for a simulator that reads only
+    #: the allocation (``solve_compact_auction(exact_payments=...)``)
+    exact_payments: bool = True
 
     @property
     def tick(self) -> float:
@@ -244,7 +248,7 @@ class Arbiter:
             return auction, dict(auction), {ids[0]: 1.0}, tables, "optimal"
         sol = solve_compact_auction(
             AuctionInstance(cluster, ()), self.options, self.rounding, seed, self.payments,
-            offer=offer, apps=capps, ids=ids,
+            offer=offer, apps=capps, ids=ids, exact_payments=self.exact_payments,
         )  # fmt: skip
         return sol.allocation, sol.pf_allocation, sol.payments, tables, sol.status
 

@@ -97,7 +97,7 @@ class Themis:
         self.rho_variant = rho_variant
         self.arbiter = Arbiter(
             f=f, lease=lease, leftover=leftover, rounding=rounding, seed=seed, lease_tick=lease_tick,
-            payments=payments,
+            payments=payments, exact_payments=False,  # the driver reads the allocation only
         )  # fmt: skip
         self.lease = float(lease)
         self.cache: dict = {}

@@ -12,11 +12,14 @@ to optimality are listed in ``extra['payments_inexact']`` (c_i from the best inc
 
 from __future__ import annotations
 
+import math
 import time
 from collections import Counter
 from dataclasses import dataclass, field
 from dataclasses import replace as dc_replace
 from typing import Any
+
+import numpy as np
 
 from fairplace.core.domain import AuctionInstance
 from fairplace.core.errors import OptionError
@@ -82,6 +85,7 @@ def solve_compact_auction(
     budget: Budget | None = None,
     aggregate: bool = True,
     enum_limit: int = ENUM_LIMIT,
+    exact_payments: bool = True,
 ) -> Solution:
     """PF + PA over the agent-form apps of ``inst`` (or the given compact ``apps``) on ``offer``.
     ``reduced``: formulation of full-MILP fallbacks (None: by offer size, see :func:`solve_compact_pf`;
@@ -90,7 +94,12 @@ def solve_compact_auction(
     the formulation before it; same optima). ``budget`` (default:
     ``opts.time_limit`` from now) bounds the whole auction (module docstring). ``enum_limit``:
     small auctions (at most that many joint choices) are solved by enumeration, PF and payments
-    (``compact.enumeration``; ``extra['pf_route']``); 0 forces the LP / MILP route."""
+    (``compact.enumeration``; ``extra['pf_route']``); 0 forces the LP / MILP route.
+    ``exact_payments=False`` with the ``lottery`` rounding (a simulator that reads only the
+    allocation): a PF_{-i} of the LP route is solved only as far as app i's draw needs it; where
+    the leave-one-out LP already bounds c_i above the draw (:func:`.pa_payments.lottery_floor`),
+    i keeps its bundle, as with the exact c_i, and its payment is reported as NaN (route
+    ``lottery``). The allocation is the exact payments' allocation."""
     t0 = time.perf_counter()
     budget = budget_for(opts, budget)
     if opts.mip_allow_restart is None:  # as in solvers/auction.py (see SolveOptions)
@@ -119,8 +128,16 @@ def solve_compact_auction(
     elif payments_ and not (
         plain is not None and _enum_payments(pay, plain, choice, ids, res.status)
     ):
-        _lp_payments(pay, prog, choice, opts, reduced, budget, ids, res.status, log.get("live_lp"))
-    final = round_compact(prog, choice, pay.c, rounding, seed)
+        draws = None
+        if not exact_payments and rounding == "lottery":  # draw k decides the k-th app (pa.py)
+            u = np.random.default_rng(seed).random(len(choice)).tolist()
+            draws = dict(zip(sorted(choice), u, strict=True))
+        _lp_payments(
+            pay, prog, choice, opts, reduced, budget, ids, res.status, log.get("live_lp"), draws
+        )
+    # NaN (``exact_payments=False``): the lottery keeps the bundle whatever the exact c_i is
+    shares = {i: 1.0 if math.isnan(c) else c for i, c in pay.c.items()}
+    final = round_compact(prog, choice, shares, rounding, seed)
     used = {g for i in final for g in final[i]}
     pf_gpus = [g for i in sorted(choice) for g in choice[i][1]]
     val = prog.value(choice)
@@ -226,10 +243,10 @@ def _enum_payments(pay: _PA, plain: CompactProgram, choice, ids, pf_status: str)
 
 
 def _lp_payments(
-    pay: _PA, prog, choice, opts, reduced, budget, ids, pf_status: str, live=None
+    pay: _PA, prog, choice, opts, reduced, budget, ids, pf_status: str, live=None, draws=None
 ) -> None:
     """Every PF_{-i} on the PF's formulation (``prog.aggregate``; :func:`.pa_payments.payments`;
-    ``live``: the PF's solved LP model, see there)."""
+    ``live``: the PF's solved LP model; ``draws``: the lottery's draws, see there)."""
     ci, st, pay.k = payments(
         prog,
         choice,
@@ -239,6 +256,7 @@ def _lp_payments(
         budget=budget,
         routes=pay.routes,
         live=live,
+        draws=draws,
     )
     pay.n_solves += pay.k - sum(s == NOT_RUN for s in st.values())
     pay.c.update(ci)

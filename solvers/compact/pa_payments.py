@@ -15,6 +15,9 @@ PA needs PF_{-i} for every app i holding a PF bundle. Made cheap by:
   incumbent is PF minus i or, better, the PF_{-j} optimum of an app j with i's PF cell with i put
   in j's place (``compact.rc.swap_in``; apps are visited grouped by PF cell for that);
 * warm starts: PF minus i is feasible for PF_{-i} and is handed to HiGHS as the first incumbent;
+* only what the lottery reads (``draws``; THEMIS' simulator): app i keeps its bundle when its draw
+  is below c_i, and the leave-one-out LP bounds c_i from below (:func:`lottery_floor`); when the
+  draw is below that bound, PF_{-i} is not closed (at W2 x4, two in three of the LP chains' closings);
 * a thread pool (HiGHS releases the GIL), as in ``solvers/auction.py``.
 
 ``budget`` bounds every LP / MILP (``solvers/budget.py``): none starts once it is spent; apps whose
@@ -65,6 +68,7 @@ def payments(
     budget: Budget | None = None,
     routes: dict[int, str] | None = None,
     live: tuple | None = None,
+    draws: dict[int, float] | None = None,
 ) -> tuple[dict[int, float], dict[int, str], int]:
     """({i: c_i}, {i: status of PF_{-i}}, number of leave-one-out problems); ``reduced``: the
     formulation of full leave-one-out MILPs (see :func:`solve_compact_pf`); ``budget``: no LP / MILP starts
@@ -72,12 +76,14 @@ def payments(
     each PF_{-i} was settled (:data:`ROUTES`). ``live``: (program, ``Highs``, LP model) of the PF's
     LP solved to optimality on ``prog`` and not changed since (``solve_compact_pf``'s
     ``log['live_lp']``): a single LP chain continues on it instead of building and solving the
-    same LP again."""
+    same LP again. ``draws``: {i: app i's draw of the lottery rounding} when only the rounding's
+    outcome is wanted: a PF_{-i} whose LP bound already gives c_i > draw (app i keeps its bundle,
+    :func:`lottery_floor`) is not closed, its c_i is NaN (route ``lottery``)."""
     with one_blas_thread():  # its spinning thread would take the second solver thread's core
-        return _payments(prog, choice, opts, parallel, reduced, budget, routes, live)
+        return _payments(prog, choice, opts, parallel, reduced, budget, routes, live, draws)
 
 
-def _payments(prog, choice, opts, parallel, reduced, budget, routes, live=None):
+def _payments(prog, choice, opts, parallel, reduced, budget, routes, live=None, draws=None):
     routes = {} if routes is None else routes
     budget = budget_for(opts, budget)
     value_with = {i: _others(prog, choice, i) for i in choice}
@@ -89,12 +95,14 @@ def _payments(prog, choice, opts, parallel, reduced, budget, routes, live=None):
         status.update(dict.fromkeys(todo, NOT_RUN))
         routes.update(dict.fromkeys(todo, NOT_RUN))
         return c, status, len(todo)
-    loo = _LeaveOneOut(prog, choice, opts, reduced, budget, value_with, live)
+    loo = _LeaveOneOut(prog, choice, opts, reduced, budget, value_with, live, draws)
     hard = []
     for i, val, route in loo.lp_chains(todo, parallel):
         routes[i] = route
         if val is NOT_RUN:
             status[i], c[i] = NOT_RUN, 1.0
+        elif val is KEPT:  # the lottery keeps i's bundle whatever c_i is exactly
+            status[i], c[i] = "optimal", math.nan
         elif val is None:
             hard.append(i)
         else:
@@ -142,8 +150,8 @@ class _LeaveOneOut:
     optimal basis, shared by the LP chains (:meth:`lp_chains`); a full solve per hard app
     (:meth:`full`)."""
 
-    def __init__(self, prog, choice, opts, reduced, budget, value_with, live=None):
-        self.prog, self.choice, self.opts = prog, choice, opts
+    def __init__(self, prog, choice, opts, reduced, budget, value_with, live=None, draws=None):
+        self.prog, self.choice, self.opts, self.draws = prog, choice, opts, draws
         self.reduced, self.budget, self.value_with = reduced, budget, value_with
         self.milp = prog.milp
         _, meta = prog.layout
@@ -254,6 +262,10 @@ class _LeaveOneOut:
         value = lp.objective if lp.status == "optimal" else None
         if value is not None and _lp_proves_one(prog, i, value, self.value_with[i]):
             return i, self.value_with[i], "lp_bound"  # PF_{-i} = PF minus i: c_i = 1
+        if value is not None and self.draws is not None:
+            floor = lottery_floor(prog, i, value, self.value_with[i])
+            if floor is not None and self.draws[i] < floor:  # kept: PF_{-i} need not be closed
+                return i, KEPT, "lottery"
         hit, route = None, "full"
         if lp.status == "optimal":
             assert lp.x is not None  # optimal: a point (highs.read)
@@ -284,6 +296,25 @@ def _lp_proves_one(prog: CompactProgram, i: int, lp_value: float, with_i: PFValu
     return lp_value - w0 <= with_i.log_sum + 1e-9
 
 
+def lottery_floor(prog: CompactProgram, i: int, lp_value: float, with_i: PFValue) -> float | None:
+    """A lower bound on c_i from the leave-one-out LP (value ``lp_value`` with i's gains zeroed),
+    or None. The LP value minus w_i0 (0 for unbounded i) is V >= M s* + L* for PF_{-i}'s
+    optimum (s* unbounded apps served, log-sum L*; M = ``big_m`` when some app is unbounded, else
+    0). PF minus i (``with_i``: s, L) is feasible, so s* >= s; and s* > s would need
+    V >= M (s + 1) - S (S = ``log_sum_range`` >= |L*|): when V is below that, s* = s and
+    L* <= V - M s, so c_i = exp(L - L*) >= exp(L - V + M s). A slack of 1e-5 (1 + |V|) covers the
+    LP's tolerances; the bound holds for the c_i of any PF_{-i} solved to optimality."""
+    apps = prog.apps
+    w0 = apps[i].w_empty
+    v = lp_value - (w0 if w0 is not None else 0.0)
+    v += 1e-5 * (1.0 + abs(v))
+    m = prog.big_m if any(apps[j].w_empty is None for j in prog.active) else 0.0
+    s = with_i.n_unbounded_served
+    if m and v >= m * (s + 1) - prog.log_sum_range:  # PF_{-i} might serve one more
+        return None
+    return math.exp(min(0.0, with_i.log_sum - (v - m * s)))
+
+
 def _starts(prog: CompactProgram, choice: Choice, solved: dict, j: int) -> tuple[dict, ...]:
     """Starts for PF_{-j}: PF minus j, then ``swap_in`` of the latest PF_{-i} optima of apps
     with j's PF cell (up to 3) and of the latest two others."""
@@ -299,12 +330,24 @@ def _starts(prog: CompactProgram, choice: Choice, solved: dict, j: int) -> tuple
 
 #: marks a leave-one-out problem not started because the budget was spent
 NOT_RUN = "not_run"
+#: marks a leave-one-out problem left open because the lottery keeps the app's bundle anyway
+KEPT = "kept"
 
 #: how a PF_{-i} was settled (``payments(routes=...)``, ``extra['loo_routes']``): by enumeration
 #: (``compact.enumeration``; set by the caller, not by :func:`payments`); c_i = 1 from every other
 #: app's best value alone / from the leave-one-out LP bound; the LP's cells placed at its bound;
-#: split LP closed by ``compact.rc``; its own solve (``solve_compact_pf``); not started
-ROUTES = ("enumeration", "best_values", "lp_bound", "lp_cells", "fixing", "full", NOT_RUN)
+#: split LP closed by ``compact.rc``; its own solve (``solve_compact_pf``); left open because the
+#: lottery keeps the app's bundle anyway (``draws``, :func:`lottery_floor`); not started
+ROUTES = (
+    "enumeration",
+    "best_values",
+    "lp_bound",
+    "lp_cells",
+    "fixing",
+    "full",
+    "lottery",
+    NOT_RUN,
+)
 
 #: most leave-one-out chains (each on its own LP model, at least 16 apps) shared by the 2 threads
 #: of the payments. More chains balance the threads better; each costs a model and, per PF cell,

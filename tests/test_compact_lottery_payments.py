@@ -1,0 +1,100 @@
+"""Payments only as far as the lottery needs them (``solve_compact_auction(exact_payments=False)``,
+what THEMIS' simulator asks for): the same allocation as with exact payments, and an app whose
+PF_{-i} was left open has an exact c_i above its draw."""
+
+import math
+
+import numpy as np
+import pytest
+
+from fairplace.instances.generators import random_agent_auction
+from fairplace.solvers.compact import pa_payments, solve_compact_auction
+
+CASES = [(seed, empty) for seed in (0, 1, 2, 3, 5, 6, 7, 8) for empty in ("finite", "null")]
+
+
+def _auction(seed: int, empty: str):
+    rng = np.random.default_rng(seed)
+    return random_agent_auction(
+        apps=int(rng.integers(3, 7)), machines=4, machines_per_rack=2, seed=seed, rho_empty=empty
+    )
+
+
+def _both(seed: int, empty: str, draw_seed: int):
+    inst = _auction(seed, empty)
+    kw = dict(rounding="lottery", seed=draw_seed, enum_limit=0)  # the LP / MILP route
+    return solve_compact_auction(inst, **kw), solve_compact_auction(
+        inst, exact_payments=False, **kw
+    )
+
+
+@pytest.mark.parametrize(("seed", "empty"), CASES)
+def test_open_payments_give_the_exact_payments_allocation(seed, empty):
+    """Same allocation and PF; every c_i left open (NaN, route ``lottery``) is, exactly, above the
+    app's draw (draw k of the seeded stream decides the k-th app of the PF, ``pa.round_shares``);
+    the other c_i are the exact ones."""
+    for draw_seed in range(2):
+        exact, open_ = _both(seed, empty, draw_seed)
+        assert open_.allocation == exact.allocation
+        assert open_.pf_allocation == exact.pf_allocation
+        ids = sorted(exact.pf_allocation, key=lambda a: int(a[1:]))  # app k = id "A<k>"
+        draws = dict(zip(ids, np.random.default_rng(draw_seed).random(len(ids)), strict=True))
+        for a, c in open_.payments.items():
+            if math.isnan(c):
+                assert exact.payments[a] > draws[a], (a, exact.payments[a], draws[a])
+            else:
+                assert c == pytest.approx(exact.payments[a], abs=1e-7)
+
+
+def test_open_payments_are_left_open_and_exact_by_default():
+    """The route fires on these auctions (the test above is not vacuous), for bounded and
+    unbounded rho(nothing); the default keeps every c_i exact."""
+    fired = {"finite": 0, "null": 0}
+    for seed, empty in CASES:
+        exact, open_ = _both(seed, empty, 0)
+        assert not any(math.isnan(c) for c in exact.payments.values())
+        assert "lottery" not in exact.extra["loo_routes"]
+        n = open_.extra["loo_routes"].get("lottery", 0)
+        assert n == sum(math.isnan(c) for c in open_.payments.values())
+        fired[empty] += n
+    assert fired["finite"] > 0 and fired["null"] > 0, fired
+
+
+def test_lottery_floor_is_below_every_exact_payment():
+    """The bound itself, on every leave-one-out LP the payments solve: at most the exact c_i
+    (spied from the exact run's LP values)."""
+    seen = []
+    real = pa_payments.lottery_floor
+
+    def spy(prog, i, lp_value, with_i):
+        seen.append((i, real(prog, i, lp_value, with_i)))
+        return 2.0  # above every draw: every app with a bound is "kept", the allocation is moot
+
+    for seed, empty in CASES:
+        inst = _auction(seed, empty)
+        exact = solve_compact_auction(inst, rounding="lottery", enum_limit=0)
+        seen.clear()
+        with pytest.MonkeyPatch.context() as mp:
+            mp.setattr(pa_payments, "lottery_floor", spy)
+            solve_compact_auction(inst, rounding="lottery", enum_limit=0, exact_payments=False)
+        ids = list(exact.payments)
+        for i, floor in seen:
+            if floor is not None:
+                assert floor <= exact.payments[ids[i]] + 1e-12, (seed, empty, i, floor)
+
+
+def test_lottery_floor_needs_the_served_count_settled():
+    """With unbounded apps the LP value is M x served + log-sum: a value that leaves room for one
+    more served app gives no bound (c_i may be 0); below it, the bound is exp(L - (V - M s))."""
+    from fairplace.formulations.compact import CompactProgram, compact_apps
+    from fairplace.formulations.pf import PFValue
+
+    inst = random_agent_auction(apps=4, machines=4, machines_per_rack=2, seed=3, rho_empty="null")
+    prog = CompactProgram(inst.cluster, tuple(range(16)), compact_apps(inst), reduced=False)
+    m, s_range = prog.big_m, prog.log_sum_range
+    with_i = PFValue(2, -1.0)
+    assert pa_payments.lottery_floor(prog, 0, m * 3 - s_range, with_i) is None
+    got = pa_payments.lottery_floor(prog, 0, m * 2 - 0.5, with_i)
+    v = (m * 2 - 0.5) * (1 + 1e-5) + 1e-5  # the slack for the LP's tolerances
+    assert got == pytest.approx(math.exp(-1.0 - (v - 2 * m)))
+    assert got < math.exp(-0.5)
