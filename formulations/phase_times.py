@@ -46,6 +46,14 @@ def phase_works(memo: dict | None, phase: int, jobs: Sequence[JobInfo]) -> list[
     return out
 
 
+def keep_works(memo: dict, phase: int, works: list[float]) -> None:
+    """Keep ``works`` as :func:`phase_works` of ``phase`` in the optimiser's ``memo``, for a
+    caller that has the phase's works sorted longest first already (each iters left x time per
+    iteration, the numbers of ``JobInfo.work``): the simulator sorts a running phase's works in
+    NumPy, where a phase of tens of jobs costs a property call per job."""
+    memo[("works", phase)] = works
+
+
 def phase_time(
     jobs: Sequence[JobInfo],
     n_gpus: int,

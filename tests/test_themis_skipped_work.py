@@ -144,3 +144,36 @@ def test_split_with_kept_arrays_equals_the_split_of_lists(data):
         assert a.tolist() == plain[j].tolist() and not a.flags.writeable
         if j in lists and lists[j] == a.tolist():
             assert a is held.arrays[j]
+
+
+class _Enough(Exception):
+    pass
+
+
+def test_running_phase_works_kept_by_the_agents_are_the_jobs_works_sorted(monkeypatch):
+    """The agents sort a running phase's works in NumPy for its optimiser (``keep_works``): the
+    numbers ``phase_works`` would sort itself, bitwise (each a job's iters left x time per
+    iteration), longest first."""
+    from fairplace.instances.workloads import themis_workload
+    from fairplace.sim import simulate
+    from fairplace.sim.themis_apps import Agents
+
+    real, checked = Agents.state, []
+
+    def spy(self, a, *args, **kw):
+        out = real(self, a, *args, **kw)
+        opt = self._jobs[a][2]
+        kept = opt.phase_memo.get(("works", getattr(opt, "current_phase", 0)))
+        if kept is not None and len(opt.jobs) > 1:
+            assert kept == sorted((j.work for j in opt.jobs), reverse=True)
+            checked.append(len(kept))
+        if len(checked) >= 400:
+            raise _Enough
+        return out
+
+    monkeypatch.setattr(Agents, "state", spy)
+    try:
+        simulate(themis_workload(2, contention=2, seed=1, scale="small"), "themis", progress=False)
+    except _Enough:
+        pass
+    assert len(checked) >= 400 and max(checked) > 8

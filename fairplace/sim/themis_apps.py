@@ -16,7 +16,8 @@ import numpy as np
 from fairplace.core.domain import AgentApp, AgentJob, Cluster
 from fairplace.formulations.agents import ftf_model, optimizer_of
 from fairplace.formulations.ftf import bundle_rho
-from fairplace.formulations.hyperopt import model_job
+from fairplace.formulations.hyperopt import SuccessiveHalving, model_job
+from fairplace.formulations.phase_times import keep_works
 
 from .rounds import AppState
 from .schedulers import SchedView
@@ -174,6 +175,8 @@ class Agents:
         FTF model (built once for the arbiter's rho table and this rho); ``run``: its
         :func:`running_jobs` when the caller has them."""
         held = tuple(cluster.ids((owner == a).nonzero()[0]))
+        if run is None:
+            run = running_jobs(view, w)[a]
         app = self.agent(a, view, w, held, run)
         jobs = self._jobs[a]
         if jobs[2] is None:  # the optimiser's view changes only with the running jobs
@@ -184,7 +187,12 @@ class Agents:
             if same != jobs[0][0] and app.stopping == "successive-halving":  # other jobs
                 mj = model_job(app.jobs, app.future)
                 self._model_job[a] = (jobs[0][0], mj)
-            self._jobs[a] = jobs = (*jobs[:2], optimizer_of(app, memo, mj), jobs[3])
+            opt = optimizer_of(app, memo, mj)
+            if isinstance(opt, SuccessiveHalving) and opt.mode == "actual":
+                # its running phase's works (iters left x t_iter: AgentJob.work), sorted in NumPy
+                work = view.remaining[run] * (w.t_iter[run] * w.demand[run])
+                keep_works(opt.phase_memo, opt.current_phase, np.sort(work)[::-1].tolist())
+            self._jobs[a] = jobs = (*jobs[:2], opt, jobs[3])
         model = ftf_model(app, cluster, jobs[2])
         had = (before == a).nonzero()[0]
         rho = bundle_rho(model, cluster, had, app.cls) if had.size else None
