@@ -1,6 +1,6 @@
 """Payments only as far as the lottery needs them (``solve_compact_auction(exact_payments=False)``,
-what THEMIS' simulator asks for): the same allocation as with exact payments, and an app whose
-PF_{-i} was left open has an exact c_i above its draw."""
+what THEMIS' simulator asks for): the same allocation as with exact payments; an app whose PF_{-i}
+was left open keeps its bundle iff its exact c_i is above its draw."""
 
 import math
 
@@ -30,9 +30,9 @@ def _both(seed: int, empty: str, draw_seed: int):
 
 @pytest.mark.parametrize(("seed", "empty"), CASES)
 def test_open_payments_give_the_exact_payments_allocation(seed, empty):
-    """Same allocation and PF; every c_i left open (NaN, route ``lottery``) is, exactly, above the
-    app's draw (draw k of the seeded stream decides the k-th app of the PF, ``pa.round_shares``);
-    the other c_i are the exact ones."""
+    """Same allocation and PF; every c_i left open (NaN) is, exactly, above the app's draw when
+    the app kept its bundle and at most the draw when it lost it (draw k of the seeded stream
+    decides the k-th app of the PF, ``pa.round_shares``); the other c_i are the exact ones."""
     for draw_seed in range(2):
         exact, open_ = _both(seed, empty, draw_seed)
         assert open_.allocation == exact.allocation
@@ -40,24 +40,28 @@ def test_open_payments_give_the_exact_payments_allocation(seed, empty):
         ids = sorted(exact.pf_allocation, key=lambda a: int(a[1:]))  # app k = id "A<k>"
         draws = dict(zip(ids, np.random.default_rng(draw_seed).random(len(ids)), strict=True))
         for a, c in open_.payments.items():
-            if math.isnan(c):
+            if math.isnan(c) and a in open_.allocation:
                 assert exact.payments[a] > draws[a], (a, exact.payments[a], draws[a])
+            elif math.isnan(c):
+                assert exact.payments[a] <= draws[a], (a, exact.payments[a], draws[a])
             else:
                 assert c == pytest.approx(exact.payments[a], abs=1e-7)
 
 
 def test_open_payments_are_left_open_and_exact_by_default():
-    """The route fires on these auctions (the test above is not vacuous), for bounded and
-    unbounded rho(nothing); the default keeps every c_i exact."""
-    fired = {"finite": 0, "null": 0}
+    """The routes fire on these auctions (the test above is not vacuous): kept for bounded and
+    unbounded rho(nothing), dropped too; the default keeps every c_i exact."""
+    fired = {"finite": 0, "null": 0, "drop": 0}
     for seed, empty in CASES:
         exact, open_ = _both(seed, empty, 0)
         assert not any(math.isnan(c) for c in exact.payments.values())
-        assert "lottery" not in exact.extra["loo_routes"]
-        n = open_.extra["loo_routes"].get("lottery", 0)
-        assert n == sum(math.isnan(c) for c in open_.payments.values())
-        fired[empty] += n
-    assert fired["finite"] > 0 and fired["null"] > 0, fired
+        assert not {"lottery", "lottery_drop"} & set(exact.extra["loo_routes"])
+        kept = open_.extra["loo_routes"].get("lottery", 0)
+        drop = open_.extra["loo_routes"].get("lottery_drop", 0)
+        assert kept + drop == sum(math.isnan(c) for c in open_.payments.values())
+        fired[empty] += kept
+        fired["drop"] += drop
+    assert min(fired.values()) > 0, fired
 
 
 def test_lottery_floor_is_below_every_exact_payment():
@@ -81,6 +85,31 @@ def test_lottery_floor_is_below_every_exact_payment():
         for i, floor in seen:
             if floor is not None:
                 assert floor <= exact.payments[ids[i]] + 1e-12, (seed, empty, i, floor)
+
+
+def test_lottery_ceiling_is_above_every_exact_payment():
+    """The upper bound from the starts of a split leave-one-out LP, on every one the payments
+    reach: at least the exact c_i."""
+    seen, n = [], 0
+    real = pa_payments.lottery_ceiling
+
+    def spy(prog, i, starts, with_i):
+        seen.append((i, real(prog, i, starts, with_i)))
+        return -1.0  # at most every draw: every such app is "dropped", the allocation is moot
+
+    for seed, empty in CASES:
+        inst = _auction(seed, empty)
+        exact = solve_compact_auction(inst, rounding="lottery", enum_limit=0)
+        seen.clear()
+        with pytest.MonkeyPatch.context() as mp:
+            mp.setattr(pa_payments, "lottery_ceiling", spy)
+            mp.setattr(pa_payments, "lottery_floor", lambda *a: None)  # no app kept first
+            solve_compact_auction(inst, rounding="lottery", enum_limit=0, exact_payments=False)
+        ids = list(exact.payments)
+        for i, ceiling in seen:
+            assert ceiling >= exact.payments[ids[i]] - 1e-12, (seed, empty, i, ceiling)
+        n += len(seen)
+    assert n > 0
 
 
 def test_lottery_floor_needs_the_served_count_settled():

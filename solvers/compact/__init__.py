@@ -97,9 +97,10 @@ def solve_compact_auction(
     (``compact.enumeration``; ``extra['pf_route']``); 0 forces the LP / MILP route.
     ``exact_payments=False`` with the ``lottery`` rounding (a simulator that reads only the
     allocation): a PF_{-i} of the LP route is solved only as far as app i's draw needs it; where
-    the leave-one-out LP already bounds c_i above the draw (:func:`.pa_payments.lottery_floor`),
-    i keeps its bundle, as with the exact c_i, and its payment is reported as NaN (route
-    ``lottery``). The allocation is the exact payments' allocation."""
+    its bounds already put c_i above the draw (:func:`.pa_payments.lottery_floor`, route
+    ``lottery``: i keeps its bundle) or at most the draw (:func:`.pa_payments.lottery_ceiling`,
+    ``lottery_drop``: it loses it), the outcome is that of the exact c_i and the payment is
+    reported as NaN. The allocation is the exact payments' allocation."""
     t0 = time.perf_counter()
     budget = budget_for(opts, budget)
     if opts.mip_allow_restart is None:  # as in solvers/auction.py (see SolveOptions)
@@ -135,8 +136,11 @@ def solve_compact_auction(
         _lp_payments(
             pay, prog, choice, opts, reduced, budget, ids, res.status, log.get("live_lp"), draws
         )
-    # NaN (``exact_payments=False``): the lottery keeps the bundle whatever the exact c_i is
-    shares = {i: 1.0 if math.isnan(c) else c for i, c in pay.c.items()}
+    # NaN (``exact_payments=False``): the lottery keeps / drops the bundle whatever c_i is
+    shares = {
+        i: (0.0 if pay.routes.get(i) == "lottery_drop" else 1.0) if math.isnan(c) else c
+        for i, c in pay.c.items()
+    }
     final = round_compact(prog, choice, shares, rounding, seed)
     used = {g for i in final for g in final[i]}
     pf_gpus = [g for i in sorted(choice) for g in choice[i][1]]

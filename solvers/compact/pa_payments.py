@@ -15,9 +15,10 @@ PA needs PF_{-i} for every app i holding a PF bundle. Made cheap by:
   incumbent is PF minus i or, better, the PF_{-j} optimum of an app j with i's PF cell with i put
   in j's place (``compact.rc.swap_in``; apps are visited grouped by PF cell for that);
 * warm starts: PF minus i is feasible for PF_{-i} and is handed to HiGHS as the first incumbent;
-* only what the lottery reads (``draws``; THEMIS' simulator): app i keeps its bundle when its draw
-  is below c_i, and the leave-one-out LP bounds c_i from below (:func:`lottery_floor`); when the
-  draw is below that bound, PF_{-i} is not closed (at W2 x4, two in three of the LP chains' closings);
+* only what the lottery reads (``draws``; THEMIS' simulator): app i keeps its bundle iff its draw
+  is below c_i. The leave-one-out LP bounds c_i from below (:func:`lottery_floor`), the starts of
+  a split LP from above (:func:`lottery_ceiling`); a draw outside the two bounds decides, and
+  PF_{-i} is not closed (W2 x4 seed 0: 44,665 of 96,106 closings left open by the first);
 * a thread pool (HiGHS releases the GIL), as in ``solvers/auction.py``.
 
 ``budget`` bounds every LP / MILP (``solvers/budget.py``): none starts once it is spent; apps whose
@@ -77,8 +78,9 @@ def payments(
     LP solved to optimality on ``prog`` and not changed since (``solve_compact_pf``'s
     ``log['live_lp']``): a single LP chain continues on it instead of building and solving the
     same LP again. ``draws``: {i: app i's draw of the lottery rounding} when only the rounding's
-    outcome is wanted: a PF_{-i} whose LP bound already gives c_i > draw (app i keeps its bundle,
-    :func:`lottery_floor`) is not closed, its c_i is NaN (route ``lottery``)."""
+    outcome is wanted: a PF_{-i} whose bounds already put c_i above the draw (app i keeps its
+    bundle, :func:`lottery_floor`: route ``lottery``) or at most the draw (it loses it,
+    :func:`lottery_ceiling`: ``lottery_drop``) is not closed, and its c_i is NaN."""
     with one_blas_thread():  # its spinning thread would take the second solver thread's core
         return _payments(prog, choice, opts, parallel, reduced, budget, routes, live, draws)
 
@@ -101,7 +103,7 @@ def _payments(prog, choice, opts, parallel, reduced, budget, routes, live=None, 
         routes[i] = route
         if val is NOT_RUN:
             status[i], c[i] = NOT_RUN, 1.0
-        elif val is KEPT:  # the lottery keeps i's bundle whatever c_i is exactly
+        elif val is KEPT or val is DROPPED:  # the lottery's outcome, whatever c_i is exactly
             status[i], c[i] = "optimal", math.nan
         elif val is None:
             hard.append(i)
@@ -274,6 +276,10 @@ class _LeaveOneOut:
                 route = "lp_cells"
             if hit is None:  # split apps, or cells that cannot be placed at the LP bound
                 starts = _starts(prog, self.choice, solved, i)
+                if self.draws is not None and self.draws[i] >= lottery_ceiling(
+                    prog, i, starts, self.value_with[i]
+                ):  # dropped: PF_{-i} need not be closed
+                    return i, DROPPED, "lottery_drop"
                 hit = leave_one_out(prog, milp, h, lp_model, opts, budget, i, starts, self.signs)
                 route = "fixing"
             if hit is not None:
@@ -315,6 +321,17 @@ def lottery_floor(prog: CompactProgram, i: int, lp_value: float, with_i: PFValue
     return math.exp(min(0.0, with_i.log_sum - (v - m * s)))
 
 
+def lottery_ceiling(prog: CompactProgram, i: int, starts, with_i: PFValue) -> float:
+    """An upper bound on c_i from feasible points of PF_{-i} (``starts``: PF minus i and
+    ``swap_in`` points, GPU-disjoint choices of the program's cells): PF_{-i} is at least the best
+    of them, so c_i <= ``pa.payment(with_i, best)``; the factor 1 + 1e-7 covers the 1e-9 MIP gap
+    of an exact PF_{-i}."""
+    best = max(
+        (prog.value_without(s, i) for s in starts), key=lambda v: (v.n_unbounded_served, v.log_sum)
+    )
+    return pa.payment(with_i, best) * (1.0 + 1e-7) + 1e-12
+
+
 def _starts(prog: CompactProgram, choice: Choice, solved: dict, j: int) -> tuple[dict, ...]:
     """Starts for PF_{-j}: PF minus j, then ``swap_in`` of the latest PF_{-i} optima of apps
     with j's PF cell (up to 3) and of the latest two others."""
@@ -330,14 +347,17 @@ def _starts(prog: CompactProgram, choice: Choice, solved: dict, j: int) -> tuple
 
 #: marks a leave-one-out problem not started because the budget was spent
 NOT_RUN = "not_run"
-#: marks a leave-one-out problem left open because the lottery keeps the app's bundle anyway
+#: marks a leave-one-out problem left open because the lottery keeps / drops the app's bundle
+#: whatever its exact c_i (``draws``: :func:`lottery_floor` / :func:`lottery_ceiling`)
 KEPT = "kept"
+DROPPED = "dropped"
 
 #: how a PF_{-i} was settled (``payments(routes=...)``, ``extra['loo_routes']``): by enumeration
 #: (``compact.enumeration``; set by the caller, not by :func:`payments`); c_i = 1 from every other
 #: app's best value alone / from the leave-one-out LP bound; the LP's cells placed at its bound;
 #: split LP closed by ``compact.rc``; its own solve (``solve_compact_pf``); left open because the
-#: lottery keeps the app's bundle anyway (``draws``, :func:`lottery_floor`); not started
+#: lottery keeps / drops the app's bundle anyway (``draws``: :func:`lottery_floor` from the
+#: leave-one-out LP, :func:`lottery_ceiling` from the starts of a split LP); not started
 ROUTES = (
     "enumeration",
     "best_values",
@@ -346,6 +366,7 @@ ROUTES = (
     "fixing",
     "full",
     "lottery",
+    "lottery_drop",
     NOT_RUN,
 )
 
