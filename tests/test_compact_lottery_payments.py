@@ -64,52 +64,41 @@ def test_open_payments_are_left_open_and_exact_by_default():
     assert min(fired.values()) > 0, fired
 
 
-def test_lottery_floor_is_below_every_exact_payment():
-    """The bound itself, on every leave-one-out LP the payments solve: at most the exact c_i
-    (spied from the exact run's LP values)."""
-    seen = []
-    real = pa_payments.lottery_floor
-
-    def spy(prog, i, lp_value, with_i):
-        seen.append((i, real(prog, i, lp_value, with_i)))
-        return 2.0  # above every draw: every app with a bound is "kept", the allocation is moot
-
+def _bounds_and_exact(name: str, decide: float, **also):
+    """(bound, exact c_i) of every app the payments bound with ``pa_payments.<name>`` (spied; it
+    then returns ``decide``, so that every bounded app is decided and none is closed), over
+    CASES; ``also``: other functions of ``pa_payments`` replaced meanwhile."""
+    out = []
+    real = getattr(pa_payments, name)
     for seed, empty in CASES:
         inst = _auction(seed, empty)
         exact = solve_compact_auction(inst, rounding="lottery", enum_limit=0)
-        seen.clear()
+        ids, seen = list(exact.payments), []
+
+        def spy(prog, i, *args, seen=seen):
+            seen.append((i, real(prog, i, *args)))
+            return decide
+
         with pytest.MonkeyPatch.context() as mp:
-            mp.setattr(pa_payments, "lottery_floor", spy)
+            mp.setattr(pa_payments, name, spy)
+            for other, f in also.items():
+                mp.setattr(pa_payments, other, f)
             solve_compact_auction(inst, rounding="lottery", enum_limit=0, exact_payments=False)
-        ids = list(exact.payments)
-        for i, floor in seen:
-            if floor is not None:
-                assert floor <= exact.payments[ids[i]] + 1e-12, (seed, empty, i, floor)
+        out += [(bound, exact.payments[ids[i]]) for i, bound in seen]
+    return out
+
+
+def test_lottery_floor_is_below_every_exact_payment():
+    """The bound from every leave-one-out LP the payments solve: at most the exact c_i."""
+    pairs = [(b, c) for b, c in _bounds_and_exact("lottery_floor", 2.0) if b is not None]
+    assert pairs and all(b <= c + 1e-12 for b, c in pairs), pairs
 
 
 def test_lottery_ceiling_is_above_every_exact_payment():
-    """The upper bound from the starts of a split leave-one-out LP, on every one the payments
-    reach: at least the exact c_i."""
-    seen, n = [], 0
-    real = pa_payments.lottery_ceiling
-
-    def spy(prog, i, starts, with_i):
-        seen.append((i, real(prog, i, starts, with_i)))
-        return -1.0  # at most every draw: every such app is "dropped", the allocation is moot
-
-    for seed, empty in CASES:
-        inst = _auction(seed, empty)
-        exact = solve_compact_auction(inst, rounding="lottery", enum_limit=0)
-        seen.clear()
-        with pytest.MonkeyPatch.context() as mp:
-            mp.setattr(pa_payments, "lottery_ceiling", spy)
-            mp.setattr(pa_payments, "lottery_floor", lambda *a: None)  # no app kept first
-            solve_compact_auction(inst, rounding="lottery", enum_limit=0, exact_payments=False)
-        ids = list(exact.payments)
-        for i, ceiling in seen:
-            assert ceiling >= exact.payments[ids[i]] - 1e-12, (seed, empty, i, ceiling)
-        n += len(seen)
-    assert n > 0
+    """The bound from the starts of every split leave-one-out LP the payments reach (no app kept
+    by the floor first): at least the exact c_i."""
+    pairs = _bounds_and_exact("lottery_ceiling", -1.0, lottery_floor=lambda *a: None)
+    assert pairs and all(b >= c - 1e-12 for b, c in pairs), pairs
 
 
 def test_lottery_floor_needs_the_served_count_settled():
