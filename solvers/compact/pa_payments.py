@@ -16,9 +16,10 @@ PA needs PF_{-i} for every app i holding a PF bundle. Made cheap by:
   in j's place (``compact.rc.swap_in``; apps are visited grouped by PF cell for that);
 * warm starts: PF minus i is feasible for PF_{-i} and is handed to HiGHS as the first incumbent;
 * only what the lottery reads (``draws``; THEMIS' simulator): app i keeps its bundle iff its draw
-  is below c_i. The leave-one-out LP bounds c_i from below (:func:`lottery_floor`), the starts of
-  a split LP from above (:func:`lottery_ceiling`); a draw outside the two bounds decides, and
-  PF_{-i} is not closed (W2 x4 seed 0: 44,665 of 96,106 closings left open by the first);
+  is below c_i. The leave-one-out LP bounds c_i from below (:func:`lottery_floor`), the best
+  feasible start of a split LP from above (:func:`lottery_ceiling`); a draw outside the two
+  bounds decides, and PF_{-i} is not closed (W2 x4 seed 0: 44,665 of 96,106 closings left open
+  by the first);
 * a thread pool (HiGHS releases the GIL), as in ``solvers/auction.py``.
 
 ``budget`` bounds every LP / MILP (``solvers/budget.py``): none starts once it is spent; apps whose
@@ -45,7 +46,7 @@ from ..budget import Budget, budget_for
 from ..options import SolveOptions
 from .lp import from_lp, lp_cells, rerun
 from .pf import solve_compact_pf
-from .rc import leave_one_out, row_signs, swap_in
+from .rc import best_start, leave_one_out, row_signs, swap_in
 
 
 def _best(prog: CompactProgram, j: int) -> float:
@@ -276,10 +277,13 @@ class _LeaveOneOut:
                 route = "lp_cells"
             if hit is None:  # split apps, or cells that cannot be placed at the LP bound
                 starts = _starts(prog, self.choice, solved, i)
-                if self.draws is not None and self.draws[i] >= lottery_ceiling(
-                    prog, i, starts, self.value_with[i]
-                ):  # dropped: PF_{-i} need not be closed
-                    return i, DROPPED, "lottery_drop"
+                if self.draws is not None:  # the incumbent rc would start from, found once
+                    best = best_start(prog, milp, starts)  # (i's selectors are 0 in every start)
+                    starts = () if best is None else (best[2],)
+                    if starts and self.draws[i] >= lottery_ceiling(
+                        prog, i, best[2], self.value_with[i]
+                    ):  # dropped: PF_{-i} need not be closed
+                        return i, DROPPED, "lottery_drop"
                 hit = leave_one_out(prog, milp, h, lp_model, opts, budget, i, starts, self.signs)
                 route = "fixing"
             if hit is not None:
@@ -321,15 +325,12 @@ def lottery_floor(prog: CompactProgram, i: int, lp_value: float, with_i: PFValue
     return math.exp(min(0.0, with_i.log_sum - (v - m * s)))
 
 
-def lottery_ceiling(prog: CompactProgram, i: int, starts, with_i: PFValue) -> float:
-    """An upper bound on c_i from feasible points of PF_{-i} (``starts``: PF minus i and
-    ``swap_in`` points, GPU-disjoint choices of the program's cells): PF_{-i} is at least the best
-    of them, so c_i <= ``pa.payment(with_i, best)``; the factor 1 + 1e-7 covers the 1e-9 MIP gap
-    of an exact PF_{-i}."""
-    best = max(
-        (prog.value_without(s, i) for s in starts), key=lambda v: (v.n_unbounded_served, v.log_sum)
-    )
-    return pa.payment(with_i, best) * (1.0 + 1e-7) + 1e-12
+def lottery_ceiling(prog: CompactProgram, i: int, start: Choice, with_i: PFValue) -> float:
+    """An upper bound on c_i from a point ``start`` feasible for PF_{-i} (the fixing route's
+    incumbent, ``rc.best_start``): PF_{-i} is at least its value, so c_i <=
+    ``pa.payment(with_i, value)``; the factor 1 + 1e-7 covers the 1e-9 MIP gap of an exact
+    PF_{-i}."""
+    return pa.payment(with_i, prog.value_without(start, i)) * (1.0 + 1e-7) + 1e-12
 
 
 def _starts(prog: CompactProgram, choice: Choice, solved: dict, j: int) -> tuple[dict, ...]:
@@ -357,7 +358,7 @@ DROPPED = "dropped"
 #: app's best value alone / from the leave-one-out LP bound; the LP's cells placed at its bound;
 #: split LP closed by ``compact.rc``; its own solve (``solve_compact_pf``); left open because the
 #: lottery keeps / drops the app's bundle anyway (``draws``: :func:`lottery_floor` from the
-#: leave-one-out LP, :func:`lottery_ceiling` from the starts of a split LP); not started
+#: leave-one-out LP, :func:`lottery_ceiling` from a split LP's incumbent); not started
 ROUTES = (
     "enumeration",
     "best_values",

@@ -187,11 +187,7 @@ def leave_one_out(
     col_ub[mine] = 0.0
     loo = replace(milp, c=c, col_ub=col_ub)
     y = np.asarray(h.getSolution().row_dual, dtype=float)
-    best = None
-    for start in sorted(starts, key=lambda ch: _rank(prog.value(ch)), reverse=True):
-        best = _incumbent(prog, loo, start)  # the best start that is feasible (usually the first)
-        if best is not None:
-            break
+    best = best_start(prog, loo, starts)
     ub_y, _ = lagrangian_bound(loo, y)
     tol = max(opts.mip_abs_gap, opts.mip_rel_gap * abs(ub_y), 1e-9)
     if best is not None and ub_y <= best[0] + tol:  # the start reaches the bound: optimal
@@ -280,6 +276,16 @@ def _enumerated(prog, meta, loo: MILP, y, best, skip: int):
     if v <= best[0]:  # the start is as good (a tie, or the same point)
         return best
     return v, RawResult("optimal", x, v, v, 0.0), choice
+
+
+def best_start(prog: CompactProgram, milp, starts) -> tuple | None:
+    """(value, RawResult, choice) of the best start that is feasible for ``milp`` (starts in
+    value order; usually the first), or None: :func:`leave_one_out`'s incumbent."""
+    for start in sorted(starts, key=lambda ch: _rank(prog.value(ch)), reverse=True):
+        best = _incumbent(prog, milp, start)
+        if best is not None:
+            return best
+    return None
 
 
 def _rank(v) -> tuple[int, float]:
