@@ -280,7 +280,7 @@ class _LeaveOneOut:
                 if self.draws is not None:  # the incumbent rc would start from, found once
                     best = best_start(prog, milp, starts)  # (i's selectors are 0 in every start)
                     starts = () if best is None else (best[2],)
-                    if starts and self.draws[i] >= lottery_ceiling(
+                    if best is not None and self.draws[i] >= lottery_ceiling(
                         prog, i, best[2], self.value_with[i]
                     ):  # dropped: PF_{-i} need not be closed
                         return i, DROPPED, "lottery_drop"
