@@ -86,6 +86,14 @@ def round_shares(
     return out
 
 
+def lottery_draws(apps, seed: int) -> dict[int, float]:
+    """{i: app i's draw} of the ``lottery`` rule for the apps with a PF bundle: draw k of
+    ``default_rng(seed)`` is the k-th app's in sorted order, and app i keeps its bundle iff its
+    draw < c_i (:func:`round_shares`; for a caller that needs only the outcome)."""
+    order = sorted(apps)
+    return dict(zip(order, np.random.default_rng(seed).random(len(order)).tolist(), strict=True))
+
+
 def round_allocation(
     instance: AuctionInstance,
     pf_choice: dict[int, int],

@@ -19,8 +19,6 @@ from dataclasses import dataclass, field
 from dataclasses import replace as dc_replace
 from typing import Any
 
-import numpy as np
-
 from fairplace.core.domain import AuctionInstance
 from fairplace.core.errors import OptionError
 from fairplace.core.solution import Solution
@@ -130,9 +128,8 @@ def solve_compact_auction(
         plain is not None and _enum_payments(pay, plain, choice, ids, res.status)
     ):
         draws = None
-        if not exact_payments and rounding == "lottery":  # draw k decides the k-th app (pa.py)
-            u = np.random.default_rng(seed).random(len(choice)).tolist()
-            draws = dict(zip(sorted(choice), u, strict=True))
+        if not exact_payments and rounding == "lottery":
+            draws = pa.lottery_draws(choice, seed)
         _lp_payments(
             pay, prog, choice, opts, reduced, budget, ids, res.status, log.get("live_lp"), draws
         )
