@@ -252,3 +252,34 @@ def test_allocating_schedulers_see_holdings_as_fresh_lists():
     assert held[3] == [5, 1] and alloc[3].tolist() == [5, 1]
     with pytest.raises(TypeError):
         held[3] = [0]  # type: ignore[index]
+
+
+_gpu_lists = st.lists(st.integers(0, 300), max_size=5)
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    st.lists(
+        st.dictionaries(
+            st.one_of(st.sampled_from([f"a{k}/j{k}" for k in range(6)]), st.integers(0, 5)),
+            _gpu_lists,
+            max_size=6,
+        ),
+        min_size=1,
+        max_size=6,
+    ),
+    st.data(),
+)
+def test_recorded_allocation_json_is_json_dumps_of_each_record(records, data):
+    """The rounds table's JSON, encoded job by job with items kept between decisions, is the text
+    ``json.dumps`` gives for every record: keys in their order (ids or ints), jobs whose GPUs
+    change or stay from record to record, the same record object again, NumPy ints."""
+    from fairplace.sim.run_state import RunState
+
+    s = RunState.__new__(RunState)  # only the JSON bookkeeping is exercised
+    s.last_rec, s.json_items = (None, "{}"), {}
+    for rec in records:
+        if data.draw(st.booleans()):
+            rec = {k: [np.int64(g) for g in v] for k, v in reversed(list(rec.items()))}
+        for _ in range(data.draw(st.integers(1, 2))):  # twice: the same object again
+            assert s.allocation_json(rec) == json.dumps(rec, separators=(",", ":"), default=int)

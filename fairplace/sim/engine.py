@@ -31,7 +31,6 @@ previous=...)``: the jobs heading both processing orders keep their picks).
 from __future__ import annotations
 
 import heapq
-import json
 import math
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
@@ -299,10 +298,7 @@ class Driver:
         r["started"].append(n_start)
         r["preempted"].append(n_pre)
         r["migrated"].append(n_mig)
-        last = s.last_rec[0]
-        if record is not last and (record != last or list(record) != list(last)):  # keys, order
-            s.last_rec = (record, json.dumps(record, separators=(",", ":"), default=int))
-        r["allocation"].append(s.last_rec[1])
+        r["allocation"].append(s.allocation_json(record))
 
     def _advance(self, s: RunState, t_next: float) -> None:
         """Progress from ``s.t`` to ``t_next`` with exact completions; finished jobs leave (a

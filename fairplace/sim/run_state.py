@@ -5,7 +5,9 @@ decision memory. The steps read and update it; nothing here decides anything."""
 from __future__ import annotations
 
 import heapq
+import json
 import math
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -55,6 +57,28 @@ class RunState:
     last_order: np.ndarray | None = None  # the previous queue (job indices)
     last_dec: object = None  # the previous decision, from which a resumable policy continues
     last_rec: tuple = (None, "{}")  # the previous recorded allocation and its JSON
+    json_items: dict = field(default_factory=dict)  # job id -> (its GPUs, its JSON item)
+
+    def allocation_json(self, record: Mapping) -> str:
+        """``json.dumps(record, separators=(",", ":"), default=int)``, the same text, from each
+        job's item encoded once while its GPUs stay the same (a decision moves a few of the
+        running jobs); the previous text again for the previous record (the driver never changes a
+        record it has recorded)."""
+        last = self.last_rec[0]
+        if record is last or (record == last and list(record) == list(last)):  # keys, order
+            return self.last_rec[1]
+        items, out = self.json_items, []
+        for k, v in record.items():
+            gpus = tuple(v)  # by value: a list changed in place is encoded again
+            have = items.get(k)
+            if have is None or have[0] != gpus:
+                have = items[k] = (
+                    gpus,
+                    json.dumps({k: v}, separators=(",", ":"), default=int)[1:-1],
+                )
+            out.append(have[1])
+        self.last_rec = (record, "{" + ",".join(out) + "}")
+        return self.last_rec[1]
 
     @classmethod
     def start(cls, w: Workload, groups, grid_origin: str) -> RunState:
