@@ -287,7 +287,8 @@ def test_allocating_schedulers_are_checked():
 def test_read_only_arrays_seen_before_are_reused_and_still_checked():
     """An allocating scheduler that hands back the read-only array of the previous decision (THEMIS'
     app scheduler for an app that did not change) is converted once; a GPU given twice across
-    reused arrays, an inactive job or a changed writeable array is still caught."""
+    reused arrays, an inactive job or a changed writeable array is still caught, also when the
+    whole decision is the previous one again."""
     ck = Contract(
         [f"j{k}" for k in range(4)], np.array([2, 2, 2, 2]), 8, Alloc(), None, True, 3, 1.0
     )
@@ -305,6 +306,15 @@ def test_read_only_arrays_seen_before_are_reused_and_still_checked():
     ck.allocation({0: a, 1: b}, active)
     with pytest.raises(ExtensionError, match="not active"):
         ck.allocation({0: a, 1: b}, np.array([True, False, True, True]))
+    # the same decision again (no job moved): the previous result, its dicts the caller's own
+    for _ in range(2):  # (the first one after the error checks it in full)
+        same = ck.allocation({0: a, 1: b}, active)
+        del same[0][1], same[1][1]  # the driver drops finished jobs from what it holds
+    assert ck.allocation({0: a, 1: b}, active)[1] == {0: (0, 1), 1: (2, 3)}
+    b.flags.writeable = True  # writeable again and changed: checked again
+    b[0] = 0
+    with pytest.raises(ExtensionError, match="gave GPU 0 to jobs j0 and j1"):
+        ck.allocation({0: a, 1: b}, active)
     w = np.array([4, 5])  # writeable: converted at every decision, changes are seen
     ck.allocation({2: w}, active)
     w[1] = 4
