@@ -57,7 +57,8 @@ class RunState:
     last_order: np.ndarray | None = None  # the previous queue (job indices)
     last_dec: object = None  # the previous decision, from which a resumable policy continues
     last_rec: tuple = (None, "{}")  # the previous recorded allocation and its JSON
-    json_items: dict = field(default_factory=dict)  # job id -> (its GPUs, its JSON item)
+    #: per job of the last recorded allocation: (its GPUs, its JSON item)
+    json_items: dict = field(default_factory=dict)
 
     def allocation_json(self, record: Mapping) -> str:
         """``json.dumps(record, separators=(",", ":"), default=int)``, the same text, from each
@@ -67,16 +68,15 @@ class RunState:
         last = self.last_rec[0]
         if record is last or (record == last and list(record) == list(last)):  # keys, order
             return self.last_rec[1]
-        items, out = self.json_items, []
+        items, kept, out = self.json_items, {}, []
         for k, v in record.items():
             gpus = tuple(v)  # by value: a list changed in place is encoded again
             have = items.get(k)
             if have is None or have[0] != gpus:
-                have = items[k] = (
-                    gpus,
-                    json.dumps({k: v}, separators=(",", ":"), default=int)[1:-1],
-                )
+                have = (gpus, json.dumps({k: v}, separators=(",", ":"), default=int)[1:-1])
+            kept[k] = have
             out.append(have[1])
+        self.json_items = kept  # the running jobs' items only
         self.last_rec = (record, "{" + ",".join(out) + "}")
         return self.last_rec[1]
 
