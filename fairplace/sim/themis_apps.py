@@ -224,12 +224,11 @@ class Agents:
             }
         return out
 
-    def agent(self, a: int, view: SchedView, w, held: tuple = (), run=None) -> AgentApp:
+    def agent(self, a: int, view: SchedView, w, held: tuple, run: np.ndarray) -> AgentApp:
         """App ``a`` as its AGENT describes it at ``view.t`` (:class:`AgentApp`): the running jobs of
-        its current phase, its successive-halving phases, T_id under ``rho_variant`` with N_avg so far."""
+        its current phase (``run``: its :func:`running_jobs`), its successive-halving phases, T_id
+        under ``rho_variant`` with N_avg so far."""
         st = self._static(a, w)
-        if run is None:
-            run = running_jobs(view, w)[a]
         cur = int(w.phase[run[0]])
         rem = view.remaining[run]
         key = (run.tobytes(), rem.tobytes())
