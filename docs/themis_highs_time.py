@@ -77,10 +77,10 @@ def main() -> None:
             f"  {name:18s} {calls[name]:9d} calls {s:8.1f} s {1e3 * s / calls[name]:7.3f} ms/call"
         )
     total = sum(seconds.values())
+    print(f"  HiGHS methods: {total:.1f} s, {100 * total / wall:.1f}% of the run")
     print(
-        f"  HiGHS methods: {total:.1f} s, {100 * total / wall:.1f}% of the run, {1e3 * total / n:.3f} ms"
+        f"  per decision: HiGHS {1e3 * total / n:.3f} ms, the rest {1e3 * (wall - total) / n:.3f} ms"
     )
-    print(f"  per decision; the rest {1e3 * (wall - total) / n:.3f} ms per decision")
 
 
 if __name__ == "__main__":
