@@ -97,6 +97,7 @@ def _summary_table(exp: Experiment, outcome: Outcome) -> tuple[str, pd.DataFrame
             "offered_load",
             "max_rho",
             "median_rho",
+            "restart_gpu_share",
         )  # fmt: skip
         if c in df
     ]

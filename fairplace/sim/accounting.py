@@ -39,6 +39,7 @@ class Timeline:
     migrations: np.ndarray
     preemptions: np.ndarray
     overhead: np.ndarray  # seconds of checkpoint/restart paid
+    restart_gpu_seconds: np.ndarray  # GPU-seconds held while paying checkpoint/restart
     done_iters: np.ndarray
     t_isolated: np.ndarray  # per app: Gavel's isolated-equivalent time of the work done
     t_isolated_job: np.ndarray  # the same per job (the job as its own app)
@@ -62,6 +63,7 @@ class Timeline:
             migrations=np.zeros(J, np.int64),
             preemptions=np.zeros(J, np.int64),
             overhead=np.zeros(J),
+            restart_gpu_seconds=np.zeros(J),
             done_iters=np.zeros(J),
             t_isolated=np.zeros(apps),
             t_isolated_job=np.zeros(J),
@@ -72,7 +74,7 @@ class Timeline:
         """The record of jobs ``jobs`` and apps ``apps`` only (the rounds and GPU time stay whole)."""
         per_job = (
             "release start finish held gpu_seconds run score_time migrations preemptions "
-            "overhead done_iters t_isolated_job"
+            "overhead restart_gpu_seconds done_iters t_isolated_job"
         ).split()
         out = replace(self, **{k: getattr(self, k)[jobs] for k in per_job})
         out.t_isolated = self.t_isolated[apps]
@@ -118,6 +120,7 @@ def advance(j, k, t, t1, rem, rate, inv_s, ready, attained, tr: Timeline, stampi
     tr.score_time[j] += prog_t * inv_s[j]
     attained[j] += held * k
     tr.gpu_seconds[j] += held * k
+    tr.restart_gpu_seconds[j] += (held - prog_t) * k  # held before ready: the restart paid
     tr.busy_gpu_seconds += float(np.sum(held * k))
     tr.finish[j[fin]] = stamp(finish_at[fin], tr.t0, R, stamping)
     return fin, prog, stop

@@ -127,6 +127,10 @@ def job_frame(w: Workload, tr: Timeline, G: int) -> pd.DataFrame:
             "migrations": tr.migrations,
             "preemptions": tr.preemptions,
             "overhead": tr.overhead,
+            # paid checkpoint-restarts: every move, and every resume (each preemption of a job that
+            # finished is followed by exactly one resume; first starts are free)
+            "restarts": tr.preemptions + tr.migrations,
+            "restart_gpu_time": tr.restart_gpu_seconds,
         }
     )
     for v in T_ID_VARIANTS:
@@ -160,6 +164,8 @@ def app_frame(w: Workload, tr: Timeline, jobs: pd.DataFrame, G: int) -> pd.DataF
             "gpu_time": g["gpu_time"].sum().to_numpy(),
             "placement_score": score,
             "migrations": g["migrations"].sum().to_numpy(),
+            "restarts": g["restarts"].sum().to_numpy(),
+            "restart_gpu_time": g["restart_gpu_time"].sum().to_numpy(),
         }
     )
     for v in T_ID_VARIANTS:
@@ -176,6 +182,20 @@ def jain(x: np.ndarray) -> float:
     x = np.asarray(x, float)
     x = x[np.isfinite(x)]
     return float(x.sum() ** 2 / (x.size * np.square(x).sum())) if x.size else float("nan")
+
+
+def restart_summary(jobs: pd.DataFrame) -> dict:
+    """Paid checkpoint-restarts (resumes after a preemption and moves; first starts are free):
+    ``restarts_per_job`` = restarts / jobs, ``restart_gpu_hours`` = GPU-hours held while paying
+    checkpoint + restart (GPUs held x seconds before the job is ready again), ``restart_gpu_share``
+    = that / all GPU-hours the jobs held."""
+    held = float(jobs["gpu_time"].sum())
+    paid = float(jobs["restart_gpu_time"].sum())
+    return {
+        "restarts_per_job": float(jobs["restarts"].sum() / len(jobs)) if len(jobs) else 0.0,
+        "restart_gpu_hours": paid / 3600.0,
+        "restart_gpu_share": paid / held if held > 0 else 0.0,
+    }
 
 
 def summary(
@@ -204,6 +224,7 @@ def summary(
         ),
         "migrations": int(jobs["migrations"].sum()),
         "preemptions": int(jobs["preemptions"].sum()),
+        **restart_summary(jobs),
         "rho_variant": rho_variant,
         "max_rho": float(np.max(rho)),
         "median_rho": float(np.median(rho)),
