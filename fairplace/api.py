@@ -35,7 +35,7 @@ def solve(
     Options: the fields of :class:`~fairplace.solvers.options.SolveOptions` (``mip_rel_gap``,
     ``threads``, ``random_seed``, ``presolve``, ...; every solver) and the options the solver
     declares (``solver_table()[solver][kind].options``; auctions: ``rounding='floor'|'lottery'|
-    'fractional'``, ``seed``, ``payments``, ``tie_break``, ...). Any other option raises
+    'fractional'|'partial'``, ``seed``, ``payments``, ``tie_break``, ...). Any other option raises
     :class:`~fairplace.core.errors.OptionError` naming it and the solver. The route (bid tables,
     agent-form bids or the compact arbiter) follows from the instance: ``fairplace.solvers.dispatch``.
     """

@@ -9,6 +9,16 @@ unbounded apps be served, some v_j(PF) = 0 and c_i = 0.
 
 Indivisible GPUs need a rounding rule for "app i keeps a c_i share of its PF bundle":
 
+* ``partial`` — the paper's G_i = c_i G_i,pf (§3.3, Pseudocode 1) in whole GPUs, by largest
+  remainders over the round: quotas q_i = c_i |G_i,pf| over the round's bidders; the round keeps
+  K = floor(sum_i q_i + 1/2) GPUs in all (round half up); each bidder gets floor(q_i), and the
+  K - sum_i floor(q_i) GPUs left go one each to the largest remainders q_i - floor(q_i) (remainders
+  equal to 9 decimals: a seeded draw decides, never the app id); no bidder gets more than
+  |G_i,pf|. App i keeps its best sub-bundle of at most that many GPUs inside its PF bundle (the
+  ``floor_pick`` of :func:`round_shares`: fewer only where fewer serve it as well), its whole PF
+  bundle at c_i = 1. It keeps: floor(q_i) <= k_i <= ceil(q_i), |sum_i k_i - sum_i q_i| <= 1/2,
+  every kept GPU inside the app's own PF bundle (none given twice), and the same outcome for the
+  same c and seed. It reads every c_i, so they must be exact (no NaN).
 * ``lottery`` — the app keeps its whole PF bundle with probability c_i (seeded), else nothing.
 * ``floor``   — the app keeps its best bid B' ⊆ B_pf with |B'| <= floor(c_i |B_pf|) (nothing if none fits).
 * ``fractional`` — no rounding: the share c_i is reported and the whole bundle is kept (for analysis).
@@ -29,7 +39,7 @@ from fairplace.core.errors import OptionError
 
 from .pf import PFValue, pf_value
 
-ROUNDING_RULES = ("lottery", "floor", "fractional")
+ROUNDING_RULES = ("lottery", "floor", "fractional", "partial")
 
 
 def others_value(instance: AuctionInstance, choice: dict[int, int], apps, i: int) -> PFValue:
@@ -64,6 +74,14 @@ def round_shares(
         )
     rng, skipped = None, 0  # the lottery's generator, made at its first uncertain draw
     out: dict[int, tuple] = {}
+    if rule == "partial":
+        counts = partial_counts({i: len(b) for i, b in bundles.items()}, c, seed)
+        for i in sorted(bundles):
+            k, bundle = counts[i], bundles[i]
+            sub = bundle if k >= len(bundle) else floor_pick(i, bundle, k) if k > 0 else None
+            if sub is not None:
+                out[i] = sub
+        return out
     for i in sorted(bundles):
         bundle, ci = bundles[i], c.get(i, 1.0)
         if rule == "fractional":
@@ -84,6 +102,30 @@ def round_shares(
             if sub is not None:
                 out[i] = sub
     return out
+
+
+def partial_counts(sizes: Mapping[int, int], c: Mapping[int, float], seed: int) -> dict[int, int]:
+    """{i: GPUs app i keeps} under ``partial`` (module docstring): largest remainders of the quotas
+    q_i = c_i ``sizes[i]`` (c_i default 1), K = floor(sum q + 1/2) in all, ties of remainders (to
+    9 decimals) by draw k of ``default_rng(seed)`` for the k-th app in sorted order."""
+    apps = sorted(sizes)
+    q = {}
+    for i in apps:
+        ci = float(c.get(i, 1.0))
+        if not 0.0 <= ci <= 1.0:  # NaN too: a c_i left open (``exact_payments=False``)
+            raise ValueError(f"partial rounding needs every c_i exact in [0, 1]; app {i}: {ci}")
+        q[i] = ci * sizes[i]
+    total = math.floor(sum(q.values()) + 0.5 + 1e-9)
+    k = {i: min(sizes[i], math.floor(q[i] + 1e-9)) for i in apps}
+    rem = {i: round(q[i] - k[i], 9) for i in apps}
+    todo = [i for i in apps if rem[i] > 0 and k[i] < sizes[i]]
+    extra = max(0, min(total - sum(k.values()), len(todo)))
+    if 0 < extra < len(todo):  # who gets one more: the largest remainders, ties by the draw
+        draw = dict(zip(apps, np.random.default_rng(seed).random(len(apps)).tolist(), strict=True))
+        todo.sort(key=lambda i: (-rem[i], draw[i]))
+    for i in todo[:extra]:
+        k[i] += 1
+    return k
 
 
 def lottery_draws(apps, seed: int) -> dict[int, float]:

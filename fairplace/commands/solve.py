@@ -67,7 +67,9 @@ def add_arguments(p) -> None:
         help="seconds for the whole solve; returns the best incumbent (see below)",
     )
     p.add_argument(
-        "--rounding", default=None, help="auctions: floor (default) | lottery | fractional"
+        "--rounding",
+        default=None,
+        help="auctions: floor (default) | lottery | fractional | partial",
     )
     p.add_argument(
         "--seed", type=_args.seed, default=None, help="seed for randomised rules and policies"

@@ -8,6 +8,7 @@ On a resource-available event (lease expiry, arrival, completion) the driver cal
    waits), then by a seeded random draw — never by app id,
 2. lets the ceil((1 - f) N) worst (at least one) bid on the free GPUs (the AGENT's rho tables),
 3. runs the partial-allocation auction (exact compact PF + PA, ``fairplace.solvers.compact``),
+   each bidder keeping its c_i share of its PF bundle (``rounding``, default ``partial``: ``pa.py``),
 4. hands every offered GPU the auction did not keep (hidden payments and GPUs no participant wanted)
    to the non-participants: ``leftover='random'`` (seeded: non-participants in random order, each
    taking what it can still use) or ``'work-conserving'`` (greedy: the non-participant whose rho
@@ -58,6 +59,7 @@ from fairplace.core.errors import OptionError
 from fairplace.formulations.agents import RhoTable, ftf_model
 from fairplace.formulations.compact import compact_app
 from fairplace.formulations.ftf import FTFModel
+from fairplace.formulations.pa import ROUNDING_RULES
 from fairplace.solvers.options import SolveOptions
 
 LEFTOVER_RULES = ("random", "work-conserving")
@@ -101,7 +103,7 @@ class Arbiter:
     f: float = 0.8
     lease: float = 600.0
     leftover: str = "random"
-    rounding: str = "lottery"  # default from the sensitivity experiment (sim/themis.py)
+    rounding: str = "partial"  # the paper's c_i share of the PF bundle (formulations/pa.py)
     seed: int = 0
     # one thread: a round's leave-one-out solves are small, a thread pool costs more than it saves;
     # no MIP restarts, as ``solve_compact_auction`` would set anyway (once here, not per round)
@@ -111,7 +113,8 @@ class Arbiter:
     #: False: every bidder keeps its whole PF bundle (c_i = 1, no hidden payments): a control for
     #: the docs' mechanism checks, not THEMIS' PA
     payments: bool = True
-    #: False: c_i of the LP route's auctions only as far as the lottery needs it (the same
+    #: False: c_i of the LP route's auctions only as far as the lottery needs it (``partial``
+    #: reads every c_i: exact whatever this says; the same
     #: allocation; ``RoundOutcome.payments`` NaN where left open): for a simulator that reads only
     #: the allocation (``solve_compact_auction(exact_payments=...)``)
     exact_payments: bool = True
@@ -143,6 +146,11 @@ class Arbiter:
         if not isinstance(self.payments, bool):
             raise OptionError(
                 "scheduler_options.payments", f"must be true or false, got {self.payments!r}"
+            )
+        if self.rounding not in ROUNDING_RULES:
+            raise OptionError(
+                "scheduler_options.rounding",
+                f"expected one of {list(ROUNDING_RULES)}, got {self.rounding!r}",
             )
         if self.leftover not in LEFTOVER_RULES:
             raise OptionError(

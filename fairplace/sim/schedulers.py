@@ -20,6 +20,7 @@ from fairplace.core.params import THEMIS_F, Interval, Options, Param
 from fairplace.core.registry import Entry, Lazy, Registry
 from fairplace.formulations.ftf import IdealTime
 from fairplace.formulations.gavel import GavelFTFProgram as Program
+from fairplace.formulations.pa import ROUNDING_RULES
 from fairplace.formulations.variants import AGENT_T_ID_VARIANTS
 from fairplace.solvers.relaxation import solve_gavel
 
@@ -286,6 +287,17 @@ THEMIS_LEASE = Param(
     path="scheduler_options.lease",
 )
 
+#: THEMIS' PA rounding (``formulations/pa.py``): ``partial`` keeps c_i |G_i,pf| GPUs of each PF
+#: bundle (the paper's G_i = c_i G_i,pf); ``lottery`` the whole bundle with probability c_i
+THEMIS_ROUNDING = Param(
+    "rounding",
+    "partial",
+    Options(ROUNDING_RULES),
+    "THEMIS' PA rounding of each bidder's c_i share of its PF bundle",
+    flag="--scheduler-option rounding",
+    path="scheduler_options.rounding",
+)
+
 #: every scheduler: name -> entry (factory, options, doc, capabilities), in the order the CLI help
 #: lists them. Capabilities: ``allocates`` (places jobs itself: no placement policy; a user's object
 #: says so by its attribute), ``placed_by`` (who places, a result's ``placed_by``; default the
@@ -313,7 +325,7 @@ SCHEDULER_REGISTRY = Registry(
         "themis": Entry(
             Lazy("fairplace.sim.themis:Themis"),
             doc="THEMIS: partial-allocation auctions round by round (its arbiter places)",
-            params=(THEMIS_F, THEMIS_RHO_VARIANT, THEMIS_LEASE),
+            params=(THEMIS_F, THEMIS_RHO_VARIANT, THEMIS_LEASE, THEMIS_ROUNDING),
             capabilities={
                 "allocates": True,
                 "placed_by": "arbiter",

@@ -21,10 +21,11 @@ app-level scheduler that splits each app's GPUs among its jobs (successive halvi
   ``successive-halving`` phases (n_jobs, iterations, GPUs per job), T_id under the same variant as
   the metric (``rho_variant``, default the headline ``themis``: per-phase work on a 1/N_avg share, N_avg
   measured so far), and ``rho`` as the app's current rho with the GPUs it held just before.
-* PA rounding (``rounding``, default ``lottery``): in the sensitivity experiment (W2, 16 GPUs,
-  f = 0.5 so that auctions have several bidders) ``floor`` gave the worst max rho (it drops a whole
-  GPU at c = 0.996), ``lottery`` and ``fractional`` were alike; ``lottery`` keeps the hidden payment
-  in expectation (PA's incentives), ``fractional`` drops it, so ``lottery`` is the default.
+* PA rounding (``rounding``, default ``partial``, the paper's G_i = c_i G_i,pf: each bidder keeps
+  its c_i share of its PF bundle in whole GPUs, largest remainders over the round,
+  ``formulations/pa.py``; every c_i exact). ``lottery`` (the whole bundle with probability c_i,
+  the default before issue 45; c_i only as far as its draw needs) stays an option for the control,
+  so do ``floor`` and ``fractional``.
   ``payments=False`` drops the hidden payments altogether (every bidder keeps its PF bundle, c_i = 1):
   not THEMIS, a control for the mechanism checks in docs/themis-results.md.
 * Pricing (``pricing``): ``locality`` (default; THEMIS as published is variability-unaware, its S(G) is
@@ -50,7 +51,7 @@ import numpy as np
 from fairplace.core.domain import GPU, Cluster
 from fairplace.core.errors import OptionError
 
-from .schedulers import THEMIS_RHO_VARIANT, SchedView
+from .schedulers import THEMIS_RHO_VARIANT, THEMIS_ROUNDING, SchedView
 from .themis_apps import Agents, AppScheduler, StepAverage, best_fit, even_split, running_jobs
 
 __all__ = ["PRICING", "Themis", "best_fit", "binned_cluster", "even_split"]
@@ -82,7 +83,7 @@ class Themis:
         lease: float = 600.0,
         leftover: str = "random",
         pricing: str = "locality",
-        rounding: str = "lottery",
+        rounding: str = "partial",
         rho_variant: str = "themis",
         seed: int = 0,
         lease_tick: float | None = None,
@@ -93,6 +94,7 @@ class Themis:
         if pricing not in PRICING:
             raise OptionError("scheduler_options.pricing", f"expected one of {PRICING}")
         rho_variant = THEMIS_RHO_VARIANT.check(rho_variant)
+        rounding = THEMIS_ROUNDING.check(rounding)
         self.pricing = pricing
         self.rho_variant = rho_variant
         self.arbiter = Arbiter(

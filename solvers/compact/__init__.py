@@ -98,7 +98,9 @@ def solve_compact_auction(
     its bounds already put c_i above the draw (:func:`.pa_payments.lottery_floor`, route
     ``lottery``: i keeps its bundle) or at most the draw (:func:`.pa_payments.lottery_ceiling`,
     ``lottery_drop``: it loses it), the outcome is that of the exact c_i and the payment is
-    reported as NaN. The allocation is the exact payments' allocation."""
+    reported as NaN. The allocation is the exact payments' allocation. Every other rule
+    (``partial``, THEMIS' default, reads every c_i) gets every c_i exact whatever
+    ``exact_payments`` says: only the lottery's draws let a PF_{-i} stay open."""
     t0 = time.perf_counter()
     budget = budget_for(opts, budget)
     if opts.mip_allow_restart is None:  # as in solvers/auction.py (see SolveOptions)
