@@ -12,6 +12,12 @@ The outcome (:func:`outcome`):
 * ``does not reproduce`` — otherwise (or no direction is stated);
 * ``not run`` — the experiment or a frame is missing.
 
+Every claim has a ``kind`` (:data:`KINDS`): ``"paper"`` is the paper's own claim, with the paper's
+words in ``paper`` and where it says so in ``section`` / ``figure``; ``"check"`` is the package's
+own check (solver optimality, work conservation, a comparison the paper does not make), judged by
+the same rule but reported as ``passes`` / ``fails`` (:data:`CHECK_OUTCOMES`) and counted apart
+(:func:`check_claims` validates a claims file; ``fairplace.analysis.report.headline`` counts).
+
 Each row carries a one-line ``reason`` (the claim's ``caveat`` when it does not reproduce). When the
 frames have a ``seed`` column with several seeds the measure is also taken per seed and ``spread``
 reports min..max and the standard deviation over seeds. A claim with ``draws = "<experiment>"``
@@ -30,6 +36,18 @@ import pandas as pd
 
 from fairplace.core.errors import DataError
 
+from .claims_schema import (  # noqa: F401 - the schema's names are also claims' own
+    CHECK_OUTCOMES,
+    CLAIM_KEYS,
+    DIRECTIONS,
+    KINDS,
+    OUTCOMES,
+    check_claim,
+    check_claims,
+    check_kind,
+    outcome,
+    range_text,
+)
 from .tables import col, fixed, geomean_improvement, improvement, ok_rows, relative_gap
 
 Frames = dict[str, pd.DataFrame]
@@ -119,6 +137,43 @@ def max_rho_ratio(
     return float(ratio.min()), det
 
 
+def sharing_incentive_only(
+    res: Frames, scheduler: str, baselines, by=("trace", "contention"), where: dict | None = None
+):
+    """% of ``by`` groups (e.g. each trace at each contention level; max rho as means over seeds)
+    where ``scheduler``'s max rho is <= 1 (sharing incentive, §3.1) *and* every baseline's is > 1:
+    "the only scheme that maintains sharing incentive" (Fig. 14). 100 = both sides hold everywhere."""
+    df = _where(ok_rows(res["summary"]), where)
+    by = [by] if isinstance(by, str) else list(by)
+    m = df.groupby([*by, "scheduler"])["max_rho"].mean().unstack("scheduler")
+    missing = [s for s in [scheduler, *baselines] if s not in m]
+    if missing:
+        raise DataError("scheduler", f"no results for {', '.join(missing)}")
+    full = m[[scheduler, *baselines]].notna().all(axis=1)
+    if not full.any():
+        raise DataError(by[0], f"no group has results for {scheduler} and every baseline")
+    parts, held = [], []
+    for lvl, r in m[full].iterrows():
+        own, base = float(r[scheduler]), r[list(baselines)].astype(float)
+        ok = own <= 1.0 and bool((base > 1.0).all())
+        held.append(ok)
+        name = " ".join(map(str, lvl if isinstance(lvl, tuple) else (lvl,)))
+        parts.append(
+            f"{name}: {scheduler} {own:.2f} ({'<=' if own <= 1.0 else '>'} 1), baselines "
+            f"{base.min():.2f} ({base.idxmin()})..{base.max():.2f} "
+            f"({'all > 1' if (base > 1.0).all() else 'not all > 1'}): {'holds' if ok else 'no'}"
+        )
+    det = "; ".join(parts)
+    skipped = [str(lvl) for lvl in m.index[~full]]
+    absent = [f"{k} {v}" for k, vs in (where or {}).items() if k in by and isinstance(vs, list)
+              for v in vs if not np.isclose(df[k].astype(float), v).any()]  # fmt: skip
+    if skipped:
+        det += f" (not every scheduler ran at {', '.join(skipped)}: not judged)"
+    if absent:
+        det += f" ({', '.join(absent)} not run)"
+    return 100.0 * float(np.mean(held)), det
+
+
 def max_of(res: Frames, metric: str, where: dict | None = None, frame: str = "summary"):
     """The largest ``metric`` over the selected rows (e.g. idle GPU-hours of every THEMIS run)."""
     df = _where(ok_rows(res[frame]), where)
@@ -153,6 +208,32 @@ def liar_gain(res: Frames):
     gain = 100 * (base - rest) / base
     det = ", ".join(f"X={x:g}: {v:+.1f}%" for x, v in gain.items())
     return float(gain.max()), f"liar's time saved vs truthful: {det}"
+
+
+def liar_gain_bound(res: Frames):
+    """The rule for "lying does not help" (Fig. 18): the liar's time saved (%) at each X > 0,
+    against its own truthful run (X = min) of the same seed, as a mean over seeds less one standard
+    error (sd / sqrt(n), ddof 1; 0 with one seed); the largest over X. > 0 = at some X lying helps
+    by more than its spread over seeds (its mean gain exceeds 0 by more than its standard error)."""
+    df = _sp(res)
+    seed = df["seed"] if "seed" in df else pd.Series(0, index=df.index)
+    liar = df.assign(_seed=seed).groupby(["_seed", "X"])["_liar"].mean().unstack("X")
+    x0 = liar.columns.min()
+    if len(liar.columns) < 2:
+        raise DataError("X", "need at least two misreport levels")
+    gain = 100 * (liar[[x0]].to_numpy() - liar.drop(columns=x0)) / liar[[x0]].to_numpy()
+    n = gain.notna().sum()
+    mean, sd = gain.mean(), gain.std(ddof=1).fillna(0.0)
+    se = (sd / np.sqrt(n)).where(n > 1, 0.0)
+    bound = mean - se
+    det = ", ".join(
+        f"X={x:g}: {mean[x]:+.2f}% (sd {sd[x]:.2f}, se {se[x]:.2f})" for x in mean.index
+    )
+    worst = bound.idxmax()
+    return float(bound.max()), (
+        f"liar's time saved vs its truthful run, mean over {int(n.max())} seeds: {det}; largest "
+        f"mean - se at X={worst:g}"
+    )
 
 
 def tipping_point(res: Frames, jump: float = 0.05):
@@ -197,68 +278,14 @@ MEASURES: dict[str, Callable] = {
     "gain_change": gain_change,
     "gain_at": gain_at,
     "max_rho_ratio": max_rho_ratio,
+    "sharing_incentive_only": sharing_incentive_only,
     "max_of": max_of,
     "best_param": best_param,
     "liar_gain": liar_gain,
+    "liar_gain_bound": liar_gain_bound,
     "tipping_point": tipping_point,
     "order_fraction": order_fraction,
 }
-
-OUTCOMES = ("reproduces", "direction only", "does not reproduce", "not run")
-DIRECTIONS = ("higher", "lower")
-#: keys a claim may have (anything else is a typo and raises DataError naming it)
-CLAIM_KEYS = {
-    "id", "text", "figure", "paper", "paper_range", "tolerance", "direction", "null_value",
-    "experiment", "measure", "args", "unit", "caveat", "draws",
-}  # fmt: skip
-
-
-def check_claim(claim: dict) -> tuple[float, float, float]:
-    """Validate a claim's schema; returns (lo, hi, tolerance)."""
-    cid = claim.get("id", "<claim>")
-    unknown = set(claim) - CLAIM_KEYS
-    if unknown:
-        raise DataError(f"{cid}.{sorted(unknown)[0]}", "unknown claim key")
-    for k in ("id", "text", "experiment", "measure", "paper_range"):
-        if k not in claim:
-            raise DataError(f"{cid}.{k}", "missing")
-    r = claim["paper_range"]
-    if isinstance(r, (int, float)):
-        r = [r, r]
-    if (
-        not isinstance(r, list)
-        or len(r) != 2
-        or not all(isinstance(v, (int, float)) for v in r)
-        or r[0] > r[1]
-    ):
-        raise DataError(f"{cid}.paper_range", f"expected [lo, hi] with lo <= hi, got {r!r}")
-    tol = claim.get("tolerance", 0.0)
-    if not isinstance(tol, (int, float)) or tol < 0:
-        raise DataError(f"{cid}.tolerance", f"expected a number >= 0, got {tol!r}")
-    d = claim.get("direction")
-    if d is not None and d not in DIRECTIONS:
-        raise DataError(f"{cid}.direction", f"expected one of {DIRECTIONS}, got {d!r}")
-    if d is not None and not isinstance(claim.get("null_value"), (int, float)):
-        raise DataError(f"{cid}.null_value", "a direction needs the null value it is measured from")
-    return float(r[0]), float(r[1]), float(tol)
-
-
-def outcome(value: float, claim: dict) -> str:
-    """``reproduces`` / ``direction only`` / ``does not reproduce`` for ``value`` (module doc)."""
-    lo, hi, tol = check_claim(claim)
-    if math.isfinite(value) and lo - tol <= value <= hi + tol:
-        return "reproduces"
-    d, null = claim.get("direction"), claim.get("null_value")
-    if d == "higher" and value > null or d == "lower" and value < null:
-        return "direction only"
-    return "does not reproduce"
-
-
-def range_text(claim: dict) -> str:
-    lo, hi, tol = check_claim(claim)
-    unit = claim.get("unit", "")
-    r = f"{lo:g}{unit}" if lo == hi else f"[{lo:g}, {hi:g}]{unit}"
-    return r + (f" ± {tol:g}" if tol else "")
 
 
 def _seed_frames(frames: Frames) -> dict:
@@ -321,14 +348,18 @@ def in_draws(fn: Callable, frames: Frames, args: dict, paper: float, unit: str =
 def evaluate(
     claim: dict, frames: Frames | None, not_run: str | None = None, draws: Frames | None = None
 ) -> dict:
-    """One claims-table row: id, claim, figure, paper, paper_range, ours, spread, outcome, reason,
+    """One claims-table row: id, kind, claim, figure, section, paper (the paper's words),
+    paper_range, ours, spread, outcome (a check: passes / fails), reason,
     and with ``draws`` (the frames of the claim's ``draws`` experiment) where the paper's number
     (the low end of its range) sits among those cluster draws."""
     check_claim(claim)
+    kind = check_kind(claim, required=False)
     row = {
         "id": claim["id"],
+        "kind": kind,
         "claim": claim["text"],
         "figure": claim.get("figure", ""),
+        "section": claim.get("section", ""),
         "paper": claim.get("paper", ""),
         "paper_range": range_text(claim),
         "ours": "",
@@ -355,7 +386,11 @@ def evaluate(
     value = math.nan if value is None else float(value)
     out = outcome(value, claim)
     ours = f"{fixed(value, 3)}{unit}" if math.isfinite(value) else "none"
-    if out == "reproduces":
+    if kind == "check":
+        out = "passes" if out == "reproduces" else "fails"
+        why = (f"inside its range; {detail}" if out == "passes"
+               else f"outside its range: {claim.get('caveat', 'not analysed')} ({detail})")  # fmt: skip
+    elif out == "reproduces":
         why = f"inside the paper's range; {detail}"
     else:
         side = "right direction" if out == "direction only" else "not even the direction"

@@ -1,6 +1,7 @@
 """Reports: ``report.md`` (PNG files linked from ``figures/``) and ``report.html`` (the same figures
-embedded as base64 PNG), each with a claims table *claim — paper (range) — ours (spread over seeds) —
-outcome — reason*. Both come from Jinja2 templates (``templates/report.md.j2``,
+embedded as base64 PNG), each with claims tables *claim — paper (range) — ours (spread over seeds) —
+outcome — reason*: the papers' own claims and the package's own checks apart, counted apart in the
+headline (:func:`headline`). Both come from Jinja2 templates (``templates/report.md.j2``,
 ``templates/report.html.j2``); prose is Markdown (rendered to HTML by markdown-it-py), tables are
 pandas' (``to_markdown`` / a ``Styler``), numbers in fixed notation, units in the headers. Figures
 are saved with a tight bounding box, so a legend placed beside the axes stays in the image."""
@@ -15,6 +16,8 @@ from pathlib import Path
 
 import numpy as np
 import pandas as pd
+
+from fairplace.core.errors import DataError
 
 from .tables import with_units
 
@@ -78,19 +81,23 @@ def prose_html(text: str, inline: bool = False) -> str:
     return out.replace("`", "&#96;")
 
 
-#: claim outcomes (analysis.claims): the first counts as reproduced in the headline
+#: claim outcomes (analysis.claims): a paper claim reproduces, a package check passes
 REPRODUCES = "reproduces"
+PASSES = "passes"
 _HOLDS_TO_OUTCOME = {"yes": REPRODUCES, "no": "does not reproduce"}
 _CLAIM_ORDER = (
-    "id", "claim", "figure", "paper", "paper_range", "ours", "spread", "outcome", "full_size",
-    "reason", "note",
+    "id", "study", "claim", "figure", "section", "paper", "paper_range", "ours", "spread",
+    "outcome", "full_size", "reason", "note",
 )  # fmt: skip
+#: the claims tables of a report, one per kind (analysis.claims_schema.KINDS)
+KIND_TABLES = {"paper": "Paper claims (the paper's own words)", "check": "Package checks (ours)"}
 
 
 def claim_outcomes(claims: pd.DataFrame) -> pd.Series:
     """Each claim's outcome: the ``outcome`` column (``reproduces`` | ``direction only`` |
-    ``does not reproduce`` | ``not run``), or, for tables without it, the ``holds`` verdict
-    (yes -> reproduces, no -> does not reproduce, anything else as written)."""
+    ``does not reproduce`` | ``not run`` for paper claims, ``passes`` | ``fails`` | ``not run`` for
+    package checks), or, for tables without it, the ``holds`` verdict (yes -> reproduces, no ->
+    does not reproduce, anything else as written)."""
     if "outcome" in claims:
         return claims["outcome"].fillna("").astype(str)
     if "holds" in claims:
@@ -99,14 +106,68 @@ def claim_outcomes(claims: pd.DataFrame) -> pd.Series:
     return pd.Series("", index=claims.index)
 
 
+def claim_counts(claims: pd.DataFrame) -> dict[str, dict[str, int]]:
+    """Paper claims and package checks counted apart (the ``kind`` column):
+    ``{"paper": {n, reproduces, direction only, does not reproduce, not run}, "check": {n, passes,
+    fails, not run}}``; any ``not run: <reason>`` counts as ``not run``."""
+    if "kind" not in claims:
+        raise DataError("kind", "the claims table has no kind column: paper claims and package "
+                        "checks cannot be counted apart")  # fmt: skip
+    out = claim_outcomes(claims).map(lambda v: "not run" if v.startswith("not run") else v)
+    kind = claims["kind"].astype(str)
+    unknown = sorted(set(kind) - set(KIND_TABLES))
+    if unknown:
+        raise DataError("kind", f"expected paper or check, got {unknown[0]!r}")
+    keys = {"paper": (REPRODUCES, "direction only", "does not reproduce", "not run"),
+            "check": (PASSES, "fails", "not run")}  # fmt: skip
+    counts = {}
+    for k, names in keys.items():
+        o = out[kind == k]
+        odd = sorted(set(o) - set(names))
+        if odd:
+            raise DataError("outcome", f"a {k} row has outcome {odd[0]!r}; expected one of {names}")
+        counts[k] = {"n": int(o.size), **{v: int((o == v).sum()) for v in names}}
+    return counts
+
+
+def count_line(counts: dict[str, dict[str, int]]) -> str:
+    """``paper claims: a of n reproduce, b in direction, c do not[, d not run]; package checks: x
+    of m pass[, y fail][, z not run]``."""
+    p, c = counts["paper"], counts["check"]
+    paper = (f"paper claims: {p[REPRODUCES]} of {p['n']} reproduce, {p['direction only']} in "
+             f"direction, {p['does not reproduce']} do not")  # fmt: skip
+    paper += f", {p['not run']} not run" if p["not run"] else ""
+    check = f"package checks: {c[PASSES]} of {c['n']} pass" if c["n"] else "package checks: none"
+    check += (f", {c['fails']} fail" if c["fails"] else "") + (
+        f", {c['not run']} not run" if c["not run"] else ""
+    )
+    return f"{paper}; {check}"
+
+
+def headline_counts(claims: pd.DataFrame) -> dict[str, dict]:
+    """:func:`claim_counts` per study (the ``study`` column: ``themis``, ``pal``, in table order)
+    and in ``total`` (the total alone without a ``study`` column)."""
+    counts = {}
+    if "study" in claims:
+        for s in claims["study"].astype(str).unique():
+            counts[s] = claim_counts(claims[claims["study"].astype(str) == s])
+    return counts | {"total": claim_counts(claims)}
+
+
+def headline_lines(claims: pd.DataFrame) -> list[str]:
+    """One line per study (``THEMIS: paper claims: ...; package checks: ...``), then the total when
+    there are several studies: paper claims and package checks are never counted together."""
+    counts = headline_counts(claims)
+    studies = [k for k in counts if k != "total"]
+    lines = [f"{s.upper()}: {count_line(counts[s])}" for s in studies]
+    if len(studies) != 1:
+        lines.append(f"{'Total: ' if studies else ''}{count_line(counts['total'])}")
+    return lines
+
+
 def headline(claims: pd.DataFrame) -> str:
-    """``N of M claims reproduce`` (+ how many fall in each other outcome)."""
-    out = claim_outcomes(claims)
-    n = int((out == REPRODUCES).sum())
-    rest = out[out != REPRODUCES].map(lambda v: "not run" if v.startswith("not run") else v)
-    counts = rest.value_counts()
-    others = ", ".join(f"{k} {v}" for k, v in counts.items())
-    return f"{n} of {len(out)} claims reproduce" + (f" ({others})" if others else "")
+    """The headline: :func:`headline_lines` joined as sentences (no final full stop)."""
+    return ". ".join(headline_lines(claims))
 
 
 def claims_view(claims: pd.DataFrame) -> pd.DataFrame:
@@ -117,6 +178,16 @@ def claims_view(claims: pd.DataFrame) -> pd.DataFrame:
     view = view[first + [c for c in view.columns if c not in first]]
     keep = [c for c in view.columns if c in ("id", "outcome") or view[c].astype(str).ne("").any()]
     return view[keep].astype(object).fillna("")  # object: "" is no float (pandas 4 refuses)
+
+
+def claims_tables(claims: pd.DataFrame) -> list[tuple[str, pd.DataFrame]]:
+    """The report's claims tables: one per kind (paper claims, then package checks; the ``kind``
+    column dropped), or one unnamed table when the claims have no ``kind``."""
+    if "kind" not in claims:
+        return [("", claims_view(claims))]
+    kind = claims["kind"].astype(str)
+    return [(name, claims_view(claims[kind == k].drop(columns=["kind"])))
+            for k, name in KIND_TABLES.items() if (kind == k).any()]  # fmt: skip
 
 
 def _cells(df: pd.DataFrame, fmt) -> pd.DataFrame:
@@ -147,7 +218,7 @@ def html_table(df: pd.DataFrame, row_classes: pd.Series | None = None, uuid: str
 
 
 def _outcome_class(outcome: str) -> str:
-    if outcome == REPRODUCES:
+    if outcome in (REPRODUCES, PASSES):
         return "yes"
     if outcome.startswith("not run") or not outcome:
         return "nr"
@@ -182,7 +253,6 @@ def write_report(
     figdir = out / "figures"
     figdir.mkdir(parents=True, exist_ok=True)
     claims.to_csv(out / "claims.csv", index=False)
-    view = claims_view(claims)
     n_png = len(list(figdir.glob("*.png")))
     docs = []
     for k, s in enumerate(sections):
@@ -215,8 +285,14 @@ def write_report(
     doc = {
         "title": title,
         "preamble": [p for p in preamble if p],
-        "claims_md": md_table(view),
-        "claims_html": Markup(html_table(view, view["outcome"].map(_outcome_class), "claims")),
+        "claims": [
+            {
+                "name": name,
+                "md": md_table(view),
+                "html": Markup(html_table(view, view["outcome"].map(_outcome_class), f"c{j}")),
+            }
+            for j, (name, view) in enumerate(claims_tables(claims))
+        ],
         "sections": docs,
     }
     paths = {"md": out / "report.md", "html": out / "report.html", "claims": out / "claims.csv"}

@@ -9,7 +9,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from fairplace.analysis.claims import OUTCOMES, check_claim, evaluate
+from fairplace.analysis.claims import CHECK_OUTCOMES, OUTCOMES, check_claim, evaluate
 from fairplace.cli import main
 from fairplace.runs.reproduce import load_claims, load_experiments, reproduce
 
@@ -38,8 +38,10 @@ def test_specs_and_claims_are_consistent():
         keys = {e.key for e in load_experiments(paper, "full")}
         for c in load_claims(paper):
             assert c["experiment"] in keys, c["id"]
-            assert {"id", "text", "paper", "measure", "paper_range"} <= set(c)
+            assert {"id", "kind", "text", "paper", "measure", "paper_range"} <= set(c)
             check_claim(c)  # the schema: paper_range = [lo, hi], tolerance, direction
+            if paper == "themis" and c["kind"] == "paper":  # the paper's words and section
+                assert c["section"].startswith("§") and len(c["paper"]) > 30, c["id"]
 
 
 @pytest.mark.slow
@@ -64,16 +66,28 @@ def test_tiny_reproduce_writes_report_with_claims_and_figures(tmp_path, monkeypa
     header = re.search(r"^\| id .*\|$", md, re.M).group(0)
     shown = [c.strip() for c in header.strip("|").split("|")]
     order = (
-        "id", "claim", "figure", "paper", "paper_range", "ours", "spread", "outcome", "full_size",
-        "reason",
+        "id", "study", "claim", "figure", "section", "paper", "paper_range", "ours", "spread",
+        "outcome", "full_size", "reason",
     )  # fmt: skip
     # empty columns are dropped: the fake simulator has one seed, so no spread over seeds
     expected = [c for c in order if c != "spread" or c in shown]
     assert shown[: len(expected)] == expected
     assert "`" not in html  # inline code is <code>, never a raw backtick
-    n = int((t_out := res["table"]["outcome"]).eq("reproduces").sum())
-    assert res["headline"].startswith(f"{n} of {len(t_out)} claims reproduce")
-    assert res["headline"] in md
+    # paper claims and package checks counted apart, per paper and in total; never one mixed count
+    tab = res["table"]
+    for study, part in [*tab.groupby("study"), ("total", tab)]:
+        paper, check = part[part["kind"] == "paper"], part[part["kind"] == "check"]
+        counts = res["counts"][study]
+        assert counts["paper"]["n"] == len(paper) and counts["check"]["n"] == len(check)
+        assert counts["paper"]["reproduces"] == paper["outcome"].eq("reproduces").sum()
+        assert counts["check"]["passes"] == check["outcome"].eq("passes").sum()
+    n, m = res["counts"]["themis"]["paper"]["reproduces"], res["counts"]["themis"]["paper"]["n"]
+    assert res["headline"].startswith(f"THEMIS: paper claims: {n} of {m} reproduce, ")
+    assert (
+        ". PAL: paper claims: " in res["headline"] and ". Total: paper claims: " in res["headline"]
+    )
+    assert "claims reproduce" not in res["headline"]
+    assert res["headline"] in md and "### Paper claims" in md and "### Package checks" in md
     assert len(re.findall(r"data:image/png;base64,[A-Za-z0-9+/]{100}", html)) >= 3
     for link in re.findall(r"\]\((figures/[^)]+\.png)\)", md):
         assert (tmp_path / link).stat().st_size > 1000
@@ -88,8 +102,9 @@ def test_tiny_reproduce_writes_report_with_claims_and_figures(tmp_path, monkeypa
     assert t.loc["synergy-pal-vs-tiresias", "outcome"] == "not run"
     assert "not part of this size" in t.loc["synergy-pal-vs-tiresias", "reason"]
     # the real solvers ran: exact is never below greedy-rho, the relaxation never below exact
-    assert t.loc["exact-ge-greedy-rho", "outcome"] in ("reproduces", "not run")
-    assert set(t["outcome"]) <= set(OUTCOMES)
+    assert t.loc["exact-ge-greedy-rho", "outcome"] in ("passes", "not run")
+    assert set(t.loc[t["kind"] == "paper", "outcome"]) <= set(OUTCOMES)
+    assert set(t.loc[t["kind"] == "check", "outcome"]) <= set(CHECK_OUTCOMES)
     # THEMIS claims sit next to the stored full-size outcome (papers/themis/full-size.csv); where
     # the outcomes differ the reason says why in one line (the tiny size's note)
     assert "The full_size column: each claim judged on the stored full-size results" in md
@@ -127,11 +142,16 @@ def test_cli_tiny_pal_with_the_real_simulator(tmp_path, capsys):
     assert main(["reproduce", "pal", "--tiny", "--out", str(tmp_path), "--no-progress"]) == 0
     out = capsys.readouterr().out
     assert "pal-sia-geomean" in out and "report:" in out
-    assert re.search(r"^\d+ of \d+ claims reproduce", out, re.M)  # the headline line
+    # the headline: paper claims and package checks counted apart
+    assert re.search(
+        r"^PAL: paper claims: \d+ of \d+ reproduce, \d+ in direction, \d+ do not(, \d+ not run)?; "
+        r"package checks: \d+ of 1 pass", out, re.M
+    )  # fmt: skip
+    assert "package check" in out and "claims reproduce" not in out
     claims = pd.read_csv(tmp_path / "claims.csv").set_index("id")
     # the Sia-Philly experiment ran: its claims have a number and a verdict, not "not run"
     assert claims.loc["pal-sia-geomean", "outcome"] in OUTCOMES[:3]
-    assert claims.loc["exact-placement-le-pal", "outcome"] == "reproduces"
+    assert claims.loc["exact-placement-le-pal", "outcome"] == "passes"
     html = (tmp_path / "report.html").read_text()
     assert "data:image/png;base64," in html and "<table" in html and "`" not in html
     assert any((tmp_path / "figures").glob("*.png"))

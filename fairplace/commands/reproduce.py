@@ -51,7 +51,8 @@ def add_arguments(p) -> None:
     p.add_argument(
         "--json",
         action="store_true",
-        help="print one JSON object: headline, report paths and the claims table (records)",
+        help="print one JSON object: headline, counts (paper claims and package checks apart, "
+        "per paper and in total), report paths and the claims table (records)",
     )
 
 
@@ -77,6 +78,8 @@ def run(args) -> int:
     if args.json:
         doc = {
             "headline": res["headline"],
+            "headlines": res["headlines"],
+            "counts": res["counts"],
             "report": {
                 "md": str(res["md"]),
                 "html": str(res["html"]),
@@ -90,8 +93,12 @@ def run(args) -> int:
     rows = []
     for (_, r), outcome in zip(t.iterrows(), claim_outcomes(t), strict=True):
         ours = f"{r['ours'] or '-'}" + (f" {r['spread']}" if r.get("spread") else "")
-        rows.append((outcome, r["id"], ours, r.get("paper_range") or r.get("paper", "")))
-    print(table(rows, ["outcome", "claim", "ours", "paper"]))
-    print(res["headline"])
+        kind = "paper claim" if r.get("kind", "paper") == "paper" else "package check"
+        kind = f"{str(r.get('study', '')).upper()} {kind}".strip()
+        paper = r.get("paper_range") or r.get("paper", "")
+        rows.append((kind, outcome, r["id"], ours, paper))
+    print(table(rows, ["kind", "outcome", "claim", "ours", "paper"]))
+    for line in res["headlines"]:
+        print(line)
     print(f"report: {res['md']} and {res['html']} ({res['seconds']:.0f} s)")
     return 0

@@ -31,6 +31,7 @@ from typing import Any
 import pandas as pd
 
 import fairplace
+from fairplace.analysis.claims_schema import check_claims
 from fairplace.core.errors import ClusterUnavailable, OptionError
 from fairplace.instances import generators, io
 from fairplace.instances.generators import random_placement
@@ -114,7 +115,9 @@ def _full_size(paper: str):
 
 
 def load_claims(paper: str) -> list[dict]:
-    return tomllib.loads(_paper_dir(paper).joinpath("claims.toml").read_text()).get("claim", [])
+    """``papers/<paper>/claims.toml``'s claims, validated (a missing or unknown ``kind`` names it)."""
+    raw = tomllib.loads(_paper_dir(paper).joinpath("claims.toml").read_text()).get("claim", [])
+    return check_claims(raw, f"papers/{paper}/claims.toml")
 
 
 # ------------------------------------------------------------------ runners (one public API each)

@@ -1,0 +1,107 @@
+"""The claims schema: the keys of a ``[[claim]]`` of ``papers/<paper>/claims.toml``, its ``kind``
+(the paper's own claim or the package's own check), the paper's range and the outcome rule
+(``fairplace.analysis.claims`` judges claims with it; see its module doc)."""
+
+from __future__ import annotations
+
+import math
+
+from fairplace.core.errors import DataError
+
+#: outcomes of a paper claim (kind "paper")
+OUTCOMES = ("reproduces", "direction only", "does not reproduce", "not run")
+#: outcomes of a package check (kind "check"): inside its range passes, anything else fails
+CHECK_OUTCOMES = ("passes", "fails", "not run")
+#: a claim's kind: the paper's own claim, or the package's own check
+KINDS = ("paper", "check")
+DIRECTIONS = ("higher", "lower")
+#: keys a claim may have (anything else is a typo and raises DataError naming it)
+CLAIM_KEYS = {
+    "id", "kind", "text", "figure", "section", "paper", "paper_range", "tolerance", "direction",
+    "null_value", "experiment", "measure", "args", "unit", "caveat", "draws",
+}  # fmt: skip
+
+
+def check_kind(claim: dict, required: bool = True) -> str:
+    """The claim's ``kind`` (:data:`KINDS`); a paper claim must give the paper's words (``paper``)
+    and where it says so (``section`` or ``figure``). Missing (when ``required``) or unknown: a
+    DataError naming ``<id>.kind``. A claim without ``kind`` and not ``required`` is a paper claim."""
+    cid = claim.get("id", "<claim>")
+    if "kind" not in claim:
+        if required:
+            raise DataError(f"{cid}.kind", f"missing: say {' or '.join(map(repr, KINDS))} (the "
+                            "paper's own claim, or the package's own check)")  # fmt: skip
+        return "paper"
+    kind = claim["kind"]
+    if kind not in KINDS:
+        raise DataError(f"{cid}.kind", f"expected one of {KINDS}, got {kind!r}")
+    if kind == "paper":
+        if not str(claim.get("paper", "")).strip():
+            raise DataError(f"{cid}.paper", "a paper claim gives the paper's own words")
+        if not str(claim.get("section", "") or claim.get("figure", "")).strip():
+            raise DataError(f"{cid}.section", "a paper claim says where the paper states it")
+    return kind
+
+
+def check_claims(claims: list[dict], source: str = "claims.toml") -> list[dict]:
+    """Validate a claims file's ``[[claim]]`` list (``source`` names it in errors): every claim's
+    schema (:func:`check_claim`), a ``kind`` on every claim (:func:`check_kind`), unique ids."""
+    seen: set[str] = set()
+    for c in claims:
+        if "id" not in c:
+            raise DataError(f"{source}.claim.id", "missing")
+        if c["id"] in seen:
+            raise DataError(f"{c['id']}.id", f"duplicate claim id in {source}")
+        seen.add(c["id"])
+        check_claim(c)
+        check_kind(c, required=True)
+    return claims
+
+
+def check_claim(claim: dict) -> tuple[float, float, float]:
+    """Validate a claim's schema; returns (lo, hi, tolerance)."""
+    cid = claim.get("id", "<claim>")
+    unknown = set(claim) - CLAIM_KEYS
+    if unknown:
+        raise DataError(f"{cid}.{sorted(unknown)[0]}", "unknown claim key")
+    for k in ("id", "text", "experiment", "measure", "paper_range"):
+        if k not in claim:
+            raise DataError(f"{cid}.{k}", "missing")
+    r = claim["paper_range"]
+    if isinstance(r, (int, float)):
+        r = [r, r]
+    if (
+        not isinstance(r, list)
+        or len(r) != 2
+        or not all(isinstance(v, (int, float)) for v in r)
+        or r[0] > r[1]
+    ):
+        raise DataError(f"{cid}.paper_range", f"expected [lo, hi] with lo <= hi, got {r!r}")
+    tol = claim.get("tolerance", 0.0)
+    if not isinstance(tol, (int, float)) or tol < 0:
+        raise DataError(f"{cid}.tolerance", f"expected a number >= 0, got {tol!r}")
+    d = claim.get("direction")
+    if d is not None and d not in DIRECTIONS:
+        raise DataError(f"{cid}.direction", f"expected one of {DIRECTIONS}, got {d!r}")
+    if d is not None and not isinstance(claim.get("null_value"), (int, float)):
+        raise DataError(f"{cid}.null_value", "a direction needs the null value it is measured from")
+    check_kind(claim, required=False)
+    return float(r[0]), float(r[1]), float(tol)
+
+
+def outcome(value: float, claim: dict) -> str:
+    """``reproduces`` / ``direction only`` / ``does not reproduce`` for ``value`` (module doc)."""
+    lo, hi, tol = check_claim(claim)
+    if math.isfinite(value) and lo - tol <= value <= hi + tol:
+        return "reproduces"
+    d, null = claim.get("direction"), claim.get("null_value")
+    if d == "higher" and value > null or d == "lower" and value < null:
+        return "direction only"
+    return "does not reproduce"
+
+
+def range_text(claim: dict) -> str:
+    lo, hi, tol = check_claim(claim)
+    unit = claim.get("unit", "")
+    r = f"{lo:g}{unit}" if lo == hi else f"[{lo:g}, {hi:g}]{unit}"
+    return r + (f" ± {tol:g}" if tol else "")
