@@ -133,6 +133,44 @@ def sensitivity(summary: pd.DataFrame, param: str = "f", metric: str = "max_rho"
     return ax
 
 
+def estimation_error(
+    summary: pd.DataFrame,
+    param: str = "scheduler_options.rho_error",
+    kind: str = "scheduler_options.rho_error_kind",
+    metric: str = "max_rho",
+    *,
+    ax=None,
+):
+    """Change of ``metric`` (%) against the same seed and workload without errors vs the error size
+    X of the AGENTs' rho estimates, per kind of error (THEMIS Fig. 17); mean over seeds with CI."""
+    keys = [k for k in ("trace", "contention", "seed", kind) if k in summary]
+    base = summary[np.isclose(summary[param], 0.0)].groupby(keys)[metric].mean().rename("base")
+    df = summary.join(base, on=keys)
+    df = df.assign(x=100 * df[param], change=100 * (df[metric] / df["base"] - 1.0))
+    ax = _axes(ax)
+    sns.pointplot(data=df, x="x", y="change", hue=kind if kind in df else None, ax=ax, dodge=0.2)
+    ax.axhline(0.0, color="grey", lw=0.8, ls="--")
+    ax.set(xlabel="error X (± %)", ylabel=f"change of {metric} vs X = 0 (%)",
+           title=f"{metric} under errors in the ρ estimates")  # fmt: skip
+    _legend_out(ax)
+    return ax
+
+
+def overheads(summary: pd.DataFrame, x: str = "mean_bidders", *, ax=None):
+    """THEMIS' bid time (per bidder) and arbiter time per auction, p50 and p95 (ms, log scale),
+    one point per run, against ``x`` (mean bidders or GPUs offered per auction; §6.2.3)."""
+    cols = ["bid_ms_p50", "bid_ms_p95", "arbiter_ms_p50", "arbiter_ms_p95"]
+    df = summary[summary["scheduler"] == "themis"] if "scheduler" in summary else summary
+    long = df.melt(id_vars=[x, *[c for c in ("trace",) if c in df]], value_vars=cols,
+                   var_name="time", value_name="ms")  # fmt: skip
+    ax = _axes(ax)
+    style = "trace" if "trace" in long and long["trace"].nunique() > 1 else None
+    sns.scatterplot(data=long, x=x, y="ms", hue="time", style=style, ax=ax, s=40)
+    ax.set(yscale="log", ylabel="ms per auction", title=f"THEMIS overheads vs {x}")
+    _legend_out(ax)
+    return ax
+
+
 # ---------------------------------------------------------------- PAL
 
 

@@ -48,6 +48,7 @@ Example driver loop::
 from __future__ import annotations
 
 import math
+import time
 from collections import Counter
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
@@ -60,6 +61,7 @@ from fairplace.formulations.agents import RhoTable, ftf_model
 from fairplace.formulations.compact import compact_app
 from fairplace.formulations.ftf import FTFModel
 from fairplace.formulations.pa import ROUNDING_RULES
+from fairplace.sim.estimate_error import RhoError
 from fairplace.solvers.options import SolveOptions
 
 LEFTOVER_RULES = ("random", "work-conserving")
@@ -94,6 +96,8 @@ class RoundOutcome:
     rho_after: dict[str, float] = field(default_factory=dict)
     status: str = "optimal"
     filled: dict[str, list[str]] = field(default_factory=dict)  # step 5: GPUs nobody else took
+    bid_seconds: float = 0.0  # the bidders' rho tables (AGENTs, §6.2.3), all bidders together
+    arbiter_seconds: float = 0.0  # the rest of the round: ranking, PA, leftover, fill
 
 
 @dataclass(frozen=True)
@@ -118,6 +122,9 @@ class Arbiter:
     #: allocation; ``RoundOutcome.payments`` NaN where left open): for a simulator that reads only
     #: the allocation (``solve_compact_auction(exact_payments=...)``)
     exact_payments: bool = True
+    #: errors in the AGENTs' rho estimates (Fig. 17, ``fairplace.sim.estimate_error``): the ranking
+    #: and the bids read the reported values; None: the truth
+    rho_error: RhoError | None = None
 
     @property
     def tick(self) -> float:
@@ -175,6 +182,7 @@ class Arbiter:
         n_active: int | None = None,
     ) -> RoundOutcome:
         """Run one round; pure apart from the solver (same inputs and seed -> same outcome)."""
+        t0 = time.perf_counter()
         cache = dict(cache or {})
         states = [
             s
@@ -183,12 +191,14 @@ class Arbiter:
             for s in apps
         ]
         seed = int(np.random.SeedSequence([self.seed, round_index]).generate_state(1)[0])
+        if self.rho_error is not None:  # the current rho each AGENT reports (Fig. 17)
+            states = self.rho_error.reported(cluster, states, seed, self._rho_now)
         ranking, part, rest = self._filter(cluster, states, seed, n_active)
         offer = cluster.indices(free_gpus)
         if not (offer[1:] > offer[:-1]).all():  # in cluster order, once each
             offer = np.unique(offer)
         free = cluster.ids(offer)
-        auction, pf, pay, tables, status = self._auction(cluster, part, offer, seed)
+        auction, pf, pay, tables, status, bid_s = self._auction(cluster, part, offer, seed)
         used = {g for gs in auction.values() for g in gs}
         left = [g for g in free if g not in used]
         given, rho_after = self._leftover(cluster, rest, left, seed, cache)
@@ -214,6 +224,8 @@ class Arbiter:
             rho_after=rho_after,
             status=status,
             filled=filled,
+            bid_seconds=bid_s,
+            arbiter_seconds=max(time.perf_counter() - t0 - bid_s, 0.0),
         )
 
     # --- steps ------------------------------------------------------------------------------------
@@ -241,24 +253,29 @@ class Arbiter:
 
     def _auction(self, cluster: Cluster, part: list[AppState], offer: np.ndarray, seed: int):
         """Step 3: the PA auction of ``part`` on ``offer``; (allocation, PF allocation, payments,
-        rho tables, status) by app id (one bidder: its best bundle at c = 1, no MILP)."""
+        rho tables, status) by app id (one bidder: its best bundle at c = 1, no MILP), and the
+        seconds the bids took."""
         from fairplace.solvers.compact import solve_compact_auction
         from fairplace.solvers.compact.packing import best_subbundle
 
         if not part or not offer.size:
-            return {}, {}, {}, {}, "optimal"
+            return {}, {}, {}, {}, "optimal", 0.0
+        t0 = time.perf_counter()
         capps = tuple(compact_app(s.app, cluster, offer, s.room, s.model) for s in part)
+        if self.rho_error is not None:  # the tables as the AGENTs report them (Fig. 17)
+            capps = self.rho_error.bids(cluster, part, capps, seed)
+        bid_s = time.perf_counter() - t0
         ids = [s.app.id for s in part]
         tables = {s.app.id: a.table for s, a in zip(part, capps, strict=True)}
         if len(part) == 1:  # PF = the bidder's best bundle; PA: c = 1 (no one else to pay)
             best = best_subbundle(capps[0], cluster, tuple(offer.tolist()), offer.size)
             auction = {ids[0]: cluster.ids(best[1]) if best else []}
-            return auction, dict(auction), {ids[0]: 1.0}, tables, "optimal"
+            return auction, dict(auction), {ids[0]: 1.0}, tables, "optimal", bid_s
         sol = solve_compact_auction(
             AuctionInstance(cluster, ()), self.options, self.rounding, seed, self.payments,
             offer=offer, apps=capps, ids=ids, exact_payments=self.exact_payments,
         )  # fmt: skip
-        return sol.allocation, sol.pf_allocation, sol.payments, tables, sol.status
+        return sol.allocation, sol.pf_allocation, sol.payments, tables, sol.status, bid_s
 
     def _fill(self, states, ranking, allocation: dict, unallocated: list):
         """Step 5: GPUs nobody took to the apps that can use more, worst rho first; (what each

@@ -24,6 +24,7 @@ from fairplace.formulations.pa import ROUNDING_RULES
 from fairplace.formulations.variants import AGENT_T_ID_VARIANTS
 from fairplace.solvers.relaxation import solve_gavel
 
+from .estimate_error import ERROR_KINDS
 from .protocols import AllocatingScheduler, Scheduler
 
 
@@ -287,6 +288,28 @@ THEMIS_LEASE = Param(
     path="scheduler_options.lease",
 )
 
+#: errors of ±X in the AGENTs' rho estimates (§6.3, Fig. 17; ``fairplace.sim.estimate_error``):
+#: the ranking and the bids read them, the metrics the truth
+THEMIS_RHO_ERROR = Param(
+    "rho_error",
+    0.0,
+    Interval(0.0, 1.0, closed="left"),
+    "THEMIS: size X of the AGENTs' errors in their remaining time (0.2 = ±20%)",
+    flag="--scheduler-option rho_error",
+    path="scheduler_options.rho_error",
+)
+
+#: how the AGENTs' estimates err: per app (the paper), per app and auction, or all apps
+#: exaggerating their placement preference by X (Fig. 18's lie, told by every app)
+THEMIS_RHO_ERROR_KIND = Param(
+    "rho_error_kind",
+    "random",
+    Options(ERROR_KINDS),
+    "THEMIS: how the AGENTs' rho estimates err (with rho_error > 0)",
+    flag="--scheduler-option rho_error_kind",
+    path="scheduler_options.rho_error_kind",
+)
+
 #: THEMIS' PA rounding (``formulations/pa.py``): ``partial`` keeps c_i |G_i,pf| GPUs of each PF
 #: bundle (the paper's G_i = c_i G_i,pf); ``lottery`` the whole bundle with probability c_i
 THEMIS_ROUNDING = Param(
@@ -325,7 +348,14 @@ SCHEDULER_REGISTRY = Registry(
         "themis": Entry(
             Lazy("fairplace.sim.themis:Themis"),
             doc="THEMIS: partial-allocation auctions round by round (its arbiter places)",
-            params=(THEMIS_F, THEMIS_RHO_VARIANT, THEMIS_LEASE, THEMIS_ROUNDING),
+            params=(
+                THEMIS_F,
+                THEMIS_RHO_VARIANT,
+                THEMIS_LEASE,
+                THEMIS_ROUNDING,
+                THEMIS_RHO_ERROR,
+                THEMIS_RHO_ERROR_KIND,
+            ),
             capabilities={
                 "allocates": True,
                 "placed_by": "arbiter",

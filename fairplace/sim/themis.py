@@ -51,10 +51,15 @@ import numpy as np
 from fairplace.core.domain import GPU, Cluster
 from fairplace.core.errors import OptionError
 
+from .estimate_error import RhoError
 from .schedulers import THEMIS_RHO_VARIANT, THEMIS_ROUNDING, SchedView
 from .themis_apps import Agents, AppScheduler, StepAverage, best_fit, even_split, running_jobs
 
 __all__ = ["PRICING", "Themis", "best_fit", "binned_cluster", "even_split"]
+
+#: §6.2.3 overheads in the summary (``Themis.summary_extra``): bid and arbiter ms, p50 / p95
+OVERHEAD_KEYS = ("mean_offered_gpus", "bid_ms_p50", "bid_ms_p95", "arbiter_ms_p50",
+                 "arbiter_ms_p95")  # fmt: skip
 
 #: How the ARBITER's AGENTs price bundles: ``locality`` (THEMIS as published, S = L(spread)) or
 #: ``pm-score`` (S = L(spread) x max binned PM-score: a variability-aware THEMIS).
@@ -88,6 +93,8 @@ class Themis:
         seed: int = 0,
         lease_tick: float | None = None,
         payments: bool = True,
+        rho_error: float = 0.0,
+        rho_error_kind: str = "random",
     ):
         from fairplace.sim.rounds import Arbiter
 
@@ -95,11 +102,14 @@ class Themis:
             raise OptionError("scheduler_options.pricing", f"expected one of {PRICING}")
         rho_variant = THEMIS_RHO_VARIANT.check(rho_variant)
         rounding = THEMIS_ROUNDING.check(rounding)
+        err = RhoError(rho_error, rho_error_kind, seed)  # checked as THEMIS_RHO_ERROR(_KIND)
+        self.rho_error = err if err.x > 0 else None  # Fig. 17; None: the truth
         self.pricing = pricing
         self.rho_variant = rho_variant
         self.arbiter = Arbiter(
             f=f, lease=lease, leftover=leftover, rounding=rounding, seed=seed, lease_tick=lease_tick,
             payments=payments, exact_payments=False,  # the driver reads the allocation only
+            rho_error=self.rho_error,
         )  # fmt: skip
         self.lease = float(lease)
         self.cache: dict = {}
@@ -108,7 +118,8 @@ class Themis:
         self.steps = StepAverage()  # active apps over time, for N_avg
         self.agents = Agents(rho_variant, self.steps)
         self.splitter: AppScheduler | None = None  # bound to the cluster (``bind``)
-        self.auctions: list[tuple[float, int, int]] = []  # (t, bidders, GPUs offered) per auction
+        #: per auction: (t, bidders, GPUs offered, bid seconds (all bidders), arbiter seconds)
+        self.auctions: list[tuple[float, int, int, float, float]] = []
         self.k = 0
 
     def next_change(self, view: SchedView) -> float:
@@ -163,7 +174,9 @@ class Themis:
                 n_active=int(apps.size),
             )
             self.cache = {**self.cache, **out.tables}
-            self.auctions.append((t, len(out.participants), int(free.size)))
+            self.auctions.append(
+                (t, len(out.participants), int(free.size), out.bid_seconds, out.arbiter_seconds)
+            )
             end = out.lease_expiry
             pos = {w.app_ids[a]: a for a in wanting}
             won = {pos[a]: cluster.indices(g) for a, g in out.auction.items() if g}
@@ -185,16 +198,26 @@ class Themis:
     def summary_extra(self, gpus: int) -> dict[str, float]:
         """Per-run auction statistics for the simulation summary: auctions held, mean bidders per
         auction, share of auctions with a single bidder (who pays nothing: PA degenerates), mean
-        fraction of the cluster offered (re-auctioned) per auction."""
+        fraction of the cluster offered (re-auctioned) per auction; and the overheads of §6.2.3:
+        p50 / p95 over auctions of the bid time (the bidders' rho tables per bidder, ms) and of the
+        arbiter time (the rest of the round: ranking, PA solve, leftover, fill; ms)."""
         if not self.auctions:
             return {"auctions": 0, "mean_bidders": 0.0, "single_bidder_share": 0.0,
-                    "mean_offered_fraction": 0.0}  # fmt: skip
-        _, bidders, offered = (np.asarray(c, float) for c in zip(*self.auctions, strict=True))
+                    "mean_offered_fraction": 0.0} | dict.fromkeys(OVERHEAD_KEYS, 0.0)  # fmt: skip
+        _, bidders, offered, bid, arb = (
+            np.asarray(c, float) for c in zip(*self.auctions, strict=True)
+        )
+        bid_ms, arb_ms = 1e3 * bid / np.maximum(bidders, 1.0), 1e3 * arb
         return {
             "auctions": len(self.auctions),
             "mean_bidders": float(bidders.mean()),
             "single_bidder_share": float(np.mean(bidders == 1)),
             "mean_offered_fraction": float(offered.mean() / gpus),
+            "mean_offered_gpus": float(offered.mean()),
+            "bid_ms_p50": float(np.percentile(bid_ms, 50)),
+            "bid_ms_p95": float(np.percentile(bid_ms, 95)),
+            "arbiter_ms_p50": float(np.percentile(arb_ms, 50)),
+            "arbiter_ms_p95": float(np.percentile(arb_ms, 95)),
         }
 
     @staticmethod
