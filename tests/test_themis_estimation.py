@@ -102,6 +102,22 @@ def test_a_factor_on_the_whole_table_would_change_nothing():
         assert sols[0].payments[i] == pytest.approx(sols[1].payments[i], abs=1e-6)
 
 
+def test_the_ranking_reads_the_reported_current_rho():
+    """Step 1 (the ARBITER asks every app for its current rho): e0 + k (rho - e0), inf stays inf."""
+    from fairplace.formulations.agents import ftf_model
+    from fairplace.sim.rounds import AppState
+
+    inst = random_agent_auction(apps=2, machines=2, gpus_per_machine=4, seed=1)
+    cl, (a, b) = inst.cluster, inst.agents
+    states = [AppState(a, rho=2.0, model=ftf_model(a, cl)), AppState(b, rho=math.inf)]
+    err = RhoError(0.4, "random", seed=5)
+    got = err.reported(cl, states, 0, lambda cluster, s: s.rho)
+    e0 = RhoError.elapsed_share(cl, states[0])
+    assert 0.0 < e0 < 2.0
+    assert got[0].rho == pytest.approx(e0 + err.factors(a.id)[0] * (2.0 - e0))
+    assert got[1].rho == math.inf and got[0].app is a
+
+
 @pytest.mark.parametrize("bad", [{"rho_error": 1.0}, {"rho_error": -0.1}, {"rho_error": "x"}])
 def test_bad_error_size_names_the_field(bad):
     with pytest.raises(OptionError, match="scheduler_options.rho_error"):
