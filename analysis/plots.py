@@ -68,6 +68,37 @@ def max_rho_vs_contention(
     return ax
 
 
+def max_rho_ratio_vs_load(
+    summary: pd.DataFrame,
+    scheduler: str = "themis",
+    baselines=("las", "srtf", "gandiva", "optimus", "slaq"),
+    x: str = "load",
+    hue: str = "base_gpus",
+    *,
+    ax=None,
+):
+    """Best baseline's max rho / ``scheduler``'s, per seed (> 1: ``scheduler`` fairer), vs the
+    offered load ``x``, one line per set-up ``hue`` (GPUs: the 64-GPU testbed, the 256-GPU
+    simulator) and workload; mean over seeds with CI (THEMIS Figs. 9-10 over load)."""
+    keys = [k for k in (x, hue, "trace", "seed") if k in summary]
+    per = summary.pivot_table(index=keys, columns="scheduler", values=col(summary, "max_rho"))
+    base = [b for b in baselines if b in per]
+    if scheduler not in per or not base:
+        raise DataError("scheduler", f"needs {scheduler} and one of {', '.join(baselines)}")
+    r = (per[base].min(axis=1) / per[scheduler]).rename("ratio").reset_index()
+    h = hue if hue in r and r[hue].nunique() > 1 else None
+    if h is not None:
+        r[h] = r[h].map(lambda v: f"{v} GPUs" if h == "base_gpus" else str(v))
+    style = "trace" if "trace" in r and r["trace"].nunique() > 1 else None
+    ax = _axes(ax)
+    sns.lineplot(data=r, x=x, y="ratio", hue=h, style=style, marker="o", ax=ax)
+    ax.axhline(1.0, color="grey", lw=0.8, ls="--")
+    ax.set(xscale="log", xlabel=f"offered load ({x})", title="Best baseline / THEMIS max ρ vs load",
+           ylabel=f"best baseline max ρ / {scheduler}'s (> 1: {scheduler} fairer)")  # fmt: skip
+    _legend_out(ax)
+    return ax
+
+
 def bidders_per_round(summary: pd.DataFrame, x: str | None = None, *, ax=None):
     """THEMIS' mean bidders per auction round vs contention (per workload), with the share of
     single-bidder rounds (a lone bidder pays nothing: PA degenerates) as text on each bar."""

@@ -242,8 +242,9 @@ def themis_table(summary: pd.DataFrame, baselines=THEMIS_BASELINES) -> pd.DataFr
     statistics (mean bidders per round, single-bidder share, fraction of the cluster re-auctioned
     per round)."""
     df = ok_rows(summary)
-    grid = [k for k in ("trace", "contention", "network_fraction", "scheduler_options.f",
-                        "round_length") if k in df and df[k].nunique() > 1]  # fmt: skip
+    grid = [k for k in ("trace", "base_gpus", "load", "contention", "network_fraction",
+                        "scheduler_options.f", "round_length")
+            if k in df and df[k].nunique() > 1]  # fmt: skip
     keys = [*grid, "scheduler"]
     g = df.groupby(keys)
     out = g["max_rho"].agg(["mean", "std"]).rename(columns={"mean": "max_rho", "std": "sd"})
