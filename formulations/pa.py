@@ -109,7 +109,7 @@ def partial_counts(sizes: Mapping[int, int], c: Mapping[int, float], seed: int) 
     q_i = c_i ``sizes[i]`` (c_i default 1), K = floor(sum q + 1/2) in all, ties of remainders (to
     9 decimals) by draw k of ``default_rng(seed)`` for the k-th app in sorted order."""
     apps = sorted(sizes)
-    q = {}
+    q: dict[int, float] = {}
     for i in apps:
         ci = float(c.get(i, 1.0))
         if not 0.0 <= ci <= 1.0:  # NaN too: a c_i left open (``exact_payments=False``)
