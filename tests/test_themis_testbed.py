@@ -7,6 +7,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from fairplace.analysis.tables import themis_table
 from fairplace.core.errors import OptionError
 from fairplace.instances.workloads import SCALES, themis_workload, workload_stats
 from fairplace.runs.experiments import load_experiments, run_experiment
@@ -96,6 +97,8 @@ def test_tiny_testbed_experiment_runs_end_to_end(tmp_path):
     assert set(df.loc[df["base_gpus"] == 64, "gpus"]) == {64}
     assert set(df.loc[df["base_gpus"] == 256, "gpus"]) == {256}
     assert {"load", "base_gpus"} <= set(out.frames["apps"].columns)
+    table = themis_table(df)  # the report's THEMIS table: one row per set-up, load and scheduler
+    assert len(table) == len(df) and {"base_gpus", "load"} <= set(table.columns)
     made, failed = make_figures(exp, out)
     assert failed == [] and len(made) == len(exp.figures)
 
