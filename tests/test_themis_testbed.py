@@ -121,3 +121,21 @@ def test_ratio_vs_load_figure_plots_best_baseline_over_themis_per_set_up():
     }
     assert {(1.0, 2.0), (1.5, 1.5)} <= curves  # min(las, srtf) / themis at loads 0.5 and 4
     plt.close(ax.figure)
+
+
+def test_testbed_claim_takes_the_worst_load_of_the_testbed_and_reports_both_set_ups():
+    from fairplace.analysis.claims import max_rho_ratio_vs_load
+    from fairplace.core.errors import DataError
+
+    rows = []
+    for gpus, load, themis, las in [(64, 0.5, 2.0, 1.0), (64, 4.0, 1.0, 3.0),
+                                    (256, 0.5, 1.0, 0.5), (256, 4.0, 1.0, 9.0)]:  # fmt: skip
+        for s, v in (("themis", themis), ("las", las)):
+            rows.append(dict(base_gpus=gpus, load=load, trace="themis-2", seed=0, scheduler=s,
+                             max_rho=v, status="ok"))  # fmt: skip
+    res = {"summary": pd.DataFrame(rows)}
+    value, detail = max_rho_ratio_vs_load(res, "themis", ["las"])
+    assert value == pytest.approx(0.5)  # the testbed's load 0.5, not its better load 4 (3.0)
+    assert "testbed (base_gpus 64)" in detail and "simulator (base_gpus 256)" in detail
+    with pytest.raises(DataError):  # the judged set-up must have run
+        max_rho_ratio_vs_load(res, "themis", ["las"], judged=32)
