@@ -7,7 +7,9 @@ On a resource-available event (lease expiry, arrival, completion) the driver cal
    the rho the app would have from now on with a 1/N share (worst first; it grows while the app
    waits), then by a seeded random draw — never by app id,
 2. lets the ceil((1 - f) N) worst (at least one) bid on the free GPUs (the AGENT's rho tables),
-3. runs the partial-allocation auction (exact compact PF + PA, ``fairplace.solvers.compact``),
+3. runs the partial-allocation auction (exact compact PF + PA, ``fairplace.solvers.compact``) on
+   the bidders' finite lease valuations (``valuation``, default ``lease``,
+   docs/themis-valuation.md),
    each bidder keeping its c_i share of its PF bundle (``rounding``, default ``partial``: ``pa.py``),
 4. hands every offered GPU the auction did not keep (hidden payments and GPUs no participant wanted)
    to the non-participants: ``leftover='random'`` (seeded: non-participants in random order, each
@@ -61,6 +63,7 @@ from fairplace.formulations.agents import RhoTable, ftf_model
 from fairplace.formulations.compact import compact_app
 from fairplace.formulations.ftf import FTFModel
 from fairplace.formulations.pa import ROUNDING_RULES
+from fairplace.formulations.valuation import VALUATIONS, lease_table
 from fairplace.sim.estimate_error import RhoError
 from fairplace.solvers.options import SolveOptions
 
@@ -122,6 +125,13 @@ class Arbiter:
     #: allocation; ``RoundOutcome.payments`` NaN where left open): for a simulator that reads only
     #: the allocation (``solve_compact_auction(exact_payments=...)``)
     exact_payments: bool = True
+    #: what bidders are valued by in the auction (formulations/valuation.py; the argument in
+    #: docs/themis-valuation.md): the app holds the bundle for this lease, then its fair share;
+    #: ``lease`` = one lease plus the time the bundle saves (1 + its speed in fair shares),
+    #: ``lease-rho`` = the app's rho under that model — both finite for an app holding nothing, so
+    #: a served starving bidder's c_i stays well above 0; ``held`` = Eq. 1 / 2 as the AGENT prices
+    #: it (rho(empty) = inf). The filter ranks by rho whatever this says
+    valuation: str = "lease"
     #: errors in the AGENTs' rho estimates (Fig. 17, ``fairplace.sim.estimate_error``): the ranking
     #: and the bids read the reported values; None: the truth
     rho_error: RhoError | None = None
@@ -158,6 +168,11 @@ class Arbiter:
             raise OptionError(
                 "scheduler_options.rounding",
                 f"expected one of {list(ROUNDING_RULES)}, got {self.rounding!r}",
+            )
+        if self.valuation not in VALUATIONS:
+            raise OptionError(
+                "scheduler_options.valuation",
+                f"expected one of {list(VALUATIONS)}, got {self.valuation!r}",
             )
         if self.leftover not in LEFTOVER_RULES:
             raise OptionError(
@@ -198,7 +213,8 @@ class Arbiter:
         if not (offer[1:] > offer[:-1]).all():  # in cluster order, once each
             offer = np.unique(offer)
         free = cluster.ids(offer)
-        auction, pf, pay, tables, status, bid_s = self._auction(cluster, part, offer, seed)
+        n_all = len(states) if n_active is None else n_active
+        auction, pf, pay, tables, status, bid_s = self._auction(cluster, part, offer, seed, n_all)
         used = {g for gs in auction.values() for g in gs}
         left = [g for g in free if g not in used]
         given, rho_after = self._leftover(cluster, rest, left, seed, cache)
@@ -251,7 +267,9 @@ class Arbiter:
         rest = [s for s in states if s.app.id not in chosen]
         return ranking, part, rest
 
-    def _auction(self, cluster: Cluster, part: list[AppState], offer: np.ndarray, seed: int):
+    def _auction(
+        self, cluster: Cluster, part: list[AppState], offer: np.ndarray, seed: int, n_all: int = 0
+    ):
         """Step 3: the PA auction of ``part`` on ``offer``; (allocation, PF allocation, payments,
         rho tables, status) by app id (one bidder: its best bundle at c = 1, no MILP), and the
         seconds the bids took."""
@@ -261,16 +279,25 @@ class Arbiter:
         if not part or not offer.size:
             return {}, {}, {}, {}, "optimal", 0.0
         t0 = time.perf_counter()
-        capps = tuple(compact_app(s.app, cluster, offer, s.room, s.model) for s in part)
+        models = [s.model if s.model is not None else ftf_model(s.app, cluster) for s in part]
+        capps = tuple(
+            compact_app(s.app, cluster, offer, s.room, m) for s, m in zip(part, models, strict=True)
+        )
         if self.rho_error is not None:  # the tables as the AGENTs report them (Fig. 17)
             capps = self.rho_error.bids(cluster, part, capps, seed)
         bid_s = time.perf_counter() - t0
         ids = [s.app.id for s in part]
-        tables = {s.app.id: a.table for s, a in zip(part, capps, strict=True)}
+        tables = {s.app.id: a.table for s, a in zip(part, capps, strict=True)}  # rho: the cache
         if len(part) == 1:  # PF = the bidder's best bundle; PA: c = 1 (no one else to pay)
             best = best_subbundle(capps[0], cluster, tuple(offer.tolist()), offer.size)
             auction = {ids[0]: cluster.ids(best[1]) if best else []}
             return auction, dict(auction), {ids[0]: 1.0}, tables, "optimal", bid_s
+        if self.valuation != "held":  # the same order of bundles per app, rho(empty) finite
+            r_c, n, kind = len(cluster), n_all or len(part), self.valuation
+            capps = tuple(
+                replace(a, table=lease_table(a.table, m, r_c, self.lease, n, kind))
+                for a, m in zip(capps, models, strict=True)
+            )
         sol = solve_compact_auction(
             AuctionInstance(cluster, ()), self.options, self.rounding, seed, self.payments,
             offer=offer, apps=capps, ids=ids, exact_payments=self.exact_payments,

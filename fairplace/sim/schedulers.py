@@ -21,6 +21,7 @@ from fairplace.core.registry import Entry, Lazy, Registry
 from fairplace.formulations.ftf import IdealTime
 from fairplace.formulations.gavel import GavelFTFProgram as Program
 from fairplace.formulations.pa import ROUNDING_RULES
+from fairplace.formulations.valuation import VALUATIONS
 from fairplace.formulations.variants import AGENT_T_ID_VARIANTS
 from fairplace.solvers.relaxation import solve_gavel
 
@@ -321,6 +322,19 @@ THEMIS_ROUNDING = Param(
     path="scheduler_options.rounding",
 )
 
+#: what THEMIS' bidders are valued by in the auction (formulations/valuation.py,
+#: docs/themis-valuation.md): the bundle for this lease, then the fair share — ``lease`` = one lease
+#: plus the time it saves, ``lease-rho`` = rho under that model (both finite when the app holds
+#: nothing); ``held`` = Eq. 1 / 2, held until the app ends (rho(empty) = inf)
+THEMIS_VALUATION = Param(
+    "valuation",
+    "lease",
+    Options(VALUATIONS),
+    "what THEMIS' auction values a bundle by (this lease, then the fair share; held: Eq. 1)",
+    flag="--scheduler-option valuation",
+    path="scheduler_options.valuation",
+)
+
 #: every scheduler: name -> entry (factory, options, doc, capabilities), in the order the CLI help
 #: lists them. Capabilities: ``allocates`` (places jobs itself: no placement policy; a user's object
 #: says so by its attribute), ``placed_by`` (who places, a result's ``placed_by``; default the
@@ -355,6 +369,7 @@ SCHEDULER_REGISTRY = Registry(
                 THEMIS_ROUNDING,
                 THEMIS_RHO_ERROR,
                 THEMIS_RHO_ERROR_KIND,
+                THEMIS_VALUATION,
             ),
             capabilities={
                 "allocates": True,

@@ -52,7 +52,7 @@ from fairplace.core.domain import GPU, Cluster
 from fairplace.core.errors import OptionError
 
 from .estimate_error import RhoError
-from .schedulers import THEMIS_RHO_VARIANT, THEMIS_ROUNDING, SchedView
+from .schedulers import THEMIS_RHO_VARIANT, THEMIS_ROUNDING, THEMIS_VALUATION, SchedView
 from .themis_apps import Agents, AppScheduler, StepAverage, best_fit, even_split, running_jobs
 
 __all__ = ["PRICING", "Themis", "best_fit", "binned_cluster", "even_split"]
@@ -95,6 +95,7 @@ class Themis:
         payments: bool = True,
         rho_error: float = 0.0,
         rho_error_kind: str = "random",
+        valuation: str = "lease",
     ):
         from fairplace.sim.rounds import Arbiter
 
@@ -109,7 +110,7 @@ class Themis:
         self.arbiter = Arbiter(
             f=f, lease=lease, leftover=leftover, rounding=rounding, seed=seed, lease_tick=lease_tick,
             payments=payments, exact_payments=False,  # the driver reads the allocation only
-            rho_error=self.rho_error,
+            rho_error=self.rho_error, valuation=THEMIS_VALUATION.check(valuation),
         )  # fmt: skip
         self.lease = float(lease)
         self.cache: dict = {}
