@@ -3,9 +3,7 @@
 from __future__ import annotations
 
 import itertools
-from dataclasses import replace
 
-import pandas as pd
 import pytest
 from conftest import tiny_auction
 from hypothesis import given, settings
@@ -20,7 +18,6 @@ from fairplace.analysis.audits import (
     rho_of,
     sharing_incentive,
 )
-from fairplace.core.errors import OptionError
 from fairplace.instances import io
 from fairplace.instances.generators import random_auction
 from fairplace.instances.paper import PAPER_INSTANCES, fig5_instance1, fig5_instance2
@@ -138,35 +135,3 @@ def test_envy_is_reported_when_indivisible_rounding_creates_it():
     assert not rep.envy_free and rep.pairs == (("A", "B", 3.0, 1.0),)
     assert rho_of(inst.apps[0], ["g0", "g1", "g2"]) == 1.0  # free disposal
     assert rho_of(inst.apps[1], []) == 4.0
-
-
-def test_strategyproofness_experiment_table_and_determinism():
-    from fairplace.runs.strategyproofness import (
-        Setup,
-        simulate,
-        strategyproofness,
-        tipping_point,
-    )
-
-    small = Setup(small_machines=12, work=8 * 3600.0)
-    df = strategyproofness(xs=[0, 50], seeds=[0], setup=small)
-    assert list(df.columns[:4]) == ["X", "seed", "liar_completion", "others_avg_completion"]
-    assert df["X"].tolist() == [0, 50]
-    assert (df["liar_completion"] > 0).all() and (df["others_avg_completion"] > 0).all()
-    # with X = 0 the "liar" is an ordinary app: its completion is within a lease-scale of the others'
-    row = df.iloc[0]
-    assert (
-        abs(row["liar_completion"] - row["others_avg_completion"])
-        <= 0.25 * row["others_avg_completion"]
-    )
-    assert simulate(small, 0.5, seed=3) == simulate(small, 0.5, seed=3)
-    explicit = simulate(replace(small, engine="explicit"), 0.5, seed=3)
-    assert explicit["liar_completion"] > 0 and 0 <= explicit["liar_dense_share"] <= 1
-    assert 0.0 <= df["liar_mean_payment"].max() <= 1.0
-    synthetic = pd.DataFrame({"X": [0, 10, 40], "liar_completion": [100.0, 101.0, 130.0]})
-    assert tipping_point(synthetic) == 40.0
-    assert tipping_point(synthetic.iloc[:2]) is None
-    with pytest.raises(OptionError):
-        simulate(Setup(lie="nope"), 0.1)
-    with pytest.raises(OptionError):
-        simulate(Setup(engine="nope"), 0.1)

@@ -79,7 +79,11 @@ def _summary_table(exp: Experiment, outcome: Outcome) -> tuple[str, pd.DataFrame
         return "Per solver (gap: relative to the exact optimum, >= 0 = worse)", agg.reset_index()
     if "strategyproofness" in outcome.frames:
         frame = outcome.frames["strategyproofness"]
-        frame = frame.drop(columns=["seed"], errors="ignore").groupby("X", as_index=False).mean()
+        frame = (  # the liar's id is not averaged
+            frame.drop(columns=["seed"], errors="ignore")
+            .groupby("X", as_index=False)
+            .mean(numeric_only=True)
+        )
         return "Completion times (s) vs misreport X (mean over seeds)", frame.round(3)
     if "placement_time" in outcome.frames:
         t = outcome.frames["placement_time"].groupby(["gpus", "policy"])["seconds"]

@@ -20,6 +20,10 @@ reads the reported current rho too. ``kind``:
   truth-telling experiment (Fig. 18: "over-reports slowdown for staggered placement or
   under-reports slowdown for dense placement by X%") told by all apps: k = 1 - X for GPUs on one
   machine (spread 0), 1 + X across machines or racks (spread 1, 2).
+
+``liar`` (an app id; None: every app) makes that app the only one whose estimates err: §6.3's one
+strategically lying app among truthful ones (``kind="strategic"``). Every other app's bids and
+current rho are passed on as they are (the same objects).
 """
 
 from __future__ import annotations
@@ -65,6 +69,7 @@ class RhoError:
     x: float = 0.0
     kind: str = "random"
     seed: int = 0
+    liar: str | None = None  # the only app that errs (§6.3's liar); None: every app
 
     def __post_init__(self):
         x = self.x
@@ -76,6 +81,14 @@ class RhoError:
                 "scheduler_options.rho_error_kind",
                 f"expected one of {ERROR_KINDS}, got {self.kind!r}",
             )
+        if self.liar is not None and (not isinstance(self.liar, str) or not self.liar):
+            raise OptionError(
+                "scheduler_options.liar", f"must be an app id (a name) or None, got {self.liar!r}"
+            )
+
+    def errs(self, app_id: str) -> bool:
+        """True if ``app_id``'s estimates err: every app's, or the liar's alone."""
+        return self.liar is None or app_id == self.liar
 
     def factors(self, app_id: str, round_seed: int = 0) -> np.ndarray:
         """k per spread (0: one machine, 1: one rack, 2: racks) for ``app_id`` in this round."""
@@ -108,6 +121,8 @@ class RhoError:
                     c.table, self.elapsed_share(cluster, s), self.factors(s.app.id, round_seed)
                 ),
             )
+            if self.errs(s.app.id)
+            else c
             for s, c in zip(part, capps, strict=True)
         )
 
@@ -120,10 +135,14 @@ class RhoError:
             return list(states)
         out = []
         for s in states:
+            if not self.errs(s.app.id):
+                out.append(s)
+                continue
             r = rho_now(cluster, s)
             if not np.isinf(r):
                 held = cluster.indices(s.held) if s.held else np.zeros(0, np.int64)
                 sp = spread(cluster.machine_index, cluster.rack_index, held) if held.size else 0
+                sp = sp if s.rho_spread is None else s.rho_spread  # the GPUs rho was priced on
                 k = self.factors(s.app.id, round_seed)[sp]
                 r = float(misreport(np.asarray(r), self.elapsed_share(cluster, s), k))
             out.append(replace(s, rho=r))

@@ -80,6 +80,7 @@ class AppState:
     rho: float | None = None
     room: int | None = None  # GPUs it can use beyond ``held`` (None: its demand cap minus held)
     model: FTFModel | None = None  # ``ftf_model(app, cluster)`` when the driver has built it
+    rho_spread: int | None = None  # spread of the GPUs ``rho`` was priced on (None: ``held``'s)
 
 
 @dataclass(frozen=True)

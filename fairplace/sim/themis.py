@@ -96,6 +96,7 @@ class Themis:
         rho_error: float = 0.0,
         rho_error_kind: str = "random",
         valuation: str = "lease",
+        liar: str | None = None,
     ):
         from fairplace.sim.rounds import Arbiter
 
@@ -103,7 +104,7 @@ class Themis:
             raise OptionError("scheduler_options.pricing", f"expected one of {PRICING}")
         rho_variant = THEMIS_RHO_VARIANT.check(rho_variant)
         rounding = THEMIS_ROUNDING.check(rounding)
-        err = RhoError(rho_error, rho_error_kind, seed)  # checked as THEMIS_RHO_ERROR(_KIND)
+        err = RhoError(rho_error, rho_error_kind, seed, liar)  # §6.3: ``liar`` alone errs
         self.rho_error = err if err.x > 0 else None  # Fig. 17; None: the truth
         self.pricing = pricing
         self.rho_variant = rho_variant

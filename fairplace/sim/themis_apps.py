@@ -13,7 +13,7 @@ import bisect
 
 import numpy as np
 
-from fairplace.core.domain import AgentApp, AgentJob, Cluster
+from fairplace.core.domain import AgentApp, AgentJob, Cluster, spread
 from fairplace.formulations.agents import ftf_model, optimizer_of
 from fairplace.formulations.ftf import bundle_rho
 from fairplace.formulations.hyperopt import SuccessiveHalving, model_job
@@ -196,7 +196,8 @@ class Agents:
         model = ftf_model(app, cluster, jobs[2])
         had = (before == a).nonzero()[0]
         rho = bundle_rho(model, cluster, had, app.cls) if had.size else None
-        return AppState(app, held=held, rho=rho, room=room, model=model)
+        sp = spread(cluster.machine_index, cluster.rack_index, had) if had.size else None
+        return AppState(app, held=held, rho=rho, room=room, model=model, rho_spread=sp)
 
     def _static(self, a: int, w) -> dict:
         """What the agent description of app ``a`` takes from the workload alone (computed once)."""
