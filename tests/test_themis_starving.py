@@ -80,6 +80,17 @@ def test_bad_valuation_is_named():
         Arbiter(valuation="forever")
 
 
+def test_themis_passes_its_valuation_to_the_arbiter():
+    from fairplace.sim.schedulers import SCHEDULER_REGISTRY
+    from fairplace.sim.themis import Themis
+
+    assert Themis().arbiter.valuation == "lease"
+    assert Themis(valuation="held").arbiter.valuation == "held"
+    assert "valuation" in {p.name for p in SCHEDULER_REGISTRY.get("themis").params}
+    with pytest.raises(OptionError, match="scheduler_options.valuation"):
+        Themis(valuation="forever")
+
+
 # --- properties ---------------------------------------------------------------------------------
 _T = st.floats(1.0, 1e6)
 
