@@ -126,6 +126,9 @@ SCALES = MappingProxyType(
 )
 #: the homogeneous cluster THEMIS workloads run on unless a profile is given (THEMIS has no variability)
 THEMIS_PROFILE = "uniform"
+#: every scheduler decides on one 60-s clock (THEMIS' lease tick) and the queue baselines hold
+#: 10-minute leases (§6.2: "All baselines are evaluated ... with f = 0.8 and lease = 10 minutes")
+THEMIS_DECISION_TICK, THEMIS_BASELINE_LEASE = 60.0, 600.0
 
 
 def themis_workload(
@@ -253,6 +256,8 @@ def themis_workload(
     frame.attrs["gpus"] = gpus
     frame.attrs["gpus_per_machine"] = gpm
     frame.attrs["profile"] = THEMIS_PROFILE
+    frame.attrs["decision_tick"] = THEMIS_DECISION_TICK  # simulate()'s defaults for these runs
+    frame.attrs["baseline_lease"] = THEMIS_BASELINE_LEASE
     frame.attrs["window_hours"] = window
     return frame
 

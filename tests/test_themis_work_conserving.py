@@ -54,7 +54,9 @@ def test_three_two_gpu_jobs_on_four_gpus_reach_rho_one():
 
 def test_themis_leaves_no_gpu_idle_while_jobs_wait():
     w = themis_workload(2, scale="small", n_apps=8, contention=2, seed=1)
-    res = fairplace.simulate(w, "themis", "packed-sticky", progress=False)
+    res = fairplace.simulate(  # THEMIS on its own event clock: a 60-s tick idles GPUs < 60 s
+        w, "themis", "packed-sticky", progress=False, decision_tick=0
+    )
     s = res.summary
     assert s["idle_gpu_hours_while_waiting"] == 0.0
     assert s["auctions"] > 0 and 1.0 <= s["mean_bidders"]
@@ -184,5 +186,6 @@ def test_the_small_variant_keeps_three_bidders_per_round():
     """The quick reproduction's workload (``scale="small"``) keeps THEMIS' mechanism alive: on
     average at least 3 apps bid per round (f = 0.8), as at the paper's scale under contention."""
     w = themis_workload(2, scale="small", seed=0)
-    s = fairplace.simulate(w, "themis", "packed-sticky", progress=False).summary
+    # on THEMIS' own event clock (the one 60-s clock pools events: 2.93 bidders, measured)
+    s = fairplace.simulate(w, "themis", "packed-sticky", progress=False, decision_tick=0).summary
     assert s["mean_bidders"] >= 3.0 and s["idle_gpu_hours_while_waiting"] == 0.0

@@ -28,6 +28,7 @@ from .config import SimulationConfig
 from .engine import Driver, DriverConfig, Timeline
 from .ideal_time import add_rho
 from .isolated import isolated_jct
+from .leases import Leased
 from .protocols import AllocatingScheduler, PlacementPolicy, Scheduler
 from .recycle import run_recycled
 from .resolve import (
@@ -120,6 +121,7 @@ class Plan:
     driver: DriverConfig
     isolated: bool
     custom_tid: Any  # an IdealTimeModel object, or None for a named variant
+    baseline_lease: float = 0.0  # a queue scheduler's lease (s; 0: none)
 
     @property
     def allocates(self) -> bool:
@@ -134,10 +136,17 @@ class Plan:
         return str(self.sched_entry.capabilities.get("placed_by", own))
 
     def scheduler(self):
-        """A fresh scheduler (a copy of the user's object, or one made by name)."""
+        """A fresh scheduler (a copy of the user's object, or one made by name), leased."""
         if self.sched_obj is not None:
-            return copy.deepcopy(self.sched_obj)
-        return make_scheduler(self.sched_name, seed=self.cfg.seed, **self.sched_opts)
+            return self.leased(copy.deepcopy(self.sched_obj))
+        return self.leased(make_scheduler(self.sched_name, seed=self.cfg.seed, **self.sched_opts))
+
+    def leased(self, sched):
+        """``sched`` under the baselines' lease (:class:`~fairplace.sim.leases.Leased`) when the
+        run has one and ``sched`` is a queue scheduler; else ``sched`` itself."""
+        if self.baseline_lease > 0 and not self.allocates:
+            return Leased(sched, self.baseline_lease)
+        return sched
 
     def driver_for(self, w: Workload, sched, progress=None) -> Driver:
         return Driver(
@@ -199,7 +208,13 @@ def plan(trace, scheduler, placement, cfg: SimulationConfig) -> Plan:
         raise OptionError(
             "stamping", f"round-end stamping needs a queue scheduler, not {sched_name}"
         )
+    own = frame.attrs if frame is not None else {}  # the trace's defaults (THEMIS workloads)
+    tick, lease = (
+        float(getattr(cfg, k) if getattr(cfg, k) is not None else own.get(k, 0.0))
+        for k in ("decision_tick", "baseline_lease")
+    )
     driver = DriverConfig(
+        tick=tick,
         round_length=float(round_length if round_length is not None else ROUND_LENGTH),
         checkpoint=cfg.checkpoint,
         restart=cfg.restart,
@@ -228,7 +243,7 @@ def plan(trace, scheduler, placement, cfg: SimulationConfig) -> Plan:
     sched_obj = None if isinstance(scheduler, str) else scheduler
     return Plan(
         cfg, frame, w, workload_of, gpus, gpus_per_machine, cluster, repl, profile, scores,
-        policy, sched_name, sched_entry, sched_obj, sched_opts, driver, isolated, custom_tid,
+        policy, sched_name, sched_entry, sched_obj, sched_opts, driver, isolated, custom_tid, lease,
     )  # fmt: skip
 
 
@@ -275,7 +290,7 @@ def drive(p: Plan) -> tuple[Workload, Timeline, int | None, Any]:
             rate, rseed = p.cfg.recycle_jobs_per_hour, p.cfg.recycle_seed
             w, tr, recycled = run_recycled(p.frame, rate, rseed, p.workload_of, run)
             return w, tr, recycled, None
-        sched = p.sched_obj if p.sched_obj is not None else p.scheduler()
+        sched = p.leased(p.sched_obj) if p.sched_obj is not None else p.scheduler()
         return p.workload, p.driver_for(p.workload, sched, advance).run(), None, sched
 
 
@@ -327,6 +342,8 @@ def _config_record(p: Plan, placement, w: Workload) -> dict:
         "locality_penalty": cfg.locality_penalty,
         "locality_model": cfg.locality_model,
         "round_length": p.driver.round_length,
+        "decision_tick": p.driver.tick,
+        "baseline_lease": p.baseline_lease if not p.allocates else 0.0,
         "checkpoint": cfg.checkpoint,
         "restart": cfg.restart,
         "seed": cfg.seed,

@@ -19,7 +19,7 @@ from fairplace.core.limits import (
     MAX_TIME,
     check_value,
 )
-from fairplace.core.params import LOCALITY_PENALTY
+from fairplace.core.params import LOCALITY_PENALTY, Interval, Param
 from fairplace.instances.models import ITER_TIME_TABLES, LOCALITY_MODELS
 from fairplace.instances.variability import PROFILE_NAMES
 
@@ -34,11 +34,30 @@ CLASS_MAPS = ("paper", "artifact")
 #: the variability profile of a trace that names none (PAL's per-run Longhorn sampling)
 DEFAULT_PROFILE = "longhorn-runs"
 #: every T_id variant ``rho_variant`` may name: IdealTime's variants, then apps re-simulated alone
-RHO_VARIANT_NAMES = (*metrics.T_ID_VARIANTS, metrics.ISOLATED)
+RHO_VARIANT_NAMES = (*metrics.T_ID_VARIANTS, *metrics.RESIMULATED)
 #: which PM-scores count as outliers when binning: both sides of the mean (>3 sigma), or only slow
 #: ones (the PAL artifact's ``identify_outliers``)
 OUTLIER_SIDES = ("both", "upper")
 
+
+#: one decision clock for every scheduler (THEMIS §6.2 judges every scheduler on the same events):
+#: decisions at ticks t0 + k * tick, at the first tick at or after an event (``fairplace.sim.engine``)
+DECISION_TICK = Param(
+    "decision_tick",
+    None,
+    Interval(0.0, MAX_TIME),
+    "decision tick in s, one clock for every scheduler (0: each its own; None: the trace's, else 0)",
+    flag="--decision-tick",
+)
+#: the queue baselines' lease (THEMIS §6.2: "lease = 10 minutes"): a running job is not preempted
+#: before its lease ends (``fairplace.sim.leases``)
+BASELINE_LEASE = Param(
+    "baseline_lease",
+    None,
+    Interval(0.0, MAX_TIME),
+    "lease in s of a queue scheduler's running job (0: none; None: the trace's, else 0)",
+    flag="--baseline-lease",
+)
 
 _GPUS = {"type": "integer", "minimum": 1, "maximum": MAX_GPUS}
 _SECONDS = {"type": "number", "minimum": 0, "maximum": MAX_TIME}
@@ -69,11 +88,14 @@ def field_schemas() -> dict[str, dict]:
         "round_length": {
             "anyOf": [{"type": "number", "exclusiveMinimum": 0, "maximum": MAX_TIME}, _NULL]
         },
+        DECISION_TICK.name: {"anyOf": [DECISION_TICK.constraint.schema(), _NULL]},
+        BASELINE_LEASE.name: {"anyOf": [BASELINE_LEASE.constraint.schema(), _NULL]},
         "checkpoint": _SECONDS,
         "restart": _SECONDS,
         "seed": {"type": "integer", "minimum": 0, "maximum": MAX_SEED},
         "rho_variant": enum(RHO_VARIANT_NAMES),
         "isolated": {"type": "boolean"},
+        "solo": {"type": "boolean"},
         "debug": {"type": "boolean"},
         "skip_quiet": {"type": "boolean"},
         "grid_origin": enum(GRID_ORIGINS),
@@ -94,11 +116,22 @@ class SimulationConfig:
     ``cluster`` (a
     :class:`~fairplace.core.domain.Cluster` with PM-scores) overrides ``gpus``, ``gpus_per_machine``
     and ``profile``. ``round_length`` None: 300 s (THEMIS: its lease, 600 s).
+    ``decision_tick`` (s): one decision clock for every scheduler, queue or allocating: decisions
+    only at ticks t0 + k * tick at or after an event (arrival, completion, lease end, a scheduler's
+    ``next_change`` / ``next_event``), at most one per tick; 0: each scheduler its own clock (queue
+    schedulers every ``round_length`` with quiet rounds skipped, THEMIS and Optimus at each event);
+    None: the trace's ``attrs["decision_tick"]`` (THEMIS workloads: 60 s), else 0 (PAL set-ups keep
+    their rounds). ``baseline_lease`` (s): a queue scheduler's running job is not preempted before
+    its lease (granted when it starts or resumes, renewed when it keeps running at its end) ends
+    (:mod:`fairplace.sim.leases`); 0: no lease; None: the trace's ``attrs["baseline_lease"]``
+    (THEMIS workloads: 600 s, §6.2), else 0. THEMIS' own lease stays its option.
     ``locality_model``: ``constant`` (a spread job runs ``locality_penalty`` x slower) or
     ``measured`` (the runtime penalty is PAL's per-(model, GPUs) Frontera table, §IV-D; placement
     policies still decide with ``locality_penalty``); a trace's own ``locality`` column wins.
     ``rho_variant``: a T_id variant name (:data:`RHO_VARIANT_NAMES`) or an object satisfying
-    :class:`~fairplace.sim.protocols.IdealTimeModel`. ``trace_options``: keyword arguments of a
+    :class:`~fairplace.sim.protocols.IdealTimeModel`. ``isolated`` / ``solo``: also report
+    ``rho_isolated`` / ``rho_solo`` (each app re-simulated alone, :mod:`fairplace.sim.isolated`;
+    implied when ``rho_variant`` names them). ``trace_options``: keyword arguments of a
     generated trace's generator (``themis-1``: ``n_apps``, ``contention``, ...).
     ``iter_times``: per-iteration seconds of the trace's models, ``rounded`` (four digits) or the
     PAL artifact's (``artifact``, :data:`fairplace.instances.models.ARTIFACT_ITER_SECONDS`).
@@ -124,11 +157,14 @@ class SimulationConfig:
     locality_by_model: Mapping[str, float] | None = None
     locality_model: str = "constant"
     round_length: float | None = None
+    decision_tick: float | None = DECISION_TICK.default
+    baseline_lease: float | None = BASELINE_LEASE.default
     checkpoint: float = 10.0
     restart: float = 35.0
     seed: int = 0
     rho_variant: str | IdealTimeModel = "themis"
     isolated: bool = False
+    solo: bool = False
     debug: bool = False
     skip_quiet: bool = True
     progress: Any = None  # bool | ProgressBar | None (fairplace.core.progress.progress_bar)

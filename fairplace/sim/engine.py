@@ -16,7 +16,15 @@ Time model:
   ``next_change``, the driver jumps to the first grid point at or after the next event (an arrival, a
   completion or a priority change): the skipped decisions would have been identical;
 * a scheduler that ``allocates`` itself decides at arrivals, completions and its own ``next_event(t)``
-  (THEMIS: the next per-allocation lease expiry), or on the grid when it has no ``next_event``.
+  (THEMIS: the next per-allocation lease expiry), or on the grid when it has no ``next_event``;
+* one decision clock (``DriverConfig.tick`` > 0, THEMIS' experiments: 60 s): every scheduler, queue or
+  allocating, decides only at ticks ``t0 + k * tick`` and only at the first tick at or after an event
+  (an arrival or a released phase, a completion, the scheduler's ``next_event`` / ``next_change``:
+  lease ends, priority changes), so events within one tick are decided together (at most one
+  decision per tick). A queue decision that changed the holdings is probed at once (the policy asked
+  again with the new holdings, nothing applied): when it would keep them, the decision is a fixed
+  point and the next one waits for the next event; otherwise (or for a policy that draws per round)
+  the next tick decides again. ``tick = 0``: each scheduler's own clock, as above.
 
 Incremental decisions (``DriverConfig.incremental``, on by default; off = place every job afresh at every
 decision, the reference the tests compare with): a decision whose queue is the previous one's, in the
@@ -75,6 +83,7 @@ class DriverConfig:
     grid_origin: str = "first-arrival"
     stamping: str = "exact"
     incremental: bool = True
+    tick: float = 0.0  # one decision clock for every scheduler (s); 0: each its own (module doc)
 
     def __post_init__(self):
         for k, known in (("grid_origin", GRID_ORIGINS), ("stamping", STAMPINGS)):
@@ -82,6 +91,8 @@ class DriverConfig:
                 raise OptionError(k, f"expected one of {known}, got {getattr(self, k)!r}")
         if not 0 < self.round_length < math.inf:
             raise OptionError("round_length", f"must be finite and > 0, got {self.round_length}")
+        if not 0 <= self.tick < math.inf:
+            raise OptionError("decision_tick", f"must be finite and >= 0, got {self.tick}")
         for k in ("checkpoint", "restart"):
             if not 0 <= getattr(self, k) < math.inf:
                 raise OptionError(k, f"must be >= 0, got {getattr(self, k)}")
@@ -115,6 +126,8 @@ class Driver:
         self.raw = {c: cluster.pm_vector(c) for c in set(workload.cls)}
         self.mi, self.ri = cluster.machine_index, cluster.rack_index
         self.allocates = bool(getattr(scheduler, "allocates", False))
+        #: the decision grid: the common tick, else the round
+        self.R = config.tick if config.tick > 0 else config.round_length
         # IncrementalPolicy's members, optional: a policy without them is asked at every decision
         self.resumable = bool(getattr(policy, "resumable", False))
         #: same input (queue, holdings, cluster, scores) -> same decision
@@ -160,19 +173,22 @@ class Driver:
             self.w.ids, self.w.demand, self.G, self.scheduler, self.policy, self.allocates,
             self.cfg.max_stalled, self.cfg.checkpoint + self.cfg.restart,
         )  # fmt: skip
-        R = self.cfg.round_length
+        R, exact = self.R, self.allocates and not self.cfg.tick > 0
         while s.n_done < s.n_tracked:
             s.release_due(self.w.app)
-            if s.active.size == 0:  # idle: the next arrival (THEMIS: its exact time, else the grid)
+            if s.active.size == 0:  # idle: the next arrival (THEMIS alone: its exact time)
                 nxt_release = s.pending[0][0]
-                s.t = nxt_release if self.allocates else acc.grid(s.t0, nxt_release, s.t, R)
+                s.t = nxt_release if exact else acc.grid(s.t0, nxt_release, s.t, R)
                 continue
             view = self._view(s)
             new, new_key, record = self._decide(s, view)
             counts = self._apply(s, new, new_key)
             changed = bool(any(counts))
-            t_next = self._horizon(s, view, changed)
-            s.fixed = not changed
+            if self.cfg.tick > 0:
+                t_next = self._tick_horizon(s, changed)
+            else:
+                t_next = self._horizon(s, view, changed)
+                s.fixed = not changed
             self._record(s, t_next, counts, record)
             self._advance(s, t_next)
             if not t_next > s.t:
@@ -214,7 +230,7 @@ class Driver:
         """The next holdings (job -> GPU indices, job -> sorted tuple) and the allocation to record:
         the allocating scheduler's, or the policy's on the scheduler's order (the previous decision
         again, without asking, when the policy would return it)."""
-        run, ck, t, t0, R = s.run, self.contract, s.t, s.t0, self.cfg.round_length
+        run, ck, t, t0, R = s.run, self.contract, s.t, s.t0, self.R
         if self.allocates:
             new = self.scheduler.allocate(
                 view,
@@ -286,10 +302,44 @@ class Driver:
                 t_next = acc.grid(t0, ev, t, R)
         return t_next
 
+    def _tick_horizon(self, s: RunState, changed: bool) -> float:
+        """One clock (``tick`` > 0): the first tick after ``s.t`` at or after the next event (an
+        arrival or released phase, a completion, the scheduler's ``next_event`` (allocating) or
+        ``next_change`` on the decision's outcome (queue)); the next tick when a queue decision is
+        not known to be a fixed point (:meth:`_probe`). Sets ``s.fixed``."""
+        t, ck, run = s.t, self.contract, s.run
+        nxt_rel = s.pending[0][0] if s.pending else np.inf
+        ev = min(nxt_rel, acc.next_completion(run.idx, t, s.rem, s.rate, s.ready))
+        if self.allocates:
+            s.fixed = not changed
+            nxt_ev = getattr(self.scheduler, "next_event", None)
+            if nxt_ev is not None:
+                ev = min(ev, ck.time(nxt_ev(t), "next_event(t)", t))
+        else:
+            s.fixed = not changed or self._probe(s)
+            if not (s.fixed and self.cfg.skip_quiet):
+                return t + self.R
+            view = self._view(s)  # after the decision: what the scheduler sees until the next one
+            ev = min(ev, ck.time(self.scheduler.next_change(view), "next_change(view)"))
+        return acc.grid(s.t0, ev, t, self.R) if np.isfinite(ev) else t + self.R
+
+    def _probe(self, s: RunState) -> bool:
+        """A queue decision that changed the holdings is a fixed point: the scheduler's order on the
+        new holdings and the policy on that order keep them (nothing applied; a policy that draws
+        per round is never probed). The probed order becomes the previous queue."""
+        if not self.repeatable:
+            return False
+        order = self.contract.order(self.scheduler.order(self._view(s)), s.is_active)
+        dec, new_key, _, _ = self._place(order, s.run, s.t, s.t0, s.jobs, s.last_dec)
+        if new_key != s.run.key:
+            return False
+        s.last_order, s.last_dec = order, dec
+        return True
+
     def _record(self, s: RunState, t_next: float, counts, record) -> None:
         """One row of the rounds table (the allocation as JSON, re-encoded only when it changed)."""
         n_pre, n_start, n_mig = counts
-        run, r, R = s.run, s.tr.rounds, self.cfg.round_length
+        run, r, R = s.run, s.tr.rounds, self.R
         r["t"].append(s.t)
         r["span"].append(max(int(round((t_next - s.t) / R)), 0 if self.allocates else 1))
         r["busy"].append(run.busy)
@@ -309,7 +359,7 @@ class Driver:
         unmet0 = float(w.demand[s.active].sum() - busy0)  # released jobs' demand not held
         fin, prog, stop = acc.advance(
             j_run, k_run, t, t_next, s.rem, s.rate, s.inv_s, s.ready, s.attained, tr,
-            cfg.stamping, cfg.round_length,
+            cfg.stamping, self.R,
         )  # fmt: skip
         acc.isolated(tr, w, self.G, max(s.n_apps, 1), s.app_dmax, j_run, prog)
         self.contract.step(
@@ -323,8 +373,11 @@ class Driver:
         )
 
     def _finish(self, s: RunState, finished: list[int]) -> None:
-        """Jobs ``finished`` leave the active set; the last job of a phase releases the next."""
+        """Jobs ``finished`` leave the active set; the last job of a phase to finish releases the
+        next (in finishing order: several may finish between two decisions)."""
         w, tr = self.w, s.tr
+        if len(finished) > 1:
+            finished = sorted(finished, key=lambda j: (tr.finish[j], j))
         for j in finished:
             s.is_active[j] = False
             a = w.app[j]
@@ -362,7 +415,7 @@ class Driver:
     def _place(self, order, run: Running, t, t0, jobs, last_dec):
         """Ask the policy: (its decision, new holdings as sorted tuples and as index arrays, the
         allocation to record), checked against the contract (:meth:`.Contract.placement`)."""
-        R, w, key = self.cfg.round_length, self.w, run.key
+        R, w, key = self.R, self.w, run.key
         state = self.state_factory(
             self.cluster,
             self.scores,
