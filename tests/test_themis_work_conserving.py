@@ -42,10 +42,12 @@ def _frame(jobs, gpus, locality=1.1, apps=None):
 
 def test_three_two_gpu_jobs_on_four_gpus_reach_rho_one():
     """One app, three 2-GPU jobs, 4 GPUs: all 4 GPUs stay busy (the 4th was idle: its bid is flat
-    between 3 and 4 GPUs and nobody else wanted it), so the app finishes as if alone on its share."""
+    between 3 and 4 GPUs and nobody else wanted it), so the app finishes as if alone on its share.
+    The even split (2, 1, 1, then 2, 2) has no tail; the restart-aware split runs whole jobs
+    (2, 2, then 2 alone: rho 4/3, tests/test_themis_app_split.py)."""
     res = fairplace.simulate(
         _frame([(2, 3600)] * 3, 4), "themis", "packed-sticky", progress=False, restart=0.0,
-        checkpoint=0.0,
+        checkpoint=0.0, scheduler_options={"app_split": "even"},
     )  # fmt: skip
     assert res.summary["max_rho"] == pytest.approx(1.0, rel=1e-9)
     assert res.summary["idle_gpu_hours_while_waiting"] == 0.0
@@ -53,10 +55,13 @@ def test_three_two_gpu_jobs_on_four_gpus_reach_rho_one():
 
 
 def test_themis_leaves_no_gpu_idle_while_jobs_wait():
+    """The even split: no job below its demand next to an idle GPU (the restart-aware split leaves
+    a job below N_j when growing it would not pay: tests/test_themis_app_split.py)."""
     w = themis_workload(2, scale="small", n_apps=8, contention=2, seed=1)
     res = fairplace.simulate(  # THEMIS on its own event clock: a 60-s tick idles GPUs < 60 s
-        w, "themis", "packed-sticky", progress=False, decision_tick=0
-    )
+        w, "themis", "packed-sticky", progress=False, scheduler_options={"app_split": "even"},
+        decision_tick=0,
+    )  # fmt: skip
     s = res.summary
     assert s["idle_gpu_hours_while_waiting"] == 0.0
     assert s["auctions"] > 0 and 1.0 <= s["mean_bidders"]
@@ -188,4 +193,7 @@ def test_the_small_variant_keeps_three_bidders_per_round():
     w = themis_workload(2, scale="small", seed=0)
     # on THEMIS' own event clock (the one 60-s clock pools events: 2.93 bidders, measured)
     s = fairplace.simulate(w, "themis", "packed-sticky", progress=False, decision_tick=0).summary
-    assert s["mean_bidders"] >= 3.0 and s["idle_gpu_hours_while_waiting"] == 0.0
+    assert s["mean_bidders"] >= 3.0
+    # idle_gpu_hours_while_waiting counts the jobs the restart-aware split leaves below N_j because
+    # growing them would not pay (rule 3); that no GPU idles beside a waiting job is held in
+    # tests/test_themis_app_split.py, the even split's zero above

@@ -132,6 +132,8 @@ class Driver:
         self.resumable = bool(getattr(policy, "resumable", False))
         #: same input (queue, holdings, cluster, scores) -> same decision
         self.repeatable = bool(getattr(policy, "repeatable", False))
+        if hasattr(scheduler, "move_cost"):  # a restart-aware scheduler prices moves as the run
+            scheduler.move_cost = config.checkpoint + config.restart
         if hasattr(scheduler, "bind"):
             scheduler.bind(cluster)
         if (workload.demand > self.G).any():

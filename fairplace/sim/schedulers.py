@@ -311,6 +311,17 @@ THEMIS_RHO_ERROR_KIND = Param(
     path="scheduler_options.rho_error_kind",
 )
 
+#: THEMIS' app scheduler (§4.2.2 step 5): ``restart-aware`` moves as few jobs as it can (a job grows
+#: only when that saves more than the move costs), ``even`` re-splits every running job evenly
+THEMIS_APP_SPLIT = Param(
+    "app_split",
+    "restart-aware",
+    Options(("restart-aware", "even")),
+    "how a THEMIS app splits its GPUs among its jobs",
+    flag="--scheduler-option app_split",
+    path="scheduler_options.app_split",
+)
+
 #: THEMIS' PA rounding (``formulations/pa.py``): ``partial`` keeps c_i |G_i,pf| GPUs of each PF
 #: bundle (the paper's G_i = c_i G_i,pf); ``lottery`` the whole bundle with probability c_i
 THEMIS_ROUNDING = Param(
@@ -367,6 +378,7 @@ SCHEDULER_REGISTRY = Registry(
                 THEMIS_RHO_VARIANT,
                 THEMIS_LEASE,
                 THEMIS_ROUNDING,
+                THEMIS_APP_SPLIT,
                 THEMIS_RHO_ERROR,
                 THEMIS_RHO_ERROR_KIND,
                 THEMIS_VALUATION,

@@ -31,7 +31,11 @@ app-level scheduler that splits each app's GPUs among its jobs (successive halvi
 * Pricing (``pricing``): ``locality`` (default; THEMIS as published is variability-unaware, its S(G) is
   the locality slowdown only) or ``pm-score`` (S = L(spread) x max binned PM-score, priced on a copy of
   the cluster carrying the binned scores). Runtime always uses the raw PM-scores.
-* App scheduler (THEMIS' even split, §4.3.3): n GPUs over J jobs -> n < J: the n jobs with most work
+* App scheduler (``app_split``): ``restart-aware`` (default; the rules in
+  :class:`~fairplace.sim.themis_apps.AppScheduler`: running jobs stay where they are, won GPUs go to
+  waiting jobs first, a job grows only when that saves more than its checkpoint + restart, an app
+  losing GPUs sheds whole jobs), or ``even`` (THEMIS' even split, §4.3.3, the control): n GPUs
+  over J jobs -> n < J: the n jobs with most work
   left get one GPU; else n // J each (the remainder to the jobs already holding it, then to those
   with most work), at most N_j per job, what a job cannot take going to the others
   (:func:`~fairplace.sim.themis_apps.even_split`; the app side: ``themis_apps``);
@@ -52,7 +56,13 @@ from fairplace.core.domain import GPU, Cluster
 from fairplace.core.errors import OptionError
 
 from .estimate_error import RhoError
-from .schedulers import THEMIS_RHO_VARIANT, THEMIS_ROUNDING, THEMIS_VALUATION, SchedView
+from .schedulers import (
+    THEMIS_APP_SPLIT,
+    THEMIS_RHO_VARIANT,
+    THEMIS_ROUNDING,
+    THEMIS_VALUATION,
+    SchedView,
+)
 from .themis_apps import Agents, AppScheduler, StepAverage, best_fit, even_split, running_jobs
 
 __all__ = ["PRICING", "Themis", "best_fit", "binned_cluster", "even_split"]
@@ -93,6 +103,7 @@ class Themis:
         seed: int = 0,
         lease_tick: float | None = None,
         payments: bool = True,
+        app_split: str = "restart-aware",
         rho_error: float = 0.0,
         rho_error_kind: str = "random",
         valuation: str = "lease",
@@ -103,6 +114,8 @@ class Themis:
         if pricing not in PRICING:
             raise OptionError("scheduler_options.pricing", f"expected one of {PRICING}")
         rho_variant = THEMIS_RHO_VARIANT.check(rho_variant)
+        self.app_split = THEMIS_APP_SPLIT.check(app_split)
+        self.move_cost = 45.0  # s a move or resume costs: checkpoint + restart (the driver sets it)
         rounding = THEMIS_ROUNDING.check(rounding)
         err = RhoError(rho_error, rho_error_kind, seed, liar)  # §6.3: ``liar`` alone errs
         self.rho_error = err if err.x > 0 else None  # Fig. 17; None: the truth
@@ -153,7 +166,7 @@ class Themis:
         finished_app = ~alive[self.owner]
         self.owner[finished_app | (self.expiry <= t + 1e-9)] = -1
         running = running_jobs(view, w)
-        usable = self._usable(running, w)
+        usable = self.splitter.usable(running, view, w, alloc)
         self._reclaim(usable, alloc)
         self.expiry[self.owner < 0] = -np.inf
         free = (self.owner < 0).nonzero()[0]
@@ -222,15 +235,6 @@ class Themis:
             "arbiter_ms_p95": float(np.percentile(arb_ms, 95)),
         }
 
-    @staticmethod
-    def _usable(running: dict, w) -> np.ndarray:
-        """GPUs each app can use now: the demand of its running phase's active jobs (per app index;
-        ``running``: the decision's :func:`~fairplace.sim.themis_apps.running_jobs`)."""
-        out = np.zeros(len(w.app_ids), np.int64)
-        for a, run in running.items():
-            out[a] = sum(w.demand[run].tolist())  # a few jobs: Python ints beat NumPy's sum
-        return out
-
     def _reclaim(self, usable: np.ndarray, alloc) -> None:
         """Work-conserving leases: an app holding more GPUs than its running jobs can use (jobs
         finished before its lease ended) gives the excess back now, idle GPUs first, from the
@@ -290,7 +294,7 @@ class Themis:
 
     def bind(self, cluster: Cluster) -> None:
         self._mi = cluster.machine_index
-        self.splitter = AppScheduler(cluster.machine_index)
+        self.splitter = AppScheduler(cluster.machine_index, self.app_split, self.move_cost)
 
     @property
     def _group_key(self) -> list:

@@ -20,7 +20,7 @@ from fairplace.formulations.hyperopt import SuccessiveHalving, model_job
 from fairplace.formulations.phase_times import keep_works
 
 from .rounds import AppState
-from .schedulers import SchedView
+from .schedulers import THEMIS_APP_SPLIT, SchedView
 
 
 def best_fit(pool: set, need: int, machine_of) -> list:
@@ -58,6 +58,17 @@ class _MachinePool:
             out += by[m][:k]
             del by[m][:k]
         return out
+
+    def take_near(self, need: int, near: set) -> list[int]:
+        """``need`` GPUs for a job growing on machines ``near``: first from those machines (most
+        pool GPUs first), the rest by :meth:`take`'s rule."""
+        out: list[int] = []
+        for m in sorted(near, key=lambda m: (-len(self.by.get(m, ())), m)):
+            gs = self.by.get(m, [])
+            k = need - len(out)
+            out += gs[:k]
+            del gs[:k]
+        return out + (self.take(need - len(out)) if len(out) < need else [])
 
 
 def _groups_of(keys: np.ndarray, values: np.ndarray) -> dict[int, np.ndarray]:
@@ -289,14 +300,63 @@ class Agents:
 
 
 class AppScheduler:
-    """THEMIS' app scheduler: the even split of each app's GPUs among its running jobs."""
+    """THEMIS' app scheduler (§4.2.2 step 5, Fig. 7's API: the app splits the GPUs it holds among its
+    running jobs), ``app_split``:
 
-    def __init__(self, machine_of: np.ndarray):
+    * ``restart-aware`` (default): a move or a resume costs ``move_cost`` s (the run's checkpoint +
+      restart), so the split moves as few jobs as it can:
+
+      1. every running job keeps the GPUs it holds when the app still holds all of them (a lease
+         renewal at the same GPUs moves no job);
+      2. the app's other GPUs go first to its running jobs that lost GPUs with a lease (they restart
+         anyway), each back to its width, then to its waiting jobs (most work left first, best-fit
+         by machine as :class:`_MachinePool`), each up to its demand N_j;
+      3. a running job below N_j grows k -> k' only when the time it saves over its remaining
+         serial work W (iterations left x t_iter x N_j), W / k - W / k', exceeds the move cost
+         (0 for a job that restarts at this decision anyway): a short job near its end is never
+         grown. The locality slowdown is not priced (the app bids for what this rule would use:
+         :meth:`usable`); a growing job takes GPUs on its own machines first;
+      4. an app that lost GPUs sheds whole jobs: the jobs that lost GPUs are restored whole, most
+         attained service (GPU-seconds) first, and those that no longer fit stop (the least
+         attained: the least progress at stake) rather than every job shrinking; a shed job is a
+         waiting job for rule 2, so only GPUs no whole job can take shrink one job.
+
+      GPUs no rule gives a job stay with the app (the driver's ``_reclaim`` gives back what exceeds
+      :meth:`usable`).
+    * ``even``: the even split of each app's GPUs among its running jobs (:func:`even_split`,
+      recomputed for all running jobs whenever the app's GPUs or jobs change), the control.
+    """
+
+    def __init__(
+        self, machine_of: np.ndarray, app_split: str = "restart-aware", move_cost: float = 45.0
+    ):
         self.machine_of = machine_of.tolist()  # per-GPU look-ups of best_fit, without NumPy
         self.memo: dict = {}  # per app: (its GPUs and running jobs, the split they got)
+        self.app_split = THEMIS_APP_SPLIT.check(app_split)
+        self.move_cost = float(move_cost)
+
+    def usable(self, running: dict, view: SchedView, w, alloc) -> np.ndarray:
+        """GPUs each app (by index) can use now: the demand of its running phase's jobs (even), or
+        (restart-aware) N_j for a waiting job or one that rule 3 would grow to N_j, else the k_j
+        a running job holds."""
+        out = np.zeros(len(w.app_ids), np.int64)
+        if not running:
+            return out
+        jobs = np.concatenate(list(running.values()))
+        cap = w.demand[jobs]
+        if self.app_split == "even":
+            use = cap
+        else:
+            arrays = getattr(alloc, "arrays", alloc)
+            k = np.array([len(arrays.get(j, ())) for j in jobs.tolist()], np.int64)
+            work = view.remaining[jobs] * w.t_iter[jobs] * cap
+            grows = work / np.maximum(k, 1) - work / cap > self.move_cost
+            use = np.where((k == 0) | grows, cap, np.minimum(k, cap))
+        np.add.at(out, w.app[jobs], use)
+        return out
 
     def split(self, owner: np.ndarray, view: SchedView, w, alloc, running=None) -> dict:
-        """THEMIS' even split of each app's GPUs among its running jobs (module doc). An app whose
+        """Each app's GPUs split among its running jobs (``app_split``: class doc). An app whose
         GPUs and running jobs are those of the previous decision, each job still on what the split
         gave it, keeps that split (the split of the same input is the same: the remainder stays
         where it is), so only apps that changed are split again. ``running``: the decision's
@@ -313,7 +373,8 @@ class AppScheduler:
             if last is not None and last[0] == key and self._kept(alloc, last[1], last[2]):
                 split, lists = last[1], last[2]
             else:
-                split = self._split_app(gpus, run, view, w, alloc)
+                how = self._split_app if self.app_split == "even" else self._split_kept
+                split = how(gpus, run, view, w, alloc)
                 lists = {j: tuple(g.tolist()) for j, g in split.items()}
             memo[a] = (key, split, lists)
             out.update(split)
@@ -354,15 +415,73 @@ class AppScheduler:
             need = want[k] - len(out[j])
             if need > 0:
                 out[j] = out[j] + free.take(need)
-        arrays = getattr(alloc, "arrays", {})  # a job that keeps exactly its GPUs keeps its array
-        split = {}
-        for k, j in enumerate(run_l):
-            g = out[j]
-            if not g:
-                continue
-            a = arrays.get(j)
-            if a is None or a.flags.writeable or g != had[k] or g != sorted(g):
-                a = np.asarray(sorted(g), np.int64)
-                a.flags.writeable = False  # read-only: the driver's contract converts it once
-            split[j] = a
-        return split
+        return _arrays(run_l, [out[j] for j in run_l], had, alloc)
+
+    def _split_kept(self, gpus: np.ndarray, run: np.ndarray, view: SchedView, w, alloc) -> dict:
+        """One app's restart-aware split (rules 1-4 of the class doc): {job: sorted GPU indices}."""
+        mine = set(gpus.tolist())
+        run_l, cap = run.tolist(), w.demand[run].tolist()
+        had = [alloc.get(j, []) for j in run_l]
+        width = [min(len(h), c) for h, c in zip(had, cap, strict=True)]
+        out: list[list[int]] = [[] for _ in run_l]
+        pool, hit, waiting, moved = set(mine), [], [], set()
+        for k, h in enumerate(had):  # rule 1: a job the app still holds all the GPUs of stays
+            if not h:
+                waiting.append(k)
+            elif mine.issuperset(h):
+                out[k] = list(h)
+                pool.difference_update(h)
+            else:
+                hit.append(k)
+        left, att = len(pool), view.attained[run].tolist()
+        for k in sorted(hit, key=lambda k: (-att[k], run_l[k])):  # rule 4: whole, most attained
+            if width[k] <= left:
+                out[k] = [g for g in had[k] if g in pool][: width[k]]
+                pool.difference_update(out[k])
+                left -= width[k]
+                moved.add(k)
+            else:
+                waiting.append(k)  # shed: it waits (rule 2 may give it what no whole job takes)
+        free = _MachinePool(pool, self.machine_of)
+        for k in sorted(moved):  # restored jobs back to their width
+            if len(out[k]) < width[k]:
+                out[k] += free.take_near(width[k] - len(out[k]), self._machines(out[k]))
+        work = (view.remaining[run] * w.t_iter[run]).tolist()
+        for k in sorted(waiting, key=lambda k: (-work[k], run_l[k])):  # rule 2
+            if not left:
+                break
+            n = min(cap[k], left)
+            out[k] = free.take(n)
+            left -= n
+            moved.add(k)
+        serial = [x * c for x, c in zip(work, cap, strict=True)]  # W: iters left x t_iter x N_j
+        grow = [k for k in range(len(run_l)) if 0 < len(out[k]) < cap[k]]
+        for k in sorted(grow, key=lambda k: (-serial[k], run_l[k])):  # rule 3
+            if not left:
+                break
+            n0 = len(out[k])
+            n1 = min(cap[k], n0 + left)
+            if serial[k] / n0 - serial[k] / n1 > (0.0 if k in moved else self.move_cost):
+                out[k] += free.take_near(n1 - n0, self._machines(out[k]))
+                left -= n1 - n0
+        return _arrays(run_l, out, had, alloc)
+
+    def _machines(self, gs: list) -> set:
+        return {self.machine_of[g] for g in gs}
+
+
+def _arrays(run_l: list, out: list, had: list, alloc) -> dict:
+    """{job: read-only sorted GPU array} of the jobs given GPUs (``out``, by position); a job that
+    keeps exactly its GPUs keeps the driver's array."""
+    arrays = getattr(alloc, "arrays", {})
+    split = {}
+    for k, j in enumerate(run_l):
+        g = out[k]
+        if not g:
+            continue
+        a = arrays.get(j)
+        if a is None or a.flags.writeable or g != had[k] or g != sorted(g):
+            a = np.asarray(sorted(g), np.int64)
+            a.flags.writeable = False  # read-only: the driver's contract converts it once
+        split[j] = a
+    return split
