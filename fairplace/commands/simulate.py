@@ -209,6 +209,7 @@ def add_arguments(p) -> None:
                 "themis": "headline: alone on a 1/N_avg share",
                 "literal": "Eq. 1/2 as printed",
                 "isolated": "re-runs every app alone: one extra simulation per app",
+                "solo": "each app alone on its 1/N_avg share under THEMIS: one per app",
             },
         ),
     )

@@ -27,7 +27,7 @@ from . import metrics
 from .config import SimulationConfig
 from .engine import Driver, DriverConfig, Timeline
 from .ideal_time import add_rho
-from .isolated import isolated_jct
+from .isolated import add_solo_rho, isolated_jct, solo_runner
 from .leases import Leased
 from .protocols import AllocatingScheduler, PlacementPolicy, Scheduler
 from .recycle import run_recycled
@@ -176,7 +176,7 @@ def plan(trace, scheduler, placement, cfg: SimulationConfig) -> Plan:
     cluster and scores, the workload and the policy."""
     custom_tid = None if isinstance(cfg.rho_variant, str) else cfg.rho_variant
     isolated = cfg.isolated or cfg.rho_variant == metrics.ISOLATED
-    _check_combinations(trace, placement, cfg, isolated)
+    _check_combinations(trace, placement, cfg, isolated or _solo(cfg, None))
     policy_opts = dict(cfg.placement_options or {})
     policy = (
         policies.make_policy(  # by module: tests and users may replace it
@@ -254,7 +254,8 @@ def _check_combinations(trace, placement, cfg: SimulationConfig, isolated: bool)
     if cfg.recycle_jobs_per_hour > 0 and (isinstance(trace, Workload) or isolated):
         raise OptionError(
             "recycle_jobs_per_hour",
-            "recycled jobs need a trace (not a Workload) and no re-simulation alone (isolated)",
+            "recycled jobs need a trace (not a Workload) and no app re-simulated alone "
+            "(isolated, solo)",
         )
 
 
@@ -306,8 +307,20 @@ def _add_rho(p: Plan, w: Workload, tr: Timeline, jobs, apps) -> None:
         job_alone, app_alone = isolated_jct(w, run_alone)
         jobs[f"rho_{metrics.ISOLATED}"] = jobs["jct"].to_numpy() / job_alone
         apps[f"rho_{metrics.ISOLATED}"] = apps["jct"].to_numpy() / app_alone
+    if _solo(p.cfg, p.frame):  # T_id = the JCT of each app alone on its 1/N_avg share
+        run = solo_runner(p.cluster, p.scores, p.policy, p.driver, p.cfg.seed)
+        add_solo_rho(w, jobs, apps, p.gpus, run)
     if p.custom_tid is not None:
         add_rho(p.custom_tid, w, tr, jobs, apps, p.gpus)
+
+
+def _solo(cfg: SimulationConfig, frame: pd.DataFrame | None) -> bool:
+    """``rho_solo`` is computed (:mod:`fairplace.sim.isolated`): asked for, or ``solo`` None and
+    the trace's default (``attrs["solo"]``: THEMIS workloads) without recycled jobs."""
+    if cfg.solo or cfg.rho_variant == metrics.SOLO:
+        return True
+    own = frame.attrs.get("solo", False) if cfg.solo is None and frame is not None else False
+    return bool(own) and cfg.recycle_jobs_per_hour == 0
 
 
 def _summary(p: Plan, sched, jobs, apps, tr: Timeline) -> dict:

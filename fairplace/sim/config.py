@@ -95,7 +95,7 @@ def field_schemas() -> dict[str, dict]:
         "seed": {"type": "integer", "minimum": 0, "maximum": MAX_SEED},
         "rho_variant": enum(RHO_VARIANT_NAMES),
         "isolated": {"type": "boolean"},
-        "solo": {"type": "boolean"},
+        "solo": {"type": ["boolean", "null"]},
         "debug": {"type": "boolean"},
         "skip_quiet": {"type": "boolean"},
         "grid_origin": enum(GRID_ORIGINS),
@@ -131,7 +131,8 @@ class SimulationConfig:
     ``rho_variant``: a T_id variant name (:data:`RHO_VARIANT_NAMES`) or an object satisfying
     :class:`~fairplace.sim.protocols.IdealTimeModel`. ``isolated`` / ``solo``: also report
     ``rho_isolated`` / ``rho_solo`` (each app re-simulated alone, :mod:`fairplace.sim.isolated`;
-    implied when ``rho_variant`` names them). ``trace_options``: keyword arguments of a
+    implied when ``rho_variant`` names them; ``solo`` None: the trace's ``attrs["solo"]``, THEMIS
+    workloads on, else off). ``trace_options``: keyword arguments of a
     generated trace's generator (``themis-1``: ``n_apps``, ``contention``, ...).
     ``iter_times``: per-iteration seconds of the trace's models, ``rounded`` (four digits) or the
     PAL artifact's (``artifact``, :data:`fairplace.instances.models.ARTIFACT_ITER_SECONDS`).
@@ -164,7 +165,7 @@ class SimulationConfig:
     seed: int = 0
     rho_variant: str | IdealTimeModel = "themis"
     isolated: bool = False
-    solo: bool = False
+    solo: bool | None = None
     debug: bool = False
     skip_quiet: bool = True
     progress: Any = None  # bool | ProgressBar | None (fairplace.core.progress.progress_bar)

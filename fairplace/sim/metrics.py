@@ -24,6 +24,11 @@ from .workload import Workload
 
 #: also reported when the simulation re-runs every app alone (``simulate(isolated=True)``)
 ISOLATED = "isolated"
+#: also reported when each app is simulated alone on its 1/N_avg share (``simulate(solo=True)``,
+#: :mod:`fairplace.sim.isolated`): THEMIS' T_id with the simulator's execution model
+SOLO = "solo"
+#: the T_id variants computed by re-simulating apps (after the run, outside these metrics)
+RESIMULATED = (ISOLATED, SOLO)
 
 
 def active_step(arrival: np.ndarray, finish: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -233,7 +238,7 @@ def summary(
         "decisions": int(len(tr.rounds["t"])),
         "rounds": int(np.sum(tr.rounds["span"])),
     }
-    for v in (*T_ID_VARIANTS, ISOLATED):
+    for v in (*T_ID_VARIANTS, *RESIMULATED):
         if f"rho_{v}" not in apps:
             continue
         r = apps[f"rho_{v}"].to_numpy()
