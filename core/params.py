@@ -8,8 +8,9 @@ fuzz tests, values the check must reject (:meth:`Param.invalid_values`).
 
 The specs of parameters that more than one layer reads live here, on the ground floor:
 :data:`LOCALITY_PENALTY` (PAL's L across machines: the simulator, the placement policies, the
-placement instance JSON, ``--locality-penalty``) and :data:`THEMIS_F` (THEMIS' filter,
-``scheduler_options.f``).
+placement instance JSON, ``--locality-penalty``), :data:`THEMIS_F` (THEMIS' filter,
+``scheduler_options.f``) and the simulator's clock, :data:`DECISION_TICK` and
+:data:`BASELINE_LEASE` (``SimulationConfig``, the sweep schema and the CLI).
 """
 
 from __future__ import annotations
@@ -21,7 +22,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from fairplace.core.errors import OptionError
-from fairplace.core.limits import MAX_RATIO
+from fairplace.core.limits import MAX_RATIO, MAX_TIME
 
 _CLOSED = ("both", "left", "right", "neither")
 
@@ -188,4 +189,23 @@ THEMIS_F = Param(
     "THEMIS filter: each round the ceil((1 - f) N) apps with the worst rho bid",
     flag="--scheduler-option f",
     path="scheduler_options.f",
+)
+
+#: one decision clock for every scheduler (THEMIS §6.2 judges every scheduler on the same events):
+#: decisions at ticks t0 + k * tick, at the first tick at or after an event (``fairplace.sim.engine``)
+DECISION_TICK = Param(
+    "decision_tick",
+    None,
+    Interval(0.0, MAX_TIME),
+    "decision tick in s, one clock for every scheduler (0: each its own; None: the trace's, else 0)",
+    flag="--decision-tick",
+)
+#: the queue baselines' lease (THEMIS §6.2: "lease = 10 minutes"): a running job is not preempted
+#: before its lease ends (``fairplace.sim.leases``)
+BASELINE_LEASE = Param(
+    "baseline_lease",
+    None,
+    Interval(0.0, MAX_TIME),
+    "lease in s of a queue scheduler's running job (0: none; None: the trace's, else 0)",
+    flag="--baseline-lease",
 )

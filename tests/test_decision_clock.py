@@ -10,6 +10,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from fairplace.cli import main
 from fairplace.core.errors import OptionError
 from fairplace.instances.generators import grid_cluster
 from fairplace.runs.sweep_schema import known
@@ -153,3 +154,15 @@ def test_the_options_are_checked_and_in_the_sweep_schema():
         assert name in known()
     with pytest.raises(OptionError, match="decision_tick"):
         DriverConfig(tick=-1.0)
+
+
+def test_the_cli_sets_the_clock(capsys):
+    base = ["simulate", "--trace", "themis-2", "--scheduler", "las", "--placement", "packed-sticky"]
+    base += ["--trace-option", "scale=small", "--trace-option", "n_apps=4", "--json"]
+    assert main([*base, "--decision-tick", "0", "--baseline-lease", "0"]) == 0
+    old = json.loads(capsys.readouterr().out)
+    assert main(base) == 0
+    new = json.loads(capsys.readouterr().out)
+    assert new["idle_gpu_hours_while_waiting"] < old["idle_gpu_hours_while_waiting"]
+    assert main([*base, "--decision-tick", "-1"]) == 2
+    assert "--decision-tick" in capsys.readouterr().err

@@ -7,7 +7,7 @@ import math
 
 from fairplace.commands import _args
 from fairplace.core.errors import DataError, OptionError
-from fairplace.core.params import LOCALITY_PENALTY
+from fairplace.core.params import BASELINE_LEASE, DECISION_TICK, LOCALITY_PENALTY
 
 HELP = "trace-driven cluster simulation (scheduler x placement x trace)"
 
@@ -130,6 +130,8 @@ def add_arguments(p) -> None:
         ),
     )
     p.add_argument("--round", type=float, default=None, metavar="S", help="round length (300 s)")
+    for spec in (DECISION_TICK, BASELINE_LEASE):  # default None: the trace's (THEMIS: 60, 600)
+        p.add_argument(spec.flag, type=float, default=None, metavar="S", help=spec.doc)
     p.add_argument(
         "--restart-cost",
         type=float,
@@ -279,6 +281,8 @@ FLAGS = {
     LOCALITY_PENALTY.name: LOCALITY_PENALTY.flag,
     "locality_model": "--locality-model",
     "round_length": "--round",
+    DECISION_TICK.name: DECISION_TICK.flag,
+    BASELINE_LEASE.name: BASELINE_LEASE.flag,
     "rho_variant": "--rho-variant",
     "seed": "--seed",
     "checkpoint": "--restart-cost",
@@ -342,6 +346,8 @@ OPTIONAL = {
     "recycle_jobs_per_hour": "recycle_jobs_per_hour",
     "recycle_seed": "recycle_seed",
     "round_length": "round",
+    DECISION_TICK.name: DECISION_TICK.name,
+    BASELINE_LEASE.name: BASELINE_LEASE.name,
     "grid_origin": "grid_origin",
     "stamping": "stamping",
 }

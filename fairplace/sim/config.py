@@ -19,7 +19,7 @@ from fairplace.core.limits import (
     MAX_TIME,
     check_value,
 )
-from fairplace.core.params import LOCALITY_PENALTY, Interval, Param
+from fairplace.core.params import BASELINE_LEASE, DECISION_TICK, LOCALITY_PENALTY
 from fairplace.instances.models import ITER_TIME_TABLES, LOCALITY_MODELS
 from fairplace.instances.variability import PROFILE_NAMES
 
@@ -39,25 +39,6 @@ RHO_VARIANT_NAMES = (*metrics.T_ID_VARIANTS, *metrics.RESIMULATED)
 #: ones (the PAL artifact's ``identify_outliers``)
 OUTLIER_SIDES = ("both", "upper")
 
-
-#: one decision clock for every scheduler (THEMIS §6.2 judges every scheduler on the same events):
-#: decisions at ticks t0 + k * tick, at the first tick at or after an event (``fairplace.sim.engine``)
-DECISION_TICK = Param(
-    "decision_tick",
-    None,
-    Interval(0.0, MAX_TIME),
-    "decision tick in s, one clock for every scheduler (0: each its own; None: the trace's, else 0)",
-    flag="--decision-tick",
-)
-#: the queue baselines' lease (THEMIS §6.2: "lease = 10 minutes"): a running job is not preempted
-#: before its lease ends (``fairplace.sim.leases``)
-BASELINE_LEASE = Param(
-    "baseline_lease",
-    None,
-    Interval(0.0, MAX_TIME),
-    "lease in s of a queue scheduler's running job (0: none; None: the trace's, else 0)",
-    flag="--baseline-lease",
-)
 
 _GPUS = {"type": "integer", "minimum": 1, "maximum": MAX_GPUS}
 _SECONDS = {"type": "number", "minimum": 0, "maximum": MAX_TIME}
