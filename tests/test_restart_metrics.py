@@ -93,3 +93,12 @@ def test_every_scheduler_reports_restarts_consistently(scheduler):
     assert s["restart_gpu_hours"] == pytest.approx(j["restart_gpu_time"].sum() / 3600)
     assert 0.0 <= s["restart_gpu_share"] <= 1.0
     assert res.apps["restarts"].sum() == j["restarts"].sum()
+
+
+def test_a_pal_run_reports_them_too():
+    """The PAL set-ups go through the same summary (LAS preempts: restarts are paid)."""
+    res = fairplace.simulate("workload-1", "las", "pal", progress=False)
+    s, j = res.summary, res.jobs
+    assert {"restarts_per_job", "restart_gpu_hours", "restart_gpu_share"} <= set(s)
+    assert s["restarts_per_job"] == pytest.approx(j["restarts"].mean())
+    assert 0.0 <= s["restart_gpu_share"] <= 1.0
