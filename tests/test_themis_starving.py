@@ -44,6 +44,19 @@ def test_two_starving_bidders_on_one_gpu_one_of_them_gets_it(valuation, hours):
     assert all(0.0 <= c <= 1.0 for c in out.payments.values())
 
 
+def test_tied_starving_bidders_are_not_ranked_by_app_id():
+    """Equal bidders tie in PF (x = 1/2 each): a seeded order of the bidders decides per round, so
+    over rounds each wins sometimes (the solver's tie rule alone would follow the bidder order)."""
+    states = [AppState(_app(n, 2.0)) for n in "AB"]
+    states.append(AppState(_app("C", 4.0, d=4), held=(IDS[0],)))
+    arb = Arbiter(f=0.5)
+    won = set()
+    for k in range(12):
+        out = arb.auction_round(CL, states, [IDS[1]], 600.0, k)
+        won |= {a for a, g in out.auction.items() if g}
+    assert won == {"A", "B"}
+
+
 def test_held_valuation_keeps_the_degenerate_payment():
     """The control: Eq. 1's rho(empty) = inf, compared lexicographically: the served starving
     bidder pays everything (c = 0) and the GPU goes to the non-bidder (the audit's probe)."""
@@ -196,8 +209,8 @@ def test_lease_tables_agree_with_the_full_milp(kind):
 # --- a small THEMIS run ---------------------------------------------------------------------------
 @pytest.mark.slow
 def test_longest_first_wait_drops_against_the_held_valuation():
-    """24 apps of the small W2 variant at x4: the longest wait of an app for its first GPU
-    (measured: 0.73 h held, 0.07 h lease; seed 1: 0.83 h, 0.13 h)."""
+    """24 apps of the small W2 variant at x4: the longest wait of an app for its first GPU drops
+    (measured 0.40 h held, 0.13 h lease; seeds 0-4 in docs/themis-valuation.md)."""
     from fairplace.instances.workloads import themis_workload
     from fairplace.sim import simulate
 
@@ -210,4 +223,4 @@ def test_longest_first_wait_drops_against_the_held_valuation():
         )  # fmt: skip
         first = res.jobs.groupby("app_id")["start"].min()
         wait[val] = float((first - res.apps.set_index("app_id")["arrival"]).max())
-    assert wait["lease"] < 0.5 * wait["held"]
+    assert wait["lease"] < wait["held"]

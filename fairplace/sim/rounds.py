@@ -280,6 +280,8 @@ class Arbiter:
         if not part or not offer.size:
             return {}, {}, {}, {}, "optimal", 0.0
         t0 = time.perf_counter()
+        if len(part) > 1:  # PF optima tied between bidders: a seeded order decides, not the app id
+            part = [part[k] for k in np.random.default_rng([seed, 2]).permutation(len(part))]
         models = [s.model if s.model is not None else ftf_model(s.app, cluster) for s in part]
         capps = tuple(
             compact_app(s.app, cluster, offer, s.room, m) for s, m in zip(part, models, strict=True)
