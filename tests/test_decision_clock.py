@@ -117,9 +117,13 @@ def test_the_lease_defers_a_preemption_to_its_end():
     rows = [(0, 4, 0.0, 2000, 1.0), (1, 4, 60.0, 100, 1.0)]  # job 1 is shorter: SRTF prefers it
     cfg = DriverConfig(tick=TICK, checkpoint=0.0, restart=0.0)
     free = _drive(rows, cfg, make_scheduler("srtf"))
-    leased = _drive(rows, cfg, Leased(make_scheduler("srtf"), 600.0))
+    leased = _drive(rows, cfg, Leased(make_scheduler("srtf"), 600.0, TICK))
     assert free.start[1] == 60.0 and free.preemptions[0] == 1
     assert leased.start[1] == 600.0 and leased.preemptions[0] == 1  # at its lease end, not before
+    # nobody waited at 600: job 0 kept running, its next lease goes on to 1200
+    rows[1] = (1, 4, 660.0, 100, 1.0)
+    late = _drive(rows, cfg, Leased(make_scheduler("srtf"), 600.0, TICK))
+    assert late.start[1] == 1200.0 and late.preemptions[0] == 1
 
 
 def _holdings_at_preemption(res) -> list[float]:

@@ -145,7 +145,8 @@ class Plan:
         """``sched`` under the baselines' lease (:class:`~fairplace.sim.leases.Leased`) when the
         run has one and ``sched`` is a queue scheduler; else ``sched`` itself."""
         if self.baseline_lease > 0 and not self.allocates:
-            return Leased(sched, self.baseline_lease)
+            grid = self.driver.tick if self.driver.tick > 0 else self.driver.round_length
+            return Leased(sched, self.baseline_lease, grid)
         return sched
 
     def driver_for(self, w: Workload, sched, progress=None) -> Driver:

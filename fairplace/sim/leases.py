@@ -2,14 +2,17 @@
 minutes"): a queue scheduler's running job is not preempted before its lease ends.
 
 Rule (:class:`Leased`, a wrapper around any queue scheduler's order): a job that starts or resumes at
-a decision at t holds a lease until t + ``lease``; at a decision at or after its lease end it may be
-preempted like any other job, and if it keeps running it gets a new lease from that decision. Each
-decision's queue puts the running jobs whose lease has not ended first (in the scheduler's own
-order among them), then every other job in the scheduler's order: a sticky placement policy
-(``packed-sticky``, Tiresias') keeps their GPUs, and no job placed after them can take those GPUs.
-``next_change`` reports the next lease end (so the driver decides at it). A job that migrates keeps
-its lease. Starts happen only at decisions, and ``order`` is called at every decision of a queue
-scheduler: a job running now that was not running at the previous call started at that call's time.
+a decision at t holds leases [t, t + lease), [t + lease, t + 2 lease), ...: at the decision that
+takes a lease end (the first point of the decision grid at or after it, ``grid`` s apart) it may be
+preempted like any other job, and if it keeps running its next lease goes on (a lease renews when
+the job keeps running at its end). Each decision's queue puts the
+running jobs inside a lease first (in the scheduler's own order among them), then every other job in
+the scheduler's order: a sticky placement policy (``packed-sticky``, Tiresias') keeps their GPUs, and
+no job placed after them can take those GPUs. ``next_change`` reports the next lease end while some
+job waits (with nobody waiting, a lease end changes nothing: the job renews), so the driver decides
+there. A job that migrates keeps its leases. Starts happen only at decisions, and ``order`` is called
+at every decision of a queue scheduler: a job running now that was not running at the previous
+call started at that call's time.
 """
 
 from __future__ import annotations
@@ -23,14 +26,15 @@ _EPS = 1e-9
 
 class Leased:
     """``scheduler``'s order with the running jobs of unexpired leases first (module docstring);
-    ``lease`` seconds (> 0). Every other attribute is the scheduler's."""
+    ``lease`` seconds (> 0), ``grid``: the driver's decision grid (its tick, else its round; s).
+    Every other attribute is the scheduler's."""
 
-    def __init__(self, scheduler, lease: float):
+    def __init__(self, scheduler, lease: float, grid: float):
         self.inner = scheduler
-        self.lease = float(lease)
+        self.lease, self.grid = float(lease), float(grid)
         self._t = -np.inf  # time of the previous order() call
         self._run: np.ndarray | None = None  # jobs running in the view of that call (mask)
-        self._end: np.ndarray | None = None  # per job: its lease end (nan: none)
+        self._start: np.ndarray | None = None  # per job: start of its current holding (nan: none)
 
     @property
     def name(self) -> str:
@@ -41,30 +45,42 @@ class Leased:
             raise AttributeError(attr)
         return getattr(self.inner, attr)
 
-    def _ends(self, view) -> np.ndarray:
-        """Lease ends as of ``view`` (a copy): jobs running in it that were not running at the
-        previous call, or whose lease had ended by then and that kept running, got a lease at the
-        previous call's time; jobs not running hold none."""
+    def _starts(self, view) -> np.ndarray:
+        """Start of each job's current holding as of ``view`` (a copy): a job running in it that
+        was not running at the previous call started then; jobs not running hold none (nan)."""
         run = np.asarray(view.running, bool)
-        if self._end is None or self._end.size != run.size:
-            end = np.full(run.size, np.nan)
-            prev = np.zeros(run.size, bool)
+        if self._start is None or self._start.size != run.size:
+            start, prev = np.full(run.size, np.nan), np.zeros(run.size, bool)
         else:
-            end, prev = self._end.copy(), self._run
-        fresh = run & (~prev | ~(end > self._t + _EPS))
-        end[fresh] = self._t + self.lease if np.isfinite(self._t) else view.t + self.lease
-        end[~run] = np.nan
-        return end
+            start, prev = self._start.copy(), self._run
+        start[run & ~prev] = self._t if np.isfinite(self._t) else view.t
+        start[~run] = np.nan
+        return start
+
+    def _last_end(self, start: np.ndarray, t: float) -> np.ndarray:
+        """The last lease end start + k lease <= ``t`` of each holding (k >= 1; nan: none yet)."""
+        k = np.floor((t - start) / self.lease + _EPS)
+        return np.where(k >= 1, start + k * self.lease, np.nan)
 
     def order(self, view) -> np.ndarray:
-        end = self._ends(view)
-        self._end, self._run, self._t = end, np.asarray(view.running, bool).copy(), float(view.t)
+        start = self._starts(view)
         base = np.asarray(self.inner.order(view))
-        keep = end[base] > view.t + _EPS  # nan compares False
+        # a lease ended within the last grid step: this decision may preempt the job
+        ended = self._last_end(start[base], view.t) > view.t - self.grid + _EPS  # nan: False
+        keep = np.isfinite(start[base]) & ~ended
+        self._start, self._run, self._t = (
+            start,
+            np.asarray(view.running, bool).copy(),
+            float(view.t),
+        )
         return np.concatenate([base[keep], base[~keep]])
 
     def next_change(self, view) -> float:
-        end = self._ends(view)
-        later = end[end > view.t + _EPS]
-        own = float(later.min()) if later.size else np.inf
+        own = np.inf
+        if np.count_nonzero(~np.asarray(view.running, bool)[view.active]):  # some job waits
+            start = self._starts(view)
+            held = start[np.isfinite(start)]
+            if held.size:  # the next lease end after t
+                k = np.floor((view.t - held) / self.lease + _EPS) + 1.0
+                own = float((held + k * self.lease).min())
         return min(float(self.inner.next_change(view)), own)
