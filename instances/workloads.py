@@ -258,6 +258,7 @@ def themis_workload(
     frame.attrs["profile"] = THEMIS_PROFILE
     frame.attrs["decision_tick"] = THEMIS_DECISION_TICK  # simulate()'s defaults for these runs
     frame.attrs["baseline_lease"] = THEMIS_BASELINE_LEASE
+    frame.attrs["solo"] = True  # rho_solo in every summary (fairplace.sim.isolated)
     frame.attrs["window_hours"] = window
     return frame
 

@@ -65,8 +65,20 @@ def test_the_analytical_variant_stays_the_default_and_by_name():
     assert s["max_rho_themis"] > 1.1  # the analytical T_id: perfect packing, no restarts
     assert s["max_rho_solo"] == pytest.approx(1.0, abs=0.02)
     assert "themis" in RHO_VARIANT_NAMES and "solo" in RHO_VARIANT_NAMES
-    plain = fairplace.simulate(trace, "themis", "packed-sticky", progress=False)
-    assert "rho_solo" not in plain.apps and "max_rho_solo" not in plain.summary
+    off = fairplace.simulate(trace, "themis", "packed-sticky", solo=False, progress=False)
+    assert "rho_solo" not in off.apps and "max_rho_solo" not in off.summary
+
+
+def test_on_by_default_for_themis_workloads_only():
+    """THEMIS workloads (their ``attrs["solo"]``) report rho_solo without asking; other traces, and
+    a Workload object, only when asked."""
+    kw = {"trace_options": {"scale": "small", "n_apps": 3}, "progress": False}
+    res = fairplace.simulate("themis-2", "srtf", "packed-sticky", **kw)
+    assert "max_rho_solo" in res.summary and res.summary["rho_variant"] == "themis"
+    assert "max_rho_solo" not in fairplace.simulate("workload-1", progress=False).summary
+    w = api.plan("themis-2", "srtf", "packed-sticky", SimulationConfig(**kw)).workload
+    alone = fairplace.simulate(w, "srtf", "packed-sticky", gpus=64, progress=False)
+    assert "max_rho_solo" not in alone.summary
 
 
 def test_solo_gpus_is_the_rounded_share_at_least_one():
