@@ -10,6 +10,9 @@ W = sum_j iters_j x t_iter_j x N_j (serial GPU-seconds), d_max = largest per-pha
     literal:  W / min(R_C, d_max) x N_avg   (THEMIS Eq. 1 / Eq. 2 as printed)
     static:   W / min(R_C / N_arrival, d_max)
     gavel:    t_isolated (the isolated-equivalent time of the work, accumulated by the driver)
+and, re-simulated after the run (:mod:`fairplace.sim.isolated`): ``solo`` (the app alone on
+round(R_C / N_avg) GPUs under THEMIS without lease ends; THEMIS workloads by default) and
+``isolated`` (alone on the whole cluster under the run's scheduler).
 """
 
 from __future__ import annotations
