@@ -295,7 +295,7 @@ THEMIS_RHO_ERROR = Param(
     "rho_error",
     0.0,
     Interval(0.0, 1.0, closed="left"),
-    "THEMIS: size X of the AGENTs' errors in their remaining time (0.2 = ±20%)",
+    "THEMIS: size X of the AGENTs' errors in their remaining time (0.2: within 0.8x..1.2x)",
     flag="--scheduler-option rho_error",
     path="scheduler_options.rho_error",
 )
