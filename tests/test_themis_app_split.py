@@ -136,19 +136,19 @@ def _frame(jobs, gpus):
     return f
 
 
-def test_with_free_moves_the_even_split_moves_jobs_and_restart_aware_does_not():
-    """Three 2-GPU jobs on 4 GPUs, moves free: the even split runs 2 + 1 + 1 then grows the two
-    halves (rho 1); the restart-aware split runs two whole jobs, then the third (rho 4/3: its tail
-    leaves 2 GPUs idle) and moves none."""
+def test_waiting_jobs_start_together_and_grow_when_moves_are_free():
+    """Three 2-GPU jobs on 4 GPUs, moves free: both splits start 2 + 1 + 1 (rule 2 water-fills the
+    waiting jobs: a phase starts together, not in waves of whole jobs) and grow the two halves when
+    the whole job ends (rule 3: any saving beats a free move), so both reach rho 1; nothing is
+    preempted."""
     kw = dict(progress=False, restart=0.0, checkpoint=0.0)
     ra = fairplace.simulate(_frame([(2, 3600)] * 3, 4), "themis", "packed-sticky", **kw)
     ev = fairplace.simulate(
         _frame([(2, 3600)] * 3, 4), "themis", "packed-sticky", **kw,
         scheduler_options={"app_split": "even"},
     )  # fmt: skip
-    assert ra.jobs["migrations"].sum() == 0 and ra.jobs["preemptions"].sum() == 0
-    assert ev.jobs["migrations"].sum() > 0
-    assert ra.summary["max_rho"] == pytest.approx(4 / 3, rel=1e-9)
+    assert ra.jobs["preemptions"].sum() == 0 and ra.jobs["migrations"].sum() > 0
+    assert ra.summary["max_rho"] == pytest.approx(1.0, rel=1e-9)
     assert ev.summary["max_rho"] == pytest.approx(1.0, rel=1e-9)
 
 

@@ -309,8 +309,10 @@ class AppScheduler:
       1. every running job keeps the GPUs it holds when the app still holds all of them (a lease
          renewal at the same GPUs moves no job);
       2. the app's other GPUs go first to its running jobs that lost GPUs with a lease (they restart
-         anyway), each back to its width, then to its waiting jobs (most work left first, best-fit
-         by machine as :class:`_MachinePool`), each up to its demand N_j;
+         anyway), each back to its width, then to its waiting jobs, water-filled as the even split
+         does (:func:`even_split`: the same count each up to its demand N_j, the remainder to the
+         jobs with most work left; best-fit by machine as :class:`_MachinePool`), so that a
+         phase's jobs start together rather than in waves of whole jobs;
       3. a running job below N_j grows k -> k' only when the time it saves over its remaining
          serial work W (iterations left x t_iter x N_j), W / k - W / k', exceeds the move cost
          (0 for a job that restarts at this decision anyway): a short job near its end is never
@@ -447,13 +449,13 @@ class AppScheduler:
             if len(out[k]) < width[k]:
                 out[k] += free.take_near(width[k] - len(out[k]), self._machines(out[k]))
         work = (view.remaining[run] * w.t_iter[run]).tolist()
-        for k in sorted(waiting, key=lambda k: (-work[k], run_l[k])):  # rule 2
-            if not left:
-                break
-            n = min(cap[k], left)
-            out[k] = free.take(n)
-            left -= n
-            moved.add(k)
+        wl = sorted(waiting, key=lambda k: (-work[k], run_l[k]))  # rule 2: water-filled
+        share = even_split(left, np.array([cap[k] for k in wl], np.int64), np.arange(len(wl)))
+        for k, n in zip(wl, share.tolist(), strict=True):
+            if n:
+                out[k] = free.take(n)
+                left -= n
+                moved.add(k)
         serial = [x * c for x, c in zip(work, cap, strict=True)]  # W: iters left x t_iter x N_j
         grow = [k for k in range(len(run_l)) if 0 < len(out[k]) < cap[k]]
         for k in sorted(grow, key=lambda k: (-serial[k], run_l[k])):  # rule 3
