@@ -157,7 +157,10 @@ def strategyproofness_curve(df: pd.DataFrame, *, ax=None):
 def sensitivity(summary: pd.DataFrame, param: str = "f", metric: str = "max_rho", *, ax=None):
     """Max rho (or GPU time) vs the filter fraction f or the lease (THEMIS Fig. 19)."""
     ax = _axes(ax)
-    hue = _hue(summary.drop(columns=[param], errors="ignore"), "round_length", "lease", "scheduler")
+    hue = _hue(
+        summary.drop(columns=[param], errors="ignore"),
+        "scheduler_options.rounding", "round_length", "lease", "scheduler",
+    )  # fmt: skip
     sns.pointplot(data=summary, x=param, y=col(summary, metric), hue=hue, ax=ax)
     ax.set(title=f"Sensitivity of {metric} to {param}")
     _legend_out(ax)
