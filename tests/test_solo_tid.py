@@ -16,24 +16,12 @@ from fairplace.sim import api, metrics
 from fairplace.sim.config import RHO_VARIANT_NAMES, SimulationConfig
 from fairplace.sim.isolated import SOLO_LEASE, solo_gpus, solo_workload
 
-#: THEMIS re-auctions a lone app's GPUs at every lease end and may hand back other GPUs, moving its
-#: jobs (W2 seed 11, paper scale: its last 16-GPU job moves from GPUs 132-147 to 0-15 at t = 600 s,
-#: +45 s on a 15-minute app): a restart THEMIS pays and the reference (no lease ends) does not
-RENEWAL_MOVES = pytest.mark.xfail(
-    reason="THEMIS moves a lone app's jobs at lease renewal (issue 45 item 1)", strict=False
-)
 LONE = [(2, "paper", 5), (1, "paper", 6), (2, "paper", 11), (1, "small", 3), (2, "small", 4)]
 
 
 @pytest.mark.parametrize(
     ("scheduler", "workload", "scale", "seed"),
-    [
-        pytest.param(
-            s, *case, marks=RENEWAL_MOVES if (s, *case) == ("themis", 2, "paper", 11) else ()
-        )
-        for s in ("themis", "srtf")
-        for case in LONE
-    ],
+    [(s, *case) for s in ("themis", "srtf") for case in LONE],
 )
 def test_a_lone_app_has_rho_solo_one(scheduler, workload, scale, seed):
     """The issue's probe (W2 seed 5: analytical rho 1.18; W1 seed 6: 1.61): alone, rho_solo is

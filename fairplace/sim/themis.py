@@ -43,6 +43,10 @@ app-level scheduler that splits each app's GPUs among its jobs (successive halvi
   (the machine with the fewest of the app's free GPUs that still holds the job's need; else the
   fullest machines first), so that a job that fits in a machine runs within one.
 * GPU identities the ARBITER leaves open are resolved towards continuity (fewer checkpoint-restarts):
+  an auction winner's bundle moves machine for machine onto machines of the same rack it held just
+  before where as many GPUs of the same decision scores are free (``renewal="held-machines"``,
+  :func:`back_to_held`: count per machine, spread and value unchanged, so a lease renewal at the
+  same count moves no job; ``within-machine``: the control without it), then
   auction winners swap GPUs within groups of interchangeable GPUs to get back ones they held, and
   leftover recipients keep their leftover count but take back GPUs they held first.
   Jobs are elastic as in THEMIS' model: with k <= N_j GPUs a job runs at k / N_j of its full rate.
@@ -65,7 +69,15 @@ from .schedulers import (
 )
 from .themis_apps import Agents, AppScheduler, StepAverage, best_fit, even_split, running_jobs
 
-__all__ = ["PRICING", "Themis", "best_fit", "binned_cluster", "even_split"]
+__all__ = [
+    "PRICING",
+    "RENEWAL",
+    "Themis",
+    "back_to_held",
+    "best_fit",
+    "binned_cluster",
+    "even_split",
+]
 
 #: §6.2.3 overheads in the summary (``Themis.summary_extra``): bid and arbiter ms, p50 / p95
 OVERHEAD_KEYS = ("mean_offered_gpus", "bid_ms_p50", "bid_ms_p95", "arbiter_ms_p50",
@@ -74,6 +86,11 @@ OVERHEAD_KEYS = ("mean_offered_gpus", "bid_ms_p50", "bid_ms_p95", "arbiter_ms_p5
 #: How the ARBITER's AGENTs price bundles: ``locality`` (THEMIS as published, S = L(spread)) or
 #: ``pm-score`` (S = L(spread) x max binned PM-score: a variability-aware THEMIS).
 PRICING = ("locality", "pm-score")
+
+#: Which GPUs an auction winner gets among those the ARBITER's bundle leaves open:
+#: ``held-machines`` (its bundle moved machine for machine onto machines it held, same rack and
+#: scores: :func:`back_to_held`), ``within-machine`` (swaps within one machine only, the control).
+RENEWAL = ("held-machines", "within-machine")
 
 
 def binned_cluster(cluster: Cluster, scores) -> Cluster:
@@ -84,6 +101,70 @@ def binned_cluster(cluster: Cluster, scores) -> Cluster:
             for k, g in enumerate(cluster.gpus)
         )
     )
+
+
+def back_to_held(
+    won: dict,
+    pool: np.ndarray,
+    before: np.ndarray,
+    machine: np.ndarray,
+    rack: np.ndarray,
+    label: np.ndarray,
+    takers=None,
+) -> dict:
+    """Each winner's bundle moved machine for machine onto machines it held just before (a lease
+    renewal at the same count moves no job). ``won``: {app: GPU indices the auction gave it};
+    ``pool``: GPUs offered and granted to no winner; ``before``: per GPU the app that held it (-1);
+    ``label``: per GPU its decision scores as one int (GPUs of equal label price the same);
+    ``takers``: every app given GPUs this round (default: the winners). Winners go in app order;
+    GPUs a winner's remap releases join the pool of those after it (never a GPU twice).
+
+    The block a winner won on machine m may move to a machine m' of the same rack that has as many
+    GPUs of each label free (in ``pool`` or its own won GPUs), each machine taking at most one
+    block: the count per machine, the machines and racks (hence the spread) and the score
+    multiset of every bundle stay, so does the value the auction priced; only GPU identities
+    change. The blocks go where they give back most GPUs the winner held, less GPUs another
+    recipient of this round held (an assignment problem per winner; ties keep the auction's)."""
+    from scipy.optimize import linear_sum_assignment
+
+    free = np.zeros(before.size, bool)
+    free[np.asarray(pool, np.int64)] = True
+    rack_of = np.zeros(int(machine.max()) + 1, np.int64)
+    rack_of[machine] = rack  # per machine its rack
+    takers = set(won) | set(takers or ())
+    out = {}
+    for a in sorted(won):
+        own = np.asarray(won[a], np.int64)
+        free[own] = True
+        blocks = sorted(set(machine[own].tolist()))
+        held = np.flatnonzero((before == a) & free)
+        targets = sorted(set(machine[held].tolist()) | set(blocks))
+        gpus_of = {m: np.flatnonzero(free & (machine == m)) for m in targets}
+        others = np.isin(before, list(takers - {a}))
+        gain = np.full((len(blocks), len(targets)), -1e9)
+        pick: dict = {}
+        for i, m in enumerate(blocks):
+            need = np.unique(label[own[machine[own] == m]], return_counts=True)
+            for j, t in enumerate(targets):
+                if rack_of[t] != rack_of[m]:
+                    continue
+                g = gpus_of[t]
+                chosen = []
+                for lab, n in zip(*need, strict=True):
+                    c = g[label[g] == lab]
+                    c = c[np.lexsort((c, others[c], before[c] != a))][:n]
+                    if c.size < n:
+                        break
+                    chosen.append(c)
+                else:
+                    c = np.concatenate(chosen)
+                    gain[i, j] = (before[c] == a).sum() - others[c].sum() + 1e-3 * (t == m)
+                    pick[i, j] = c
+        rows, cols = linear_sum_assignment(gain, maximize=True)
+        mine = np.sort(np.concatenate([pick[i, j] for i, j in zip(rows, cols, strict=True)]))
+        out[a] = mine
+        free[mine] = False
+    return out
 
 
 class Themis:
@@ -108,11 +189,15 @@ class Themis:
         rho_error_kind: str = "random",
         valuation: str = "lease",
         liar: str | None = None,
+        renewal: str = "held-machines",
     ):
         from fairplace.sim.rounds import Arbiter
 
         if pricing not in PRICING:
             raise OptionError("scheduler_options.pricing", f"expected one of {PRICING}")
+        if renewal not in RENEWAL:
+            raise OptionError("scheduler_options.renewal", f"expected one of {RENEWAL}")
+        self.renewal = renewal
         rho_variant = THEMIS_RHO_VARIANT.check(rho_variant)
         self.app_split = THEMIS_APP_SPLIT.check(app_split)
         self.move_cost = 45.0  # s a move or resume costs: checkpoint + restart (the driver sets it)
@@ -195,11 +280,14 @@ class Themis:
             end = out.lease_expiry
             pos = {w.app_ids[a]: a for a in wanting}
             won = {pos[a]: cluster.indices(g) for a, g in out.auction.items() if g}
-            grant = self._keep_previous(won, before)
             extra: dict = {}
             for part in (out.leftover_given, out.filled):
                 for a, g in part.items():
                     extra[pos[a]] = extra.get(pos[a], 0) + len(g)
+            if self.renewal == "held-machines":
+                spare = np.setdiff1d(free, np.concatenate(list(won.values()) or [free[:0]]))
+                won = back_to_held(won, spare, before, self._mi, self._ri, self._labels, extra)
+            grant = self._keep_previous(won, before)
             taken = {g for gs in won.values() for g in gs.tolist()}
             spare = np.asarray(sorted(set(free.tolist()) - taken), np.int64)
             for a, idx in self._leftover_back(extra, spare, before).items():
@@ -294,7 +382,17 @@ class Themis:
 
     def bind(self, cluster: Cluster) -> None:
         self._mi = cluster.machine_index
+        self._ri = cluster.rack_index
         self.splitter = AppScheduler(cluster.machine_index, self.app_split, self.move_cost)
+
+    @property
+    def _labels(self) -> np.ndarray:
+        """Per GPU its decision scores as one int (equal: the same price for every app)."""
+        if not hasattr(self, "_label_arr"):
+            ids: dict = {}
+            keys = [tuple(sorted(g.pm.items())) for g in self.decide_cluster.gpus]
+            self._label_arr = np.array([ids.setdefault(k, len(ids)) for k in keys], np.int64)
+        return self._label_arr
 
     @property
     def _group_key(self) -> list:
