@@ -25,7 +25,7 @@ def test_themis_results_reads_the_reproduction_journals(tmp_path, capsys):
     assert runs > 0 and f"## Contention ({runs} runs)" in md
     assert "### Best paper baseline / THEMIS per seed" in md  # THEMIS and LAS at every seed
     assert "### Who sets max rho" in md and "## Claims judged on these runs" in md
-    assert "themis-work-conserving" in md
+    assert "themis-max-rho-under-contention" in md
     assert "## Cell wall time" in md and f"| contention   |    {runs:>3} |" in md
     assert sorted(p.name for p in (tmp_path / "img").iterdir()) == [
         "themis-bidders-per-round.png",
