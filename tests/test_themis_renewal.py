@@ -14,7 +14,8 @@ import fairplace
 from fairplace.core.domain import spread
 from fairplace.core.errors import OptionError
 from fairplace.instances.workloads import themis_workload
-from fairplace.sim.themis import Themis, back_to_held
+from fairplace.sim.themis import Themis
+from fairplace.sim.themis_renewal import back_to_held
 
 #: 2 racks of 4 machines of 4 GPUs
 MACHINE = np.repeat(np.arange(8), 4)
@@ -61,22 +62,42 @@ def test_an_app_that_rewins_its_count_gets_its_machines_back():
     assert out[1].tolist() == [20, 21, 22]
 
 
-def test_no_remap_across_racks_or_scores_or_onto_taken_gpus():
+def test_no_remap_across_racks_or_scores():
     """App 0 held machine 4 (rack 1) but won on machine 0 (rack 0): it stays. App 1 held machine 2,
-    but its GPUs there score differently: it stays. App 2 held machine 3, but app 3 won two of
-    its GPUs there: app 2 cannot take its 3 GPUs back. Every bundle stays on its machines."""
+    but its GPUs there score differently: it stays."""
     before = np.full(32, -1)
     before[16:18] = 0
     before[8:10] = 1
-    before[12:15] = 2
     label = np.zeros(32, np.int64)
     label[8:12] = 1
-    won = {0: np.r_[0:2], 1: np.r_[4:6], 2: np.r_[24:27], 3: np.r_[12:14]}
-    taken = np.concatenate(list(won.values()))
-    pool = np.setdiff1d(np.r_[0:32], taken)
+    won = {0: np.r_[0:2], 1: np.r_[4:6]}
+    pool = np.setdiff1d(np.r_[0:32], np.r_[0:6])
     out = back_to_held(won, pool, before, MACHINE, RACK, label)
-    assert {a: _machines(g) for a, g in out.items()} == {a: _machines(g) for a, g in won.items()}
-    assert out[2].tolist() == [24, 25, 26]
+    assert {a: g.tolist() for a, g in out.items()} == {0: [0, 1], 1: [4, 5]}
+
+
+@pytest.mark.parametrize("neutral", [True, False])
+def test_a_winner_on_anothers_machine_makes_way(neutral):
+    """App 2 held 3 GPUs of machine 3 and wins 3 on machine 0; app 3 won 2 of app 2's GPUs on
+    machine 3. With a machine of nobody's free GPUs (machine 2), app 3 moves there; without one,
+    the two swap machines (each bundle fits on the other's). Either way app 2 gets its GPUs back."""
+    before = np.full(32, -1)
+    before[12:15] = 2
+    won = {2: np.r_[0:3], 3: np.r_[12:14]}
+    pool = np.r_[3, 8:12, 14, 15] if neutral else np.r_[14, 15]
+    out = back_to_held(won, pool, before, MACHINE, RACK, np.zeros(32, np.int64))
+    assert out[2].tolist() == [12, 13, 14]
+    assert out[3].tolist() == ([8, 9] if neutral else [0, 1])
+
+
+def test_no_gpu_granted_to_another_app_is_taken_without_a_fit():
+    """App 0 held GPUs 4-5, which app 1 won; app 0 won GPU 0, app 2 GPUs 1-3 (machine 0), no GPU
+    is free: app 1's 2-GPU block cannot fit on machine 0, so nothing moves."""
+    before = np.full(32, -1)
+    before[4:6] = 0
+    won = {0: np.r_[0:1], 1: np.r_[4:6], 2: np.r_[1:4]}
+    out = back_to_held(won, np.zeros(0, np.int64), before, MACHINE, RACK, np.zeros(32, np.int64))
+    assert {a: g.tolist() for a, g in out.items()} == {a: g.tolist() for a, g in won.items()}
 
 
 @st.composite
@@ -142,3 +163,14 @@ def test_the_remap_keeps_every_bundle_and_takes_nothing_granted(case):
         # GPUs it held back, less GPUs another recipient held: never worse than the auction's
         others = sorted((takers | set(won)) - {a})
         assert _net(idx, a, before, others) >= _net(w, a, before, others)
+
+
+def test_two_winners_on_each_others_machines_swap():
+    """App 0 held GPUs 4-5 (machine 1) and won 0-1 (machine 0); app 1 held 0-1 and won 4-5; no
+    other GPU is free: they swap machines, each keeping its bundle's shape."""
+    before = np.full(32, -1)
+    before[4:6] = 0
+    before[0:2] = 1
+    won = {0: np.r_[0:2], 1: np.r_[4:6]}
+    out = back_to_held(won, np.zeros(0, np.int64), before, MACHINE, RACK, np.zeros(32, np.int64))
+    assert {a: g.tolist() for a, g in out.items()} == {0: [4, 5], 1: [0, 1]}

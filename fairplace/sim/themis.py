@@ -68,6 +68,7 @@ from .schedulers import (
     SchedView,
 )
 from .themis_apps import Agents, AppScheduler, StepAverage, best_fit, even_split, running_jobs
+from .themis_renewal import back_to_held
 
 __all__ = [
     "PRICING",
@@ -101,70 +102,6 @@ def binned_cluster(cluster: Cluster, scores) -> Cluster:
             for k, g in enumerate(cluster.gpus)
         )
     )
-
-
-def back_to_held(
-    won: dict,
-    pool: np.ndarray,
-    before: np.ndarray,
-    machine: np.ndarray,
-    rack: np.ndarray,
-    label: np.ndarray,
-    takers=None,
-) -> dict:
-    """Each winner's bundle moved machine for machine onto machines it held just before (a lease
-    renewal at the same count moves no job). ``won``: {app: GPU indices the auction gave it};
-    ``pool``: GPUs offered and granted to no winner; ``before``: per GPU the app that held it (-1);
-    ``label``: per GPU its decision scores as one int (GPUs of equal label price the same);
-    ``takers``: every app given GPUs this round (default: the winners). Winners go in app order;
-    GPUs a winner's remap releases join the pool of those after it (never a GPU twice).
-
-    The block a winner won on machine m may move to a machine m' of the same rack that has as many
-    GPUs of each label free (in ``pool`` or its own won GPUs), each machine taking at most one
-    block: the count per machine, the machines and racks (hence the spread) and the score
-    multiset of every bundle stay, so does the value the auction priced; only GPU identities
-    change. The blocks go where they give back most GPUs the winner held, less GPUs another
-    recipient of this round held (an assignment problem per winner; ties keep the auction's)."""
-    from scipy.optimize import linear_sum_assignment
-
-    free = np.zeros(before.size, bool)
-    free[np.asarray(pool, np.int64)] = True
-    rack_of = np.zeros(int(machine.max()) + 1, np.int64)
-    rack_of[machine] = rack  # per machine its rack
-    takers = set(won) | set(takers or ())
-    out = {}
-    for a in sorted(won):
-        own = np.asarray(won[a], np.int64)
-        free[own] = True
-        blocks = sorted(set(machine[own].tolist()))
-        held = np.flatnonzero((before == a) & free)
-        targets = sorted(set(machine[held].tolist()) | set(blocks))
-        gpus_of = {m: np.flatnonzero(free & (machine == m)) for m in targets}
-        others = np.isin(before, list(takers - {a}))
-        gain = np.full((len(blocks), len(targets)), -1e9)
-        pick: dict = {}
-        for i, m in enumerate(blocks):
-            need = np.unique(label[own[machine[own] == m]], return_counts=True)
-            for j, t in enumerate(targets):
-                if rack_of[t] != rack_of[m]:
-                    continue
-                g = gpus_of[t]
-                chosen = []
-                for lab, n in zip(*need, strict=True):
-                    c = g[label[g] == lab]
-                    c = c[np.lexsort((c, others[c], before[c] != a))][:n]
-                    if c.size < n:
-                        break
-                    chosen.append(c)
-                else:
-                    c = np.concatenate(chosen)
-                    gain[i, j] = (before[c] == a).sum() - others[c].sum() + 1e-3 * (t == m)
-                    pick[i, j] = c
-        rows, cols = linear_sum_assignment(gain, maximize=True)
-        mine = np.sort(np.concatenate([pick[i, j] for i, j in zip(rows, cols, strict=True)]))
-        out[a] = mine
-        free[mine] = False
-    return out
 
 
 class Themis:
