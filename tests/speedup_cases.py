@@ -148,8 +148,9 @@ def _trace(name):
 
 
 def _metric_only(key: str) -> bool:
-    # draw_*: descriptors of the sampled cluster (not placement results), recorded since
-    return "rho" in key or key == "offered_load" or key.startswith("draw_")
+    # draw_*: descriptors of the sampled cluster (not placement results), recorded since;
+    # restart*: paid restarts, recorded since (the rounds' preemptions and migrations hold them)
+    return "rho" in key or key == "offered_load" or key.startswith(("draw_", "restart"))
 
 
 def simulation_case(trace, gpus, scheduler, policy, options):

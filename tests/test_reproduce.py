@@ -113,6 +113,9 @@ def test_tiny_reproduce_writes_report_with_claims_and_figures(tmp_path, monkeypa
     for c in rep.load_claims("themis"):
         if c["experiment"] in full:
             ref = evaluate(c, full[c["experiment"]])["outcome"]
+            if ref.startswith("not run"):  # rows the stored runs predate (f, lease: rounding)
+                assert pd.isna(t.loc[c["id"], "full_size"]), c["id"]
+                continue
             assert t.loc[c["id"], "full_size"].startswith(ref), c["id"]
             differs = t.loc[c["id"], "outcome"] not in (ref, "not run")
             assert ("this size differs:" in t.loc[c["id"], "reason"]) == differs, c["id"]
