@@ -10,13 +10,13 @@ import pytest
 from conftest import tiny_auction
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from test_themis_compact import _instance
 
 import fairplace
-from fairplace.core.domain import AgentApp, AgentJob, AuctionInstance
 from fairplace.core.errors import OptionError
 from fairplace.formulations import pa
 from fairplace.formulations.agents import to_explicit
-from fairplace.instances.generators import grid_cluster, random_agent_auction
+from fairplace.instances.generators import random_agent_auction
 from fairplace.instances.workloads import themis_workload
 from fairplace.sim import simulate
 from fairplace.sim.rounds import Arbiter
@@ -160,37 +160,13 @@ def test_explicit_bid_auction_accepts_partial(seed, apps):
     assert set(sol.leftover) == {g for gs in pf.values() for g in gs} - set(given_out)
 
 
-def _agent_instance(seed: int, n_apps: int = 4) -> AuctionInstance:
-    rng = np.random.default_rng(seed)
-    cl = grid_cluster(4, 2, 2, pm={"A": rng.choice([1.0, 1.2], 8)})
-    free = list(range(8))
-    agents = []
-    for a in range(n_apps):
-        h = ()
-        if rng.random() < 0.4:
-            h = (cl.gpus[free.pop(int(rng.integers(len(free))))].id,)
-        agents.append(
-            AgentApp(
-                f"A{a}",
-                (AgentJob(float(rng.integers(10, 100)), 1.0, float(rng.choice([0, 1, 3]))),),
-                t_now=float(rng.integers(0, 50)),
-                d_max=int(rng.integers(1, 6)),
-                cls="A" if rng.random() < 0.5 else None,
-                t_id={"n_avg": 3},
-                rho_empty=None if rng.random() < 0.3 else 50.0,
-                held=h,
-            )
-        )
-    return AuctionInstance(cl, (), agents=tuple(agents))
-
-
 def test_compact_and_explicit_routes_keep_the_same_counts():
     """Where both routes pick PF bundles of the same sizes with the same c_i (the GPUs may be
     interchangeable others), ``partial`` keeps the same number of GPUs per app, inside the PF
     bundle; the kept GPUs differ by at most one from the rule's count."""
     compared = partial_somewhere = 0
     for seed in range(20):
-        inst = _agent_instance(seed)
+        inst = _instance(seed, n_apps=4)  # tests/test_themis_compact.py's random agent auctions
         e = solve_auction(to_explicit(inst), rounding="partial", seed=seed)
         c = solve_compact_auction(inst, rounding="partial", seed=seed)
         size_e = {a: len(g) for a, g in e.pf_allocation.items()}
