@@ -11,6 +11,9 @@ from fairplace import cli
 from fairplace.benchmarks import Case
 from fairplace.commands import bench
 
+#: ``fairplace bench`` exits 1 when a case misses its speed target (depends on the machine)
+RAN = (0, 1)
+
 
 def test_collect_finds_every_module_case():
     cases = bench.collect()
@@ -78,7 +81,7 @@ def test_run_case_ok_and_error_entries():
 
 def test_bench_json_lines_stream_real_cases_and_quick_skips(capsys):
     """One JSON line per case; --quick runs the named sizes or skips the case, saying so."""
-    assert cli.main(["bench", "--quick", "--json", "--only", "place_256"]) == 0
+    assert cli.main(["bench", "--quick", "--json", "--only", "place_256"]) in RAN
     out, err = capsys.readouterr()
     lines = [json.loads(line) for line in out.splitlines()]
     assert [r["name"] for r in lines] == ["pal_place_256", "pm_first_place_256"]
@@ -92,14 +95,14 @@ def test_bench_json_lines_stream_real_cases_and_quick_skips(capsys):
     assert r["seconds"] is None and r["skipped"].startswith("full mode only")
     assert r["sizes"] == {"jobs": 100_000, "gpus": 4096}
     assert "skipped (full mode only" in err
-    assert cli.main(["bench", "--quick", "--quiet", "--only", "pal_place_256"]) == 0
+    assert cli.main(["bench", "--quick", "--quiet", "--only", "pal_place_256"]) in RAN
     out, err = capsys.readouterr()
     assert err == "" and "pal_place_256" in out and "gpus=256" in out  # the table on stdout
 
 
 def test_simulation_cases_report_cpu_time_and_time_per_decision(capsys):
     """A simulation case's line: wall and CPU seconds, decisions, and wall ms per decision."""
-    assert cli.main(["bench", "--quick", "--json", "--only", "simulate_sia_philly_160"]) == 0
+    assert cli.main(["bench", "--quick", "--json", "--only", "simulate_sia_philly_160"]) in RAN
     (r,) = [json.loads(line) for line in capsys.readouterr().out.splitlines()]
     assert r["seconds"] > 0 and r["cpu_seconds"] > 0 and r["decisions"] > 0
     assert r["ms_per_decision"] == pytest.approx(1000 * r["seconds"] / r["decisions"], rel=1e-12)
@@ -108,7 +111,7 @@ def test_simulation_cases_report_cpu_time_and_time_per_decision(capsys):
 @pytest.mark.slow
 def test_bench_json_runs_the_cluster_startup_case(capsys):
     """A real Dask case: a 2-worker local cluster started with TLS (the default) and without."""
-    assert cli.main(["bench", "--quick", "--json", "--only", "dask_cluster_startup_2"]) == 0
+    assert cli.main(["bench", "--quick", "--json", "--only", "dask_cluster_startup_2"]) in RAN
     (r,) = [json.loads(line) for line in capsys.readouterr().out.splitlines()]
     assert r["sizes"] == {"workers": 2} and "error" not in r and r["starts_each"] == 1
     assert r["seconds"] == r["tls_median_seconds"] > 0 and r["tcp_median_seconds"] > 0

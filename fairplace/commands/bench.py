@@ -5,7 +5,8 @@ Each finished case is one result object (name, module, target_seconds, seconds, 
 and the case's own numbers, or ``error`` / ``skipped``); ``--json`` prints it at once as one JSON
 line (JSON Lines: a run stopped half-way keeps every finished case), else a table follows at the
 end. Progress: a rich bar on stderr (on a terminal) and one log line per case (``--quiet`` hides
-them)."""
+them). Exit status (:data:`EPILOG`): 1 when a case that ran missed its target or failed (``ok``
+false), else 0, so a script can tell."""
 
 from __future__ import annotations
 
@@ -20,10 +21,16 @@ from fairplace.commands._table import table
 from fairplace.core.progress import progress_bar
 
 HELP = "run the benchmarks, each next to its target"
+#: the exit-status rule, shown by ``fairplace bench --help``
+EPILOG = (
+    "exit status: 1 when any case that ran missed its target or failed (its 'ok' is false), "
+    "0 otherwise (cases with no target and cases --quick skips never fail the run)"
+)
 log = logging.getLogger(__name__)
 
 
 def add_arguments(p) -> None:
+    p.epilog = EPILOG
     p.add_argument(
         "--quick",
         action="store_true",
@@ -170,6 +177,11 @@ def _sizes_text(sizes: dict) -> str:
     return " ".join(f"{k}={v}" for k, v in sizes.items())
 
 
+def exit_status(results: list[dict]) -> int:
+    """1 when any result's ``ok`` is false (a missed target or an error), else 0."""
+    return 1 if any(r.get("ok") is False for r in results) else 0
+
+
 def run(args) -> int:
     if args.scaling:
         return _scaling(args)
@@ -204,7 +216,7 @@ def run(args) -> int:
             results.append(r)
             bar.advance()
     if args.json:
-        return 0
+        return exit_status(results)
     rows = [
         (r["name"], r["seconds"], r["target_seconds"], _status(r), _sizes_text(r["sizes"]))
         for r in results
@@ -213,4 +225,4 @@ def run(args) -> int:
     for r in results:
         if "error" in r:
             print(f"{r['name']}: error: {r['error']}")
-    return 0
+    return exit_status(results)
