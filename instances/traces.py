@@ -7,7 +7,7 @@ phase p of an app is released when every job of phase p-1 of that app has finish
 (seconds per iteration with the job's GPUs on a median GPU), ``cls`` (PM-score class), ``locality``
 (L across machines) and ``locality_rack`` (L across racks; defaults to ``locality``).
 
-Bundled traces (``workload-1`` .. ``workload-4``) are copies of the PAL artifact's Sia-Philly traces
+Bundled traces (``workload-1`` .. ``workload-8``) are copies of the PAL artifact's Sia-Philly traces
 (hal-uw/blox-pal, MIT licence, see ``data/README.md``), read through :mod:`importlib.resources`.
 """
 
@@ -36,7 +36,7 @@ COLUMNS = ("job_id", "num_gpus", "submit_time", "duration", "model")
 _UPPER = {"num_gpus": MAX_GPUS, "submit_time": MAX_TIME, "duration": MAX_TIME, "t_iter": MAX_TIME}
 _UPPER |= {"locality": MAX_RATIO, "locality_rack": MAX_RATIO}
 #: Bundled Sia-Philly traces (160 jobs each, 64-GPU cluster = 16 x 4).
-SIA_PHILLY = ("workload-1", "workload-2", "workload-3", "workload-4")
+SIA_PHILLY = tuple(f"workload-{k}" for k in range(1, 9))
 
 
 def _data(*parts: str):

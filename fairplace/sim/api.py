@@ -75,7 +75,7 @@ def simulate(
     config: SimulationConfig | None = None,
     **overrides,
 ) -> SimulationResult:
-    """Simulate ``trace`` (a bundled name ``workload-1..4``, a generated name ``themis-1``,
+    """Simulate ``trace`` (a bundled name ``workload-1..8``, a generated name ``themis-1``,
     ``themis-2``, ``synergy``, a CSV path, a frame or a :class:`Workload`) with a job-ordering
     ``scheduler`` composed with a ``placement`` policy, each a name (:data:`SCHEDULERS`,
     ``fairplace.solvers.placement.policies.POLICY_NAMES``) or an object satisfying
