@@ -10,7 +10,14 @@ The outcome (:func:`outcome`):
 * ``reproduces`` — ours (the mean over seeds) is inside [lo - tolerance, hi + tolerance];
 * ``direction only`` — outside it, but on the paper's side of ``null_value``;
 * ``does not reproduce`` — otherwise (or no direction is stated);
-* ``not run`` — the experiment or a frame is missing.
+* ``not run`` — the experiment or a frame is missing, or this size's data cannot judge the claim.
+
+A ``not run`` reason starts with one of a few fixed phrases (:data:`NOT_RUN_PHRASES`, detail after
+a colon): ``not run at this size`` (the run's data cannot judge the claim: a filter matches no
+rows, one value of a compared parameter, one load point of a claim across loads — a ``by`` column
+other than ``trace`` / ``seed`` —, one cluster draw of a claim over draws), ``needs the full size``
+(the experiment is not part of this size), ``needs <name> cells`` (a scheduler or placement the
+claim compares with was not in the grid), ``the experiment failed`` (its error follows).
 
 Every claim has a ``kind`` (:data:`KINDS`): ``"paper"`` is the paper's own claim, with the paper's
 words in ``paper`` and where it says so in ``section`` / ``figure``; ``"check"`` is the package's
@@ -37,14 +44,19 @@ import pandas as pd
 from fairplace.core.errors import DataError
 
 from .claims_schema import (  # noqa: F401 - the schema's names are also claims' own
+    AT_THIS_SIZE,
     CHECK_OUTCOMES,
     CLAIM_KEYS,
     DIRECTIONS,
+    FAILED,
     KINDS,
+    NEEDS_FULL,
+    NOT_RUN_PHRASES,
     OUTCOMES,
     check_claim,
     check_claims,
     check_kind,
+    not_run_reason,
     outcome,
     range_text,
 )
@@ -364,7 +376,7 @@ def in_draws(fn: Callable, frames: Frames, args: dict, paper: float, unit: str =
         if v is not None and math.isfinite(v):
             vals.append(float(v))
     if len(vals) < 2:
-        return "not enough cluster draws"
+        return f"{AT_THIS_SIZE}: {len(vals)} cluster draw"
     a = np.asarray(vals)
     k = int(np.count_nonzero(a >= paper))
     q10, med, q90 = np.percentile(a, [10, 50, 90])
@@ -373,6 +385,31 @@ def in_draws(fn: Callable, frames: Frames, args: dict, paper: float, unit: str =
         f"{100 * np.mean(a < paper):.0f}); draws median {med:.1f}{unit}, 10-90% "
         f"{q10:.1f}..{q90:.1f}{unit}"
     )
+
+
+#: ``by`` columns a claim may aggregate over with one value (replicates, not the claim's axis)
+_ONE_VALUE_OK = ("trace", "seed")
+
+
+def one_point(claim: dict, frames: Frames) -> str | None:
+    """Why ``frames`` cannot judge ``claim`` although the measure could compute a number, or None:
+    a claim across a ``by`` column other than trace / seed (e.g. across loads) with one value of
+    it, or a claim over cluster draws (its experiment is its ``draws``) with one draw."""
+    args = claim.get("args", {})
+    df = frames.get(args.get("frame", "summary")) if isinstance(frames, dict) else None
+    if not isinstance(df, pd.DataFrame) or df.empty:
+        return None
+    try:
+        df = _where(ok_rows(df) if "status" in df else df, args.get("where"))
+    except DataError:
+        return None  # the measure says why
+    by = args.get("by", ())
+    for c in [by] if isinstance(by, str) else list(by):
+        if c not in _ONE_VALUE_OK and c in df and df[c].nunique() < 2:
+            return f"{AT_THIS_SIZE}: one {c} value ({df[c].iloc[0]}), the claim is across {c}"
+    if claim.get("draws") == claim["experiment"] and "seed" in df and df["seed"].nunique() < 2:
+        return f"{AT_THIS_SIZE}: one cluster draw, the claim is over draws"
+    return None
 
 
 def evaluate(
@@ -400,19 +437,20 @@ def evaluate(
     if "draws" in claim:
         fn = MEASURES.get(claim["measure"])
         row["draws"] = (
-            f"not run: no draws from {claim['draws']!r}"
+            f"{AT_THIS_SIZE}: no draws from {claim['draws']!r}"
             if draws is None or fn is None
             else in_draws(fn, draws, args, check_claim(claim)[0], unit)
         )
     if not_run is not None or frames is None:
-        return row | {"outcome": "not run", "reason": not_run or "not run"}
+        return row | {"outcome": "not run", "reason": not_run_reason(not_run or "")}
     try:
         fn = MEASURES[claim["measure"]]
         value, detail = fn(frames, **args)
-    except KeyError as exc:
-        return row | {"outcome": "not run", "reason": f"not run: missing {exc}"}
-    except (DataError, ValueError, TypeError, ZeroDivisionError) as exc:
-        return row | {"outcome": "not run", "reason": f"not run: {exc}"}
+    except (KeyError, DataError, ValueError, TypeError, ZeroDivisionError) as exc:
+        return row | {"outcome": "not run", "reason": not_run_reason(exc)}
+    cannot = one_point(claim, frames)
+    if cannot is not None:  # a number, but not one that can judge the claim
+        return row | {"outcome": "not run", "reason": f"{cannot} (it gave {detail})"}
     value = math.nan if value is None else float(value)
     out = outcome(value, claim)
     ours = f"{fixed(value, 3)}{unit}" if math.isfinite(value) else "none"
@@ -433,18 +471,22 @@ def evaluate(
     }
 
 
+#: the ``full_size`` column of a claim the stored full-size results cannot judge
+NOT_JUDGED_FULL = "not judged at full size"
+
+
 def against_full(row: dict, claim: dict, full: Frames | None, note: str, source: str) -> dict:
     """A claims row of a reduced size (quick, tiny) next to the same claim judged on the stored
     full-size results ``full`` (``source``: the file, e.g. ``papers/<paper>/full-size.csv``):
-    column ``full_size`` ("<outcome> (<ours>)"), and, where the two outcomes differ, one line
-    appended to ``reason`` that says why (the size's ``note``: how it differs from the full one)."""
-    if full is None:
-        return row
-    ref = evaluate(claim, full)
-    if ref["outcome"].startswith("not run"):
-        return row
+    columns ``full_size`` ("<outcome> (<ours>)", or :data:`NOT_JUDGED_FULL` when nothing stored
+    judges it), ``full_outcome`` and ``full_ours`` (the bare outcome and value, "" when not
+    judged); where the two outcomes
+    differ, one sentence appended to ``reason`` says why (the size's ``note``: how it differs)."""
+    ref = evaluate(claim, full) if full is not None else None
+    if ref is None or ref["outcome"].startswith("not run"):
+        return row | {"full_size": NOT_JUDGED_FULL, "full_outcome": "", "full_ours": ""}
     text = f"{ref['outcome']} ({ref['ours']}{', ' + ref['spread'] if ref['spread'] else ''})"
-    out = row | {"full_size": text}
+    out = row | {"full_size": text, "full_outcome": ref["outcome"], "full_ours": ref["ours"]}
     ran = not str(row.get("outcome", "")).startswith("not run")
     if ran and ref["outcome"] != row.get("outcome"):
         why = note or "a smaller set-up than the paper's"

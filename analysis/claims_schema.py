@@ -105,3 +105,35 @@ def range_text(claim: dict) -> str:
     unit = claim.get("unit", "")
     r = f"{lo:g}{unit}" if lo == hi else f"[{lo:g}, {hi:g}]{unit}"
     return r + (f" ± {tol:g}" if tol else "")
+
+
+#: the heads of every ``not run`` reason (module doc); details follow after ": "
+AT_THIS_SIZE = "not run at this size"
+NEEDS_FULL = "needs the full size"
+FAILED = "the experiment failed"
+NOT_RUN_PHRASES = (AT_THIS_SIZE, NEEDS_FULL, "needs <name> cells", FAILED)
+
+
+def not_run_reason(why: str | BaseException) -> str:
+    """A ``not run`` reason as one of :data:`NOT_RUN_PHRASES` (the original text as its detail):
+    an experiment status (``not run: not part of this size ...``, ``not run: <error>``) or a
+    measure's error (a DataError naming ``where``, a missing scheduler, one value of a param)."""
+    text = str(why).removeprefix("not run: ").strip()
+    if text.startswith(NOT_RUN_PHRASES[:2]) or text.startswith("needs "):
+        return text
+    if isinstance(why, DataError):
+        names = [n.strip() for n in why.problem.removeprefix("no results for ").split(",")]
+        if why.path in ("scheduler", "placement", "solver") and why.problem.startswith(
+            "no results for"
+        ):
+            return f"needs {' and '.join(names)} cells"
+        return f"{AT_THIS_SIZE}: {text}"
+    if isinstance(why, KeyError):
+        return f"{AT_THIS_SIZE}: missing {why}"
+    if isinstance(why, (ValueError, TypeError, ZeroDivisionError)):
+        return f"{AT_THIS_SIZE}: {text}"
+    if "not part of this size" in text:
+        return NEEDS_FULL
+    if text in ("", "not run"):
+        return AT_THIS_SIZE
+    return f"{FAILED}: {text}"

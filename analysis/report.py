@@ -85,10 +85,16 @@ def prose_html(text: str, inline: bool = False) -> str:
 REPRODUCES = "reproduces"
 PASSES = "passes"
 _HOLDS_TO_OUTCOME = {"yes": REPRODUCES, "no": "does not reproduce"}
+#: the size that can judge leads: the stored full-size outcome, then this run's
 _CLAIM_ORDER = (
-    "id", "study", "claim", "figure", "section", "paper", "paper_range", "ours", "spread",
-    "outcome", "full_size", "reason", "note",
+    "id", "study", "claim", "figure", "section", "paper", "paper_range", "full_size", "outcome",
+    "ours", "spread", "reason", "note",
 )  # fmt: skip
+#: columns of the claims table kept in claims.csv but not shown (``full_size`` says it)
+_HIDDEN = ("full_outcome", "full_ours")
+#: the longest reason a Markdown claims table shows; the whole text goes to a footnote (HTML:
+#: a <details> element)
+REASON_CHARS = 160
 #: the claims tables of a report, one per kind (analysis.claims_schema.KINDS)
 KIND_TABLES = {"paper": "Paper claims (the paper's own words)", "check": "Package checks (ours)"}
 
@@ -106,14 +112,26 @@ def claim_outcomes(claims: pd.DataFrame) -> pd.Series:
     return pd.Series("", index=claims.index)
 
 
-def claim_counts(claims: pd.DataFrame) -> dict[str, dict[str, int]]:
+def judged_outcomes(claims: pd.DataFrame) -> pd.Series:
+    """The outcome a headline counts: the stored full-size one (``full_outcome``) where there is
+    one, else this run's (:func:`claim_outcomes`)."""
+    run = claim_outcomes(claims)
+    if "full_outcome" not in claims:
+        return run
+    full = claims["full_outcome"].fillna("").astype(str)
+    return full.where(full != "", run)
+
+
+def claim_counts(claims: pd.DataFrame, outcomes: pd.Series | None = None) -> dict[str, dict]:
     """Paper claims and package checks counted apart (the ``kind`` column):
     ``{"paper": {n, reproduces, direction only, does not reproduce, not run}, "check": {n, passes,
-    fails, not run}}``; any ``not run: <reason>`` counts as ``not run``."""
+    fails, not run}}`` of ``outcomes`` (default :func:`judged_outcomes`: full size where stored);
+    any ``not run: <reason>`` counts as ``not run``."""
     if "kind" not in claims:
         raise DataError("kind", "the claims table has no kind column: paper claims and package "
                         "checks cannot be counted apart")  # fmt: skip
-    out = claim_outcomes(claims).map(lambda v: "not run" if v.startswith("not run") else v)
+    out = judged_outcomes(claims) if outcomes is None else outcomes
+    out = out.map(lambda v: "not run" if v.startswith("not run") else v)
     kind = claims["kind"].astype(str)
     unknown = sorted(set(kind) - set(KIND_TABLES))
     if unknown:
@@ -144,36 +162,75 @@ def count_line(counts: dict[str, dict[str, int]]) -> str:
     return f"{paper}; {check}"
 
 
+def _counts(claims: pd.DataFrame) -> dict:
+    """:func:`claim_counts`; with a ``full_outcome`` column also ``at_full_size`` (claims judged
+    at full size, per kind) and ``this_run`` (this run's own outcomes, counted alone)."""
+    c: dict = claim_counts(claims)
+    if "full_outcome" in claims:
+        full = claims["full_outcome"].fillna("").astype(str) != ""
+        kind = claims["kind"].astype(str)
+        c["at_full_size"] = {k: int((full & (kind == k)).sum()) for k in KIND_TABLES}
+        c["this_run"] = claim_counts(claims, claim_outcomes(claims))
+    return c
+
+
 def headline_counts(claims: pd.DataFrame) -> dict[str, dict]:
     """:func:`claim_counts` per study (the ``study`` column: ``themis``, ``pal``, in table order)
-    and in ``total`` (the total alone without a ``study`` column)."""
+    and in ``total`` (the total alone without a ``study`` column); with stored full-size outcomes
+    (``full_outcome``) each also has ``at_full_size`` and ``this_run`` (:func:`_counts`)."""
     counts = {}
     if "study" in claims:
         for s in claims["study"].astype(str).unique():
-            counts[s] = claim_counts(claims[claims["study"].astype(str) == s])
-    return counts | {"total": claim_counts(claims)}
+            counts[s] = _counts(claims[claims["study"].astype(str) == s])
+    return counts | {"total": _counts(claims)}
 
 
-def headline_lines(claims: pd.DataFrame) -> list[str]:
+def _where_judged(c: dict, size: str) -> str:
+    """`` (full size: a of n paper claims, b of m checks; the rest at <size>)``, or '' without
+    stored full-size outcomes."""
+    if "at_full_size" not in c:
+        return ""
+    k = c["at_full_size"]
+    n = {x: c[x]["n"] for x in KIND_TABLES}
+    if not k["paper"] + k["check"]:
+        return f" (none judged at full size: all at {size})"
+    checks = f", {k['check']} of {n['check']} checks" if n["check"] else ""
+    rest = "" if k["paper"] + k["check"] == n["paper"] + n["check"] else f"; the rest at {size}"
+    return f" (judged at full size: {k['paper']} of {n['paper']} paper claims{checks}{rest})"
+
+
+def headline_lines(
+    claims: pd.DataFrame, size: str = "this run's size", this_run: bool = False
+) -> list[str]:
     """One line per study (``THEMIS: paper claims: ...; package checks: ...``), then the total when
-    there are several studies: paper claims and package checks are never counted together."""
+    there are several studies: paper claims and package checks are never counted together. Each
+    claim counts its full-size outcome where one is stored (the line says how many), else its
+    outcome at ``size``; ``this_run``: count this run's own outcomes instead."""
     counts = headline_counts(claims)
     studies = [k for k in counts if k != "total"]
-    lines = [f"{s.upper()}: {count_line(counts[s])}" for s in studies]
+
+    def line(c: dict) -> str:
+        if this_run:
+            return count_line(c.get("this_run", c))
+        return count_line(c) + _where_judged(c, size)
+
+    lines = [f"{s.upper()}: {line(counts[s])}" for s in studies]
     if len(studies) != 1:
-        lines.append(f"{'Total: ' if studies else ''}{count_line(counts['total'])}")
+        lines.append(f"{'Total: ' if studies else ''}{line(counts['total'])}")
     return lines
 
 
-def headline(claims: pd.DataFrame) -> str:
+def headline(claims: pd.DataFrame, size: str = "this run's size") -> str:
     """The headline: :func:`headline_lines` joined as sentences (no final full stop)."""
-    return ". ".join(headline_lines(claims))
+    return ". ".join(headline_lines(claims, size))
 
 
 def claims_view(claims: pd.DataFrame) -> pd.DataFrame:
     """The claims table as the report shows it: an ``outcome`` column (see :func:`claim_outcomes`)
-    in place of ``holds``, known columns first, empty columns dropped."""
-    view = claims.drop(columns=["holds"], errors="ignore").assign(outcome=claim_outcomes(claims))
+    in place of ``holds``, known columns first (the full size before this run's), empty columns
+    and ``full_outcome`` (``full_size`` says it) dropped."""
+    view = claims.drop(columns=["holds", *_HIDDEN], errors="ignore")
+    view = view.assign(outcome=claim_outcomes(claims))
     first = [c for c in _CLAIM_ORDER if c in view]
     view = view[first + [c for c in view.columns if c not in first]]
     keep = [c for c in view.columns if c in ("id", "outcome") or view[c].astype(str).ne("").any()]
@@ -190,6 +247,41 @@ def claims_tables(claims: pd.DataFrame) -> list[tuple[str, pd.DataFrame]]:
             for k, name in KIND_TABLES.items() if (kind == k).any()]  # fmt: skip
 
 
+def size_headers(view: pd.DataFrame, size: str | None) -> pd.DataFrame:
+    """A claims view's headers saying the size of each outcome: ``full size``, then ``<size>
+    outcome`` / ``<size> ours`` / ``<size> spread`` (unchanged when ``size`` is None)."""
+    if size is None:
+        return view
+    names = {"full_size": "full size", **{c: f"{size} {c}" for c in ("outcome", "ours", "spread")}}
+    return view.rename(columns=names)
+
+
+def short_text(text: str, limit: int = REASON_CHARS) -> str:
+    """``text`` cut at a word to at most ``limit`` characters, ending in "…" when cut."""
+    text = " ".join(str(text).split())
+    if len(text) <= limit:
+        return text
+    cut = text[: limit - 1].rsplit(" ", 1)[0].rstrip(" ,;:(")
+    return cut + "…"
+
+
+def footnoted(df: pd.DataFrame, tag: str, col: str = "reason") -> tuple[pd.DataFrame, list[str]]:
+    """``df`` with every ``col`` cell longer than :data:`REASON_CHARS` cut (:func:`short_text`)
+    and marked ``[^<tag>-<k>]``; the footnotes (``[^<tag>-<k>]: <whole text>``) returned apart."""
+    if col not in df:
+        return df, []
+    notes, cells = [], []
+    for v in df[col].astype(str):
+        if len(v) <= REASON_CHARS:
+            cells.append(v)
+            continue
+        key = f"{tag}-{len(notes) + 1}"
+        mark = f" [^{key}]"
+        cells.append(short_text(v, REASON_CHARS - len(mark)) + mark)
+        notes.append(f"[^{key}]: {' '.join(v.split())}")
+    return df.assign(**{col: cells}), notes
+
+
 def _cells(df: pd.DataFrame, fmt) -> pd.DataFrame:
     """Every cell as text (numbers in fixed notation with units in the headers), through ``fmt``."""
     return with_units(df).map(lambda v: fmt("" if v is None else str(v)))
@@ -201,13 +293,30 @@ def md_table(df: pd.DataFrame) -> str:
     return cells.to_markdown(index=False, disable_numparse=True)
 
 
-def html_table(df: pd.DataFrame, row_classes: pd.Series | None = None, uuid: str = "t") -> str:
+def _details(v: str) -> str:
+    """A long cell as <details>: the short text as its summary, the whole text inside."""
+    if len(v) <= REASON_CHARS:
+        return prose_html(v, inline=True)
+    short, whole = prose_html(short_text(v), inline=True), prose_html(v, inline=True)
+    return f"<details><summary>{short}</summary>{whole}</details>"
+
+
+def html_table(
+    df: pd.DataFrame,
+    row_classes: pd.Series | None = None,
+    uuid: str = "t",
+    details: tuple[str, ...] = (),
+) -> str:
     """An HTML table (a pandas ``Styler``; cells and headers as inline Markdown: text escaped,
     `code` as <code>); ``row_classes`` gives every cell of each row a CSS class; ``uuid`` makes
-    the element ids unique in a page."""
+    the element ids unique in a page; cells of the ``details`` columns longer than
+    :data:`REASON_CHARS` show their first words and open to the whole text (<details>)."""
     cells = _cells(df, str)
     style = cells.style.hide(axis="index").set_uuid(uuid)
     style = style.format(lambda v: prose_html(v, inline=True))
+    long = [c for c in details if c in cells]
+    if long:
+        style = style.format(_details, subset=long)
     style = style.format_index(lambda v: prose_html(v, inline=True), axis="columns")
     if row_classes is not None:
         classes = pd.DataFrame(
@@ -223,6 +332,17 @@ def _outcome_class(outcome: str) -> str:
     if outcome.startswith("not run") or not outcome:
         return "nr"
     return "partial" if outcome == "direction only" else "no"
+
+
+def _claims_doc(j: int, name: str, view: pd.DataFrame, size: str | None) -> dict:
+    """One claims table for the templates: name, Markdown (+ footnotes), HTML."""
+    from markupsafe import Markup  # heavy: imported on use (Jinja2's)
+
+    classes = view["outcome"].map(_outcome_class)
+    view = size_headers(view, size)
+    short, notes = footnoted(view, f"c{j}")
+    html = html_table(view, classes, f"c{j}", details=("reason",))
+    return {"name": name, "md": md_table(short), "notes": notes, "html": Markup(html)}
 
 
 def _templates():
@@ -243,9 +363,12 @@ def write_report(
     claims: pd.DataFrame,
     sections: list[Section],
     preamble: list[str] = (),
+    size: str | None = None,
 ) -> dict[str, Path]:
     """Write ``report.md``, ``report.html``, ``claims.csv`` and ``figures/*.png`` under ``out_dir``
-    (from the templates ``report.md.j2`` and ``report.html.j2``)."""
+    (from the templates ``report.md.j2`` and ``report.html.j2``). ``size``: the run's size, named
+    in the claims tables' headers next to the full size; reasons over :data:`REASON_CHARS`
+    characters are cut in Markdown (the whole text in a footnote) and fold in HTML."""
     # heavy: imported on use (Jinja2's): HTML rendered here, not escaped again
     from markupsafe import Markup
 
@@ -286,13 +409,8 @@ def write_report(
         "title": title,
         "preamble": [p for p in preamble if p],
         "claims": [
-            {
-                "name": name,
-                "md": md_table(view),
-                "html": Markup(html_table(view, view["outcome"].map(_outcome_class), f"c{j}")),
-            }
-            for j, (name, view) in enumerate(claims_tables(claims))
-        ],
+            _claims_doc(j, name, view, size) for j, (name, view) in enumerate(claims_tables(claims))
+        ],  # fmt: skip
         "sections": docs,
     }
     paths = {"md": out / "report.md", "html": out / "report.html", "claims": out / "claims.csv"}

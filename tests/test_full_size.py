@@ -60,7 +60,10 @@ def test_against_full_says_why_a_smaller_size_differs():
     assert row["reason"].endswith("this size differs: one seed, 8 hours")
     same = against_full(quick, CLAIM, _frames(1.1, 1.3), "n", "f.csv")
     assert same["full_size"].startswith("direction only") and same["reason"] == quick["reason"]
-    assert against_full(quick, CLAIM, None, "n", "f.csv") == quick  # nothing stored
+    none = against_full(quick, CLAIM, None, "n", "f.csv")  # nothing stored: marked as such
+    assert none == quick | {"full_size": "not judged at full size", "full_outcome": "",
+                            "full_ours": ""}  # fmt: skip
+    assert row["full_outcome"] == "reproduces" and row["full_ours"] == "2.70"
     not_run = evaluate(CLAIM, None, "not run: not part of this size")
     assert "differs" not in against_full(not_run, CLAIM, _frames(2.5), "n", "f.csv")["reason"]
 

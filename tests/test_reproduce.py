@@ -66,23 +66,37 @@ def test_tiny_reproduce_writes_report_with_claims_and_figures(tmp_path, monkeypa
     header = re.search(r"^\| id .*\|$", md, re.M).group(0)
     shown = [c.strip() for c in header.strip("|").split("|")]
     order = (
-        "id", "study", "claim", "figure", "section", "paper", "paper_range", "ours", "spread",
-        "outcome", "full_size", "reason",
+        "id", "study", "claim", "figure", "section", "paper", "paper_range", "full size",
+        "tiny outcome", "tiny ours", "tiny spread", "reason",
     )  # fmt: skip
-    # empty columns are dropped: the fake simulator has one seed, so no spread over seeds
-    expected = [c for c in order if c != "spread" or c in shown]
+    # empty columns are dropped: the fake simulator has one seed, so no spread over seeds; the
+    # size that can judge (the stored full size) leads, this run's size is named in its headers
+    expected = [c for c in order if c != "tiny spread" or c in shown]
     assert shown[: len(expected)] == expected
     assert "`" not in html  # inline code is <code>, never a raw backtick
     # paper claims and package checks counted apart, per paper and in total; never one mixed count
+    # the headline counts the full-size outcome where one is stored, this run's otherwise; this
+    # run's own outcomes are counted apart (this_run)
     tab = res["table"]
+    judged = tab["full_outcome"].where(tab["full_outcome"] != "", tab["outcome"])
     for study, part in [*tab.groupby("study"), ("total", tab)]:
-        paper, check = part[part["kind"] == "paper"], part[part["kind"] == "check"]
+        paper, check = part["kind"] == "paper", part["kind"] == "check"
         counts = res["counts"][study]
-        assert counts["paper"]["n"] == len(paper) and counts["check"]["n"] == len(check)
-        assert counts["paper"]["reproduces"] == paper["outcome"].eq("reproduces").sum()
-        assert counts["check"]["passes"] == check["outcome"].eq("passes").sum()
+        assert counts["paper"]["n"] == paper.sum() and counts["check"]["n"] == check.sum()
+        assert counts["paper"]["reproduces"] == judged[paper.index][paper].eq("reproduces").sum()
+        assert counts["check"]["passes"] == judged[check.index][check].eq("passes").sum()
+        own = counts["this_run"]
+        assert own["paper"]["reproduces"] == part.loc[paper, "outcome"].eq("reproduces").sum()
+        full = part["full_outcome"] != ""
+        assert counts["at_full_size"]["paper"] == (full & paper).sum()
+    assert res["counts"]["pal"]["at_full_size"] == {"paper": 0, "check": 0}
+    assert res["counts"]["themis"]["at_full_size"]["paper"] > 0
     n, m = res["counts"]["themis"]["paper"]["reproduces"], res["counts"]["themis"]["paper"]["n"]
     assert res["headline"].startswith(f"THEMIS: paper claims: {n} of {m} reproduce, ")
+    k = res["counts"]["themis"]["at_full_size"]["paper"]
+    assert f"(judged at full size: {k} of {m} paper claims" in res["headline"]
+    assert "PAL: paper claims: " in res["headline"] and "(none judged at full size: all at tiny)" \
+        in res["headline"]  # fmt: skip
     assert (
         ". PAL: paper claims: " in res["headline"] and ". Total: paper claims: " in res["headline"]
     )
@@ -100,26 +114,31 @@ def test_tiny_reproduce_writes_report_with_claims_and_figures(tmp_path, monkeypa
     ].startswith("not run")  # gavel-ftf is not in the tiny grid: reported, not hidden
     # experiments outside the tiny size are reported as not run, with a reason
     assert t.loc["synergy-pal-vs-tiresias", "outcome"] == "not run"
-    assert "not part of this size" in t.loc["synergy-pal-vs-tiresias", "reason"]
+    assert t.loc["synergy-pal-vs-tiresias", "reason"] == "needs the full size"
     # the real solvers ran: exact is never below greedy-rho, the relaxation never below exact
     assert t.loc["exact-ge-greedy-rho", "outcome"] in ("passes", "not run")
     assert set(t.loc[t["kind"] == "paper", "outcome"]) <= set(OUTCOMES)
     assert set(t.loc[t["kind"] == "check", "outcome"]) <= set(CHECK_OUTCOMES)
     # THEMIS claims sit next to the stored full-size outcome (papers/themis/full-size.csv); where
     # the outcomes differ the reason says why in one line (the tiny size's note)
-    assert "The full_size column: each claim judged on the stored full-size results" in md
-    assert "THEMIS: papers/themis/full-size.csv (" in md and "PAL: papers/pal/" not in md
+    assert "The full size column leads: each claim judged on the stored full-size results" in md
+    assert "THEMIS: papers/themis/full-size.csv (" in md
+    assert "PAL: none stored (no papers/pal/full-size.csv)" in md
     full, _ = rep._full_size("themis")
     for c in rep.load_claims("themis"):
         if c["experiment"] in full:
             ref = evaluate(c, full[c["experiment"]])["outcome"]
             if ref.startswith("not run"):  # rows the stored runs predate (f, lease: rounding)
-                assert pd.isna(t.loc[c["id"], "full_size"]), c["id"]
+                assert t.loc[c["id"], "full_size"] == "not judged at full size", c["id"]
                 continue
             assert t.loc[c["id"], "full_size"].startswith(ref), c["id"]
             differs = t.loc[c["id"], "outcome"] not in (ref, "not run")
             assert ("this size differs:" in t.loc[c["id"], "reason"]) == differs, c["id"]
-    assert t.loc[[i for i in t.index if i.startswith("pal-")], "full_size"].isna().all()
+    pal = t.loc[[i for i in t.index if i.startswith("pal-")], "full_size"]
+    assert pal.eq("not judged at full size").all()
+    # every section says its size in the same words, PAL's too
+    for sec in re.split(r"^## ", md, flags=re.M)[2:]:
+        assert re.search(r"^Tiny size: ", sec, re.M), sec[:80]
 
 
 def test_failing_simulator_is_reported_not_faked(tmp_path):
@@ -130,7 +149,7 @@ def test_failing_simulator_is_reported_not_faked(tmp_path):
     t = res["table"].set_index("id")
     assert t.loc["pal-sia-geomean", "outcome"] == "not run"
     assert "simulator exploded" in t.loc["pal-sia-geomean", "reason"]
-    assert "not run: all" in (tmp_path / "report.md").read_text()
+    assert "not run: the experiment failed: all" in (tmp_path / "report.md").read_text()
 
 
 def test_unknown_paper_exits_2(capsys):

@@ -58,7 +58,7 @@ def add_arguments(p) -> None:
 
 def run(args) -> int:
     # heavy (pandas, matplotlib): imported on use
-    from fairplace.analysis.report import claim_outcomes
+    from fairplace.analysis.report import claim_outcomes, count_line
     from fairplace.runs.reproduce import reproduce
 
     file_backend()
@@ -90,15 +90,26 @@ def run(args) -> int:
         }
         print(json.dumps(doc))
         return 0
+    # the size that can judge leads: the stored full-size outcome, then this run's
+    reduced = "full_size" in t and size != "full"
     rows = []
     for (_, r), outcome in zip(t.iterrows(), claim_outcomes(t), strict=True):
-        ours = f"{r['ours'] or '-'}" + (f" {r['spread']}" if r.get("spread") else "")
+        ours = f"{outcome} ({r['ours'] or '-'})" if r.get("ours") else outcome
         kind = "paper claim" if r.get("kind", "paper") == "paper" else "package check"
         kind = f"{str(r.get('study', '')).upper()} {kind}".strip()
         paper = r.get("paper_range") or r.get("paper", "")
-        rows.append((kind, outcome, r["id"], ours, paper))
-    print(table(rows, ["kind", "outcome", "claim", "ours", "paper"]))
+        fo = r.get("full_outcome")
+        fo = f"{fo} ({r.get('full_ours') or '-'})" if isinstance(fo, str) and fo else None
+        full = [fo or "not judged at full size"] if reduced else []
+        rows.append((kind, r["id"], *full, ours, paper))
+    sizes = ["full size", size] if reduced else ["full size" if size == "full" else size]
+    print(table(rows, ["kind", "claim", *sizes, "paper"]))
     for line in res["headlines"]:
         print(line)
+    counts = res["counts"].get("total", {})
+    if reduced and "this_run" in counts:
+        print(f"this run alone ({size}): " + "; ".join(
+            f"{k.upper()} {count_line(c['this_run'])}" for k, c in res["counts"].items()
+            if k != "total" and "this_run" in c))  # fmt: skip
     print(f"report: {res['md']} and {res['html']} ({res['seconds']:.0f} s)")
     return 0

@@ -15,7 +15,13 @@ from typing import Any
 
 import pandas as pd
 
-from fairplace.analysis.claims import _where, against_full, evaluate
+from fairplace.analysis.claims import (
+    NOT_JUDGED_FULL,
+    _where,
+    against_full,
+    evaluate,
+    not_run_reason,
+)
 from fairplace.analysis.report import (
     Section,
     closing_failed_figures,
@@ -136,6 +142,47 @@ def _draws_table(exp: Experiment, outcome: Outcome) -> tuple[str, pd.DataFrame] 
     return label, t
 
 
+def _values(v) -> str:
+    if isinstance(v, list):
+        return ", ".join(f"{x:g}" if isinstance(x, float) else str(x) for x in v) or "none"
+    return f"{v:g}" if isinstance(v, float) else str(v)
+
+
+def _size_diff(spec: dict, full: dict, prefix: str = "") -> list[str]:
+    """``key value (full size: value)`` for every value of ``spec`` that differs from ``full`` (one
+    table level deep; seeds as a count)."""
+    out = []
+    for k in sorted(set(spec) | set(full)):
+        a, b = spec.get(k), full.get(k)
+        if a == b or k == "name":
+            continue
+        if isinstance(a, dict) and isinstance(b, dict):
+            out += _size_diff(a, b, f"{prefix}{k}.")
+        elif k == "seeds" and isinstance(a, list) and isinstance(b, list):
+            out.append(f"{len(a)} seed{'s' if len(a) != 1 else ''} (full size: {len(b)})")
+        else:
+            shown = "absent" if a is None else _values(a)
+            out.append(f"{prefix}{k} {shown} (full size: {'absent' if b is None else _values(b)})")
+    return out
+
+
+def size_line(exp: Experiment, full: Experiment | None, size: str) -> str:
+    """The section's size, in the same words for every paper: ``Full size.`` or ``<Size> size:
+    <the experiment's note>; <what differs from the full size, from the specs>.``; ``<Size> size:
+    not run (needs the full size).`` for an experiment outside this size."""
+    if size == "full":
+        return f"Full size: the experiment as specified (papers/{exp.paper}/{exp.key}.toml)."
+    head = f"{size.capitalize()} size: "
+    if not exp.runs:
+        return head + "not run (needs the full size)."
+    diff = _size_diff(exp.spec, full.spec) if full is not None else []
+    parts = [p for p in (exp.note.rstrip("."), "; ".join(diff)) if p]
+    if not parts:
+        return head + "the same spec as the full size."
+    return head + (f"{parts[0]} (differs from the full size in: {parts[1]})" if len(parts) == 2
+                   else ("differs from the full size in: " if diff else "") + parts[0]) + "."  # fmt: skip
+
+
 def _git_commit() -> str:
     try:
         here = Path(__file__).resolve().parent
@@ -173,6 +220,7 @@ def reproduce(
         raise OptionError("paper", f"unknown paper {which!r}; use themis, pal or all")
     papers = PAPERS if which == "all" else (which,)
     exps = [e for p in papers for e in load_experiments(p, size)]
+    fulls = {(e.paper, e.key): e for p in papers for e in load_experiments(p, "full")}
     out = Path(out)
     data_dir = out / "data"
     data_dir.mkdir(parents=True, exist_ok=True)
@@ -190,10 +238,10 @@ def reproduce(
             outcomes[(e.paper, e.key)] = o
             if log:
                 log(f"[{e.paper}] {e.key}: {o.status} ({o.seconds:.1f} s)")
-            sec = Section(title=f"{e.paper.upper()} — {e.title}", status=o.status)
+            status = o.status if o.ran else f"not run: {not_run_reason(o.status)}"
+            sec = Section(title=f"{e.paper.upper()} — {e.title}", status=status)
             sec.lines.append(f"Experiment `{e.paper}/{e.key}` ({e.kind}), {o.seconds:.1f} s.")
-            if e.note:
-                sec.lines.append(f"{size.capitalize()} size: {e.note}")
+            sec.lines.append(size_line(e, fulls.get((e.paper, e.key)), size))
             if o.ran:
                 sec.figures, failed = make_figures(e, o)
                 sec.lines += [f"Figure '{n}' not drawn: {why}" for n, why in failed]
@@ -227,22 +275,25 @@ def reproduce(
             else:
                 d = outcomes.get((p, c.get("draws", "")))
                 row = evaluate(c, o.frames, draws=d.frames if d and d.ran else None)
-            if full is not None:
+            if size != "full":  # next to the stored full size, or marked as never judged there
                 where = f"papers/{p}/{full_size.FILE}"
-                ref = full[0].get(c["experiment"])
+                ref = full[0].get(c["experiment"]) if full is not None else None
                 row = against_full(row, c, ref, notes.get(c["experiment"], ""), where)
             judged.append({"study": p, **row})
         # the paper's own claims first, then the package's own checks (counted apart)
         rows += sorted(judged, key=lambda r: r["kind"] != "paper")
         if full is not None:
             stored.append(f"{p.upper()}: papers/{p}/{full_size.FILE} ({full[1]})")
+        elif size != "full":
+            stored.append(f"{p.upper()}: none stored (no papers/{p}/{full_size.FILE}), so every "
+                          f"{p.upper()} claim is '{NOT_JUDGED_FULL}'")  # fmt: skip
     table = pd.DataFrame(rows)
     seconds = time.perf_counter() - t0
     preamble = [
         f"Command: fairplace reproduce {which}{' --quick' if size == 'quick' else ''}"
         f"{' (size ' + size + ')' if size == 'tiny' else ''}; fairplace commit {_git_commit()}; "
         f"generated {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}; {seconds:.0f} s.",
-        f"{headline(table)}. Paper claims are the papers' own (their words and sections), "
+        f"{headline(table, size)}. Paper claims are the papers' own (their words and sections), "
         "package checks are the package's own (solver optimality, work conservation, comparisons "
         "the papers do not make): they are counted apart. 'reproduces' = ours (mean over seeds) "
         "inside the paper's range (or its stated tolerance); 'direction only' = outside it but on "
@@ -250,15 +301,20 @@ def reproduce(
         "the spread is min..max over seeds. Raw results are in data/.",
     ]
     if stored:
-        preamble.append("The full_size column: each claim judged on the stored full-size results "
-                        "(where it differs, the reason says why this size differs): "
-                        + "; ".join(stored) + ".")  # fmt: skip
-    paths = write_report(out, "fairplace reproduction report", table, sections, preamble)
+        preamble.append(f"The full size column leads: each claim judged on the stored full-size "
+                        f"results, which the headline counts where they exist; the {size} columns "
+                        "are this run's (where they differ, the reason says why this size "
+                        "differs): " + "; ".join(stored) + ".")  # fmt: skip
+        preamble.append(f"This run alone ({size}): " + ". ".join(headline_lines(table, size, True)))
+    paths = write_report(
+        out, "fairplace reproduction report", table, sections, preamble,
+        size=size if size != "full" else None,
+    )  # fmt: skip
     return {
         **paths,
         "table": table,
-        "headline": headline(table),
-        "headlines": headline_lines(table),
+        "headline": headline(table, size),
+        "headlines": headline_lines(table, size),
         "counts": headline_counts(table),
         "seconds": seconds,
     }
