@@ -7,6 +7,12 @@ Sizes of generated inputs (instances, traces, sweeps) have upper bounds too, so 
 :data:`MAX_GENERATED_BIDS`, :data:`MAX_TRACE_JOBS`, :data:`MAX_TRACE_APPS`,
 :data:`MAX_SWEEP_CELLS` (docs/instances.md, "Limits").
 
+Sizes of inputs read (:class:`SizeLimit`: file bytes, apps, bids per app, jobs, CSV rows) are
+checked before the work they would blow up: a file's size before it is parsed, a CSV's rows by
+counting lines before pandas reads it, an instance's arrays before the schema walks them. Each one
+is raised (or lowered) with its environment variable (``FAIRPLACE_MAX_JSON_BYTES=100000000``),
+never by an edit; the error names it.
+
 :func:`check_value` checks one value against a JSON Schema (the same schemas the files are checked
 with), :func:`annotation_schema` makes one from a parameter annotation: the one validator of
 options given as Python values and as JSON / TOML.
@@ -14,11 +20,16 @@ options given as Python values and as JSON / TOML.
 
 from __future__ import annotations
 
+import csv
 import math
 import numbers
+import os
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
-from fairplace.core.errors import OptionError
+from fairplace.core.errors import DataError, OptionError
 
 #: GPUs in one cluster / instance / simulation (the largest published clusters have ~10^5).
 MAX_GPUS = 100_000
@@ -167,3 +178,136 @@ def check_value(name: str, value: Any, schema: dict) -> None:
             msg = f"expected one of {known}, got {err.instance!r}"
         where = "".join(f"[{p}]" if isinstance(p, int) else f".{p}" for p in err.absolute_path)
         raise OptionError(f"{name}{where}", " ".join(msg.split())[:200])
+
+
+@dataclass(frozen=True)
+class SizeLimit:
+    """An upper bound on the size of an input read: ``default``, or the integer in the environment
+    variable :attr:`env` (``FAIRPLACE_MAX_<NAME>``) when it is set."""
+
+    name: str
+    default: int
+    unit: str
+    what: str
+
+    @property
+    def env(self) -> str:
+        return f"FAIRPLACE_MAX_{self.name.upper()}"
+
+    def value(self) -> int:
+        """The limit in force: :attr:`env` when set (an integer >= 1: ``64000000``, ``64_000_000``,
+        ``6.4e7``), else :attr:`default`."""
+        raw = os.environ.get(self.env, "").strip()
+        if not raw:
+            return self.default
+        try:
+            value = float(raw.replace("_", ""))
+        except ValueError:
+            value = math.nan
+        if not (math.isfinite(value) and value >= 1 and value == int(value)):
+            raise OptionError(self.env, f"must be an integer >= 1, got {raw!r}")
+        return int(value)
+
+    def check(self, n: int, where: str, error: type[DataError] = DataError) -> None:
+        """Raise ``error(where, ...)`` naming the limit and how to raise it when ``n`` exceeds it."""
+        limit = self.value()
+        if n > limit:
+            raise error(
+                where,
+                f"{n:,} {self.unit} exceed the limit of {limit:,} {self.unit} {self.what} "
+                f"(set the environment variable {self.env} to raise it)",
+            )
+
+
+#: bytes of a JSON / TOML document read (an instance, a sweep spec, a suite's instance): ~2x the
+#: largest generated instance (MAX_GENERATED_BIDS bids, ~17 MB); parsing 50 MB takes ~5 s
+JSON_BYTES = SizeLimit("json_bytes", 32 * 2**20, "bytes", "per JSON / TOML file")
+#: bytes of a CSV read (a trace, a variability profile); a trace's rows are bounded by TRACE_ROWS
+CSV_BYTES = SizeLimit("csv_bytes", 256 * 2**20, "bytes", "per CSV file")
+#: jobs (data rows) of a trace read from a CSV or given as a frame: what a generated one may have
+TRACE_ROWS = SizeLimit("trace_rows", MAX_TRACE_JOBS, "rows", "per trace")
+#: apps of one instance read (what a generated one may have)
+APPS = SizeLimit("apps", MAX_GENERATED_APPS, "apps", "per instance")
+#: bids of one app of an instance read (a generated auction has at most MAX_GENERATED_BIDS in all)
+BIDS_PER_APP = SizeLimit("bids_per_app", MAX_GENERATED_BIDS, "bids", "per app")
+#: jobs of one instance read (a placement's jobs; an auction's agent-form jobs, all apps together)
+JOBS = SizeLimit("jobs", MAX_GENERATED_APPS, "jobs", "per instance")
+#: every size limit of inputs read (docs/instances.md, "Limits")
+SIZE_LIMITS = (JSON_BYTES, CSV_BYTES, TRACE_ROWS, APPS, BIDS_PER_APP, JOBS)
+
+
+def check_file_bytes(
+    path: str | Path, limit: SizeLimit, where: str, error: type[DataError] = DataError
+) -> None:
+    """The file's size against ``limit`` before it is read (a file that cannot be stat'ed is left
+    to the read that follows, which reports it)."""
+    try:
+        size = os.stat(path).st_size
+    except (OSError, ValueError):
+        return
+    limit.check(size, where, error)
+
+
+def check_csv_rows(
+    path: str | Path, where: str, error: type[DataError] = DataError, limit: SizeLimit = TRACE_ROWS
+) -> None:
+    """The CSV's bytes (:data:`CSV_BYTES`) and data rows (``limit``) before it is parsed: the
+    non-blank lines are counted in 1 MiB blocks, less the header (exact unless a field is quoted;
+    then the records are counted with :mod:`csv`, stopping past the limit)."""
+    check_file_bytes(path, CSV_BYTES, where, error)
+    cap = limit.value()
+    lines, carry, quoted = 0, b"", False
+    try:
+        with open(path, "rb") as fh:
+            while block := fh.read(2**20):
+                parts = (carry + block).split(b"\n")
+                carry = parts.pop()
+                lines += sum(1 for part in parts if part.strip())
+                quoted = quoted or b'"' in block
+    except OSError:  # unreadable: left to the parser, which reports it
+        return
+    rows = lines + bool(carry.strip()) - 1  # the header is a line
+    if rows <= cap:
+        return
+    if quoted:  # a quoted field may hold newlines: count records
+        rows = -1
+        with open(path, newline="", encoding="utf-8", errors="replace") as fh:
+            for record in csv.reader(fh):
+                rows += bool(record)
+                if rows > cap:
+                    break
+        if rows <= cap:
+            return
+        raise error(
+            where,
+            f"more than {cap:,} rows, the limit {limit.what} "
+            f"(set the environment variable {limit.env} to raise it)",
+        )
+    limit.check(rows, where, error)
+
+
+def check_instance_sizes(doc: Any, error: type[DataError] = DataError) -> None:
+    """The arrays of an instance document before the schema walks them: GPUs (the contract's
+    range :data:`MAX_GPUS`), apps (:data:`APPS`), bids per app (:data:`BIDS_PER_APP`), jobs
+    (:data:`JOBS`). Wrong types are left to the schema."""
+    if not isinstance(doc, Mapping):
+        return
+    gpus = doc.get("gpus")
+    if isinstance(gpus, list) and len(gpus) > MAX_GPUS:
+        raise error(
+            "$.gpus", f"{len(gpus):,} GPUs exceed the contract's range of {MAX_GPUS:,} (MAX_GPUS)"
+        )
+    jobs = doc.get("jobs")
+    n_jobs = len(jobs) if isinstance(jobs, list) else 0
+    apps = doc.get("apps")
+    if isinstance(apps, list):
+        APPS.check(len(apps), "$.apps", error)
+        for i, app in enumerate(apps):
+            if not isinstance(app, Mapping):
+                continue
+            bids = app.get("bids")
+            if isinstance(bids, list):
+                BIDS_PER_APP.check(len(bids), f"$.apps[{i}].bids", error)
+            agent_jobs = app.get("jobs")
+            n_jobs += len(agent_jobs) if isinstance(agent_jobs, list) else 0
+    JOBS.check(n_jobs, "$.jobs" if isinstance(jobs, list) else "$.apps[*].jobs", error)

@@ -27,7 +27,13 @@ from fairplace.core.domain import (
     PlacementInstance,
 )
 from fairplace.core.errors import InstanceError, naming
-from fairplace.core.limits import MAX_SAFE_INT, MIN_WORK
+from fairplace.core.limits import (
+    JSON_BYTES,
+    MAX_SAFE_INT,
+    MIN_WORK,
+    check_file_bytes,
+    check_instance_sizes,
+)
 from fairplace.core.params import LOCALITY_PENALTY
 
 from .schema import SCHEMAS
@@ -47,6 +53,7 @@ def _parse_constant(token: str) -> float:
 
 def loads(text: str, source: str = "<string>") -> Instance:
     """Parse and validate an instance from JSON text."""
+    JSON_BYTES.check(len(text) if text.isascii() else len(text.encode()), source, InstanceError)
     try:
         doc = json.loads(text, parse_constant=_parse_constant)
     except json.JSONDecodeError as exc:
@@ -64,6 +71,7 @@ def load(path: str | Path) -> Instance:
     """Read an instance JSON file."""
     p = Path(path)
     try:
+        check_file_bytes(p, JSON_BYTES, _short(str(p), 200), InstanceError)  # before reading it
         text = p.read_text()
     except FileNotFoundError:
         raise InstanceError(_short(str(p), 200), "file not found") from None
@@ -105,6 +113,7 @@ def _numbers_in_range(node: Any, parts: list, depth: int = 0) -> None:
 def _structural(doc: Any) -> str:
     if not isinstance(doc, Mapping):
         raise InstanceError("$", f"expected a JSON object, got {type(doc).__name__}")
+    check_instance_sizes(doc, InstanceError)  # apps, bids, jobs, GPUs before the walks below
     _numbers_in_range(doc, [])
     kind = doc.get("kind")
     if not isinstance(kind, str) or kind not in SCHEMAS:

@@ -23,18 +23,21 @@ import pandas as pd
 
 from fairplace.core.errors import OptionError, TraceError
 from fairplace.core.limits import (
+    MAX_COUNT,
     MAX_GPUS,
     MAX_RATIO,
     MAX_TIME,
     MAX_TRACE_JOBS,
+    TRACE_ROWS,
     check_count,
+    check_csv_rows,
     check_seed,
 )
 
 COLUMNS = ("job_id", "num_gpus", "submit_time", "duration", "model")
 #: upper bounds of the numeric columns (``fairplace.core.limits``): a typo is an error, not an overflow.
 _UPPER = {"num_gpus": MAX_GPUS, "submit_time": MAX_TIME, "duration": MAX_TIME, "t_iter": MAX_TIME}
-_UPPER |= {"locality": MAX_RATIO, "locality_rack": MAX_RATIO}
+_UPPER |= {"locality": MAX_RATIO, "locality_rack": MAX_RATIO, "phase": MAX_COUNT}
 #: Bundled Sia-Philly traces (160 jobs each, 64-GPU cluster = 16 x 4).
 SIA_PHILLY = tuple(f"workload-{k}" for k in range(1, 9))
 
@@ -58,6 +61,7 @@ def load_trace(source: str | Path | pd.DataFrame) -> pd.DataFrame:
         )
     if not path.is_file():
         raise TraceError(name, "file not found")
+    check_csv_rows(path, name, TraceError)  # bytes and rows, before pandas parses it
     try:
         frame = pd.read_csv(path)
     except (pd.errors.ParserError, pd.errors.EmptyDataError, UnicodeDecodeError) as exc:
@@ -81,6 +85,7 @@ def validate_trace(frame: pd.DataFrame, name: str = "<trace>") -> pd.DataFrame:
         raise TraceError(f"{name}: column {missing[0]!r}", "missing")
     if len(frame) == 0:
         raise TraceError(name, "no jobs")
+    TRACE_ROWS.check(len(frame), name, TraceError)
     out = frame.copy()
     for col in ("num_gpus", "submit_time", "duration") + tuple(
         c for c in ("t_iter", "locality", "locality_rack", "phase") if c in out.columns
@@ -90,6 +95,9 @@ def validate_trace(frame: pd.DataFrame, name: str = "<trace>") -> pd.DataFrame:
         if bad.any():
             _bad_row(frame, bad, name, col, "must be a finite number")
         out[col] = num.astype(float)
+    for col, hi in _UPPER.items():  # before any int cast: 1e300 GPUs is an error, not a wrap
+        if col in out.columns and (out[col].to_numpy() > hi).any():
+            _bad_row(frame, out[col].to_numpy() > hi, name, col, f"must be <= {hi:g}")
     g = out["num_gpus"].to_numpy()
     if ((g < 1) | (g != np.round(g))).any():
         _bad_row(
@@ -105,9 +113,6 @@ def validate_trace(frame: pd.DataFrame, name: str = "<trace>") -> pd.DataFrame:
     for col in ("locality", "locality_rack"):  # L = 1 within a machine; spreading never speeds up
         if col in out.columns and (out[col].to_numpy() < 1).any():
             _bad_row(frame, out[col].to_numpy() < 1, name, col, "must be >= 1")
-    for col, hi in _UPPER.items():
-        if col in out.columns and (out[col].to_numpy() > hi).any():
-            _bad_row(frame, out[col].to_numpy() > hi, name, col, f"must be <= {hi:g}")
     if "phase" in out.columns:
         p = out["phase"].to_numpy()
         if ((p < 0) | (p != np.round(p))).any():

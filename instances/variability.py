@@ -29,6 +29,7 @@ import pandas as pd
 
 from fairplace.core.domain import GPU, Cluster
 from fairplace.core.errors import DataError
+from fairplace.core.limits import CSV_BYTES, check_file_bytes
 
 from .generators import grid_cluster
 from .models import ARTIFACT_CLASS_PROFILES, PAPER_CLASS_PROFILES
@@ -67,6 +68,7 @@ def _read_csv(source, label: str, columns: tuple[str, ...]) -> pd.DataFrame:
     """Read a CSV (Traversable, path or text buffer), check ``columns``; DataError otherwise."""
     try:
         if isinstance(source, (str, Path)):
+            check_file_bytes(source, CSV_BYTES, label)  # before pandas parses it
             df = pd.read_csv(source)
         elif isinstance(source, io.IOBase):
             df = pd.read_csv(source)

@@ -22,6 +22,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from fairplace.core.errors import OptionError
+from fairplace.core.limits import JSON_BYTES, check_file_bytes
 from fairplace.instances import suites
 
 #: effort multiplier per solver name (others: :data:`DEFAULT_WEIGHT`).
@@ -49,8 +50,9 @@ def _raw(payload) -> dict | None:
     if isinstance(payload, dict):
         return payload
     try:
+        check_file_bytes(payload, JSON_BYTES, str(payload))  # too large: the solve's load says so
         doc = json.loads(Path(payload).read_text())
-    except (OSError, TypeError, ValueError, RecursionError):
+    except (OSError, TypeError, ValueError, RecursionError):  # DataError: a ValueError
         return None
     return doc if isinstance(doc, dict) else None
 

@@ -15,7 +15,7 @@ from typing import Any
 
 from fairplace import sim
 from fairplace.core.errors import DataError, OptionError
-from fairplace.core.limits import MAX_SWEEP_CELLS
+from fairplace.core.limits import JSON_BYTES, MAX_SWEEP_CELLS, check_file_bytes
 from fairplace.instances.trace_generators import (
     TRACE_GENERATORS,
     check_trace_name,
@@ -198,6 +198,7 @@ def load_spec(path: str | Path | dict, *, check_names: bool = True) -> SweepSpec
     if isinstance(path, dict):
         return validate_spec(path, check_names=check_names)
     p = Path(path)
+    check_file_bytes(p, JSON_BYTES, str(p), OptionError)  # before TOML parses it
     try:
         with p.open("rb") as fh:
             raw = tomllib.load(fh)
