@@ -9,9 +9,9 @@ from __future__ import annotations
 import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
-import seaborn as sns
 
 from fairplace.core.errors import DataError
+from fairplace.core.palette import colours
 
 from .tables import PACKED_BASELINES, draw_geomean_gains, share_at_or_above, split_marked
 
@@ -58,7 +58,7 @@ def draw_gain_distribution(
     ``column: value``, e.g. ``{"profile": "longhorn-artifact"}``). Returns the Axes."""
     g, gm, policies = _gains(summary, mark, baselines, policies, metric)
     panels, axes = _panels(baselines, g, ax)
-    colors = dict(zip(policies, sns.color_palette(n_colors=len(policies)), strict=True))
+    colors = colours(policies)  # one colour per placement in every figure
     bins = np.histogram_bin_edges(g["gain_%"], bins=min(30, max(8, len(g) // 8)))
     for a, b in zip(axes, panels, strict=True):
         sub = g[g["baseline"] == b]
@@ -116,7 +116,7 @@ def draw_gain_predictor(
     per_draw = rest.groupby("seed")[prop].first()
     g = g.assign(**{prop: g["seed"].map(per_draw)})
     panels, axes = _panels(baselines, g, ax)
-    colors = dict(zip(policies, sns.color_palette(n_colors=len(policies)), strict=True))
+    colors = colours(policies)  # one colour per placement in every figure
     for a, b in zip(axes, panels, strict=True):
         sub = g[g["baseline"] == b]
         for p in policies:

@@ -17,6 +17,7 @@ import pandas as pd
 import seaborn as sns
 
 from fairplace.core.errors import DataError
+from fairplace.core.palette import NAMED, PALETTE, colour, colours  # noqa: F401 - the one palette, re-exported
 
 from .draws import draw_gain_distribution as draw_gain_distribution  # re-exported: spec figures
 from .draws import draw_gain_predictor as draw_gain_predictor
@@ -41,16 +42,63 @@ def _hue(df: pd.DataFrame, *names: str) -> str | None:
     return next((n for n in names if n in df.columns and df[n].nunique() > 1), None)
 
 
+def _palette(df: pd.DataFrame, hue: str | None) -> dict | None:
+    """The palette of a ``hue`` of names (scheduler, placement, policy, solver): every name its
+    colour of :data:`PALETTE`, the same in every figure; None for other hues (seaborn's)."""
+    if hue is None or hue not in NAMED or hue not in df:
+        return None
+    return colours(df[hue].dropna().unique())
+
+
+#: (label, unit, factor from the recorded unit) of the metrics figures plot
+METRICS = {
+    "avg_jct": ("average JCT", "h", 1 / 3600),
+    "median_jct": ("median JCT", "h", 1 / 3600),
+    "p99_jct": ("p99 JCT", "h", 1 / 3600),
+    "geomean_jct": ("geomean JCT", "h", 1 / 3600),
+    "avg_waiting": ("average wait", "h", 1 / 3600),
+    "makespan": ("makespan", "h", 1 / 3600),
+    "gpu_time": ("GPU time", "GPU-h", 1 / 3600),
+    "utilization": ("utilization", "fraction", 1.0),
+    "max_rho": ("max ρ", "", 1.0),
+    "median_rho": ("median ρ", "", 1.0),
+}
+
+
+def label(metric: str) -> str:
+    """``metric``'s axis label with its unit: ``avg_jct`` -> ``average JCT (h)``."""
+    name, unit, _ = METRICS.get(metric, (metric, "", 1.0))
+    return f"{name} ({unit})" if unit else name
+
+
+def _in_units(df: pd.DataFrame, metric: str) -> pd.DataFrame:
+    """``df`` with ``metric`` in the unit of :func:`label` (seconds -> hours)."""
+    factor = METRICS.get(metric, ("", "", 1.0))[2]
+    return df if factor == 1.0 else df.assign(**{metric: df[metric] * factor})
+
+
+def _name(metric: str) -> str:
+    return METRICS.get(metric, (metric,))[0]
+
+
 # ---------------------------------------------------------------- THEMIS
 
 
 def rho_cdf(apps: pd.DataFrame, hue: str = "scheduler", rho: str | None = None, *, ax=None):
-    """Empirical CDF of finish-time fairness rho = T_sh / T_id per app (THEMIS Figs. 9-10)."""
+    """Empirical CDF of finish-time fairness rho = T_sh / T_id per app (THEMIS Figs. 9-10), on a
+    log x-axis (one baseline's tail at ~100 leaves the others readable); apps with no finite
+    positive rho are left out and counted in the title."""
     r = rho or col(apps, "rho", "rho_themis", "rho_gavel", "rho_static")
+    v = pd.to_numeric(apps[r], errors="coerce")
+    ok = np.isfinite(v) & (v > 0)
+    h = hue if hue in apps else None
     ax = _axes(ax)
-    sns.ecdfplot(data=apps, x=r, hue=hue if hue in apps else None, ax=ax)
+    sns.ecdfplot(data=apps[ok], x=r, hue=h, palette=_palette(apps, h), ax=ax)
+    ax.set_xscale("log")
     ax.axvline(1.0, color="grey", lw=0.8, ls="--")
-    ax.set(xlabel="finish-time fairness ρ", ylabel="fraction of apps", title="CDF of ρ")
+    left = int((~ok).sum())
+    title = "CDF of ρ" + (f" ({left} apps without a finite ρ left out)" if left else "")
+    ax.set(xlabel="finish-time fairness ρ (log scale)", ylabel="fraction of apps", title=title)
     _legend_out(ax)
     return ax
 
@@ -61,7 +109,8 @@ def max_rho_vs_contention(
     """Max rho across apps vs contention (THEMIS Fig. 14); mean over seeds with CI."""
     xc = x or col(summary, "contention", "gpus")
     ax = _axes(ax)
-    sns.pointplot(data=summary, x=xc, y=col(summary, "max_rho"), hue=hue, ax=ax, dodge=0.2)
+    sns.pointplot(data=summary, x=xc, y=col(summary, "max_rho"), hue=hue, ax=ax, dodge=0.2,
+                  palette=_palette(summary, hue))  # fmt: skip
     ax.axhline(1.0, color="grey", lw=0.8, ls="--")
     ax.set(ylabel="max ρ (lower is fairer)", title="Max ρ vs contention")
     _legend_out(ax)
@@ -119,8 +168,12 @@ def gpu_time(summary: pd.DataFrame, x: str = "scheduler", hue: str | None = None
     """Aggregate GPU time per scheduler (THEMIS Figs. 11-12): lower is more efficient."""
     y = col(summary, "gpu_time", "total_gpu_time", "gpu_seconds")
     ax = _axes(ax)
-    sns.barplot(data=summary, x=x, y=y, hue=hue or _hue(summary, "contention", "trace"), ax=ax)
-    ax.set(ylabel="GPU time", title="Aggregate GPU time")
+    h = hue or _hue(summary, "contention", "trace")
+    pal = _palette(summary, h) if h is not None else _palette(summary, x)
+    df = summary.assign(**{y: summary[y] / 3600})  # GPU-seconds -> GPU-hours
+    sns.barplot(data=df, x=x, y=y, hue=h if h is not None else (x if pal else None),
+                palette=pal, saturation=1, legend=h is not None, ax=ax)  # fmt: skip
+    ax.set(ylabel="GPU time (GPU-h)", title="Aggregate GPU time")
     _legend_out(ax)
     return ax
 
@@ -129,7 +182,8 @@ def placement_score(apps: pd.DataFrame, hue: str = "scheduler", *, ax=None):
     """Distribution of placement scores 1/S per app (THEMIS Fig. 13); 1.0 is best."""
     s = col(apps, "placement_score", "score")
     ax = _axes(ax)
-    sns.ecdfplot(data=apps, x=s, hue=hue if hue in apps else None, ax=ax)
+    h = hue if hue in apps else None
+    sns.ecdfplot(data=apps, x=s, hue=h, palette=_palette(apps, h), ax=ax)
     ax.set(xlabel="placement score (1/S)", ylabel="fraction of apps", title="Placement score")
     _legend_out(ax)
     return ax
@@ -149,7 +203,8 @@ def strategyproofness_curve(df: pd.DataFrame, *, ax=None):
     )
     ax = _axes(ax)
     sns.lineplot(data=long, x=x, y="completion time", hue="app", marker="o", ax=ax)
-    ax.set(xlabel="misreport X (%)", title="Strategy-proofness: lying app vs truthful apps")
+    ax.set(xlabel="misreport X (%)", ylabel="completion time (s)",
+           title="Strategy-proofness: lying app vs truthful apps")  # fmt: skip
     _legend_out(ax)
     return ax
 
@@ -161,8 +216,10 @@ def sensitivity(summary: pd.DataFrame, param: str = "f", metric: str = "max_rho"
         summary.drop(columns=[param], errors="ignore"),
         "scheduler_options.rounding", "round_length", "lease", "scheduler",
     )  # fmt: skip
-    sns.pointplot(data=summary, x=param, y=col(summary, metric), hue=hue, ax=ax)
-    ax.set(title=f"Sensitivity of {metric} to {param}")
+    y = col(summary, metric)
+    sns.pointplot(data=_in_units(summary, y), x=param, y=y, hue=hue, palette=_palette(summary, hue),
+                  ax=ax)  # fmt: skip
+    ax.set(ylabel=label(y), title=f"Sensitivity of {_name(y)} to {param}")
     _legend_out(ax)
     return ax
 
@@ -184,8 +241,8 @@ def estimation_error(
     ax = _axes(ax)
     sns.pointplot(data=df, x="x", y="change", hue=kind if kind in df else None, ax=ax, dodge=0.2)
     ax.axhline(0.0, color="grey", lw=0.8, ls="--")
-    ax.set(xlabel="error X (± %)", ylabel=f"change of {metric} vs X = 0 (%)",
-           title=f"{metric} under errors in the ρ estimates")  # fmt: skip
+    ax.set(xlabel="error X (± %)", ylabel=f"change of {_name(metric)} vs X = 0 (%)",
+           title=f"{_name(metric)} under errors in the ρ estimates")  # fmt: skip
     _legend_out(ax)
     return ax
 
@@ -221,9 +278,11 @@ def jct_normalised(
     norm = normalise_to(summary, metric, baseline, by=[by], key=hue)
     ax = _axes(ax, 8, 4)
     order = [baseline, *sorted(set(norm[hue]) - {baseline})]
-    sns.barplot(data=norm, x=by, y=f"{metric}_norm", hue=hue, hue_order=order, ax=ax)
+    sns.barplot(data=norm, x=by, y=f"{metric}_norm", hue=hue, hue_order=order, ax=ax,
+                palette=_palette(norm, hue), saturation=1)  # fmt: skip
     ax.axhline(1.0, color="grey", lw=0.8, ls="--")
-    ax.set(ylabel=f"{metric} / {baseline}", title=f"{metric} normalised to {baseline}")
+    ax.set(ylabel=f"{_name(metric)} / {baseline}'s (ratio)",
+           title=f"{_name(metric)} normalised to {baseline}")  # fmt: skip
     ax.tick_params(axis="x", rotation=20)
     _legend_out(ax)
     return ax
@@ -256,10 +315,12 @@ def jct_draws(
     n = r.groupby("baseline")["seed"].nunique() if "seed" in r else None
     for ax, b in zip(axes, panels, strict=True):
         sub = r[r["baseline"] == b]
-        sns.boxplot(data=sub, x=by, y="ratio", hue=hue, hue_order=order, ax=ax, whis=(0, 100))
+        sns.boxplot(data=sub, x=by, y="ratio", hue=hue, hue_order=order, ax=ax, whis=(0, 100),
+                    palette=_palette(r, hue), saturation=1)  # fmt: skip
         ax.axhline(1.0, color="grey", lw=0.8, ls="--")
         draws = f", {n[b]} draws" if n is not None else ""
-        ax.set(ylabel=f"{metric} / {b} (same draw)", title=f"normalised to {b}{draws}")
+        ax.set(ylabel=f"{_name(metric)} / {b}'s, same draw (ratio)",
+               title=f"normalised to {b}{draws}")  # fmt: skip
         ax.tick_params(axis="x", rotation=20)
     _legend_out(axes[-1])
     for ax in axes[:-1]:
@@ -280,17 +341,20 @@ def locality_sweep(
     """Average JCT vs inter-node locality penalty 1.0-3.0 (PAL Figs. 13 and 20), geomean over
     workloads of the per-workload JCT normalised to ``baseline`` (raw mean if ``baseline`` is None)."""
     ax = _axes(ax)
+    pal = _palette(summary, hue)
     if baseline is None:
-        sns.lineplot(data=summary, x=x, y=metric, hue=hue, marker="o", ax=ax)
-        ax.set(ylabel=metric)
+        sns.lineplot(data=_in_units(summary, metric), x=x, y=metric, hue=hue, marker="o", ax=ax,
+                     palette=pal)  # fmt: skip
+        ax.set(ylabel=label(metric))
     else:
         norm = normalise_to(summary, metric, baseline, by=["trace", x], key=hue)
         g = norm.groupby([x, hue])[f"{metric}_norm"].apply(
             lambda s: float(np.exp(np.log(s).mean()))
         )
-        sns.lineplot(data=g.reset_index(), x=x, y=f"{metric}_norm", hue=hue, marker="o", ax=ax)
+        sns.lineplot(data=g.reset_index(), x=x, y=f"{metric}_norm", hue=hue, marker="o", ax=ax,
+                     palette=pal)  # fmt: skip
         ax.axhline(1.0, color="grey", lw=0.8, ls="--")
-        ax.set(ylabel=f"geomean {metric} / {baseline}")
+        ax.set(ylabel=f"geomean {_name(metric)} / {baseline}'s (ratio)")
     ax.set(xlabel="locality penalty L", title="Locality-penalty sweep")
     _legend_out(ax)
     return ax
@@ -317,9 +381,10 @@ def jct_vs_load(
     x = x or col(summary, "load", "jobs_per_hour", "rate")
     ax = _axes(ax)
     sns.lineplot(
-        data=summary, x=x, y=metric, hue=hue, style=_hue(summary, "scheduler"), marker="o", ax=ax
-    )
-    ax.set(xlabel=LOAD_LABELS.get(x, x), title="Average JCT vs load")
+        data=_in_units(summary, metric), x=x, y=metric, hue=hue, style=_hue(summary, "scheduler"),
+        marker="o", ax=ax, palette=_palette(summary, hue),
+    )  # fmt: skip
+    ax.set(xlabel=LOAD_LABELS.get(x, x), ylabel=label(metric), title=f"{_name(metric)} vs load")
     _legend_out(ax)
     return ax
 
@@ -334,6 +399,7 @@ def gpus_in_use(rounds: pd.DataFrame, hue: str = "placement", *, ax=None):
         x=t,
         y=y,
         hue=hue if hue in rounds else None,
+        palette=_palette(rounds, hue if hue in rounds else None),
         ax=ax,
         lw=0.9,
         drawstyle="steps-post",
@@ -349,7 +415,8 @@ def placement_time(df: pd.DataFrame, hue: str | None = None, *, ax=None):
     x = col(df, "gpus", "cluster_size")
     y = col(df, "seconds", "placement_seconds", "place_seconds")
     ax = _axes(ax)
-    sns.boxplot(data=df, x=x, y=y, hue=hue or _hue(df, "policy", "placement"), ax=ax)
+    h = hue or _hue(df, "policy", "placement")
+    sns.boxplot(data=df, x=x, y=y, hue=h, palette=_palette(df, h), saturation=1, ax=ax)
     ax.set_yscale("log")
     ax.set(xlabel="cluster size (GPUs)", ylabel="seconds per round", title="Placement time")
     _legend_out(ax)
@@ -382,8 +449,9 @@ def solve_time_vs_size(batch: pd.DataFrame, size: str | None = None, *, ax=None)
     s = size or col(batch, "size", "gpus", "n_gpus", "apps", "jobs")
     ax = _axes(ax)
     ok = batch[batch["seconds"] > 0]
-    sns.lineplot(data=ok, x=s, y="seconds", hue="solver", marker="o", ax=ax, errorbar=None)
-    ax.set(xscale="log", yscale="log", title="Solve time vs size")
+    sns.lineplot(data=ok, x=s, y="seconds", hue="solver", marker="o", ax=ax, errorbar=None,
+                 palette=_palette(ok, "solver"))  # fmt: skip
+    ax.set(xscale="log", yscale="log", ylabel="solve time (s)", title="Solve time vs size")
     _legend_out(ax)
     return ax
 

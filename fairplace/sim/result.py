@@ -12,6 +12,7 @@ import numpy as np
 import pandas as pd
 
 from fairplace.core.errors import OptionError, naming
+from fairplace.core.palette import colour
 
 
 @dataclass(frozen=True)
@@ -95,20 +96,39 @@ class SimulationResult:
         ax = np.ravel(np.asarray(ax, dtype=object))
         if len(ax) != 3:
             raise OptionError("ax", f"expected 3 Axes (one per panel), got {len(ax)}")
-        sns.ecdfplot(x=self.jobs["jct"] / 3600, ax=ax[0])
+        c = colour(self.config.get("scheduler", ""))  # the scheduler's colour in every figure
+        sns.ecdfplot(x=self.jobs["jct"] / 3600, ax=ax[0], color=c)
         ax[0].set(xlabel="JCT (h)", ylabel="fraction of jobs")
-        r = self.rounds
-        ax[1].step(r["t"] / 3600, r["busy"], where="post")
+        # GPUs busy from 0 to the makespan: the last decision's count held until the run ends
+        jobs = self.jobs
+        end = jobs["finish"].max() if "finish" in jobs and len(jobs) else None  # absolute time
+        t, busy = busy_steps(self.rounds, self.summary.get("makespan") if end is None else end)
+        ax[1].step(t / 3600, busy, where="post", color=c)
+        ax[1].set_xlim(0, t[-1] / 3600 if len(t) else 1)
         ax[1].set(xlabel="time (h)", ylabel="GPUs busy")
         col = f"rho_{self.summary.get('rho_variant', 'themis')}"
-        sns.ecdfplot(x=self.apps[col], ax=ax[2])
+        rho = pd.to_numeric(self.apps[col], errors="coerce")
+        sns.ecdfplot(x=rho[np.isfinite(rho) & (rho > 0)], ax=ax[2], color=c)
+        ax[2].set_xscale("log")
         ax[2].axvline(1.0, ls="--", c="grey")
-        ax[2].set(xlabel=col, ylabel="fraction of apps")
+        ax[2].set(xlabel=f"{col} (log scale)", ylabel="fraction of apps")
         ax[0].figure.suptitle(
             f"{self.config.get('trace', '')}: {self.config.get('scheduler', '')} / "
             f"{self.config.get('placement', '')}"
         )
         return ax
+
+
+def busy_steps(rounds: pd.DataFrame, makespan: float | None) -> tuple[np.ndarray, np.ndarray]:
+    """(t, GPUs busy) of the rounds as steps to ``makespan`` (the run's end: the last finish): the
+    last decision's count held until then (the rounds stop at the last decision, often hours
+    before the run ends)."""
+    t = rounds["t"].to_numpy(dtype=float)
+    busy = rounds["busy"].to_numpy(dtype=float)
+    if makespan is not None and np.isfinite(makespan) and (not len(t) or makespan > t[-1]):
+        t = np.append(t, float(makespan))
+        busy = np.append(busy, busy[-1] if len(busy) else 0.0)
+    return t, busy
 
 
 #: (summary key, label, unit) of the rows of ``SimulationResult._repr_html_``
