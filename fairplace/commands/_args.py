@@ -57,3 +57,21 @@ def out_file(path: str | Path, suffixes: tuple[str, ...], flag: str = "--out") -
         raise OptionError(flag, f"{p} is a folder; give a file name")
     out_dir(p.parent, flag)
     return p
+
+
+def allow_insecure(p) -> None:
+    """``--allow-insecure``: accept a plain-text ``--scheduler-address`` to another host."""
+    p.add_argument(
+        "--allow-insecure",
+        action="store_true",
+        help="accept a plain tcp:// --scheduler-address to a host that is not loopback (Dask sends "
+        "pickles over it, unencrypted); without it such an address is refused: use tls://",
+    )
+
+
+def scheduler_address(args) -> str | None:
+    """``--scheduler-address`` checked before anything runs (``runs/dask_cluster.checked_address``):
+    plain text to another host is refused unless ``--allow-insecure``."""
+    from fairplace.runs.dask_cluster import checked_address  # heavy: imported on use
+
+    return checked_address(args.scheduler_address, args.allow_insecure)

@@ -30,6 +30,7 @@ def add_arguments(p) -> None:
     where.add_argument(
         "--scheduler-address", default=None, metavar="ADDR", help="existing Dask scheduler"
     )
+    _args.allow_insecure(p)
     p.add_argument("--time-limit", type=float, default=None, metavar="S", help="seconds per solve")
     p.add_argument(
         "--out",
@@ -73,7 +74,7 @@ def run(args) -> int:
             args.suite,
             solvers=solvers,
             workers=2 if args.workers is None else args.workers,
-            scheduler_address=args.scheduler_address,
+            scheduler_address=_args.scheduler_address(args),
             time_limit=args.time_limit,
             out=out,
             resume=args.resume,

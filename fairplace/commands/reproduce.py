@@ -38,9 +38,10 @@ def add_arguments(p) -> None:
         "--scheduler-address",
         default=None,
         metavar="ADDR",
-        help="run simulation sweeps on an existing Dask scheduler (tcp:// or tls://; TLS files "
-        "from the Dask configuration, docs/dask.md)",
+        help="run simulation sweeps on an existing Dask scheduler (tls://, TLS files from the "
+        "Dask configuration, docs/dask.md; tcp:// to loopback, or with --allow-insecure)",
     )
+    _args.allow_insecure(p)
     p.add_argument(
         "--resume",
         action="store_true",
@@ -70,7 +71,7 @@ def run(args) -> int:
         out=args.out,
         progress=not args.no_progress,
         workers=args.workers,
-        scheduler_address=args.scheduler_address,
+        scheduler_address=_args.scheduler_address(args),
         resume=args.resume,
         log=log.info,
     )

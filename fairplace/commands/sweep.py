@@ -29,9 +29,10 @@ def add_arguments(p) -> None:
         "--scheduler-address",
         default=None,
         metavar="ADDR",
-        help="run the cells on an existing Dask scheduler (tcp:// or tls://; TLS files from the "
-        "Dask configuration, docs/dask.md)",
+        help="run the cells on an existing Dask scheduler (tls://, TLS files from the Dask "
+        "configuration, docs/dask.md; tcp:// to loopback, or with --allow-insecure)",
     )
+    _args.allow_insecure(p)
     p.add_argument(
         "--resume", action="store_true", help="skip cells already in the journal <out>.jsonl"
     )
@@ -67,7 +68,7 @@ def run(args) -> int:
         resume=args.resume,
         workers=args.workers,
         progress=not args.no_progress,
-        scheduler_address=args.scheduler_address,
+        scheduler_address=_args.scheduler_address(args),
     )
     paths = results_paths(out)
     n_err = int((df["status"] != "ok").sum()) if "status" in df else 0

@@ -7,10 +7,12 @@ close), or an existing scheduler at ``--scheduler-address``.
   never written to disk), and require it, so another user of the machine can neither join as a
   worker nor connect as a client (Dask exchanges pickles: a connection could run code as this
   user). :data:`LOCAL_TLS` turns it off (for the start-up measurement only).
-* An existing scheduler (``--scheduler-address tcp://...`` or ``tls://...``): the client takes its
-  TLS files from the Dask configuration (``distributed.comm.tls.ca-file``,
-  ``distributed.comm.tls.client.cert`` / ``.key``; e.g. ``DASK_DISTRIBUTED__COMM__TLS__CA_FILE``),
-  docs/dask.md.
+* An existing scheduler (``--scheduler-address tls://...``): the client takes its TLS files from
+  the Dask configuration (``distributed.comm.tls.ca-file``, ``distributed.comm.tls.client.cert`` /
+  ``.key``; e.g. ``DASK_DISTRIBUTED__COMM__TLS__CA_FILE``), docs/dask.md. A plain-text address
+  (``tcp://``, ``ws://``, ``ucx://`` or no scheme) to a host that is not loopback is refused
+  (:func:`checked_address`: Dask sends pickles over it) unless accepted knowingly
+  (``--allow-insecure``, :class:`KnowinglyInsecure`).
 
 * Dashboard off for real: ``dashboard_address=None`` alone still serves Dask's HTTP routes on :8787
   (Scheduler always starts an HTTP server; ``None`` means "the default port"). Here the scheduler's
@@ -27,6 +29,7 @@ close), or an existing scheduler at ``--scheduler-address``.
 from __future__ import annotations
 
 import contextlib
+import ipaddress
 import logging
 import signal
 import sys
@@ -41,6 +44,55 @@ from fairplace.runs.batch_results import read_journal
 NO_HTTP = {"distributed.scheduler.http.routes": [], "distributed.worker.http.routes": []}
 #: ``-W`` option handed to multiprocessing's resource tracker when the cluster starts it.
 QUIET_TRACKER = "ignore::UserWarning:multiprocessing.resource_tracker"
+
+
+#: schemes whose traffic Dask encrypts (``inproc``: never leaves the process)
+ENCRYPTED = ("tls", "wss", "inproc")
+
+
+class KnowinglyInsecure(str):
+    """A scheduler address whose plain-text traffic was accepted knowingly (``--allow-insecure``):
+    :func:`connect` uses it as given."""
+
+
+def _host(address: str) -> str:
+    """The host of ``scheme://host:port`` (``[::1]`` -> ``::1``)."""
+    rest = address.split("://", 1)[-1]
+    if rest.startswith("["):
+        return rest[1:].split("]", 1)[0]
+    return rest.rsplit(":", 1)[0] if rest.count(":") == 1 else rest
+
+
+def is_loopback(host: str) -> bool:
+    """``localhost`` or a loopback IP (127.0.0.0/8, ::1); a name is never resolved."""
+    if host.lower() in ("localhost", "localhost.localdomain"):
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
+
+
+def checked_address(
+    address: str | None, allow_insecure: bool = False, flag: str = "--scheduler-address"
+) -> str | None:
+    """``address`` when its traffic is encrypted (``tls://``) or stays on this host (loopback);
+    a plain-text one to another host: an :class:`OptionError` naming ``flag`` with the way out,
+    or (``allow_insecure``) the address as :class:`KnowinglyInsecure`. Nothing is connected."""
+    if not address or isinstance(address, KnowinglyInsecure):
+        return address
+    scheme = address.split("://", 1)[0].lower() if "://" in address else "tcp"
+    host = _host(address)
+    if scheme in ENCRYPTED or is_loopback(host):
+        return address
+    if allow_insecure:
+        return KnowinglyInsecure(address)
+    raise OptionError(
+        flag,
+        f"{address!r} is plain {scheme}:// to {host}, not loopback: Dask would send pickles "
+        f"(code) unencrypted; use tls://{address.split('://', 1)[-1]} with TLS files "
+        "(docs/dask.md), or add --allow-insecure to accept it knowingly",
+    )
 
 
 @contextlib.contextmanager
@@ -112,8 +164,10 @@ def connect(
 ):
     """``(client, cluster)``: a client of the scheduler at ``scheduler_address`` (``cluster`` None;
     ``security``: a ``distributed.security.Security``, default from the Dask configuration), or of
-    a new :func:`local_cluster` of ``workers`` processes. A scheduler that cannot be reached is an
+    a new :func:`local_cluster` of ``workers`` processes. A scheduler that cannot be reached, or
+    a plain-text address to another host not accepted knowingly (:func:`checked_address`), is an
     :class:`~fairplace.core.errors.OptionError` naming ``flag``."""
+    checked_address(scheduler_address, flag=flag)  # before any connection
     from dask.distributed import Client  # heavy: imported on use
 
     if scheduler_address:
