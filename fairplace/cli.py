@@ -26,6 +26,7 @@ from importlib import import_module
 from fairplace import __version__
 from fairplace.core.blas import one_blas_thread
 from fairplace.core.errors import FairplaceError
+from fairplace.core.progress import progress_lines
 
 COMMANDS = (
     "solve",
@@ -38,6 +39,9 @@ COMMANDS = (
     "reproduce",
     "bench",
 )
+
+#: commands that print progress lines when stderr is not a terminal (core/progress.py)
+LONG_COMMANDS = ("reproduce", "sweep", "batch", "bench")
 
 
 class UsageError(SystemExit):
@@ -210,7 +214,9 @@ def main(argv: list[str] | None = None) -> int:
         args.no_progress = True
     try:
         # fairplace parallelises itself (core/blas.py); the solvers limit scipy's BLAS too
-        with one_blas_thread(load_scipy=False), cli_logging(quiet, verbose):
+        # long commands print a progress line per N steps or 30 s off a terminal (-q: none)
+        lines = args.command in LONG_COMMANDS and not quiet
+        with one_blas_thread(load_scipy=False), cli_logging(quiet, verbose), progress_lines(lines):
             code = int(args._run(args) or 0)
         sys.stdout.flush()  # a closed pipe shows here, not at interpreter exit
         return code
