@@ -113,8 +113,14 @@ def _take(cands: np.ndarray, like: np.ndarray, label: np.ndarray, cat: np.ndarra
 def _swap_pairs(out: dict, free, before, machine, rack_of, label, takers: set) -> bool:
     """Pairwise swaps between winners: a's block on machine m and b's on machine t (same rack,
     neither holding the other machine) trade machines when each fits there (with the machine's
-    free GPUs), neither winner's GPUs held back less others' falls and one's rises; whether any."""
+    free GPUs), neither winner's GPUs held back less others' falls and one's rises; whether any.
+
+    A pair is tried only when it can gain: a's net on t is at most the GPUs of t it held, so
+    (held_a(t) - net(a, block m)) + (held_b(m) - net(b, block t)) <= 0 rules the swap out before
+    any candidate GPUs are drawn (the outcome is that of trying every pair)."""
     cats = {a: _cats(before, a, takers) for a in out}
+    n_m = rack_of.size
+    held = {a: np.bincount(machine[before == a], minlength=n_m) for a in out}
 
     def net(a, g) -> int:
         return int((cats[a][g] == 0).sum() - (cats[a][g] == 2).sum())
@@ -125,12 +131,15 @@ def _swap_pairs(out: dict, free, before, machine, rack_of, label, takers: set) -
         for b in apps[x + 1 :]:
             for m in np.unique(machine[out[a]]).tolist():
                 for t in np.unique(machine[out[b]]).tolist():
+                    if m == t or rack_of[m] != rack_of[t]:
+                        continue
                     A, B = out[a], out[b]
-                    ga, gb = A[machine[A] == m], B[machine[B] == t]
-                    if m == t or rack_of[m] != rack_of[t] or not (ga.size and gb.size):
+                    on_a, on_b = machine[A], machine[B]
+                    ga, gb = A[on_a == m], B[on_b == t]
+                    if not (ga.size and gb.size) or (on_a == t).any() or (on_b == m).any():
                         continue
-                    if (machine[A] == t).any() or (machine[B] == m).any():
-                        continue
+                    if held[a][t] - net(a, ga) + held[b][m] - net(b, gb) <= 0:
+                        continue  # neither can gain: da <= held_a(t) - net(a, ga), likewise b
                     na = _take(
                         np.union1d(gb, np.flatnonzero(free & (machine == t))), ga, label, cats[a]
                     )
@@ -144,7 +153,7 @@ def _swap_pairs(out: dict, free, before, machine, rack_of, label, takers: set) -
                         continue
                     free[ga] = free[gb] = True
                     free[na] = free[nb] = False
-                    out[a] = np.sort(np.concatenate([A[machine[A] != m], na]))
-                    out[b] = np.sort(np.concatenate([B[machine[B] != t], nb]))
+                    out[a] = np.sort(np.concatenate([A[on_a != m], na]))
+                    out[b] = np.sort(np.concatenate([B[on_b != t], nb]))
                     changed = True
     return changed

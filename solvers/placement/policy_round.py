@@ -110,8 +110,11 @@ class PolicyBase:
     migrate: str = "always"
 
     def locality(self, job: Job) -> float:
-        """L_across of a job (:func:`fairplace.core.domain.locality`: per-model table first, then
-        the constant); the compiled kernel asks it too."""
+        """L_across of a job: its own runtime L (``job.locality``, set by the simulator) when given,
+        else :func:`fairplace.core.domain.locality` (per-model table first, then the constant);
+        the compiled kernel asks it too."""
+        if job.locality is not None:
+            return job.locality
         return locality(job.model, self._locality_table, self.locality_penalty)
 
     @cached_property
@@ -186,7 +189,7 @@ class PolicyBase:
             if job.id in held:
                 assert lower is not None  # held jobs exist
                 lower.total -= held[job.id].size  # passed: no longer below the current job
-                alloc[job.id] = tuple(int(x) for x in np.sort(held[job.id]))
+                alloc[job.id] = _sorted_ids(held[job.id])
                 continue
             if lower is not None and pool.n_free < job.gpus:
                 self._preempt_lower(pool, held, lower, k, job.gpus)
@@ -201,7 +204,8 @@ class PolicyBase:
             pool.take(gpus)
             alloc[job.id] = tuple(np.sort(gpus).tolist())
         for j, g in held.items():  # running jobs not reached before a stop keep their GPUs
-            alloc.setdefault(j, tuple(int(x) for x in np.sort(g)))
+            if j not in alloc:
+                alloc[j] = _sorted_ids(g)
         preempted = tuple(j for j in running if j in in_queue and j not in alloc)
         return Decision(
             alloc,
@@ -322,3 +326,10 @@ def _validate(state: ClusterState, queue: Sequence[Job]) -> tuple[list[Job], set
         if flat.size != np.unique(flat).size:
             raise DataError("allocation", "running jobs share GPUs")
     return jobs, in_queue
+
+
+def _sorted_ids(g: np.ndarray) -> tuple[int, ...]:
+    """GPU indices as a sorted tuple of ints (a held job's GPUs, usually sorted already)."""
+    if g.size > 1 and (g[1:] < g[:-1]).any():
+        g = np.sort(g)
+    return tuple(g.tolist())
