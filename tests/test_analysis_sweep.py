@@ -82,10 +82,11 @@ def test_resume_runs_again_what_ran_under_other_fixed_arguments(tmp_path, caplog
     calls.clear()
     run_sweep(other, tmp_path / "r", progress=False, simulate=counting, resume=True)
     assert calls == []  # same arguments: nothing to run
-    # a journal written before rows carried the key: its rows are trusted
+    # a journal written before rows carried the key (nor a checksum): its rows are trusted
+    old = ("fixed_key", "row_sha256")
     lines = journal.read_text().splitlines()
     journal.write_text("".join(
-        json.dumps({k: v for k, v in json.loads(x).items() if k != "fixed_key"}) + "\n" for x in lines
+        json.dumps({k: v for k, v in json.loads(x).items() if k not in old}) + "\n" for x in lines
     ))  # fmt: skip
     run_sweep(load_spec(base, check_names=False), tmp_path / "r", progress=False,
               simulate=counting, resume=True)  # fmt: skip

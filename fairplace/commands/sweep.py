@@ -49,6 +49,7 @@ def add_arguments(p) -> None:
 
 def run(args) -> int:
     from fairplace.runs.sweep import (  # heavy: imported on use (keeps --help light)
+        check_options,
         load_spec,
         results_paths,
         run_sweep,
@@ -56,6 +57,7 @@ def run(args) -> int:
 
     spec = load_spec(args.spec)
     if args.validate_only:
+        check_options(spec)  # each entry's options against its spec (the run would fail per cell)
         if args.json:
             print(json.dumps({"name": spec.name, "cells": len(spec)}))
         else:

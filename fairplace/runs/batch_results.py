@@ -4,7 +4,9 @@ the Dask driver is :mod:`fairplace.runs.batch`, the sweep driver :mod:`fairplace
 
 from __future__ import annotations
 
+import hashlib
 import json
+import logging
 import os
 import socket
 import time
@@ -24,6 +26,7 @@ COLUMNS = tuple(
 )
 
 EXACT_SOLVERS = ("exact", "highs")
+log = logging.getLogger(__name__)
 
 
 # --- the journal ----------------------------------------------------------------------------------
@@ -42,6 +45,25 @@ NUMBER_KEYS = (
 ).split()
 
 
+#: the field of a journal row that holds the checksum of the row's other fields
+CHECKSUM_KEY = "row_sha256"
+
+
+def row_checksum(row: dict) -> str:
+    """The first 16 hex digits of SHA-256 over the row (less :data:`CHECKSUM_KEY`) as canonical
+    JSON (sorted keys, no spaces): what a row read back must match."""
+    body = {k: v for k, v in row.items() if k != CHECKSUM_KEY}
+    text = json.dumps(body, sort_keys=True, separators=(",", ":"), default=str)
+    return hashlib.sha256(text.encode()).hexdigest()[:16]
+
+
+def journal_line(row: dict) -> str:
+    """One journal line: the row as JSON read back (``default=str`` for what JSON lacks) with its
+    :func:`row_checksum` under :data:`CHECKSUM_KEY`."""
+    plain = json.loads(json.dumps({k: v for k, v in row.items() if k != CHECKSUM_KEY}, default=str))
+    return json.dumps(plain | {CHECKSUM_KEY: row_checksum(plain)}) + "\n"
+
+
 def _not_a_number(row: dict) -> str | None:
     for key in NUMBER_KEYS:
         v = row.get(key)
@@ -57,7 +79,10 @@ def scan_journal(
     and a number or null in each :data:`NUMBER_KEYS` field it has; any other line (not UTF-8, not
     JSON, not an object, a key missing, ``"objective": "abc"``) is skipped and described in
     ``problems`` (``"line 3: not a JSON object"``); a batch re-solves its pair on ``--resume``. An unterminated last line (a crash mid-write) is
-    dropped silently: it is the expected trace of a crash, not damage."""
+    dropped silently: it is the expected trace of a crash, not damage. A row whose checksum
+    (:data:`CHECKSUM_KEY`) does not match its content (edited, or damaged in place) is skipped as
+    damaged (a resume runs it again); rows with no checksum, written before journals had one,
+    are read as before. Rows are returned without the checksum field."""
     p = Path(path)
     if not p.exists():
         return [], []
@@ -74,8 +99,11 @@ def scan_journal(
         except (json.JSONDecodeError, RecursionError):
             problems.append(f"line {k}: not JSON")
             continue
+        stamp = row.pop(CHECKSUM_KEY, None) if isinstance(row, dict) else None
         if not isinstance(row, dict):
             problems.append(f"line {k}: not a JSON object")
+        elif stamp is not None and stamp != row_checksum(row):
+            problems.append(f"line {k}: checksum mismatch (the row changed after it was written)")
         elif not all(isinstance(row.get(key), str) for key in keys):
             problems.append(f"line {k}: no {' and '.join(repr(key) for key in keys)} names")
         elif (bad := _not_a_number(row)) is not None:
@@ -95,7 +123,10 @@ class JournalLock:
     taken with the ``filelock`` package (an ``flock`` on POSIX, which the OS drops when its owner
     dies, so the lock of a dead process is taken over), and ``<file>.lock.owner`` naming the owner
     (pid, host, start time). A live owner makes a second run fail at once with
-    :class:`OptionError` naming it. Both files are removed when the lock is released."""
+    :class:`OptionError` naming it. Both files are removed when the lock is released, and when
+    found left by a dead process (an owner on this host whose pid is gone: a kill -9): removed
+    with a log line, even where its lock is still held (by a child it left, or a file system
+    whose locks outlive their process), then taken."""
 
     def __init__(self, target: str | Path, flag: str = "--out"):
         target = Path(target)
@@ -110,18 +141,66 @@ class JournalLock:
         except (OSError, ValueError, KeyError, TypeError):
             return "owner unknown"
 
-    def __enter__(self) -> JournalLock:
-
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        lock = FileLock(self.path, timeout=0, thread_local=False)
+    def dead_owner(self) -> int | None:
+        """The pid of the owner file's process when it ran on this host and is gone, else None."""
         try:
-            lock.acquire()
+            info = json.loads(self.owner_path.read_text())
+            pid, host = int(info["pid"]), info["host"]
+        except (OSError, ValueError, KeyError, TypeError):
+            return None
+        if host != socket.gethostname() or pid == os.getpid() or pid <= 0:
+            return None
+        try:
+            os.kill(pid, 0)
+        except ProcessLookupError:
+            return pid
+        except OSError:  # alive, another user's
+            return None
+        return None
+
+    def _acquire(self) -> FileLock:
+        lock = FileLock(self.path, timeout=0, thread_local=False)
+        lock.acquire()
+        return lock
+
+    def _held_here(self, lock: FileLock) -> bool:
+        """The lock taken is on the file now at :attr:`path` (not on one unlinked meanwhile)."""
+        fd = getattr(getattr(lock, "_context", None), "lock_file_fd", None)
+        try:
+            return fd is None or os.fstat(fd).st_ino == os.stat(self.path).st_ino
+        except OSError:
+            return False
+
+    def _busy(self) -> OptionError:
+        return OptionError(
+            self.flag,
+            f"{self.target} is in use by another fairplace run ({self.owner()}); "
+            f"wait for it or choose another {self.flag}",
+        )
+
+    def __enter__(self) -> JournalLock:
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        try:
+            lock = self._acquire()
+            stale = None
         except Timeout:
-            raise OptionError(
-                self.flag,
-                f"{self.target} is in use by another fairplace run ({self.owner()}); "
-                f"wait for it or choose another {self.flag}",
-            ) from None
+            stale = self.dead_owner()
+            if stale is None:
+                raise self._busy() from None
+        if stale is not None:
+            # held, yet its owner is gone (a child it left holds it, or a file system whose locks
+            # outlive their process): the lock file goes, and a new one is taken
+            log.info("removed the stale lock of pid %d (not running) on %s", stale, self.target)
+            self.path.unlink(missing_ok=True)
+            try:
+                lock = self._acquire()
+            except Timeout:
+                raise self._busy() from None
+            if not self._held_here(lock):  # another run cleared it too, and took the new one
+                lock.release()
+                raise self._busy()
+        elif (dead := self.dead_owner()) is not None:  # the OS dropped a killed run's lock
+            log.info("took over the stale lock of pid %d (not running) on %s", dead, self.target)
         self._lock = lock
         info = {"pid": os.getpid(), "host": socket.gethostname()}
         info["started"] = time.strftime("%Y-%m-%dT%H:%M:%S%z")
@@ -149,10 +228,16 @@ def repair_journal(path: str | Path) -> None:
 
 
 def append_rows(f, rows: Sequence[dict]) -> None:
-    """Append ``rows`` as JSON lines to the open journal ``f`` and fsync once (durable on return)."""
+    """Append ``rows`` as checksummed JSON lines (:func:`journal_line`) to the journal ``f`` (open
+    for appending) and fsync once (durable on return). The bytes go to the file descriptor, not
+    through ``f``'s buffer: a failed write (a full disk, a file too large) raises here naming the
+    journal, and leaves nothing buffered for ``f``'s close to fail on again with no file named
+    (a torn last line is cut on resume: :func:`repair_journal`)."""
+    data = memoryview("".join(journal_line(row) for row in rows).encode())
     with naming(getattr(f, "name", "the journal")):
-        f.write("".join(json.dumps(row, default=str) + "\n" for row in rows))
         f.flush()
+        while data:
+            data = data[os.write(f.fileno(), data) :]
         os.fsync(f.fileno())
 
 

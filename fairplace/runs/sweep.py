@@ -27,9 +27,11 @@ Runs are sequential by default; ``workers > 1`` runs cells on a loopback Dask ``
 
 from __future__ import annotations
 
+import contextvars
 import hashlib
 import json
 import logging
+import threading
 import time
 from collections.abc import Callable, Iterable
 from pathlib import Path
@@ -55,6 +57,8 @@ from fairplace.runs.sweep_spec import (  # noqa: F401  (re-exported: the spec's 
     load_spec,
     validate_spec,
 )
+from fairplace.sim.schedulers import SCHEDULER_REGISTRY
+from fairplace.solvers.placement.policies import POLICY_REGISTRY
 
 #: the field every line of a sweep journal (results and frames) has
 SWEEP_KEYS = ("cell_id",)
@@ -142,6 +146,58 @@ def run_cell(cell: dict, fixed: dict, frames: Iterable[str] = (), simulate: Call
         row.update(status="error", message=f"{type(exc).__name__}: {exc}"[:500])
     row["wall_seconds"] = time.perf_counter() - t0
     return row, got
+
+
+def check_options(spec: SweepSpec) -> None:
+    """Each cell's ``scheduler_options`` / ``placement_options`` (``[fixed]``, ``[params]``,
+    ``[[extra]]``, dotted keys as :func:`run_cell` merges them) against its scheduler's and its
+    placement policy's specs (``Registry.check``, what ``simulate`` runs first): an unknown option
+    or a value outside its spec is an ``OptionError`` naming the option and the entry, before
+    anything runs (``fairplace sweep --validate-only``)."""
+    seen: set[tuple] = set()
+    for cell in spec.cells():
+        kw = {**spec.fixed, **{k: v for k, v in cell.items() if k not in ("trace", "seed")}}
+        for k in [k for k in kw if "." in k]:
+            outer, inner = k.split(".", 1)
+            kw[outer] = {**(kw.get(outer) or {}), inner: kw.pop(k)}
+        for registry, entry, key in (
+            (SCHEDULER_REGISTRY, "scheduler", "scheduler_options"),
+            (POLICY_REGISTRY, "placement", "placement_options"),
+        ):
+            opts = kw.get(key) or {}
+            name = kw.get(entry)
+            if not isinstance(opts, dict) or not isinstance(name, str):
+                continue  # not a table / not a name: simulate() names the problem
+            seen_key = (key, name, json.dumps(opts, sort_keys=True, default=str))
+            if seen_key in seen:
+                continue
+            seen.add(seen_key)
+            registry.check(name, opts)  # its error names the option and the entry
+
+
+def interruptible(fn: Callable, *args):
+    """``fn(*args)`` in a daemon thread while this (main) thread waits in short joins, so that a
+    Ctrl-C ends a sequential sweep at once (KeyboardInterrupt here; the cell is not journaled),
+    even while the cell is inside native code (HiGHS, numpy) that releases the GIL but would
+    return to the main thread's signal check only when done. Off the main thread: a plain call."""
+    if threading.current_thread() is not threading.main_thread():
+        return fn(*args)
+    out: dict[str, Any] = {}
+    ctx = contextvars.copy_context()  # the caller's progress settings (core/progress.py)
+
+    def target() -> None:
+        try:
+            out["value"] = ctx.run(fn, *args)
+        except BaseException as exc:  # noqa: BLE001 - raised again in the caller's thread
+            out["error"] = exc
+
+    thread = threading.Thread(target=target, daemon=True, name="fairplace-sweep-cell")
+    thread.start()
+    while thread.is_alive():
+        thread.join(0.1)
+    if "error" in out:
+        raise out["error"]
+    return out["value"]
 
 
 def results_paths(out: str | Path) -> dict[str, Path]:
@@ -263,7 +319,7 @@ def _run_locked(spec, paths, resume, workers, progress, simulate, dask) -> pd.Da
     with progress_bar(len(todo), spec.name, progress) as bar:
         if not remote and (workers == 1 or len(todo) <= 1):
             for c in todo:
-                record(*run_cell(c, spec.fixed, spec.frames, simulate))
+                record(*interruptible(run_cell, c, spec.fixed, spec.frames, simulate))
                 bar.advance()
         elif todo:
             run_on_dask(
