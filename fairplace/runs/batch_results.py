@@ -205,7 +205,8 @@ class JournalLock:
         info = {"pid": os.getpid(), "host": socket.gethostname()}
         info["started"] = time.strftime("%Y-%m-%dT%H:%M:%S%z")
         tmp = self.owner_path.with_name(self.owner_path.name + f".{os.getpid()}")
-        tmp.write_text(json.dumps(info))
+        with naming(tmp):  # a full disk names the lock's owner file
+            tmp.write_text(json.dumps(info))
         os.replace(tmp, self.owner_path)
         return self
 
@@ -223,7 +224,7 @@ def repair_journal(path: str | Path) -> None:
     path = Path(path)
     data = path.read_bytes()
     if data and not data.endswith(b"\n"):
-        with open(path, "r+b") as f:
+        with naming(path), open(path, "r+b") as f:
             f.truncate(data.rfind(b"\n") + 1)
 
 
