@@ -27,6 +27,7 @@ from fairplace.core.domain import (
     PlacementInstance,
 )
 from fairplace.core.errors import InstanceError, naming
+from fairplace.core.keys import unknown_key
 from fairplace.core.limits import (
     JSON_BYTES,
     MAX_SAFE_INT,
@@ -124,7 +125,12 @@ def _structural(doc: Any) -> str:
         key=lambda e: (len(e.absolute_path), list(map(str, e.absolute_path))),
     )
     if errors:
-        err = max(errors, key=lambda e: len(e.absolute_path))  # the most specific location
+        err = max(errors, key=_depth)  # the most specific location; an unknown key first
+        if err.validator == "additionalProperties" and err.validator_value is False:
+            key = _extra_keys(err)[0]
+            raise InstanceError(
+                _jpath([*err.absolute_path, key]), unknown_key(key, err.schema["properties"])
+            )
         msg = _short(err.message, 160)
         if err.validator == "exclusiveMinimum":
             msg = f"must be > {err.validator_value}, got {_short(repr(err.instance), 24)}"
@@ -132,6 +138,18 @@ def _structural(doc: Any) -> str:
             msg = f"must not contain control characters (NUL, newline, ...), got {err.instance!r}"
         raise InstanceError(_jpath(err.absolute_path), msg)
     return kind
+
+
+def _extra_keys(err) -> list[str]:
+    """The keys of a closed object (``additionalProperties: false``) its schema does not declare."""
+    return [k for k in err.instance if k not in err.schema.get("properties", {})]
+
+
+def _depth(err) -> tuple[int, int]:
+    """Where an error sits: an unknown key one level below its object, and before any other error
+    of the same depth (a misspelled required key is reported as the misspelling)."""
+    unknown = err.validator == "additionalProperties" and err.validator_value is False
+    return len(err.absolute_path) + unknown, unknown
 
 
 def _check_finite(value: float, path: str) -> float:

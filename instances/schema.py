@@ -1,7 +1,10 @@
 """JSON Schemas of the instance contract (docs/instances.md).
 
-Structural checks (types, required fields) use these schemas through ``jsonschema``; the semantic
-checks (unknown GPU ids, duplicates, demand > cluster, missing PM-scores) live in :mod:`.io`.
+Structural checks (types, required fields, no unknown key) use these schemas through ``jsonschema``;
+the semantic checks (unknown GPU ids, duplicates, demand > cluster, missing PM-scores) live in
+:mod:`.io`. Every object is closed (``additionalProperties: false``, issue 48: a misspelled key is an
+error naming the nearest known key, ``core/keys.py``) except the free-form maps: ``meta`` (anything),
+a GPU's ``pm`` (class -> score) and ``locality_by_model`` (model -> L).
 """
 
 from __future__ import annotations
@@ -43,6 +46,7 @@ _GPU = {
             "additionalProperties": _RATIO,
         },
     },
+    "additionalProperties": False,
 }
 
 _BID = {
@@ -52,6 +56,7 @@ _BID = {
         "gpus": {"type": "array", "items": _ID, "minItems": 1},
         "rho": _RHO,
     },
+    "additionalProperties": False,
 }
 
 _AGENT_JOB = {
@@ -63,6 +68,7 @@ _AGENT_JOB = {
         "locality_sensitivity": {"type": "number", "minimum": 0, "maximum": MAX_RATIO},
         "forecasts": {"type": "array", "items": _TIME},
     },
+    "additionalProperties": False,
 }
 
 #: Agent-form app fields (docs/instances.md): an app described by its jobs instead of ``bids``.
@@ -90,6 +96,7 @@ _AGENT_FIELDS = {
                 "iters": _TIME,
                 "gpus": _GPU_COUNT,
             },
+            "additionalProperties": False,
         },
     },
     "current_phase": {"type": "integer", "minimum": 0, "maximum": MAX_COUNT},
@@ -123,6 +130,7 @@ _APP = {
         "bids": {"type": "array", "items": _BID},
         **_AGENT_FIELDS,
     },
+    "additionalProperties": False,
 }
 
 AUCTION_SCHEMA = {
@@ -135,10 +143,11 @@ AUCTION_SCHEMA = {
     "properties": {
         "kind": {"const": "auction"},
         "name": {"type": "string"},
-        "meta": {"type": "object"},
+        "meta": {"type": "object", "description": "free-form: any keys"},
         "gpus": {"type": "array", "items": _GPU, "minItems": 1, "maxItems": MAX_GPUS},
         "apps": {"type": "array", "items": _APP},
     },
+    "additionalProperties": False,
 }
 
 _JOB = {
@@ -151,6 +160,7 @@ _JOB = {
         "weight": _RATIO,
         "model": {"type": ["string", "null"]},
     },
+    "additionalProperties": False,
 }
 
 PLACEMENT_SCHEMA = {
@@ -162,12 +172,13 @@ PLACEMENT_SCHEMA = {
     "properties": {
         "kind": {"const": "placement"},
         "name": {"type": "string"},
-        "meta": {"type": "object"},
+        "meta": {"type": "object", "description": "free-form: any keys"},
         "locality_penalty": LOCALITY_PENALTY.schema(),
         "locality_by_model": {"type": "object", "additionalProperties": _PENALTY},
         "gpus": {"type": "array", "items": _GPU, "minItems": 1, "maxItems": MAX_GPUS},
         "jobs": {"type": "array", "items": _JOB},
     },
+    "additionalProperties": False,
 }
 
 SCHEMAS = {"auction": AUCTION_SCHEMA, "placement": PLACEMENT_SCHEMA}

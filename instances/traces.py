@@ -22,6 +22,7 @@ import numpy as np
 import pandas as pd
 
 from fairplace.core.errors import OptionError, TraceError
+from fairplace.core.keys import first_unknown, unknown_key
 from fairplace.core.limits import (
     MAX_COUNT,
     MAX_GPUS,
@@ -35,6 +36,8 @@ from fairplace.core.limits import (
 )
 
 COLUMNS = ("job_id", "num_gpus", "submit_time", "duration", "model")
+#: the optional columns (module docstring); a CSV header with any other column is an error
+OPTIONAL_COLUMNS = ("app_id", "phase", "t_iter", "cls", "locality", "locality_rack")
 #: upper bounds of the numeric columns (``fairplace.core.limits``): a typo is an error, not an overflow.
 _UPPER = {"num_gpus": MAX_GPUS, "submit_time": MAX_TIME, "duration": MAX_TIME, "t_iter": MAX_TIME}
 _UPPER |= {"locality": MAX_RATIO, "locality_rack": MAX_RATIO, "phase": MAX_COUNT}
@@ -66,6 +69,11 @@ def load_trace(source: str | Path | pd.DataFrame) -> pd.DataFrame:
         frame = pd.read_csv(path)
     except (pd.errors.ParserError, pd.errors.EmptyDataError, UnicodeDecodeError) as exc:
         raise TraceError(name, f"not a readable CSV ({type(exc).__name__}: {exc})") from None
+    bad = first_unknown(map(str, frame.columns), COLUMNS + OPTIONAL_COLUMNS)
+    if bad is not None:  # a misspelled column would be ignored (issue 48)
+        raise TraceError(
+            f"{name}: column {bad!r}", unknown_key(bad, COLUMNS + OPTIONAL_COLUMNS, "column")
+        )
     return validate_trace(frame, name=name)
 
 

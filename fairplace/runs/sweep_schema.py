@@ -19,6 +19,7 @@ import jsonschema
 
 from fairplace import sim
 from fairplace.core.errors import OptionError
+from fairplace.core.keys import unknown_key
 from fairplace.core.limits import MAX_SEED, annotation_schema
 from fairplace.core.params import LOCALITY_PENALTY
 from fairplace.instances.trace_generators import ARG_SCHEMAS
@@ -180,7 +181,7 @@ def check(spec: Any, signatures: Iterable[Callable], check_names: bool = True) -
     path = list(err.absolute_path)
     msg = err.message
     if err.validator == "propertyNames":
-        path, msg = [err.instance], f"unknown key; allowed: {', '.join(err.schema['enum'])}"
+        path, msg = [err.instance], unknown_key(err.instance, err.schema["enum"])
     elif err.validator == "pattern" and path == ["name"]:
         msg = f"{err.instance!r} must be a file-name-safe name (letters, digits, '.', '_', '-')"
     elif err.validator == "not":

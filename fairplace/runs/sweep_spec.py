@@ -15,6 +15,7 @@ from typing import Any
 
 from fairplace import sim
 from fairplace.core.errors import DataError, OptionError
+from fairplace.core.keys import unknown_key
 from fairplace.core.limits import JSON_BYTES, MAX_SWEEP_CELLS, check_file_bytes
 from fairplace.instances.trace_generators import (
     TRACE_GENERATORS,
@@ -94,7 +95,7 @@ def validate_spec(spec: dict, *, check_names: bool = True) -> SweepSpec:
         raise OptionError("spec", "must be a TOML table")
     for k in spec:
         if k not in SPEC_KEYS:
-            raise OptionError(k, f"unknown key; allowed: {', '.join(SPEC_KEYS)}")
+            raise OptionError(str(k), unknown_key(k, SPEC_KEYS))
     traces = spec.get("traces")
     named = traces if isinstance(traces, list) else [traces]
     gens = [
@@ -126,7 +127,7 @@ def validate_spec(spec: dict, *, check_names: bool = True) -> SweepSpec:
             if k in reserved:
                 raise OptionError(f"{table}.{k}", f"{k!r} is a grid axis of its own")
             if allowed is not None and k.split(".")[0] not in allowed | set(SWEEP_OPTIONS):
-                raise OptionError(f"{table}.{k}", "unknown simulate() parameter")
+                raise OptionError(f"{table}.{k}", _unknown_param(k, allowed))
             if table == "params" and (not isinstance(v, list) or not v):
                 raise OptionError(f"params.{k}", "must be a non-empty list of values")
     params = {k: tuple(v) for k, v in spec.get("params", {}).items()}
@@ -153,6 +154,12 @@ def validate_spec(spec: dict, *, check_names: bool = True) -> SweepSpec:
     return out
 
 
+def _unknown_param(key: str, allowed: set) -> str:
+    """An unknown ``[params]`` / ``[fixed]`` / ``[[extra]]`` key, with the nearest known one."""
+    known = sorted(allowed | set(SWEEP_OPTIONS))
+    return unknown_key(key.split(".")[0], known, "simulate() parameter")
+
+
 def _extra(tables, allowed: set | None, reserved: set) -> tuple:
     """``[[extra]]`` tables -> ((seeds, simulate() arguments), ...)."""
     if not isinstance(tables, list) or not all(isinstance(t, dict) for t in tables):
@@ -164,7 +171,7 @@ def _extra(tables, allowed: set | None, reserved: set) -> tuple:
             if k in reserved:
                 raise OptionError(f"extra[{i}].{k}", f"{k!r} is a grid axis of its own")
             if allowed is not None and k.split(".")[0] not in allowed | set(SWEEP_OPTIONS):
-                raise OptionError(f"extra[{i}].{k}", "unknown simulate() parameter")
+                raise OptionError(f"extra[{i}].{k}", _unknown_param(k, allowed))
         seeds = t.get("seeds", [0])
         if not isinstance(seeds, list) or not seeds or not all(type(s) is int for s in seeds):
             raise OptionError(f"extra[{i}].seeds", "must be a non-empty list of integers")

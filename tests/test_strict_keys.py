@@ -1,0 +1,200 @@
+"""No silent typo (issue 48, item 1): an unknown key in any object of an instance, in a trace CSV's
+header or in a sweep spec is an error naming its path and the nearest known key; the CLI exits 2
+with that line. Free-form maps (``meta``, a GPU's ``pm``, ``locality_by_model``) stay open."""
+
+from __future__ import annotations
+
+import contextlib
+import copy
+import io
+import json
+
+import pytest
+
+from fairplace.cli import main
+from fairplace.core.errors import InstanceError, OptionError, TraceError
+from fairplace.core.keys import suggestion, unknown_key
+from fairplace.instances import io as inst_io
+from fairplace.instances.schema import SCHEMAS
+from fairplace.instances.traces import load_trace
+from fairplace.runs.sweep_spec import load_spec
+
+GPUS = [
+    {"id": "m0/0", "machine": "m0", "rack": "r0", "pm": {"A": 1.0}},
+    {"id": "m0/1", "machine": "m0", "rack": "r0", "pm": {"A": 1.1}},
+]
+AUCTION = {
+    "kind": "auction",
+    "gpus": GPUS,
+    "apps": [{"id": "A1", "rho_empty": 5.0, "bids": [{"gpus": ["m0/0"], "rho": 2.0}]}],
+}
+AGENT = {
+    "kind": "auction",
+    "gpus": GPUS,
+    "apps": [
+        {
+            "id": "B",
+            "jobs": [{"iters_left": 100.0, "t_iter": 1.0}],
+            "stopping": "successive-halving",
+            "phases": [{"jobs": 1, "iters": 100.0}],
+            "t_id": {"variant": "themis"},
+        }
+    ],
+}
+PLACEMENT = {
+    "kind": "placement",
+    "gpus": GPUS,
+    "jobs": [{"id": "j1", "gpus": 1, "class": "A"}],
+}
+
+
+def _typo(base: dict, where: list, key: str) -> dict:
+    """``base`` with ``key`` (a misspelling) added to the object at ``where``."""
+    doc = copy.deepcopy(base)
+    node = doc
+    for p in where:
+        node = node[p]
+    node[key] = 1
+    return doc
+
+
+#: (document, JSON path of the unknown key, the key the message must suggest): one per object kind
+CASES = [
+    (_typo(AUCTION, [], "nmae"), "$.nmae", "name"),
+    (_typo(AUCTION, ["gpus", 1], "rakc"), "$.gpus[1].rakc", "rack"),
+    (_typo(AUCTION, ["apps", 0], "rho_emtpy"), "$.apps[0].rho_emtpy", "rho_empty"),
+    (_typo(AUCTION, ["apps", 0, "bids", 0], "rhoo"), "$.apps[0].bids[0].rhoo", "rho"),
+    (_typo(AGENT, ["apps", 0], "d_mx"), "$.apps[0].d_mx", "d_max"),
+    (_typo(AGENT, ["apps", 0, "jobs", 0], "t_itr"), "$.apps[0].jobs[0].t_itr", "t_iter"),
+    (_typo(AGENT, ["apps", 0, "phases", 0], "iter"), "$.apps[0].phases[0].iter", "iters"),
+    (_typo(AGENT, ["apps", 0, "t_id"], "n_avgg"), "$.apps[0].t_id.n_avgg", "n_avg"),
+    (_typo(PLACEMENT, [], "locality_penatly"), "$.locality_penatly", "locality_penalty"),
+    (_typo(PLACEMENT, ["jobs", 0], "wieght"), "$.jobs[0].wieght", "weight"),
+]
+
+
+def run_cli(argv):
+    out, err = io.StringIO(), io.StringIO()
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+        try:
+            code = main(argv)
+        except SystemExit as exc:
+            code = exc.code
+    return code, out.getvalue(), err.getvalue()
+
+
+@pytest.mark.parametrize("doc,path,near", CASES, ids=[c[1] for c in CASES])
+def test_a_typo_in_each_object_kind_is_an_instance_error(doc, path, near):
+    with pytest.raises(InstanceError) as exc:
+        inst_io.from_dict(doc)
+    assert exc.value.path == path
+    assert f"did you mean {near!r}?" in exc.value.problem
+
+
+@pytest.mark.parametrize("doc,path,near", CASES[::3], ids=[c[1] for c in CASES[::3]])
+def test_the_cli_exits_2_naming_the_key_and_the_suggestion(tmp_path, doc, path, near):
+    f = tmp_path / "inst.json"
+    f.write_text(json.dumps(doc))
+    code, out, err = run_cli(["solve", str(f)])
+    assert code == 2 and out == ""
+    assert path in err and f"did you mean {near!r}?" in err and "Traceback" not in err
+    code, _, err = run_cli(["solve", str(f), "--json"])
+    line = json.loads(err.strip().splitlines()[-1])
+    assert code == 2 and line["where"] == path and near in line["error"]
+
+
+def test_a_misspelled_required_key_is_reported_as_the_misspelling():
+    doc = copy.deepcopy(AUCTION)
+    bid = doc["apps"][0]["bids"][0]
+    bid["gpu"] = bid.pop("gpus")
+    with pytest.raises(InstanceError, match=r"did you mean 'gpus'\?") as exc:
+        inst_io.from_dict(doc)
+    assert exc.value.path == "$.apps[0].bids[0].gpu"
+
+
+def test_free_form_maps_stay_open():
+    doc = copy.deepcopy(PLACEMENT)
+    doc["meta"] = {"anything": {"nested": [1, 2]}, "rho_emtpy": 3}
+    doc["locality_by_model"] = {"bert": 1.5, "any-model": 1.2}
+    doc["gpus"][0]["pm"]["B"] = 0.9
+    inst = inst_io.from_dict(doc)
+    assert inst.meta["rho_emtpy"] == 3 and inst.locality_by_model["any-model"] == 1.2
+    with pytest.raises(InstanceError, match="not of type 'object'"):
+        inst_io.from_dict(_typo(AUCTION, [], "meta"))  # meta is an object, of any keys
+
+
+def _objects(schema, where="$"):
+    """(path, object schema) of every object with declared properties."""
+    if isinstance(schema, dict):
+        if "properties" in schema:
+            yield where, schema
+        for k, v in schema.items():
+            yield from _objects(v, f"{where}.{k}")
+    elif isinstance(schema, list):
+        for v in schema:
+            yield from _objects(v, where)
+
+
+@pytest.mark.parametrize("kind", sorted(SCHEMAS))
+def test_published_schemas_close_every_object_but_the_free_form_maps(kind):
+    objects = list(_objects(SCHEMAS[kind]))
+    assert len(objects) >= 3
+    for where, obj in objects:
+        assert obj.get("additionalProperties") is False, where
+    free = SCHEMAS[kind]["properties"]["meta"]
+    assert free["type"] == "object" and "additionalProperties" not in free
+
+
+def test_saved_instances_round_trip_through_the_closed_schema(tmp_path):
+    from fairplace.instances.generators import random_agent_auction
+
+    inst = random_agent_auction(apps=3, machines=2, gpus_per_machine=2, seed=1)
+    assert inst_io.load(inst_io.save(inst, tmp_path / "a.json")) == inst
+
+
+def test_a_misspelled_trace_column_is_an_error(tmp_path):
+    f = tmp_path / "t.csv"
+    f.write_text("job_id,num_gpus,submit_time,duration,model,app_idd\nj,1,0,10,bert,a\n")
+    with pytest.raises(TraceError, match=r"did you mean 'app_id'\?") as exc:
+        load_trace(f)
+    assert "column 'app_idd'" in exc.value.path
+    code, _, err = run_cli(
+        ["simulate", "--trace", str(f), "--scheduler", "fifo", "--placement", "packed-sticky"]
+    )
+    assert code == 2 and "did you mean 'app_id'?" in err
+
+
+def test_known_optional_trace_columns_still_load(tmp_path):
+    f = tmp_path / "t.csv"
+    f.write_text("job_id,num_gpus,submit_time,duration,model,app_id,phase\nj,1,0,10,bert,a,0\n")
+    assert list(load_trace(f)["app_id"]) == ["a"]
+
+
+SWEEP = 'schedulers = ["fifo"]\nplacements = ["pal"]\ntraces = ["workload-1"]\n'
+
+
+@pytest.mark.parametrize(
+    "text,where,near",
+    [
+        (SWEEP + "seed = [1]\n", "seed", "seeds"),
+        (SWEEP + "[fixed]\ngpu = 64\n", "fixed.gpu", "gpus"),
+        (SWEEP + "[params]\nlocality_penatly = [1.5]\n", "params.locality_penatly", None),
+        (SWEEP + "[[extra]]\nseeds = [1]\nper_rnu = true\n", "extra[0].per_rnu", "per_run"),
+    ],
+)
+def test_a_typo_in_a_sweep_spec_names_the_key(tmp_path, text, where, near):
+    f = tmp_path / "s.toml"
+    f.write_text(text)
+    with pytest.raises(OptionError, match="did you mean") as exc:
+        load_spec(f)
+    assert exc.value.path == where
+    if near is not None:
+        assert f"{near!r}" in exc.value.problem
+    code, _, err = run_cli(["sweep", str(f), "--validate-only"])
+    assert code == 2 and "did you mean" in err
+
+
+def test_the_suggestion_helper():
+    assert suggestion("rho_emtpy", ["id", "rho_empty", "bids"]) == "rho_empty"
+    assert suggestion("zzz", ["id", "rho_empty"]) is None
+    assert unknown_key("zzz", ["id", "bids"]) == "unknown key 'zzz'; known: id, bids"
