@@ -20,11 +20,13 @@ options given as Python values and as JSON / TOML.
 
 from __future__ import annotations
 
+import contextlib
 import csv
 import math
 import numbers
 import os
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
+from contextvars import ContextVar
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -180,6 +182,10 @@ def check_value(name: str, value: Any, schema: dict) -> None:
         raise OptionError(f"{name}{where}", " ".join(msg.split())[:200])
 
 
+#: limits raised for a block of code (:func:`size_limit`): name -> value
+_RAISED: ContextVar[Mapping[str, int] | None] = ContextVar("fairplace_size_limits", default=None)
+
+
 @dataclass(frozen=True)
 class SizeLimit:
     """An upper bound on the size of an input read: ``default``, or the integer in the environment
@@ -196,7 +202,10 @@ class SizeLimit:
 
     def value(self) -> int:
         """The limit in force: :attr:`env` when set (an integer >= 1: ``64000000``, ``64_000_000``,
-        ``6.4e7``), else :attr:`default`."""
+        ``6.4e7``), else :attr:`default`; at least what :func:`size_limit` raised it to."""
+        return max(self._value(), (_RAISED.get() or {}).get(self.name, 0))
+
+    def _value(self) -> int:
         raw = os.environ.get(self.env, "").strip()
         if not raw:
             return self.default
@@ -217,6 +226,17 @@ class SizeLimit:
                 f"{n:,} {self.unit} exceed the limit of {limit:,} {self.unit} {self.what} "
                 f"(set the environment variable {self.env} to raise it)",
             )
+
+
+@contextlib.contextmanager
+def size_limit(limit: SizeLimit, at_least: int) -> Iterator[None]:
+    """``limit`` is at least ``at_least`` while the block runs (this thread / context only): a
+    command reading back its own output (``fairplace instances generate``)."""
+    token = _RAISED.set({**(_RAISED.get() or {}), limit.name: int(at_least)})
+    try:
+        yield
+    finally:
+        _RAISED.reset(token)
 
 
 #: bytes of a JSON / TOML document read (an instance, a sweep spec, a suite's instance): ~2x the

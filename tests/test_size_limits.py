@@ -199,3 +199,18 @@ def test_sweep_spec_files_have_the_byte_limit(tmp_path, monkeypatch, capsys):
     monkeypatch.setenv(JSON_BYTES.env, "100")
     assert cli.main(["sweep", str(spec), "--validate-only"]) == 2
     assert "FAIRPLACE_MAX_JSON_BYTES" in capsys.readouterr().err
+
+
+def test_size_limit_raises_a_limit_for_a_block_only(tmp_path, monkeypatch):
+    """``instances generate`` reads back its own output whatever its size (size_limit)."""
+    from fairplace.core.limits import size_limit
+
+    monkeypatch.setenv(JSON_BYTES.env, "100")
+    with size_limit(JSON_BYTES, 10_000):
+        assert JSON_BYTES.value() == 10_000
+    assert JSON_BYTES.value() == 100
+    out = tmp_path / "p.json"
+    argv = ["instances", "generate", "--kind", "placement", "--apps", "3", "-o", str(out)]
+    assert cli.main(argv) == 0 and out.stat().st_size > 100
+    with pytest.raises(InstanceError, match="FAIRPLACE_MAX_JSON_BYTES"):
+        io.load(out)

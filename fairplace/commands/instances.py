@@ -12,7 +12,7 @@ from fairplace.commands import _args
 from fairplace.commands._args import out_dir, out_file
 from fairplace.commands._table import frame, table
 from fairplace.core.errors import OptionError
-from fairplace.core.limits import check_sizes
+from fairplace.core.limits import JSON_BYTES, check_sizes, size_limit
 from fairplace.instances import generators, io
 
 HELP = "list, show and generate instance suites, or generate one custom instance"
@@ -141,7 +141,8 @@ def _generate_one(args) -> str:
         raise OptionError(FLAGS.get(exc.path, exc.path), exc.problem) from None
     Path(args.out).parent.mkdir(parents=True, exist_ok=True)
     path = io.save(inst, args.out)
-    fairplace.load(path)  # the published schema accepts what we wrote
+    with size_limit(JSON_BYTES, path.stat().st_size):  # our own output: whatever its size
+        fairplace.load(path)  # the published schema accepts what we wrote
     return str(path)
 
 
