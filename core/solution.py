@@ -56,7 +56,9 @@ class Solution:
     exact optimum report the distance to that optimum instead. ``status`` is ``optimal``,
     ``time_limit`` (a time or work limit stopped a solve: the best incumbent, or no solution at all
     when ``objective`` is None), ``infeasible``, ``error``, ``heuristic`` (no optimality claim) or
-    ``bound`` (a relaxation value). ``extra`` keys by solver: :data:`AUCTION_EXTRA`,
+    ``bound`` (a relaxation value). ``seconds`` (from ``fairplace.solve``) is everything the solve
+    did after the instance was loaded; ``setup_seconds`` the one-time set-up before that clock
+    started (imports, building a back end). ``extra`` keys by solver: :data:`AUCTION_EXTRA`,
     :data:`COMPACT_EXTRA`, :data:`PLACEMENT_EXTRA`, plus :data:`ROUTE_EXTRA` from ``fairplace.solve``
     (docs/solutions.md).
     """
@@ -75,6 +77,8 @@ class Solution:
     gap: float | None = None
     message: str = ""
     extra: dict[str, Any] = field(default_factory=dict)
+    #: one-time set-up before the clock of ``seconds`` started (imports, building a back end)
+    setup_seconds: float = 0.0
 
     @property
     def ok(self) -> bool:

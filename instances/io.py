@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import math
+import weakref
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
@@ -381,13 +382,27 @@ def _placement(doc: Mapping) -> PlacementInstance:
     )
 
 
+#: instance objects built here, by identity (already checked: ``objects.check`` does not check them
+#: again, so ``fairplace.solve(fairplace.load(f))`` validates once; 21,762 bids take ~10 s)
+_CHECKED: dict[int, weakref.ref] = {}
+
+
+def checked(inst: Any) -> bool:
+    """True if ``inst`` is an object :func:`from_dict` built (it met the contract)."""
+    ref = _CHECKED.get(id(inst))
+    return ref is not None and ref() is inst
+
+
 def from_dict(doc: Any) -> Instance:
     """Validate a parsed JSON document and build the domain instance."""
     try:
         kind = _structural(doc)
     except RecursionError:  # a self-referencing or absurdly deep Python object
         raise InstanceError("$", "nested too deeply") from None
-    return _auction(doc) if kind == "auction" else _placement(doc)
+    inst = _auction(doc) if kind == "auction" else _placement(doc)
+    key = id(inst)
+    _CHECKED[key] = weakref.ref(inst, lambda _, key=key: _CHECKED.pop(key, None))
+    return inst
 
 
 def _gpus_dict(cluster: Cluster) -> list[dict]:

@@ -17,14 +17,16 @@ from fairplace.core.domain import AgentApp, AgentJob, AuctionInstance, Cluster, 
 from fairplace.core.errors import InstanceError, OptionError
 from fairplace.core.limits import plain
 
-from .io import from_dict
+from .io import checked, from_dict
 
 
 def check(inst: Any) -> None:
     """Validate a hand-built instance object exactly as a JSON document: it is written as the
     document it stands for (:func:`document`) and put through :func:`from_dict`, so the same
-    :class:`InstanceError` (the same JSON path, the same message) names what is wrong."""
-    from_dict(document(inst))
+    :class:`InstanceError` (the same JSON path, the same message) names what is wrong. An
+    object the loader built (``io.checked``: frozen, already checked) is not checked again."""
+    if not checked(inst):
+        from_dict(document(inst))
 
 
 def check_cluster(cluster: Any, name: str = "cluster") -> None:

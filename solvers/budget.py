@@ -7,8 +7,13 @@ rounding; a placement's covers PAL's warm start and the joint MILP. The rule:
 * every sub-solve is started with ``time_limit`` = what is left minus a margin of
   ``min(MARGIN_FRACTION * limit, MARGIN_MAX)`` seconds, kept for the work after the last sub-solve
   (building the next model, decoding, payments, rounding);
-* no new sub-solve is started once less than :data:`MIN_SOLVE` seconds are left: its result is
-  recorded as not solved (auctions: ``extra['payments_inexact']``).
+* no new sub-solve is started once less than :data:`MIN_SOLVE` seconds are left, or less than the
+  seconds it needs (``need``, its caller's estimate: a leave-one-out PF_{-i} is about the PF, whose
+  first LP HiGHS cannot interrupt): its result is recorded as not solved (auctions:
+  ``extra['payments_inexact']``), so the solve does not overrun its limit by a sub-solve's cost.
+
+The clock starts after the one-time set-up (imports, building a back end: ``dispatch.setup``), and
+``Solution.seconds`` reads the same clock at the end, so it reports everything the budget covered.
 
 Sub-solves running in parallel (the leave-one-out thread pool) each get the remaining time, so the
 wall time stays within the limit. Without a limit (``time_limit=None``) every sub-solve runs to
@@ -59,13 +64,13 @@ class Budget:
         left = self.left()
         return left is not None and left < MIN_SOLVE
 
-    def options(self, opts: SolveOptions) -> SolveOptions | None:
+    def options(self, opts: SolveOptions, need: float = 0.0) -> SolveOptions | None:
         """``opts`` for the next sub-solve (its ``time_limit`` = what is left), or None: do not start
-        it, the budget is spent."""
+        it, the budget is spent (less than ``MIN_SOLVE`` or ``need`` seconds left)."""
         left = self.left()
         if left is None:
             return opts.with_(time_limit=None)
-        if left < MIN_SOLVE:
+        if left < max(MIN_SOLVE, need):
             return None
         return opts.with_(time_limit=left)
 

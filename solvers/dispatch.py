@@ -8,10 +8,18 @@ error): ``fairplace.solve`` calls :func:`solve`.
 * larger offers: ``exact`` / ``highs`` use the compact arbiter when every app is in agent form;
   other solvers need bid tables and raise ``OptionError('offer')``;
 * no solver named (``solver=None``): ``exact``, except that an all-agent-form auction whose subset
-  bids would number more than :data:`AUTO_COMPACT_BIDS` goes to the compact arbiter.
+  bids would number more than :data:`AUTO_COMPACT_BIDS` goes to the compact arbiter;
+* the same for ``exact`` / ``highs`` under a time limit (issue 48: the route tries the cheapest
+  exact PF it can finish): the compact arbiter has the same optimum and payments, and listing and
+  solving that many subset bids costs more than its whole solve — on a7 (21,762 subset bids) the
+  listing and pruning take ~0.2 s and HiGHS' first LP, which it cannot interrupt, ~0.5 s more,
+  against 0.1-0.2 s for the compact PF + PA. Without a time limit the named solver lists the bids.
 
 One time budget (``solvers/budget.py``) starts here, so listing the agents' bids counts against
-``time_limit`` too. Auction solutions say which route ran in ``extra['route']`` (``bids``,
+``time_limit`` too. One honest clock (issue 48): the one-time set-up (:func:`setup`: the back end's
+modelling layer, the compact arbiter's modules; imports of ~0.3-0.7 s on a first call) runs before
+it starts and is reported apart in ``Solution.setup_seconds``; everything after it (routing, listing
+bids, pruning, building, every solve, payments, rounding) is in ``Solution.seconds``. Auction solutions say which route ran in ``extra['route']`` (``bids``,
 ``subset-bids`` or ``compact``) and, for agent-form apps, how many subset bids that route had to
 consider in ``extra['subset_bids']`` (docs/solutions.md). Options are checked against the entry
 that runs (``SolverEntry.check``).
@@ -28,7 +36,7 @@ from fairplace.core.solution import Solution
 from fairplace.formulations import agents
 from fairplace.formulations.program import RawResult
 
-from . import registry
+from . import backends, registry
 from .auction import unsolved
 from .budget import Budget
 from .options import COMMON_OPTIONS, SolveOptions
@@ -60,17 +68,43 @@ def _routed(sol: Solution, route: str, subset_bids: int | None) -> Solution:
     return replace(sol, extra={**sol.extra, "route": route, "subset_bids": subset_bids})
 
 
+def setup(inst, solver: str | None, options: Mapping) -> None:
+    """The one-time set-up of a solve, before its clock starts: the exact back end's modelling
+    layer (``backends.preload``) and, for agent-form auctions that may take the compact route, the
+    compact arbiter's modules. Each is an import: free once done."""
+    name = "exact" if solver is None else solver
+    if name in registry.EXACT_SOLVERS:
+        backends.preload(registry.EXACT_SOLVERS[name] or options.get("backend", "highs"))
+    if inst.kind == "auction" and inst.agents and (solver is None or name in COMPACT_ROUTES):
+        from . import compact  # heavy: imported on use (set-up, before the clock)  # noqa: F401
+
+
+#: solver names that may run the compact arbiter (:func:`solve`)
+COMPACT_ROUTES = ("compact", *COMPACT_FALLBACK)
+
+
 def solve(inst, solver: str | None, opts: SolveOptions, options: Mapping) -> Solution:
     """Run ``solver`` (None: chosen as in the module docstring) on ``inst`` with ``opts`` and the
-    solver-specific ``options``."""
-    auto = solver is None
-    solver = "exact" if solver is None else solver
-    kind = inst.kind
-    entry = registry.get(solver, kind)
+    solver-specific ``options``; ``seconds`` counts from the end of :func:`setup` (or from the
+    start of a ``budget`` given in ``options``) to the return."""
+    t0 = time.perf_counter()
+    entry = registry.get("exact" if solver is None else solver, inst.kind)
+    setup(inst, solver, options)
+    t1 = time.perf_counter()
     options = dict(options)
     if "budget" in entry.options and options.get("budget") is None:
         options["budget"] = Budget.begin(opts.time_limit)
     budget = options.get("budget")
+    start = budget.start if budget is not None else t1
+    sol = _solve(inst, solver, entry, opts, options, budget)
+    clock = budget.clock if budget is not None else time.perf_counter
+    return replace(sol, seconds=clock() - start, setup_seconds=t1 - t0)
+
+
+def _solve(inst, solver, entry, opts: SolveOptions, options: dict, budget) -> Solution:
+    auto = solver is None
+    solver = "exact" if solver is None else solver
+    kind = inst.kind
     agent_form = kind == "auction" and bool(inst.agents)
     if solver == "compact" or not agent_form:
         entry.check(options, solver, kind)
@@ -79,7 +113,10 @@ def solve(inst, solver: str | None, opts: SolveOptions, options: Mapping) -> Sol
     counts = agents.subset_counts(inst)
     size = sum(c for _, c in counts)
     big = next(((a, c) for a, c in counts if c > agents.MAX_SUBSETS), None)
-    if big is None and not (auto and size > AUTO_COMPACT_BIDS and not inst.apps):
+    # the cheapest exact route first: many subset bids go to the compact arbiter when no solver
+    # is named, and under a time limit for exact / highs too (module docstring)
+    cheap = auto or (opts.time_limit is not None and solver in COMPACT_FALLBACK)
+    if big is None and not (cheap and size > AUTO_COMPACT_BIDS and not inst.apps):
         entry.check(options, solver, kind)
         t0 = time.perf_counter()
         stop = budget.spent if budget is not None else None

@@ -17,12 +17,14 @@ EXIT_NO_SOLUTION = 3
 EPILOG = f"""\
 --time-limit S is the budget of the whole solve (auctions: listing agent-form apps' subset bids,
 pruning, building the models, the PF solve, every leave-one-out payment solve and the rounding;
-placements: PAL's warm start and the joint MILP), from the moment the solver starts (loading the
-file is not counted); each solve gets what is left, minus a margin of min(10% of S, 0.5 s) kept for
-the final steps. When it runs out the status is time_limit: the best incumbent, its bound and gap
-when the bound can be stated in the objective's units, and (auctions) the apps whose payments are
-inexact in extra.payments_inexact. Without --solver, an agent-form auction with more than 1,000
-subset bids is solved by the compact arbiter (extra.route says which route ran).
+placements: PAL's warm start and the joint MILP), from the moment the solver is set up (loading the
+file and one-time set-up such as imports are not counted, setup_seconds; seconds is all the rest);
+each solve gets what is left, minus a margin of min(10% of S, 0.5 s) kept for the final steps.
+When it runs out the status is time_limit: the best incumbent, its bound and gap when the bound can
+be stated in the objective's units, and (auctions) the apps whose payments are inexact in
+extra.payments_inexact. Without --solver (with --time-limit: also --solver exact or
+highs), an agent-form auction with more than 1,000 subset bids is solved by the compact arbiter
+(extra.route says which route ran).
 
 exit status:
   0  a result (status optimal, heuristic, bound, infeasible, or time_limit with an incumbent)
