@@ -10,6 +10,8 @@ import io
 import json
 
 import pytest
+from hypothesis import assume, given, settings
+from hypothesis import strategies as st
 
 from fairplace.cli import main
 from fairplace.core.errors import InstanceError, OptionError, TraceError
@@ -198,3 +200,43 @@ def test_the_suggestion_helper():
     assert suggestion("rho_emtpy", ["id", "rho_empty", "bids"]) == "rho_empty"
     assert suggestion("zzz", ["id", "rho_empty"]) is None
     assert unknown_key("zzz", ["id", "bids"]) == "unknown key 'zzz'; known: id, bids"
+
+
+FREE = {"meta", "pm", "locality_by_model"}  # free-form maps: any key
+
+
+def _closed_objects(node, path=()):
+    """(path, object) of every closed object of an instance document."""
+    if isinstance(node, dict):
+        yield path, node
+        for k, v in node.items():
+            if k not in FREE:
+                yield from _closed_objects(v, (*path, k))
+    elif isinstance(node, list):
+        for k, v in enumerate(node):
+            yield from _closed_objects(v, (*path, k))
+
+
+_KEY = st.text(st.characters(codec="ascii", categories=["L", "N", "P"]), min_size=1, max_size=12)
+
+
+@settings(max_examples=60, deadline=None)
+@given(base=st.sampled_from([AUCTION, AGENT, PLACEMENT]), pick=st.integers(0, 99), key=_KEY)
+def test_any_unknown_key_in_any_closed_object_is_named(base, pick, key):
+    doc = copy.deepcopy(base)
+    objects = list(_closed_objects(doc))
+    path, obj = objects[pick % len(objects)]
+    assume(key not in obj and key not in _declared(base["kind"], path))
+    obj[key] = 1
+    with pytest.raises(InstanceError) as exc:
+        inst_io.from_dict(doc)
+    assert exc.value.path == inst_io._jpath([*path, key])
+    assert f"unknown key {key!r}" in exc.value.problem
+
+
+def _declared(kind: str, path: tuple) -> set:
+    """The keys the schema declares for the object at ``path`` (indices skip ``items``)."""
+    node = SCHEMAS[kind]
+    for p in path:
+        node = node["items"] if isinstance(p, int) else node["properties"][p]
+    return set(node.get("properties", {}))
