@@ -140,12 +140,12 @@ def test_validate_only_checks_options_against_each_entrys_spec(tmp_path, capsys)
     spec = tmp_path / "s.toml"
     cases = [
         ('schedulers = ["fifo", "themis"]\n[fixed]\nscheduler_options = {f = 0.5}\n', 2,
-         "scheduler_options.f: unknown option of scheduler 'fifo'"),
+         "fixed.scheduler_options.f: unknown option of scheduler 'fifo'"),
         ('schedulers = ["themis"]\n[fixed]\nscheduler_options = {f = 0.5}\n', 0, "2 cells"),
         ('schedulers = ["themis"]\n[params]\n"scheduler_options.lease" = [60.0, -1.0]\n', 2,
-         "scheduler_options.lease"),
+         "params.scheduler_options.lease"),
         ('schedulers = ["fifo"]\n[fixed]\nplacement_options = {wieght = 1}\n', 2,
-         "placement_options.wieght: unknown option of placement policy 'pal'"),
+         "fixed.placement_options.wieght: unknown option of placement policy 'pal'"),
     ]  # fmt: skip
     for body, code, text in cases:
         spec.write_text(
