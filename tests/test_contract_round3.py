@@ -355,3 +355,28 @@ def test_the_lock_of_a_dead_process_is_removed_when_found(tmp_path, caplog):
     with JournalLock(target):
         pass
     assert not lock.path.exists() and not lock.owner_path.exists()
+
+
+EFBIG_SCRIPT = r"""
+import resource, sys
+from fairplace.runs.batch_results import append_rows
+resource.setrlimit(resource.RLIMIT_FSIZE, (4096, resource.getrlimit(resource.RLIMIT_FSIZE)[1]))
+try:
+    with open(sys.argv[1], "a") as f:
+        append_rows(f, [{"instance": "a", "solver": "exact", "message": "x" * 10_000}])
+except OSError as exc:
+    print(exc.errno, exc.filename)
+"""
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="RLIMIT_FSIZE as on Linux")
+def test_a_journal_past_the_file_size_limit_is_named(tmp_path):
+    """A file too large (EFBIG: the process's file-size limit) names the journal, once."""
+    import errno
+
+    journal = tmp_path / "r.jsonl"
+    proc = subprocess.run(
+        [sys.executable, "-c", EFBIG_SCRIPT, str(journal)], capture_output=True, text=True
+    )
+    assert proc.returncode == 0 and proc.stderr == "", proc.stderr
+    assert proc.stdout.split() == [str(errno.EFBIG), str(journal)]
