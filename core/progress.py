@@ -85,7 +85,7 @@ class ProgressBar:
         self._owner = parent is None
         self._rich: Any = parent._rich if parent is not None else None
         self._task: Any = None
-        self._lines = lines if parent is None else parent._lines
+        self._lines: LineSettings | None = lines if parent is None else parent._lines
         if parent is not None and parent._lines is not None:
             self.label = f"{parent.label} › {label}"
         if self.total <= 0 or self._rich is not None:

@@ -193,10 +193,11 @@ class Registry:
         """:class:`UnknownName` unless ``obj`` is a name or satisfies one of the Protocols."""
         if isinstance(obj, str) or self.accepts(obj):
             return
+        lacks = _missing(obj, self.protocols)  # what it lacks of the Protocol it is closest to
         raise UnknownName(
             self.where,
             f"expected a {self.kind.replace(' ', '-')} name ({', '.join(self.entries)}) or an "
-            f"object with {self.shape}, got {obj!r}",
+            f"object with {self.shape}, got {obj!r}" + (f", which lacks {lacks}" if lacks else ""),
         )
 
     def resolve(self, obj: Any, options: Mapping[str, Any] | None = None, /, **context) -> Any:
@@ -222,3 +223,16 @@ class Registry:
         caps = {k: getattr(obj, k) for k in self.object_capabilities if hasattr(obj, k)}
         doc = (type(obj).__doc__ or "").strip().split("\n")[0]
         return str(obj.name), Entry(lambda: obj, (), doc, (), caps)
+
+
+def _missing(obj: Any, protocols: tuple[type, ...]) -> str:
+    """The members ``obj`` lacks of the Protocol it is closest to (fewest missing), as words:
+    ``'name'``, ``'next_change()'``; '' when none can be told."""
+    best: list[str] | None = None
+    for p in protocols:
+        attrs = {a for b in p.__mro__[:-1] if b.__name__ not in ("Protocol", "Generic")
+                 for a in (*vars(b), *getattr(b, "__annotations__", {})) if not a.startswith("_")}  # fmt: skip
+        miss = sorted(a for a in attrs if not hasattr(obj, a))
+        if miss and (best is None or len(miss) < len(best)):
+            best = [f"{a}()" if callable(getattr(p, a, None)) else a for a in miss]
+    return " and ".join(best or [])

@@ -273,8 +273,9 @@ def solve_gavel_auction(
     name: str | None = None,
     backend: str | backends.Backend = "highs",
 ) -> Solution:
-    """``gavel-ftf`` on an auction instance. ``objective`` = sum_i -log rho_i of the time-shared
-    allocation; ``allocation`` = a conflict-free integral rounding (largest time fraction first);
+    """``gavel-ftf`` on an auction instance: status ``heuristic`` (its own program, min max rho, is
+    solved to optimality: ``extra.solver_status``; the PF objective is not its goal). ``objective``
+    = sum_i -log rho_i of the time-shared allocation; ``allocation`` = a conflict-free integral rounding (largest time fraction first);
     ``extra``: ``max_rho``, ``rho`` and ``time_fractions`` {app: {bid index or 'empty': X}}."""
     t0 = time.perf_counter()
     ids = [a.id for a in inst.apps]
@@ -307,14 +308,17 @@ def solve_gavel_auction(
     rho = {ids[i]: float(res.rho[r]) for r, i in enumerate(apps)} if res is not None else {}
     unserved = [a for a in unserved if a not in rho]
     objective = float(sum(-np.log(v) for v in rho.values()))
+    # status "heuristic": optimal for Gavel's own program (extra.solver_status), not for the
+    # auction's PF objective, which it reports (an "optimal" there read as a wrong optimum)
     return Solution(
         kind="auction",
-        status="optimal",
+        status="heuristic",
         solver=name or "gavel-ftf",
         seconds=time.perf_counter() - t0,
         objective=objective,
         allocation=alloc,
-        message="optimal for min max rho over time fractions (not the PF objective)",
+        message="Gavel's min max rho over time fractions, solved to optimality; a heuristic for "
+        "the PF objective (sum -log rho), which objective reports",
         extra={
             "max_rho": float(res.max_rho) if res is not None else None,
             "rho": rho,

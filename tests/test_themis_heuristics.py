@@ -112,7 +112,8 @@ def test_cli_solve_with_named_solver(tmp_path, name):
     assert out.returncode == 0, out.stderr
     doc = json.loads(out.stdout)
     assert doc["solver"] == name
-    assert doc["status"] == {"relaxation": "bound", "gavel-ftf": "optimal"}.get(name, "heuristic")
+    # gavel-ftf: optimal for its own program (min max rho), a heuristic for the PF objective
+    assert doc["status"] == {"relaxation": "bound"}.get(name, "heuristic")
     assert isinstance(doc["objective"], float)
 
 

@@ -14,7 +14,7 @@ Each case is one simulation: ``--quick`` runs the short ones unchanged and skips
 
 from __future__ import annotations
 
-import resource
+import sys
 import time
 
 from fairplace.instances.models import MODELS
@@ -64,9 +64,15 @@ def synergy_at(jobs: int, gpus: int, seed: int = 0):
     return synergy_trace(jobs, 8.0 * gpus / 256, t_iter, max_gpus=gpus, seed=seed)
 
 
-def _max_rss_mb() -> float:
-
-    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+def _max_rss_mb() -> float | None:
+    """Peak resident memory of this process in MB (``ru_maxrss``: KiB on Linux, bytes on macOS);
+    None where the ``resource`` module does not exist (Windows)."""
+    try:
+        import resource  # POSIX only: imported on use, so the module imports on Windows
+    except ImportError:
+        return None
+    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    return peak / 2**20 if sys.platform == "darwin" else peak / 1024
 
 
 def synergy_10k(quick: bool) -> dict:

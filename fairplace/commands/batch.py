@@ -25,7 +25,9 @@ def add_arguments(p) -> None:
         type=int,
         default=None,
         metavar="N",
-        help="local solvers (default 2): this process and N-1 Dask worker processes",
+        help="local solvers (default 2): this process and N-1 Dask worker processes; a batch "
+        "too small to repay a cluster's start-up (few tasks, little estimated work) is solved "
+        "in this process, and the output says which ran and why",
     )
     where.add_argument(
         "--scheduler-address", default=None, metavar="ADDR", help="existing Dask scheduler"

@@ -129,7 +129,13 @@ def add_arguments(p) -> None:
             },
         ),
     )
-    p.add_argument("--round", type=float, default=None, metavar="S", help="round length (300 s)")
+    p.add_argument(
+        "--round",
+        type=float,
+        default=None,
+        metavar="S",
+        help="round length (300 s; Python: round_length)",
+    )
     for spec in (DECISION_TICK, BASELINE_LEASE):  # default None: the trace's (THEMIS: 60, 600)
         p.add_argument(spec.flag, type=float, default=None, metavar="S", help=spec.doc)
     p.add_argument(
@@ -137,7 +143,8 @@ def add_arguments(p) -> None:
         type=float,
         default=None,
         metavar="S",
-        help="checkpoint+restart seconds per GPU-set change (default 10+35; 0 = PAL artifact)",
+        help="checkpoint+restart seconds per GPU-set change (default 10+35; 0 = PAL artifact; "
+        "Python: checkpoint=0, restart=S)",
     )
     p.add_argument(
         "--with-replacement",

@@ -37,6 +37,9 @@ exit status:
 """
 
 
+#: the solver that reads agent-form apps only (a bid-table auction has nothing for it)
+AGENT_ONLY = "compact"
+
 #: library parameter -> the flag that sets it (an OptionError about a parameter names the flag)
 FLAGS = {
     "solver": "--solver",
@@ -52,14 +55,18 @@ def add_arguments(p) -> None:
 
     from fairplace.solvers.registry import solver_table  # heavy: imported on use (help text)
 
-    names = list(solver_table())
+    table = solver_table()
+    # compact reads agent-form apps only: never offered for bid-table auctions
+    bids = [n for n, kinds in table.items() if "auction" in kinds and n != AGENT_ONLY]
+    places = [n for n, kinds in table.items() if "placement" in kinds]
     p.add_argument("file", help="instance JSON (kind: auction | placement)")
     p.add_argument(
         "--solver",
         default=None,
         metavar="NAME",  # validated by fairplace.solve ("unknown solver ...", exit 2)
-        help=f"exact back ends, heuristics and placement policies: {', '.join(names)} "
-        "(default: exact; an agent-form auction with many subset bids: compact)",
+        help=f"auctions: {', '.join(bids)}; agent-form auctions also {AGENT_ONLY}; placements: "
+        f"{', '.join(places)} (default: exact; an agent-form auction with many subset bids: "
+        f"{AGENT_ONLY})",
     )
     p.add_argument(
         "--time-limit",

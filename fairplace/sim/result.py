@@ -49,6 +49,8 @@ class SimulationResult:
 
     @classmethod
     def load(cls, directory: str | Path) -> SimulationResult:
+        """A result written by :meth:`save` (a class method: ``SimulationResult.load(dir)``; the
+        frames are attributes, ``res.jobs``; the offered load is ``summary["offered_load"]``)."""
         d = Path(directory)
         meta = json.loads((d / "summary.json").read_text())
         return cls(
