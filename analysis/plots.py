@@ -377,8 +377,12 @@ def jct_vs_load(
     ax=None,
 ):
     """Average JCT vs load: jobs/hour (PAL Figs. 14, 16, 17) or offered load; mean over seeds.
-    ``x``: the load column (default the first of ``load``, ``jobs_per_hour``, ``rate``)."""
+    ``x``: the load column (default the first of ``load``, ``jobs_per_hour``, ``rate``); one load
+    value is a DataError (a report says the figure is not drawn at this size)."""
     x = x or col(summary, "load", "jobs_per_hour", "rate")
+    loads = summary[x].dropna().unique()
+    if len(loads) < 2:  # a curve over load from one load is a column of dots
+        raise DataError(x, f"one {x} value ({', '.join(map(str, loads))}): not run at this size")
     ax = _axes(ax)
     sns.lineplot(
         data=_in_units(summary, metric), x=x, y=metric, hue=hue, style=_hue(summary, "scheduler"),

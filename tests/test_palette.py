@@ -14,6 +14,7 @@ import pytest  # noqa: E402
 from matplotlib.colors import to_hex  # noqa: E402
 
 from fairplace.analysis import plots  # noqa: E402
+from fairplace.core.errors import DataError  # noqa: E402
 from fairplace.core.palette import PALETTE, colour  # noqa: E402
 from fairplace.sim.result import SimulationResult  # noqa: E402
 
@@ -86,6 +87,9 @@ def test_axis_labels_carry_units():
     ys = np.concatenate([ln.get_ydata() for ln in ax.get_lines() if len(ln.get_ydata())])
     assert ys.min() == pytest.approx(4.0)
     assert plots.label("gpu_time") == "GPU time (GPU-h)"
+    one = _summary(["pal"]).query("jobs_per_hour == 4.0")  # one load: no curve over load
+    with pytest.raises(DataError, match="one jobs_per_hour value"):
+        plots.jct_vs_load(one)
 
 
 def test_gpu_busy_panel_reaches_the_makespan():
