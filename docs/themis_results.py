@@ -1,7 +1,15 @@
-"""The tables of docs/themis-results.md from a paper-scale THEMIS reproduction's journals.
+"""The tables of docs/themis-results.md from a paper-scale THEMIS reproduction.
 
     fairplace reproduce themis --workers 2 --out OUT        # hours on 2 cores; --resume after a stop
-    python docs/themis_results.py OUT [FIGDIR] [--store]    # Markdown on stdout (+ PNGs)
+    python docs/themis_results.py OUT [FIGDIR]              # Markdown from the journals on stdout
+    python docs/themis_results.py OUT --store --commit C    # store them in papers/themis/results/
+    python docs/themis_results.py --stored --write docs/themis-results.md [--figdir docs/img]
+
+``--store`` keeps the cells of each experiment's full grid that OUT's journals hold (zstd Parquet:
+the summary rows and the per-app rows, with ``meta.json`` naming commit C, the date and the cells
+held) and rewrites papers/themis/full-size.csv from them; ``--stored`` rebuilds the page's
+generated blocks (between ``<!-- generated:NAME -->`` and ``<!-- /generated -->``) from the stored
+rows without re-running anything (stdout without ``--write``). Journal mode:
 
 Reads ``OUT/data/themis-<experiment>.jsonl`` (the sweeps' journals: every finished cell, also of a
 run still going) and prints, per workload and contention level, max rho mean ± sd over seeds per
@@ -16,14 +24,18 @@ fraction and Fig. 19's max rho / GPU time vs f when those journals have rows).
 from __future__ import annotations
 
 import sys
-import time
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
 
 from fairplace.analysis.tables import THEMIS_BASELINES, themis_table
+from fairplace.core.errors import DataError
+from fairplace.runs import full_size
 from fairplace.runs.sweep import journaled, results_paths
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import themis_stored  # noqa: E402 - docs/themis_stored.py, beside this script
 
 
 def journal(out: Path, key: str) -> tuple[pd.DataFrame, pd.DataFrame]:
@@ -219,19 +231,21 @@ def cell_hours(runs: dict[str, pd.DataFrame]) -> str:
 
 
 def figures(c: pd.DataFrame, apps: pd.DataFrame, figdir: Path) -> None:
-    """The report's THEMIS figures from the journals, as PNGs in ``figdir``."""
+    """The report's THEMIS figures from the journals (or the stored rows), as PNGs in ``figdir``;
+    a figure whose rows are not there yet (a partial grid) is left as it is."""
 
     from fairplace.analysis import plots
 
-    draw = {
-        "themis-max-rho-vs-contention": lambda ax: plots.max_rho_vs_contention(
-            c[c["trace"] == "themis-2"], ax=ax
-        ),
-        "themis-bidders-per-round": lambda ax: plots.bidders_per_round(c, ax=ax),
-        "themis-rho-cdf-w2-x1": lambda ax: plots.rho_cdf(
-            apps[(apps["trace"] == "themis-2") & (apps["contention"] == 1)], rho="rho_themis", ax=ax
-        ),
-    }
+    w2 = c[c["trace"] == "themis-2"]
+    cdf = apps[(apps["trace"] == "themis-2") & (apps["contention"] == 1)] if len(apps) else apps
+    draw = {}
+    if w2["scheduler"].nunique() > 1:
+        draw["themis-max-rho-vs-contention"] = lambda ax: plots.max_rho_vs_contention(w2, ax=ax)
+    if "mean_bidders" in c and c["scheduler"].eq("themis").any():
+        draw["themis-bidders-per-round"] = lambda ax: plots.bidders_per_round(c, ax=ax)
+    if len(cdf):
+        rho = themis_stored.rho_column(c, apps)
+        draw["themis-rho-cdf-w2-x1"] = lambda ax: plots.rho_cdf(cdf, rho=rho, ax=ax)
     _save(draw, figdir)
 
 
@@ -325,13 +339,12 @@ def still_to_run(out: Path) -> str:
 
 
 #: the sweeps this page reads (``OUT/data/themis-<key>``): the reproduction's and the page's checks
-JOURNALS = ("contention", "network", "sensitivity", "norestart", "nobackfill", "lease-norestart",
-            "nopayments", "network-racks")  # fmt: skip
+JOURNALS = ("contention", "network", "sensitivity", "estimation", "overheads", "testbed",
+            "norestart", "nobackfill", "lease-norestart", "nopayments", "network-racks")  # fmt: skip
 
 
-def main(out: str, figdir: str | None = None, store: bool = False) -> None:
-    """Print the Markdown; with ``figdir`` draw the figures; with ``store`` also write the runs'
-    summaries to papers/themis/full-size.csv (what quick reports compare their claims with)."""
+def main(out: str, figdir: str | None = None) -> None:
+    """Print the Markdown of the journals in ``OUT/data``; with ``figdir`` draw the figures."""
     out = Path(out)
     journals = {k: journal(out, k) for k in JOURNALS}
     runs = {k: df for k, (df, _) in journals.items()}
@@ -382,23 +395,51 @@ def main(out: str, figdir: str | None = None, store: bool = False) -> None:
         other_figures(n, s, Path(figdir))
     print("\n## Cell wall time\n\n" + cell_hours(runs))
     print("\n## Cells of the full reproduction not yet run\n\n" + still_to_run(out))
-    if store:
-        from fairplace.runs import full_size
 
-        path = Path(__file__).resolve().parents[1] / "papers" / "themis" / full_size.FILE
-        source = (f"THEMIS at the full size: the journals and tables behind docs/themis-results.md "
-                  f"({sum(len(d) for d in runs.values())} simulations; `python docs/themis_results.py "
-                  f"OUT --store`, {time.strftime('%Y-%m-%d')})")  # fmt: skip
-        full_size.store(frames, path, source)
-        print(f"\n(stored {path.name})", file=sys.stderr)
+
+def stored(write: str | None = None, figdir: str | None = None) -> str:
+    """The generated blocks from papers/themis/results/: into the page ``write`` (its blocks
+    replaced), else returned as Markdown; with ``figdir`` the contention figures from them."""
+    got = full_size.load_results(themis_stored.RESULTS)
+    if got is None:
+        raise DataError(str(themis_stored.RESULTS), "no stored results (run --store first)")
+    frames, meta = got
+    made = themis_stored.blocks(frames, meta)
+    if figdir and "contention" in frames:
+        c = frames["contention"]
+        figures(c["summary"], c.get("apps", pd.DataFrame()), Path(figdir))
+    if write is None:
+        return "\n\n".join(
+            f"<!-- generated:{k} -->\n{v}\n<!-- /generated -->" for k, v in made.items()
+        )
+    path = Path(write)
+    path.write_text(themis_stored.replace_blocks(path.read_text(), made))
+    return f"(wrote the generated blocks of {path})"
 
 
 if __name__ == "__main__":
     import argparse
 
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("out", nargs="?", default="results/themis-full")
-    ap.add_argument("figdir", nargs="?")
-    ap.add_argument("--store", action="store_true", help="write papers/themis/full-size.csv")
+    ap.add_argument("out", nargs="?", help="a reproduction's folder (its data/ journals)")
+    ap.add_argument("figdir", nargs="?", help="journal mode: draw the figures here")
+    ap.add_argument("--store", action="store_true", help="store OUT in papers/themis/results/")
+    ap.add_argument("--commit", help="with --store: the commit the journals were made at")
+    ap.add_argument("--stored", action="store_true", help="the blocks from the stored results")
+    ap.add_argument("--write", help="with --stored: the page whose generated blocks to replace")
+    ap.add_argument("--figdir", dest="figs", help="with --stored: draw the figures here")
     a = ap.parse_args()
-    main(a.out, a.figdir, a.store)
+    try:
+        if a.stored:
+            print(stored(a.write, a.figs))
+        elif a.out is None:
+            ap.error("name OUT (a reproduction's folder) or --stored")
+        elif a.store:
+            if not a.commit:
+                ap.error("--store needs --commit C: the commit the journals were made at")
+            for p in themis_stored.store(a.out, a.commit, JOURNALS):
+                print(f"stored {p}", file=sys.stderr)
+        else:
+            main(a.out, a.figdir)
+    except (DataError, OSError) as exc:
+        ap.exit(2, f"error: {exc}\n")
