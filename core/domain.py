@@ -236,6 +236,9 @@ class Job:
     cls: str | None = None
     weight: float = 1.0
     model: str | None = None
+    #: the job's own L_across as it runs (the simulator's runtime penalty); a policy decides with it
+    #: when given, so a run decides and runs with one locality model (None: the policy's table)
+    locality: float | None = None
 
 
 @dataclass(frozen=True)

@@ -107,8 +107,8 @@ class SimulationConfig:
     (:mod:`fairplace.sim.leases`); 0: no lease; None: the trace's ``attrs["baseline_lease"]``
     (THEMIS workloads: 600 s, §6.2), else 0. THEMIS' own lease stays its option.
     ``locality_model``: ``constant`` (a spread job runs ``locality_penalty`` x slower) or
-    ``measured`` (the runtime penalty is PAL's per-(model, GPUs) Frontera table, §IV-D; placement
-    policies still decide with ``locality_penalty``); a trace's own ``locality`` column wins.
+    ``measured`` (the runtime penalty is PAL's per-(model, GPUs) Frontera table, §IV-D); a trace's
+    own ``locality`` column wins; placement policies decide with the L each job runs with.
     ``rho_variant``: a T_id variant name (:data:`RHO_VARIANT_NAMES`) or an object satisfying
     :class:`~fairplace.sim.protocols.IdealTimeModel`. ``isolated`` / ``solo``: also report
     ``rho_isolated`` / ``rho_solo`` (each app re-simulated alone, :mod:`fairplace.sim.isolated`;

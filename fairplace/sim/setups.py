@@ -1,7 +1,8 @@
 """Named simulation set-ups: one name fixes every modelling choice of a published experiment.
 
 * ``pal-paper`` — PAL's paper (§III-B, §IV, §V-B): per-run Longhorn PM-scores sampled per GPU
-  without repetition, the measured per-model locality penalties at runtime (§IV-D), no
+  without repetition, the measured per-model locality penalties (§IV-D) at runtime and for PAL's
+  decisions (one locality model per run: a policy decides with the L a job runs with), no
   checkpoint cost (§IV-A1: "typically negligible"), 300 s epochs (§V-C); where the paper is silent,
   fairplace's choices (:data:`SOURCES` says which and why).
 * ``pal-artifact`` — the PAL artifact (hal-uw/blox-pal, branch ``artifact``) as it runs: its seeded
@@ -64,8 +65,9 @@ _TABLE: dict[str, tuple[object, str, object, str]] = {
     ),
     "locality_penalty": (
         1.7,
-        '§IV-D: "initially estimated a locality penalty to be 1.7"; fairplace\'s choice for the '
-        "L×V walk (the per-model values for 2-4 GPUs are all 1.0: PAL would equal PM-First)",
+        '§IV-D: "initially estimated a locality penalty to be 1.7"; the constant of the experiments '
+        "that run a constant L (Fig. 13, Synergy); with the measured table PAL decides with the L "
+        "each job runs with (1.0 for every 2-4 GPU job: PAL ~ PM-First)",
         1.7,
         f"{_ART} placement/pal.py lf_across = 1.7",
     ),

@@ -63,10 +63,13 @@ class Workload:
         return sub, apps
 
     def jobs(self) -> list[Job]:
-        """:class:`~fairplace.core.domain.Job` objects handed to placement policies."""
+        """:class:`~fairplace.core.domain.Job` objects handed to placement policies, each with its
+        runtime L across machines (``l_machine``): policies decide with the L the job runs with."""
         return [
-            Job(id=i, gpus=int(d), cls=c, model=m, weight=1.0)
-            for i, d, c, m in zip(self.ids, self.demand, self.cls, self.model, strict=True)
+            Job(id=i, gpus=int(d), cls=c, model=m, weight=1.0, locality=float(lm))
+            for i, d, c, m, lm in zip(
+                self.ids, self.demand, self.cls, self.model, self.l_machine, strict=True
+            )
         ]
 
     def app_demand_max(self) -> np.ndarray:
