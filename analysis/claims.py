@@ -43,6 +43,7 @@ import pandas as pd
 
 from fairplace.core.errors import DataError
 
+from .claims_pal import PAL_MEASURES, draws_tolerance
 from .claims_schema import (  # noqa: F401 - the schema's names are also claims' own
     AT_THIS_SIZE,
     CHECK_OUTCOMES,
@@ -327,6 +328,7 @@ MEASURES: dict[str, Callable] = {
     "liar_gain_bound": liar_gain_bound,
     "tipping_point": tipping_point,
     "order_fraction": order_fraction,
+    **PAL_MEASURES,  # PAL's rules: precision, extremes, the runs a claim is over (claims_pal)
 }
 
 
@@ -446,6 +448,8 @@ def evaluate(
     try:
         fn = MEASURES[claim["measure"]]
         value, detail = fn(frames, **args)
+        claim = draws_tolerance(claim, fn, frames, args)  # over cluster draws: their spread
+        row["paper_range"] = range_text(claim)
     except (KeyError, DataError, ValueError, TypeError, ZeroDivisionError) as exc:
         return row | {"outcome": "not run", "reason": not_run_reason(exc)}
     cannot = one_point(claim, frames)

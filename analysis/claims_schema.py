@@ -8,6 +8,8 @@ import math
 
 from fairplace.core.errors import DataError
 
+from .claims_pal import precision_tolerance
+
 #: outcomes of a paper claim (kind "paper")
 OUTCOMES = ("reproduces", "direction only", "does not reproduce", "not run")
 #: outcomes of a package check (kind "check"): inside its range passes, anything else fails
@@ -18,7 +20,8 @@ DIRECTIONS = ("higher", "lower")
 #: keys a claim may have (anything else is a typo and raises DataError naming it)
 CLAIM_KEYS = {
     "id", "kind", "text", "figure", "section", "paper", "paper_range", "tolerance", "direction",
-    "null_value", "experiment", "measure", "args", "unit", "caveat", "draws",
+    "null_value", "experiment", "measure", "args", "unit", "caveat", "draws", "precision",
+    "over_draws",
 }  # fmt: skip
 
 
@@ -77,7 +80,8 @@ def check_claim(claim: dict) -> tuple[float, float, float]:
         or r[0] > r[1]
     ):
         raise DataError(f"{cid}.paper_range", f"expected [lo, hi] with lo <= hi, got {r!r}")
-    tol = claim.get("tolerance", 0.0)
+    half = precision_tolerance(claim)  # PAL: half a unit of the paper's last printed digit
+    tol = claim.get("tolerance", 0.0) if half is None else half
     if not isinstance(tol, (int, float)) or tol < 0:
         raise DataError(f"{cid}.tolerance", f"expected a number >= 0, got {tol!r}")
     d = claim.get("direction")

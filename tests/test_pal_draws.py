@@ -17,13 +17,14 @@ from fairplace.analysis.tables import draw_geomean_gains, share_at_or_above, spl
 from fairplace.runs.reproduce import load_claims, load_experiments, make_figures, run_experiment
 
 TRACES = ("w1", "w2")
+W8 = tuple(f"workload-{k}" for k in range(1, 9))  # what a Sia-Philly claim is over
 
 
-def _rows(seeds, ratio_of, extra=None):
+def _rows(seeds, ratio_of, extra=None, traces=TRACES):
     """Sweep rows: per trace and seed, packed-sticky 100 * (trace k + 1), a policy at ratio_of(...)."""
     rows = []
     for seed in seeds:
-        for k, tr in enumerate(TRACES):
+        for k, tr in enumerate(traces):
             base = 100.0 * (k + 1)
             for p, r in {"packed-sticky": 1.0, "pal": ratio_of(seed, k)}.items():
                 rows.append({"trace": tr, "seed": seed, "placement": p, "avg_jct": base * r,
@@ -61,7 +62,7 @@ def test_marked_rows_are_split_off_and_not_averaged_into_the_draws():
 
 
 def test_claims_say_where_the_paper_sits_among_the_draws():
-    df = pd.DataFrame(_rows(range(10), lambda s, k: 1 - 0.05 * s))  # gains 0, 5, ..., 45 %
+    df = pd.DataFrame(_rows(range(10), lambda s, k: 1 - 0.05 * s, traces=W8))  # 0, 5, ..., 45 %
     frames = {"summary": df}
     claim = next(c for c in load_claims("pal") if c["id"] == "pal-sia-geomean")
     row = evaluate(claim, frames, draws=frames)
@@ -82,14 +83,14 @@ def test_the_draws_experiment_runs_marks_the_artifact_and_draws_its_figures(tmp_
     exp = next(e for e in load_experiments("pal", "quick") if e.key == "sia_philly_draws")
     out = run_experiment(exp, tmp_path, simulate=fake_simulate, progress=False)
     assert out.status == "ok"
-    n = 4 * 4 * len(exp.spec["seeds"])
-    assert len(out.frames["summary"]) == n and len(out.frames["all"]) == n + 16
+    n = 8 * 4 * len(exp.spec["seeds"])  # the 8 workloads x 4 placements per draw
+    assert len(out.frames["summary"]) == n and len(out.frames["all"]) == n + 32
     made, failed = make_figures(exp, out)
     assert failed == [] and len(made) == len(exp.figures) == 3
     claim = next(c for c in load_claims("pal") if c["id"] == "pal-sia-geomean")
-    # 12 draws: 0, 10, 20, 30 % (three each); none reaches 43 %
+    # 5 draws: 0, 10, 20, 30, 0 %; none reaches 43 %
     row = evaluate(claim, out.frames, draws=out.frames)
-    assert row["draws"].startswith("paper 43%: 0 of 12 draws at or above it (percentile 100)")
+    assert row["draws"].startswith("paper 43%: 0 of 5 draws at or above it (percentile 100)")
 
 
 def test_the_draws_example_is_the_full_experiment():

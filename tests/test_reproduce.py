@@ -106,15 +106,16 @@ def test_tiny_reproduce_writes_report_with_claims_and_figures(tmp_path, monkeypa
     for link in re.findall(r"\]\((figures/[^)]+\.png)\)", md):
         assert (tmp_path / link).stat().st_size > 1000
     t = res["table"].set_index("id")
-    # the fake simulator makes PAL 40% better than Packed-Sticky and THEMIS 2.5x fairer than LAS
-    assert t.loc["pal-sia-geomean", "outcome"] == "reproduces"  # 40% in 43 +- 10
-    assert t.loc["pal-sia-geomean", "ours"].startswith("40")
+    # the fake simulator makes PAL 40% better than Packed-Sticky and THEMIS 2.5x fairer than LAS;
+    # a Sia-Philly claim is over the 8 workloads: the tiny size's two cannot judge it
+    assert t.loc["pal-sia-geomean", "outcome"] == "not run"
+    assert t.loc["pal-sia-geomean", "reason"].startswith("not run at this size: trace: 6 of the 8")
     assert t.loc["themis-max-rho-better", "outcome"] == "not run" or t.loc[
         "themis-max-rho-better", "reason"
     ].startswith("not run")  # gavel-ftf is not in the tiny grid: reported, not hidden
     # experiments outside the tiny size are reported as not run, with a reason
-    assert t.loc["synergy-pal-vs-tiresias", "outcome"] == "not run"
-    assert t.loc["synergy-pal-vs-tiresias", "reason"] == "needs the full size"
+    assert t.loc["synergy-fifo-min", "outcome"] == "not run"
+    assert t.loc["synergy-fifo-min", "reason"] == "needs the full size"
     # the real solvers ran: exact is never below greedy-rho, the relaxation never below exact
     assert t.loc["exact-ge-greedy-rho", "outcome"] in ("passes", "not run")
     assert set(t.loc[t["kind"] == "paper", "outcome"]) <= set(OUTCOMES)
@@ -171,8 +172,9 @@ def test_cli_tiny_pal_with_the_real_simulator(tmp_path, capsys):
     )  # fmt: skip
     assert "package check" in out and "claims reproduce" not in out
     claims = pd.read_csv(tmp_path / "claims.csv").set_index("id")
-    # the Sia-Philly experiment ran: its claims have a number and a verdict, not "not run"
-    assert claims.loc["pal-sia-geomean", "outcome"] in OUTCOMES[:3]
+    # the Sia-Philly experiment ran, on fewer workloads than its claims are over: not judged
+    assert claims.loc["pal-sia-geomean", "outcome"] == "not run"
+    assert claims.loc["pal-sia-geomean", "reason"].startswith("not run at this size")
     assert claims.loc["exact-placement-le-pal", "outcome"] == "passes"
     html = (tmp_path / "report.html").read_text()
     assert "data:image/png;base64," in html and "<table" in html and "`" not in html
