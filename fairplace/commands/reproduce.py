@@ -22,7 +22,9 @@ def add_arguments(p) -> None:
         help="which paper's experiments to run (default all)",
     )
     p.add_argument(
-        "--quick", action="store_true", help="small seeds and grids (<= 10 min on 2 cores)"
+        "--quick",
+        action="store_true",
+        help="small seeds and grids (2-12 min on 2 cores, quiet to loaded: docs/run-times.md)",
     )
     p.add_argument("--tiny", action="store_true", help="smoke-test size (seconds; for tests)")
     p.add_argument("--out", default="fairplace-report", metavar="DIR", help="report folder")
