@@ -101,6 +101,7 @@ typedef struct {
     int ncls;
     Cls *cls;
     int64_t *scratch, *scratch2, *lowc;
+    int art; /* PAL artifact: packed ties by the artifact's node order (FreePool._within_artifact) */
 } Pool;
 
 #define KEY_INF INT64_MAX
@@ -310,12 +311,20 @@ static int64_t machine_sorted(Pool *pl, Cls *c, int64_t m, int32_t lmax, int64_t
     return k;
 }
 
+/* (level of the n-th lowest free GPU, then fewest free GPUs, or with pl->art most free GPUs at or
+ * below that level, then machine) */
 static int64_t leaf_key(Pool *pl, Cls *c, int64_t m, int64_t n) {
     if (pl->nf[m] < n) return KEY_INF;
     int64_t *tmp = pl->scratch2;
     int64_t k = machine_sorted(pl, c, m, INT32_MAX, tmp);
-    (void)k;
-    return ((int64_t)c->lev[tmp[n - 1]] << 40) | (pl->nf[m] << 24) | m;
+    int32_t l = c->lev[tmp[n - 1]];
+    int64_t tie = pl->nf[m];
+    if (pl->art) {
+        int64_t e = n;
+        while (e < k && c->lev[tmp[e]] <= l) e++;
+        tie = pl->P - e;
+    }
+    return ((int64_t)l << 40) | (tie << 24) | m;
 }
 
 static int tree_build(Pool *pl, Cls *c, int64_t n) {
@@ -494,6 +503,12 @@ static int64_t pick(Pool *pl, const Rules *r, Cls *c, int64_t n, double L, int64
         if (m >= 0) {
             int ch = choose(r, c->lval[wl], a, L);
             if (ch < 0) return -1;
+            if (ch && art) { /* the artifact: the machine's first n GPUs at or below the level */
+                int64_t i = 0;
+                for (int64_t g = pl->mstart[m]; g < pl->mstart[m + 1] && i < n; g++)
+                    if (pl->free[g] && c->lev[g] <= wl) out[i++] = g;
+                return n;
+            }
             if (ch) {
                 int64_t *tmp = pl->scratch2;
                 machine_sorted(pl, c, m, INT32_MAX, tmp);
@@ -676,6 +691,7 @@ static PyObject *place(PyObject *self, PyObject *args) {
     pl.P = P;
     pl.mi = bmi.buf;
     pl.free = bfree.buf;
+    pl.art = mode == 2;
     pl.S = 1;
     while (pl.S < M) pl.S <<= 1;
     pl.mstart = calloc((size_t)M + 2, sizeof(int64_t));

@@ -14,7 +14,8 @@ the three queries every policy is built from:
   machines as possible (best fit for the last one): PAL's pick among LV-equal spread sets.
 * :meth:`FreePool.best_within` — PAL's packed query: the machine whose ``n``-th smallest free score is
   lowest, from a per-class (machines x slots) matrix of free scores sorted per machine, refreshed lazily
-  for the machines touched since the last query.
+  for the machines touched since the last query; among tied machines fairplace's best fit, or the
+  PAL artifact's node order (``ties="artifact"``).
 * :meth:`FreePool.packed` — Tiresias/Gandiva consolidated placement from free counts per machine.
 """
 
@@ -333,12 +334,19 @@ class FreePool:
             dirty[:] = False
         return srt, pos
 
-    def best_within(self, cls, n: int) -> tuple[float, np.ndarray] | None:
-        """Best packed set of ``n`` free GPUs on one machine: min over machines of the ``n``-th smallest
-        free score there; ties go to the machine with the fewest free GPUs (best fit), then the lowest
-        machine index. Returns (max score of the set, GPU indices) or None."""
+    def best_within(self, cls, n: int, ties: str = "best-fit") -> tuple[float, np.ndarray] | None:
+        """Best packed set of ``n`` free GPUs on one machine: min ``w`` over machines of the ``n``-th
+        smallest free score there. ``ties="best-fit"``: among tied machines the one with the fewest
+        free GPUs, then the lowest index; its ``n`` lowest free scores. ``ties="artifact"`` (the PAL
+        artifact's ``value_counts`` node order and ``itertools.combinations`` order, placement/pal.py):
+        the machine with the most free GPUs scoring <= ``w``, then the lowest index; its first ``n``
+        of them by GPU index. Returns (max score of the set, GPU indices) or None."""
         if n > self.P:
             return None
+        if ties == "artifact":
+            return self._within_artifact(cls, n)
+        if ties != "best-fit":
+            raise ValueError(f"ties must be 'best-fit' or 'artifact', got {ties!r}")
         if self._fast and n == self.P:  # a wholly free machine: the one with the lowest top score
             m = self._class_index(cls).whole()
             if m is None:
@@ -360,6 +368,22 @@ class FreePool:
         cand = np.flatnonzero(col == w)
         m = int(cand[np.argmin(self.nfree_m[cand])])
         return float(w), self.slots[m, pos[m, :n]]
+
+    def _within_artifact(self, cls, n: int) -> tuple[float, np.ndarray] | None:
+        """:meth:`best_within` with the artifact's ties (a scan: the artifact set-up's clusters are
+        small). No machine has ``n`` free GPUs below ``w``, so every ``n`` of a tied machine's GPUs
+        scoring <= ``w`` have the LV-product ``w``; the artifact takes the first combination."""
+        srt, _ = self._sorted_rows(cls)
+        col = srt[:, n - 1]
+        w = col.min()
+        if not np.isfinite(w):
+            return None
+        elig = np.isfinite(srt) & (srt <= w)  # free GPUs scoring <= w, per machine
+        cnt = np.where(col == w, elig.sum(axis=1), -1)
+        m = int(np.argmax(cnt))  # most eligible; argmax keeps the lowest machine on ties
+        row = self.slots[m]
+        s = self._score_ext(cls)[row]
+        return float(w), row[self.free[row] & (s <= w)][:n]
 
     # ---- Tiresias / Gandiva consolidated placement ---------------------------------------------
     def free_on(self, m: int, k: int) -> np.ndarray:

@@ -101,7 +101,8 @@ class PALPolicy(PMFirstPolicy):
     Every pick has the LV-product of Algorithm 2. ``ties="fewest-machines"`` (default) chooses among
     LV-equal sets the one that fragments least: a single GPU of the lowest level on the fullest
     machine, a spread set on as few machines as possible. ``ties="artifact"`` is the artifact's
-    best-match order (score, then |same-score free GPUs on the machine - N_j|)."""
+    best-match order (score, then |same-score free GPUs on the machine - N_j|) and, packed, its
+    node order (the machine with the most free GPUs at or below the level, its first GPUs)."""
 
     name: str = "pal"
     ties: str = "fewest-machines"
@@ -128,7 +129,7 @@ class PALPolicy(PMFirstPolicy):
             return None
         a_star = float(pool.score(job.cls)[across].max())
         if 1 < job.gpus <= pool.P:
-            within = pool.best_within(job.cls, job.gpus)
+            within = pool.best_within(job.cls, job.gpus, "artifact" if artifact else "best-fit")
             if within is not None and choose_cell(within[0], a_star, self.locality(job)):
                 return within[1]
         return across if artifact else pool.fewest_machines(job.cls, job.gpus, a_star)
