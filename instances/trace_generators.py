@@ -13,6 +13,7 @@ from typing import Any
 import pandas as pd
 
 from fairplace.core.errors import OptionError, TraceError
+from fairplace.core.keys import suggestion
 from fairplace.core.limits import (
     MAX_GPUS,
     MAX_TIME,
@@ -143,10 +144,9 @@ def check_options(trace: str, options: Mapping[str, Any], prefix: str = "trace_o
     allowed = generator_params(trace)
     for k, v in options.items():
         if k not in allowed:
-            raise OptionError(
-                f"{prefix}.{k}",
-                f"not an option of the {trace!r} generator; known: {', '.join(sorted(allowed))}",
-            )
+            near = suggestion(k, allowed)  # the nearest known key (issue 48), else the list
+            hint = f"did you mean {near!r}?" if near else f"known: {', '.join(sorted(allowed))}"
+            raise OptionError(f"{prefix}.{k}", f"not an option of the {trace!r} generator; {hint}")
         check_value(f"{prefix}.{k}", v, arg_schema(trace, k))
 
 

@@ -287,9 +287,9 @@ def test_mutated_trace(tmp_path, text):
 
 
 # --- sweep specs ----------------------------------------------------------------------------------
-SPEC = {
+SPEC = {  # valid as it stands (test below): each mutation is the only fault
     "name": "fz",
-    "schedulers": ["fifo"],
+    "schedulers": ["las"],  # starve_factor is LAS's option (fifo takes none)
     "placements": ["pal", "packed-sticky"],
     "traces": ["workload-1"],
     "seeds": [0, 1],
@@ -346,6 +346,13 @@ def mutated_spec(draw):
 def _spec_field(field: str) -> bool:
     head = re.split(r"[.\[]", field, maxsplit=1)[0]
     return head in SPEC_KEYS or head == "spec" or field.endswith(".toml")
+
+
+def test_the_unmutated_sweep_spec_validates(tmp_path):
+    f = tmp_path / "s.toml"
+    f.write_text(to_toml(SPEC))
+    code, out, err = run_cli(["sweep", str(f), "--validate-only"])
+    assert code == 0, err
 
 
 @settings(FUZZ, max_examples=80)

@@ -240,3 +240,86 @@ def _declared(kind: str, path: tuple) -> set:
     for p in path:
         node = node["items"] if isinstance(p, int) else node["properties"][p]
     return set(node.get("properties", {}))
+
+
+# --- the options a sweep passes on: trace_options, placement_options, scheduler_options -----------
+GEN = 'name = "t"\nschedulers = ["las"]\nplacements = ["pal"]\ntraces = ["themis-1"]\n'
+OPTION_TYPOS = [
+    (GEN + '[fixed]\ntrace_options = { sclae = "small" }\n', "fixed.trace_options.sclae", "scale"),
+    (GEN + "[fixed]\nplacement_options = { backfil = true }\n", "fixed.placement_options.backfil",
+     "backfill"),
+    (GEN + '[params]\n"scheduler_options.starv_factor" = [10]\n',
+     "params.scheduler_options.starv_factor", "starve_factor"),
+    (GEN + '[[extra]]\ntrace_options = { n_aps = 2 }\n', "extra[0].trace_options.n_aps", "n_apps"),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize("text,where,near", OPTION_TYPOS, ids=[c[1] for c in OPTION_TYPOS])
+def test_a_typo_in_a_sweep_option_exits_2_before_any_cell_runs(tmp_path, text, where, near):
+    f = tmp_path / "s.toml"
+    f.write_text(text)
+    with pytest.raises(OptionError) as exc:
+        load_spec(f)
+    assert exc.value.path == where
+    assert f"did you mean {near!r}?" in exc.value.problem
+    out = tmp_path / "res.parquet"
+    for flags in (["--validate-only"], ["--out", str(out), "--no-progress"]):  # the run as well
+        code, _, err = run_cli(["sweep", str(f), *flags])
+        assert code == 2, err
+        assert f"{where}: " in err and f"did you mean {near!r}?" in err
+    assert not list(tmp_path.glob("res*"))  # nothing ran, nothing journaled
+
+
+def test_run_sweep_rejects_an_unknown_option_before_calling_simulate(tmp_path):
+    from fairplace.runs.sweep import run_sweep
+
+    calls = []
+    spec = {
+        "schedulers": ["fifo"], "placements": ["pal"], "traces": ["themis-1"],
+        "fixed": {"gpus": 16, "trace_options": {"sclae": "small"}},
+    }  # fmt: skip
+    with pytest.raises(OptionError, match="did you mean 'scale'") as exc:
+        run_sweep(spec, tmp_path / "r.csv", progress=False, simulate=lambda **kw: calls.append(kw))
+    assert exc.value.path == "fixed.trace_options.sclae" and calls == []
+
+
+@pytest.mark.parametrize(
+    "text,where,problem",
+    [  # options that would fail every cell at run time
+        (GEN.replace("themis-1", "workload-1") + '[fixed]\ntrace_options = { scale = "small" }\n',
+         "fixed.trace_options.scale", "takes no options"),
+        (GEN + '[fixed]\n"trace_options.scale" = "small"\n', "fixed.trace_options.scale",
+         "set the generator argument itself (fixed.scale)"),
+        (GEN + '[fixed]\nplacement_options = { ties = "bogus" }\n',
+         "fixed.placement_options.ties", "expected one of"),
+    ],
+)  # fmt: skip
+def test_options_no_cell_could_run_are_named(tmp_path, text, where, problem):
+    f = tmp_path / "s.toml"
+    f.write_text(text)
+    with pytest.raises(OptionError) as exc:
+        load_spec(f)
+    assert exc.value.path == where and problem in exc.value.problem
+
+
+def test_known_sweep_options_still_validate(tmp_path):
+    f = tmp_path / "s.toml"
+    f.write_text(
+        GEN + '[params]\n"scheduler_options.starve_factor" = [5, 10]\n'
+        '[fixed]\ngpus = 16\ntrace_options = { scale = "small", n_apps = 2 }\n'
+        "placement_options = { backfill = true }\n"
+    )
+    assert len(load_spec(f)) == 2
+    code, out, err = run_cli(["sweep", str(f), "--validate-only"])
+    assert code == 0, err
+
+
+def test_simulate_names_a_misspelled_trace_option_with_the_suggestion():
+    import fairplace
+
+    with pytest.raises(OptionError) as exc:
+        fairplace.simulate("themis-1", "fifo", "pal", trace_options={"sclae": "small"})
+    assert exc.value.path == "trace_options.sclae"
+    assert "did you mean 'scale'?" in exc.value.problem
+    with pytest.raises(OptionError, match="known: "):  # nothing close: the known ones
+        fairplace.simulate("themis-1", "fifo", "pal", trace_options={"zzz": 1})

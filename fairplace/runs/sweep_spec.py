@@ -1,21 +1,23 @@
 """A sweep spec (``fairplace.runs.sweep``'s module docstring shows one) read and checked: the TOML file
 or dict, its keys and grid axes (names, seeds, ``[params]`` / ``[fixed]`` / ``[[extra]]`` tables),
-its values against the ``simulate()`` arguments they feed (``sweep_schema``), its traces and
+its values against the ``simulate()`` arguments they feed (``sweep_schema``), the options each
+cell passes on (scheduler / placement / trace generator: :func:`check_cell_options`), its traces and
 cluster sizes, and its size (``MAX_SWEEP_CELLS``); the result is a frozen :class:`SweepSpec`
 whose ``cells()`` are the grid. Every error is an :class:`OptionError` naming the key."""
 
 from __future__ import annotations
 
 import itertools
+import json
 import math
 import tomllib
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
 from fairplace import sim
 from fairplace.core.errors import DataError, OptionError
-from fairplace.core.keys import unknown_key
+from fairplace.core.keys import suggestion, unknown_key
 from fairplace.core.limits import JSON_BYTES, MAX_SWEEP_CELLS, check_file_bytes
 from fairplace.instances.trace_generators import (
     TRACE_GENERATORS,
@@ -23,12 +25,14 @@ from fairplace.instances.trace_generators import (
     generator_function,
     generator_params,
 )
+from fairplace.instances.trace_generators import check_options as check_trace_options
 from fairplace.instances.traces import SIA_PHILLY, load_trace
 from fairplace.runs import sweep_schema
 from fairplace.runs.sweep_inputs import SWEEP_OPTIONS
 from fairplace.runs.sweep_schema import FRAMES, SPEC_KEYS
 from fairplace.sim.config import field_names
-from fairplace.solvers.placement.policies import POLICY_NAMES
+from fairplace.sim.schedulers import SCHEDULER_REGISTRY
+from fairplace.solvers.placement.policies import POLICY_NAMES, POLICY_REGISTRY
 
 #: the coordinates of every cell (besides ``[params]``' axes)
 CELL_KEYS = ("scheduler", "placement", "trace", "seed")
@@ -151,6 +155,7 @@ def validate_spec(spec: dict, *, check_names: bool = True) -> SweepSpec:
         _check_inputs(traces, params, fixed)
         for _, over in extra:
             _check_inputs(traces, params, {**fixed, **over})
+        check_cell_options(out)
     return out
 
 
@@ -177,6 +182,85 @@ def _extra(tables, allowed: set | None, reserved: set) -> tuple:
             raise OptionError(f"extra[{i}].seeds", "must be a non-empty list of integers")
         out.append((tuple(seeds), over))
     return tuple(out)
+
+
+#: the option tables a cell passes on: (its key, the cell entry that takes them, that entry's
+#: registry; None: the trace generator's arguments)
+_OPTION_TABLES = (
+    ("scheduler_options", "scheduler", SCHEDULER_REGISTRY),
+    ("placement_options", "placement", POLICY_REGISTRY),
+    ("trace_options", "trace", None),
+)
+
+
+def check_cell_options(spec: SweepSpec) -> None:
+    """Every option a cell passes on is one its taker knows, with a value in its spec:
+    ``scheduler_options`` / ``placement_options`` against the scheduler's / placement policy's
+    (``Registry.check``, what ``simulate`` runs first), ``trace_options`` against the trace
+    generator's arguments (``trace_generators.check_options``; only generated traces take any).
+    Merged as ``sweep.run_cell`` merges them (``[fixed]``, ``[params]``, ``[[extra]]``, dotted
+    keys). An unknown key is an :class:`OptionError` naming where the spec sets it
+    (``fixed.trace_options.sclae``) and the nearest known key, before any cell runs."""
+    for table, over in (("fixed", spec.fixed), ("params", spec.params)) + tuple(
+        (f"extra[{i}]", o) for i, (_, o) in enumerate(spec.extra)
+    ):
+        for k in over:
+            if k.startswith(
+                "trace_options."
+            ):  # run_cell passes them to simulate, not the generator
+                arg = k.split(".", 1)[1]
+                raise OptionError(
+                    f"{table}.{k}", f"set the generator argument itself ({table}.{arg}) instead"
+                )
+    seen: set[str] = set()
+    one = replace(spec, seeds=(0,), extra=tuple(((0,), o) for _, o in spec.extra))  # seeds: same
+    for cell in one.cells():
+        kw = {**spec.fixed, **{k: v for k, v in cell.items() if k != "seed"}}
+        for k in [k for k in kw if "." in k]:
+            outer, inner = k.split(".", 1)
+            kw[outer] = {**(kw.get(outer) or {}), inner: kw.pop(k)}
+        for key, entry, registry in _OPTION_TABLES:
+            opts, name = kw.get(key) or {}, kw.get(entry)
+            if not opts or not isinstance(opts, dict) or not isinstance(name, str):
+                continue  # none / not a table (the schema names it)
+            seen_key = json.dumps([key, name, opts], sort_keys=True, default=str)
+            if seen_key not in seen:
+                seen.add(seen_key)
+                _check_table(spec, key, name, opts, registry)
+
+
+def _check_table(spec: SweepSpec, key: str, name: str, opts: dict, registry) -> None:
+    """One cell's ``key`` options of entry ``name`` (see :func:`check_cell_options`)."""
+    if registry is None:
+        known, owner = generator_params(name), f"the {name!r} generator"
+    else:
+        known, owner = registry.option_names(name), f"{registry.kind} {name!r}"
+    for k in opts:
+        if k in known:
+            continue
+        if not known and registry is None:
+            problem = f"trace {name!r} takes no options: only {', '.join(TRACE_GENERATORS)} do"
+        else:  # the key is in the path; the message as Registry.check words it, plus the nearest
+            near = suggestion(k, known)
+            hint = f"did you mean {near!r}?" if near else f"known: {', '.join(sorted(known))}"
+            problem = f"unknown option of {owner}; {hint if known else 'it takes none'}"
+        raise OptionError(_where(spec, f"{key}.{k}"), problem)
+    try:
+        registry.check(name, opts) if registry is not None else check_trace_options(name, opts)
+    except OptionError as exc:  # a value outside its spec: named where the spec sets it
+        raise OptionError(_where(spec, exc.path), exc.problem) from None
+
+
+def _where(spec: SweepSpec, path: str) -> str:
+    """Where the spec sets option ``path`` (``scheduler_options.f``): ``params.``, ``extra[i].``
+    or ``fixed.`` before it (the order ``sweep.run_cell`` lets them win)."""
+    key = path.split(".", 1)[0]
+    if path in spec.params or key in spec.params:
+        return f"params.{path}"
+    for i, (_, over) in enumerate(spec.extra):
+        if path in over or key in over:
+            return f"extra[{i}].{path}"
+    return f"fixed.{path}"
 
 
 def _check_inputs(traces, params: dict, fixed: dict) -> None:
