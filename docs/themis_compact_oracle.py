@@ -1,11 +1,11 @@
 """The compact THEMIS arbiter against the full MILP, on auction rounds captured from THEMIS runs.
 
-Two steps (issue 25):
+Two steps:
 
 ``capture``: runs ``fairplace.simulate(themis_workload(w, contention=c, seed=s, **WL), "themis",
 "packed-sticky", **SIM)`` for every workload w, contention c and seed s given, and records the input
 of every auction round (cluster, offered GPU indices, each bidder's rho table, options, rounding and
-seed: exactly what ``fairplace/sim/rounds.py`` hands to ``solve_compact_auction``) by wrapping that
+seed: exactly what ``fairplace/sim/themis/arbiter.py`` hands to ``solve_compact_auction``) by wrapping that
 function; nothing in ``fairplace/sim`` is changed. One JSON object per line (gzip if the name ends
 in .gz). A round whose solve raises is recorded with ``"raised"`` and ends that simulation.
 
@@ -22,8 +22,8 @@ numerator from the compact allocation, so that ties between PF optima cannot dif
 a PF bundle pay c = 1; each final bundle lies in its PF bundle.
 
 Commands (workload and simulation parameters are arguments: ``--wl KEY=JSON`` for
-``themis_workload``, ``--sim KEY=JSON`` for ``simulate``; rerun them on new defaults). The sweep of
-issue 25 (709f27c + the fixes; 2 workers on a shared, loaded 2-core VM), today's 30-app / 256-GPU
+``themis_workload``, ``--sim KEY=JSON`` for ``simulate``; rerun them on new defaults). The recorded
+sweep (2 workers on a shared, loaded 2-core VM), today's 30-app / 256-GPU
 defaults passed explicitly as ``DEFAULTS`` = ``--wl n_apps=30 --wl base_gpus=256 --wl
 apps_per_hour=3.0 --wl jobs_per_app=[2,4,8,16] --wl single_job_fraction=0.1 --wl phase_hours=1.0
 --wl max_gpus_per_job=16 --wl jobs_range=[20,100] --sim gpus_per_machine=4``::

@@ -31,7 +31,7 @@ from fairplace.formulations.ftf_counts import (
     phase_time_counts,
     rho_grid,
 )
-from fairplace.sim.themis_apps import StepAverage
+from fairplace.sim.themis.apps import StepAverage
 
 
 def _close(a: float, b: float) -> bool:

@@ -19,9 +19,10 @@ from fairplace.formulations.agents import to_explicit
 from fairplace.instances.generators import random_agent_auction
 from fairplace.instances.workloads import themis_workload
 from fairplace.sim import simulate
-from fairplace.sim.rounds import Arbiter
-from fairplace.sim.schedulers import THEMIS_ROUNDING, make_scheduler
+from fairplace.sim.schedulers import make_scheduler
 from fairplace.sim.themis import Themis
+from fairplace.sim.themis.arbiter import Arbiter
+from fairplace.sim.themis.params import THEMIS_ROUNDING
 from fairplace.solvers.auction import solve_auction
 from fairplace.solvers.compact import solve_compact_auction
 

@@ -93,7 +93,7 @@ def test_the_recycled_stream_is_cut_exactly():
 
     from fairplace.instances.variability import make_cluster
     from fairplace.sim import Driver, DriverConfig, workload_from_trace
-    from fairplace.sim.api import binned_scores, models_table
+    from fairplace.sim.resolve import binned_scores, models_table
     from fairplace.sim.schedulers import make_scheduler
     from fairplace.solvers.placement.policies import ClusterState, make_policy
 

@@ -6,7 +6,8 @@ import numpy as np
 import pytest
 
 from fairplace.core.errors import UnknownSolver
-from fairplace.sim.schedulers import QUEUE_SCHEDULERS, SchedView, make_scheduler
+from fairplace.sim.protocols import SchedView
+from fairplace.sim.schedulers import QUEUE_SCHEDULERS, make_scheduler
 
 
 def view(**kw) -> SchedView:

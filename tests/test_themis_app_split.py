@@ -17,7 +17,7 @@ import fairplace
 from fairplace.core.errors import OptionError
 from fairplace.instances.workloads import themis_workload
 from fairplace.sim.running import HeldGPUs
-from fairplace.sim.themis_apps import AppScheduler
+from fairplace.sim.themis.apps import AppScheduler
 
 MACHINE_OF = np.arange(16) // 4  # 4 machines of 4 GPUs
 COST = 45.0  # the driver's default checkpoint + restart

@@ -1,4 +1,4 @@
-"""Issue 45, item 8: errors in THEMIS' rho estimates (Fig. 17, ``fairplace.sim.estimate_error``) and
+"""Issue 45, item 8: errors in THEMIS' rho estimates (Fig. 17, ``fairplace.sim.themis.estimate_error``) and
 the bid / arbiter overheads of §6.2.3 (``Themis.summary_extra``); the two experiments end to end."""
 
 from __future__ import annotations
@@ -16,9 +16,9 @@ from fairplace.formulations.compact import CompactApp, compact_apps
 from fairplace.instances.generators import random_agent_auction
 from fairplace.instances.workloads import themis_workload
 from fairplace.runs.experiments import load_experiments, run_experiment
-from fairplace.sim.estimate_error import ERROR_KINDS, RhoError, misreport
 from fairplace.sim.schedulers import SCHEDULER_REGISTRY
 from fairplace.sim.themis import OVERHEAD_KEYS, Themis
+from fairplace.sim.themis.estimate_error import ERROR_KINDS, RhoError, misreport
 
 TIMING = {"bid_ms_p50", "bid_ms_p95", "arbiter_ms_p50", "arbiter_ms_p95", "wall_seconds"}
 
@@ -105,7 +105,7 @@ def test_a_factor_on_the_whole_table_would_change_nothing():
 def test_the_ranking_reads_the_reported_current_rho():
     """Step 1 (the ARBITER asks every app for its current rho): e0 + k (rho - e0), inf stays inf."""
     from fairplace.formulations.agents import ftf_model
-    from fairplace.sim.rounds import AppState
+    from fairplace.sim.themis.arbiter import AppState
 
     inst = random_agent_auction(apps=2, machines=2, gpus_per_machine=4, seed=1)
     cl, (a, b) = inst.cluster, inst.agents

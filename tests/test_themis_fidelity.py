@@ -18,7 +18,8 @@ from fairplace.formulations.ftf import (
     phase_time,
 )
 from fairplace.instances.generators import grid_cluster
-from fairplace.sim.schedulers import SchedView, make_scheduler
+from fairplace.sim.protocols import SchedView
+from fairplace.sim.schedulers import make_scheduler
 
 
 def _frame(rows):

@@ -15,7 +15,7 @@ from fairplace.core.domain import spread
 from fairplace.core.errors import OptionError
 from fairplace.instances.workloads import themis_workload
 from fairplace.sim.themis import Themis
-from fairplace.sim.themis_renewal import back_to_held
+from fairplace.sim.themis.renewal import back_to_held
 
 #: 2 racks of 4 machines of 4 GPUs
 MACHINE = np.repeat(np.arange(8), 4)

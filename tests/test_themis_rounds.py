@@ -11,7 +11,7 @@ from fairplace.core.domain import AgentApp, AgentJob, AuctionInstance
 from fairplace.core.errors import OptionError
 from fairplace.formulations.agents import table_rho
 from fairplace.instances.generators import grid_cluster
-from fairplace.sim.rounds import AppState, Arbiter
+from fairplace.sim.themis.arbiter import AppState, Arbiter
 
 CL = grid_cluster(4, 4, 2)
 

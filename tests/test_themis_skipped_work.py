@@ -14,9 +14,9 @@ from hypothesis import strategies as st
 from fairplace.core.domain import AgentApp, AgentJob
 from fairplace.formulations.pa import round_shares
 from fairplace.instances.generators import grid_cluster
-from fairplace.sim.rounds import AppState, Arbiter
 from fairplace.sim.running import HeldGPUs
-from fairplace.sim.themis_apps import AppScheduler
+from fairplace.sim.themis.apps import AppScheduler
+from fairplace.sim.themis.arbiter import AppState, Arbiter
 
 CL = grid_cluster(4, 4, 2)
 
@@ -156,7 +156,7 @@ def test_running_phase_works_kept_by_the_agents_are_the_jobs_works_sorted(monkey
     iteration), longest first."""
     from fairplace.instances.workloads import themis_workload
     from fairplace.sim import simulate
-    from fairplace.sim.themis_apps import Agents
+    from fairplace.sim.themis.apps import Agents
 
     real, checked = Agents.state, []
 

@@ -13,7 +13,7 @@ from fairplace.core.domain import AgentApp, AgentJob
 from fairplace.core.errors import OptionError
 from fairplace.formulations.valuation import lease_gain_rho, lease_rho
 from fairplace.instances.generators import grid_cluster
-from fairplace.sim.rounds import AppState, Arbiter
+from fairplace.sim.themis.arbiter import AppState, Arbiter
 
 CL = grid_cluster(2, 4, 2)  # 2 machines x 4 GPUs, one rack
 IDS = [g.id for g in CL.gpus]

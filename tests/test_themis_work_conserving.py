@@ -13,7 +13,7 @@ from hypothesis import strategies as st
 import fairplace
 from fairplace.instances.workloads import themis_workload
 from fairplace.sim import accounting
-from fairplace.sim.themis_apps import _MachinePool, best_fit, even_split
+from fairplace.sim.themis.apps import _MachinePool, best_fit, even_split
 
 
 def _frame(jobs, gpus, locality=1.1, apps=None):

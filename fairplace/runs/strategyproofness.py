@@ -15,7 +15,7 @@ it joins. What it leaves open, fairplace's choices:
   big machine is every app's best bundle;
 * THEMIS with its defaults (``fairplace.sim.themis``) at f = ``f`` = 0.8: §6.3 gives no f, and 0.8
   is the paper's operating point for every evaluation (§6.2, §6.4); 10-minute leases;
-* the lie: ``rho_error_kind="strategic"`` with ``liar`` = the lying app (``fairplace.sim.estimate_error``):
+* the lie: ``rho_error_kind="strategic"`` with ``liar`` = the lying app (``fairplace.sim.themis.estimate_error``):
   its reported remaining time is scaled by 1 - X on one machine and 1 + X across machines, in its
   bids and in the current rho it reports for the ranking; every other app's estimates are the truth;
 * the liar is drawn per seed (:func:`liar_of`), so it wins no tie by its position or id; the run with
@@ -26,9 +26,6 @@ it joins. What it leaves open, fairplace's choices:
 truthful time - its time lying) / its truthful time: > 0 = lying helped), ``liar_placement_score``
 (its GPU-time-weighted 1 / S) and ``liar_restarts``. The claims read it through
 ``fairplace.analysis.claims.liar_gain_bound`` and ``tipping_point``.
-
-The synchronous-lease loop that stood here before issue 45 (floor rounding, f = 0.5, d_max = 24) is
-gone: nothing else used it.
 """
 
 from __future__ import annotations

@@ -22,17 +22,18 @@ from fairplace.core.registry import Entry
 from fairplace.instances.models import measured_locality
 from fairplace.solvers.placement import policies
 from fairplace.solvers.placement.policies import ClusterState
+from fairplace.solvers.placement.policy_round import PlacementPolicy
 
 from . import metrics
+from .accounting import Timeline
 from .config import SimulationConfig
-from .engine import Driver, DriverConfig, Timeline
+from .engine import Driver, DriverConfig
 from .ideal_time import add_rho
 from .isolated import add_solo_rho, isolated_jct, solo_runner
 from .leases import Leased
-from .protocols import AllocatingScheduler, PlacementPolicy, Scheduler
+from .protocols import AllocatingScheduler, Scheduler
 from .recycle import run_recycled
 from .resolve import (
-    SLOW_PM,
     binned_scores,
     cluster_size,
     draw_cluster,
@@ -46,17 +47,7 @@ from .schedulers import SCHEDULER_REGISTRY, make_scheduler
 from .setups import apply_setup
 from .workload import Workload, workload_from_trace
 
-__all__ = [
-    "SLOW_PM",
-    "Plan",
-    "binned_scores",
-    "draw_descriptors",
-    "drive",
-    "models_table",
-    "plan",
-    "simulate",
-    "trace_profile",
-]
+__all__ = ["Plan", "drive", "plan", "simulate"]
 
 #: the round length when neither the config nor the scheduler's round option sets one (s)
 ROUND_LENGTH = 300.0

@@ -51,9 +51,9 @@ from fairplace.core.errors import ExtensionError, OptionError
 from . import accounting as acc
 from .accounting import Timeline
 from .contract import MAX_STALLED, Contract
+from .protocols import SchedView
 from .run_state import RunState
 from .running import HeldGPUs, InvariantError, Running, check_holdings
-from .schedulers import SchedView
 from .workload import Workload
 
 __all__ = ["GRID_ORIGINS", "STAMPINGS", "Driver", "InvariantError", "DriverConfig", "Timeline"]

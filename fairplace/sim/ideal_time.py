@@ -10,7 +10,7 @@ import pandas as pd
 from fairplace.core.errors import OptionError
 from fairplace.formulations.ftf import n_avg
 
-from .engine import Timeline
+from .accounting import Timeline
 from .metrics import active_step
 from .workload import Workload
 

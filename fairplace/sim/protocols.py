@@ -10,20 +10,23 @@ A **scheduler** orders the active jobs at each decision (queue schedulers: FIFO,
 
 Optional: ``bind(cluster)`` (called once before the run); ``allocates = True`` with
 ``allocate(...)`` / ``next_event(t)`` for a scheduler that places jobs itself, as THEMIS' arbiter
-and Optimus do (``fairplace/sim/themis.py``; the driver then skips the placement policy).
+and Optimus do (:mod:`fairplace.sim.themis`, :mod:`fairplace.sim.schedulers.optimus`; the driver then
+skips the placement policy). What a scheduler sees, :class:`SchedView`, is defined here: the driver,
+the baselines and THEMIS import it from one module that imports none of them.
 
 A **placement policy** turns the ordered queue into GPU sets::
 
     name: str
     place(state: ClusterState, queue: Sequence[Job]) -> Decision
 
-Optional (:class:`IncrementalPolicy`, what the driver reads to skip or shorten decisions):
+Optional (``IncrementalPolicy``, what the driver reads to skip or shorten decisions):
 ``resumable`` (True: a decision depends on the queue only, and ``place(state, queue,
 previous=Decision)`` continues from the previous decision) and ``repeatable`` (True: the same queue
 and holdings give the same decision; a policy that draws per round is not). A policy without them
-is asked afresh at every decision. ``SchedView`` is in :mod:`fairplace.sim.schedulers`; ``ClusterState``,
-``Decision`` and the built-in policies are in :mod:`fairplace.solvers.placement.policies`, where the two
-policy Protocols are defined (re-exported here).
+is asked afresh at every decision. ``ClusterState``, ``Decision`` and the built-in policies are in
+:mod:`fairplace.solvers.placement.policies`; the two policy Protocols are defined with the policies'
+round (:mod:`fairplace.solvers.placement.policy_round`, whose registry checks objects by them) and
+exported by :mod:`fairplace.sim`.
 
 A **T_id model** gives the ideal time of finish-time fairness rho = T_sh / T_id (THEMIS Eq. 1) of
 every job (each taken as its own app) and every app::
@@ -49,20 +52,38 @@ rule; a run without progress for ``DriverConfig.max_stalled`` decisions stops wi
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any, Protocol, runtime_checkable
 
 import numpy as np
 
-# the placement policy's Protocols live with the policies (their registry checks objects by them)
-from fairplace.solvers.placement.policy_round import IncrementalPolicy, PlacementPolicy
-
 __all__ = [
     "AllocatingScheduler",
     "IdealTimeModel",
-    "IncrementalPolicy",
-    "PlacementPolicy",
+    "SchedView",
     "Scheduler",
 ]
+
+
+@dataclass(frozen=True)
+class SchedView:
+    """What a scheduler may look at, at time ``t`` (arrays have one entry per workload job)."""
+
+    t: float
+    active: np.ndarray  # indices of released, unfinished jobs
+    arrival: np.ndarray  # release time of each job (s)
+    demand: np.ndarray  # GPUs per job
+    remaining: np.ndarray  # iterations left
+    total: np.ndarray  # iterations in all
+    t_iter: np.ndarray  # seconds per iteration on median GPUs, within a machine
+    attained: np.ndarray  # GPU-seconds held so far (Tiresias' attained service)
+    running: np.ndarray  # bool: holds GPUs now
+    app: np.ndarray  # app index of each job
+    gpus: int  # cluster size
+    round_length: float
+    held: np.ndarray | None = None  # seconds each job has held GPUs
+    t_isolated: np.ndarray | None = None  # Gavel's isolated-equivalent time of each job's work done
+    waiting_since: np.ndarray | None = None  # when each job last stopped holding GPUs (or arrived)
 
 
 @runtime_checkable

@@ -25,8 +25,8 @@ import numpy as np
 
 from fairplace.core.domain import Cluster
 
-from .schedulers import SchedView
-from .themis_apps import best_fit
+from ..protocols import SchedView
+from ..themis.apps import best_fit
 
 
 class Optimus:

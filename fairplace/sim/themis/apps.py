@@ -1,4 +1,4 @@
-"""The app side of THEMIS in the driver (``fairplace.sim.themis``): how an app describes itself to the
+"""The app side of THEMIS in the driver (:mod:`fairplace.sim.themis`): how an app describes itself to the
 ARBITER (:class:`Agents`: THEMIS' AGENT, §4.3, one :class:`~fairplace.core.domain.AgentApp` per app and
 round) and how its GPUs are split among its jobs (:class:`AppScheduler`: the hyper-parameter app
 scheduler's even split, §4.3.3), with the pieces both use.
@@ -19,8 +19,9 @@ from fairplace.formulations.ftf import bundle_rho
 from fairplace.formulations.hyperopt import SuccessiveHalving, model_job
 from fairplace.formulations.phase_times import keep_works
 
-from .rounds import AppState
-from .schedulers import THEMIS_APP_SPLIT, SchedView
+from ..protocols import SchedView
+from .arbiter import AppState
+from .params import THEMIS_APP_SPLIT
 
 
 def best_fit(pool: set, need: int, machine_of) -> list:
@@ -180,7 +181,7 @@ class Agents:
     def state(
         self, a: int, view: SchedView, w, owner, before, room: int, cluster: Cluster, run=None
     ):
-        """App ``a``'s :class:`~fairplace.sim.rounds.AppState` at ``view.t``: its AGENT description
+        """App ``a``'s :class:`~fairplace.sim.themis.arbiter.AppState` at ``view.t``: its AGENT description
         (:meth:`agent`), the GPUs it holds (``owner == a``) on the decision ``cluster``, its current
         rho with the GPUs it held just before (``before == a``; None: none), its ``room`` and its
         FTF model (built once for the arbiter's rho table and this rho); ``run``: its

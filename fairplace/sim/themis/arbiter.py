@@ -1,4 +1,6 @@
-"""Round-by-round THEMIS auctions (Pseudocode 1, ``ROUNDBYROUNDAUCTIONS``) — the API a simulator drives.
+"""THEMIS' ARBITER: round-by-round auctions (Pseudocode 1, ``ROUNDBYROUNDAUCTIONS``) — the API a
+simulator drives. "Arbiter" names this module and its :class:`Arbiter` only; the exact auction it
+runs in step 3 is :mod:`fairplace.solvers.compact` (the compact formulation's PF + PA solver).
 
 On a resource-available event (lease expiry, arrival, completion) the driver calls
 :meth:`Arbiter.auction_round` with the apps' state and the free GPUs; the arbiter
@@ -64,8 +66,9 @@ from fairplace.formulations.compact import compact_app
 from fairplace.formulations.ftf import FTFModel
 from fairplace.formulations.pa import ROUNDING_RULES
 from fairplace.formulations.valuation import VALUATIONS, lease_table
-from fairplace.sim.estimate_error import RhoError
 from fairplace.solvers.options import SolveOptions
+
+from .estimate_error import RhoError
 
 LEFTOVER_RULES = ("random", "work-conserving")
 
@@ -133,7 +136,7 @@ class Arbiter:
     #: a served starving bidder's c_i stays well above 0; ``held`` = Eq. 1 / 2 as the AGENT prices
     #: it (rho(empty) = inf). The filter ranks by rho whatever this says
     valuation: str = "lease"
-    #: errors in the AGENTs' rho estimates (Fig. 17, ``fairplace.sim.estimate_error``): the ranking
+    #: errors in the AGENTs' rho estimates (Fig. 17, ``fairplace.sim.themis.estimate_error``): the ranking
     #: and the bids read the reported values; None: the truth
     rho_error: RhoError | None = None
 

@@ -100,7 +100,7 @@ class RhoError:
 
     @staticmethod
     def elapsed_share(cluster: Cluster, state) -> float:
-        """e0 = elapsed / T_id of an :class:`~fairplace.sim.rounds.AppState` (its FTF model)."""
+        """e0 = elapsed / T_id of an :class:`~fairplace.sim.themis.arbiter.AppState` (its FTF model)."""
         model = state.model if state.model is not None else ftf_model(state.app, cluster)
         return float(model.elapsed) / model.ideal(len(cluster))
 

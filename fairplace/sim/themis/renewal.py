@@ -1,4 +1,4 @@
-"""THEMIS lease renewal (issue 45): which GPUs an auction winner gets among those its bundle's value
+"""THEMIS lease renewal: which GPUs an auction winner gets among those its bundle's value
 leaves open. The ARBITER prices a bundle by its count, spread and decision scores only, so a winner's
 bundle may move machine for machine (same rack, same scores) onto machines it held just before: a
 lease renewal at the same count then moves no job, and the auction's outcome is unchanged."""

@@ -1,4 +1,4 @@
-"""THEMIS in the driver: leases, the ARBITER's round-by-round PA auction (``fairplace.sim.rounds``) and an
+"""THEMIS in the driver: leases, the ARBITER's round-by-round PA auction (:mod:`.arbiter`) and an
 app-level scheduler that splits each app's GPUs among its jobs (successive halving inside the app).
 
 * Every grant is a lease of ``lease`` seconds from the moment it is granted (per allocation, as in
@@ -24,7 +24,7 @@ app-level scheduler that splits each app's GPUs among its jobs (successive halvi
 * PA rounding (``rounding``, default ``partial``, the paper's G_i = c_i G_i,pf: each bidder keeps
   its c_i share of its PF bundle in whole GPUs, largest remainders over the round,
   ``formulations/pa.py``; every c_i exact). ``lottery`` (the whole bundle with probability c_i,
-  the default before issue 45; c_i only as far as its draw needs) stays an option for the control,
+  c_i only as far as its draw needs) stays an option for the control,
   so do ``floor`` and ``fractional``.
   ``payments=False`` drops the hidden payments altogether (every bidder keeps its PF bundle, c_i = 1):
   not THEMIS, a control for the mechanism checks in docs/themis-results.md.
@@ -32,13 +32,13 @@ app-level scheduler that splits each app's GPUs among its jobs (successive halvi
   the locality slowdown only) or ``pm-score`` (S = L(spread) x max binned PM-score, priced on a copy of
   the cluster carrying the binned scores). Runtime always uses the raw PM-scores.
 * App scheduler (``app_split``): ``restart-aware`` (default; the rules in
-  :class:`~fairplace.sim.themis_apps.AppScheduler`: running jobs stay where they are, won GPUs go to
+  :class:`~fairplace.sim.themis.apps.AppScheduler`: running jobs stay where they are, won GPUs go to
   waiting jobs first, a job grows only when that saves more than its checkpoint + restart, an app
   losing GPUs sheds whole jobs), or ``even`` (THEMIS' even split, §4.3.3, the control): n GPUs
   over J jobs -> n < J: the n jobs with most work
   left get one GPU; else n // J each (the remainder to the jobs already holding it, then to those
   with most work), at most N_j per job, what a job cannot take going to the others
-  (:func:`~fairplace.sim.themis_apps.even_split`; the app side: ``themis_apps``);
+  (:func:`~fairplace.sim.themis.apps.even_split`; the app side: :mod:`.apps`);
   each job keeps the GPUs it had where it can, then takes the app's free GPUs best-fit by machine
   (the machine with the fewest of the app's free GPUs that still holds the job's need; else the
   fullest machines first), so that a job that fits in a machine runs within one.
@@ -59,26 +59,14 @@ import numpy as np
 from fairplace.core.domain import GPU, Cluster
 from fairplace.core.errors import OptionError
 
+from ..protocols import SchedView
+from .apps import Agents, AppScheduler, StepAverage, running_jobs
+from .arbiter import Arbiter
 from .estimate_error import RhoError
-from .schedulers import (
-    THEMIS_APP_SPLIT,
-    THEMIS_RHO_VARIANT,
-    THEMIS_ROUNDING,
-    THEMIS_VALUATION,
-    SchedView,
-)
-from .themis_apps import Agents, AppScheduler, StepAverage, best_fit, even_split, running_jobs
-from .themis_renewal import back_to_held
+from .params import THEMIS_APP_SPLIT, THEMIS_RHO_VARIANT, THEMIS_ROUNDING, THEMIS_VALUATION
+from .renewal import back_to_held
 
-__all__ = [
-    "PRICING",
-    "RENEWAL",
-    "Themis",
-    "back_to_held",
-    "best_fit",
-    "binned_cluster",
-    "even_split",
-]
+__all__ = ["OVERHEAD_KEYS", "PRICING", "RENEWAL", "Themis", "binned_cluster"]
 
 #: §6.2.3 overheads in the summary (``Themis.summary_extra``): bid and arbiter ms, p50 / p95
 OVERHEAD_KEYS = ("mean_offered_gpus", "bid_ms_p50", "bid_ms_p95", "arbiter_ms_p50",
@@ -128,8 +116,6 @@ class Themis:
         liar: str | None = None,
         renewal: str = "held-machines",
     ):
-        from fairplace.sim.rounds import Arbiter
-
         if pricing not in PRICING:
             raise OptionError("scheduler_options.pricing", f"expected one of {PRICING}")
         if renewal not in RENEWAL:

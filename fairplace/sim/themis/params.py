@@ -1,0 +1,102 @@
+"""THEMIS' scheduler options as specs (:class:`~fairplace.core.params.Param`): what the scheduler
+registry declares for ``themis`` and what :class:`~fairplace.sim.themis.scheduler.Themis` checks its
+options by. Their own module, so that the registry and THEMIS both import them and neither imports
+the other back. The filter fraction f is ``fairplace.core.params.THEMIS_F``."""
+
+from __future__ import annotations
+
+from fairplace.core.limits import MAX_TIME
+from fairplace.core.params import Interval, Options, Param
+from fairplace.formulations.pa import ROUNDING_RULES
+from fairplace.formulations.valuation import VALUATIONS
+from fairplace.formulations.variants import AGENT_T_ID_VARIANTS
+
+from .estimate_error import ERROR_KINDS
+
+__all__ = [
+    "THEMIS_APP_SPLIT",
+    "THEMIS_LEASE",
+    "THEMIS_RHO_ERROR",
+    "THEMIS_RHO_ERROR_KIND",
+    "THEMIS_RHO_VARIANT",
+    "THEMIS_ROUNDING",
+    "THEMIS_VALUATION",
+]
+
+#: the T_id THEMIS' apps bid with (rho = T_sh / T_id): the T_id choice has one name, ``rho_variant``,
+#: here as in ``SimulationConfig`` (what the metrics report); only the agent-form variants
+THEMIS_RHO_VARIANT = Param(
+    "rho_variant",
+    "themis",
+    Options(AGENT_T_ID_VARIANTS),
+    "the T_id THEMIS' apps bid with (rho = T_sh / T_id)",
+    flag="--scheduler-option rho_variant",
+    path="scheduler_options.rho_variant",
+)
+
+#: THEMIS' lease (§6.2: 10 minutes): how long a won GPU stays with its app; a round is a lease
+THEMIS_LEASE = Param(
+    "lease",
+    600.0,
+    Interval(0.0, MAX_TIME, closed="right"),
+    "THEMIS lease in s: how long a won GPU stays with its app (a round)",
+    flag="--scheduler-option lease",
+    path="scheduler_options.lease",
+)
+
+#: errors of ±X in the AGENTs' rho estimates (§6.3, Fig. 17; ``fairplace.sim.themis.estimate_error``):
+#: the ranking and the bids read them, the metrics the truth
+THEMIS_RHO_ERROR = Param(
+    "rho_error",
+    0.0,
+    Interval(0.0, 1.0, closed="left"),
+    "THEMIS: size X of the AGENTs' errors in their remaining time (0.2: within 0.8x..1.2x)",
+    flag="--scheduler-option rho_error",
+    path="scheduler_options.rho_error",
+)
+
+#: how the AGENTs' estimates err: per app (the paper), per app and auction, or all apps
+#: exaggerating their placement preference by X (Fig. 18's lie, told by every app)
+THEMIS_RHO_ERROR_KIND = Param(
+    "rho_error_kind",
+    "random",
+    Options(ERROR_KINDS),
+    "THEMIS: how the AGENTs' rho estimates err (with rho_error > 0)",
+    flag="--scheduler-option rho_error_kind",
+    path="scheduler_options.rho_error_kind",
+)
+
+#: THEMIS' app scheduler (§4.2.2 step 5): ``restart-aware`` moves as few jobs as it can (a job grows
+#: only when that saves more than the move costs), ``even`` re-splits every running job evenly
+THEMIS_APP_SPLIT = Param(
+    "app_split",
+    "restart-aware",
+    Options(("restart-aware", "even")),
+    "how a THEMIS app splits its GPUs among its jobs",
+    flag="--scheduler-option app_split",
+    path="scheduler_options.app_split",
+)
+
+#: THEMIS' PA rounding (``formulations/pa.py``): ``partial`` keeps c_i |G_i,pf| GPUs of each PF
+#: bundle (the paper's G_i = c_i G_i,pf); ``lottery`` the whole bundle with probability c_i
+THEMIS_ROUNDING = Param(
+    "rounding",
+    "partial",
+    Options(ROUNDING_RULES),
+    "THEMIS' PA rounding of each bidder's c_i share of its PF bundle",
+    flag="--scheduler-option rounding",
+    path="scheduler_options.rounding",
+)
+
+#: what THEMIS' bidders are valued by in the auction (formulations/valuation.py,
+#: docs/themis-valuation.md): the bundle for this lease, then the fair share — ``lease`` = one lease
+#: plus the time it saves, ``lease-rho`` = rho under that model (both finite when the app holds
+#: nothing); ``held`` = Eq. 1 / 2, held until the app ends (rho(empty) = inf)
+THEMIS_VALUATION = Param(
+    "valuation",
+    "lease",
+    Options(VALUATIONS),
+    "what THEMIS' auction values a bundle by (this lease, then the fair share; held: Eq. 1)",
+    flag="--scheduler-option valuation",
+    path="scheduler_options.valuation",
+)
