@@ -10,6 +10,7 @@ jobs and their optimiser while the jobs make no progress); N_avg comes from :cla
 from __future__ import annotations
 
 import bisect
+from typing import Any, NamedTuple
 
 import numpy as np
 
@@ -166,6 +167,16 @@ class StepAverage:
         return (memo[1] - start) / (t_now - lo)
 
 
+class RunningJobs(NamedTuple):
+    """What an app's AGENT keeps of its running jobs while they make no progress (:class:`Agents`)."""
+
+    run: bytes  # the running jobs' indices (``np.ndarray.tobytes``)
+    left: bytes  # their iterations left, bitwise
+    jobs: tuple[AgentJob, ...]  # the running jobs as AgentJobs
+    d_max: int  # the most GPUs one of them asks for
+    optimizer: Any = None  # the app's optimiser, built on first use (:meth:`Agents.state`)
+
+
 class Agents:
     """THEMIS' AGENTs: the :class:`AppState` of each bidding app (T_id variant ``rho_variant``)."""
 
@@ -173,8 +184,7 @@ class Agents:
         self.rho_variant = rho_variant
         self.steps = steps  # active apps over time, for N_avg
         self._statics: dict = {}  # per app: its agent description's workload-only parts
-        # per app: (running jobs, progress), their AgentJobs, its optimiser, d_max
-        self._jobs: dict = {}
+        self._jobs: dict[int, RunningJobs] = {}  # per app: its running jobs as last described
         self._future: dict = {}  # per app: its optimisers' later-phase memo (future_memo)
         self._model_job: dict = {}  # per app: (its running jobs, their model job)
 
@@ -191,21 +201,21 @@ class Agents:
             run = running_jobs(view, w)[a]
         app = self.agent(a, view, w, held, run)
         jobs = self._jobs[a]
-        if jobs[2] is None:  # the optimiser's view changes only with the running jobs
+        if jobs.optimizer is None:  # the optimiser's view changes only with the running jobs
             memo = self._future.setdefault(a, {})
             if len(memo) > 4096:  # bounded: a long-lived app prices many count ranges
                 memo.clear()
             same, mj = self._model_job.get(a, (None, None))
-            if same != jobs[0][0] and app.stopping == "successive-halving":  # other jobs
+            if same != jobs.run and app.stopping == "successive-halving":  # other jobs
                 mj = model_job(app.jobs, app.future)
-                self._model_job[a] = (jobs[0][0], mj)
+                self._model_job[a] = (jobs.run, mj)
             opt = optimizer_of(app, memo, mj)
             if isinstance(opt, SuccessiveHalving) and opt.mode == "actual":
                 # its running phase's works (iters left x t_iter: AgentJob.work), sorted in NumPy
                 work = view.remaining[run] * (w.t_iter[run] * w.demand[run])
                 keep_works(opt.phase_memo, opt.current_phase, np.sort(work)[::-1].tolist())
-            self._jobs[a] = jobs = (*jobs[:2], opt, jobs[3])
-        model = ftf_model(app, cluster, jobs[2])
+            self._jobs[a] = jobs = jobs._replace(optimizer=opt)
+        model = ftf_model(app, cluster, jobs.optimizer)
         had = (before == a).nonzero()[0]
         rho = bundle_rho(model, cluster, had, app.cls) if had.size else None
         sp = spread(cluster.machine_index, cluster.rack_index, had) if had.size else None
@@ -244,14 +254,15 @@ class Agents:
         st = self._static(a, w)
         cur = int(w.phase[run[0]])
         rem = view.remaining[run]
-        key = (run.tobytes(), rem.tobytes())
+        run_key, left = run.tobytes(), rem.tobytes()
         jobs = self._jobs.get(a)
-        if jobs is None or jobs[0] != key:  # the running jobs or their progress changed
-            self._jobs[a] = jobs = (
-                key,
-                self._agent_jobs(jobs, key, run, rem, w),
-                None,  # the optimiser, built on first use (``_state``)
-                max(w.demand[run].tolist()),  # d_max
+        # the running jobs or their progress changed: described again
+        if jobs is None or (jobs.run, jobs.left) != (run_key, left):
+            self._jobs[a] = jobs = RunningJobs(
+                run_key,
+                left,
+                self._agent_jobs(jobs, run_key, run, rem, w),
+                max(w.demand[run].tolist()),
             )
         t_start = st.get("t_start")
         if t_start is None:  # its first release: later phases are released after it
@@ -259,10 +270,10 @@ class Agents:
         many = len(st["phases"]) > 1
         return AgentApp(
             id=w.app_ids[a],
-            jobs=jobs[1],
+            jobs=jobs.jobs,
             t_start=t_start,
             t_now=view.t,
-            d_max=jobs[3],
+            d_max=jobs.d_max,
             locality=st["locality"],
             cls=st["cls"],
             model=st["model"],
@@ -280,15 +291,17 @@ class Agents:
         )
 
     @staticmethod
-    def _agent_jobs(last, key: tuple, run: np.ndarray, rem: np.ndarray, w) -> tuple:
+    def _agent_jobs(
+        last: RunningJobs | None, run_key: bytes, run: np.ndarray, rem: np.ndarray, w
+    ) -> tuple[AgentJob, ...]:
         """The running jobs as :class:`AgentJob`s. With the same jobs as ``last`` (the app's
         previous entry), a job whose iterations left are bitwise the same keeps its AgentJob:
         only the jobs that ran since are built again (an app runs a few of its many jobs)."""
         serial = w.t_iter[run] * w.demand[run]
-        if last is None or last[0][0] != key[0]:
+        if last is None or last.run != run_key:
             return AgentJob.many(rem.tolist(), serial.tolist())
-        moved = (np.frombuffer(last[0][1], np.int64) != rem.view(np.int64)).nonzero()[0].tolist()
-        out = list(last[1])
+        moved = (np.frombuffer(last.left, np.int64) != rem.view(np.int64)).nonzero()[0].tolist()
+        out = list(last.jobs)
         fresh = AgentJob.many(rem[moved].tolist(), serial[moved].tolist())
         for k, job in zip(moved, fresh, strict=True):
             out[k] = job
