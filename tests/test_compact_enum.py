@@ -119,7 +119,7 @@ def test_enumeration_equals_the_milp_route(seed, monotone):
     ids = [a.table.app_id for a in apps]
     inst = AuctionInstance(cl, ())
     kw = {"offer": offer, "apps": apps, "ids": ids}
-    en = solve_compact_auction(inst, **kw, enum_limit=10**6)
+    en = solve_compact_auction(inst, **kw, enum_limit=10**6, route="compact")  # not the DP
     # the plain program's cells: "<= v" for every spread; the aggregated one reads a spread-0
     # slot at the least level >= its own, the same optimum only when rho rises with the level
     mi = solve_compact_auction(inst, **kw, enum_limit=0, aggregate=monotone)
@@ -227,8 +227,8 @@ def test_size_guard_falls_back_to_the_milp_route():
     full = enumerate_auction(prog)
     rows = math.prod(compact_enum._options(prog, i, 10**9).n.size for i in prog.active)
     assert full is not None and enumerate_auction(prog, rows - 1) is None
-    sol = solve_compact_auction(inst, enum_limit=rows - 1)
-    en = solve_compact_auction(inst, enum_limit=rows)
+    sol = solve_compact_auction(inst, enum_limit=rows - 1, route="compact")  # not the DP
+    en = solve_compact_auction(inst, enum_limit=rows, route="compact")
     assert sol.extra["pf_route"] != "enumeration" and en.extra["pf_route"] == "enumeration"
     assert _close(en.objective, sol.objective)
 
@@ -265,7 +265,7 @@ def test_leave_one_out_enumeration_after_an_lp_route_pf(seed, monotone):
     kw = {"offer": offer, "apps": apps, "ids": ids, "aggregate": False}
     inst = AuctionInstance(cl, ())
     lp = solve_compact_auction(inst, **kw, enum_limit=0)
-    en = solve_compact_auction(inst, **kw, enum_limit=1)
+    en = solve_compact_auction(inst, **kw, enum_limit=1, route="compact")  # not the DP
     assume(lp.extra["pf_route"] != "empty")  # no app can use the offer: nothing to pay
     assert lp.status == en.status == "optimal"
     assert en.extra["pf_route"] == lp.extra["pf_route"] != "enumeration"

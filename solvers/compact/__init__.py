@@ -31,6 +31,7 @@ from fairplace.solvers.compact.packing import best_subbundle, pack
 from ..auction import auction_gap, pf_bound, unsolved
 from ..budget import Budget, budget_for
 from ..options import SolveOptions
+from .dp import dp_suits, solve_dp
 from .enumeration import ENUM_LIMIT, enumerate_auction
 from .enumeration import leave_one_out as enum_loo
 from .pa_payments import NOT_RUN, _best, _others, _without_solve, payments
@@ -39,6 +40,8 @@ from .pf import REDUCED_MAX_MACHINES, solve_compact_pf
 #: most joint choices of one leave-one-out problem enumerated for the payments of a PF solved by
 #: the LP / MILP route (``_enum_payments``); above it every PF_{-i} takes the LP route
 LOO_ENUM_LIMIT = 60000
+#: ``solve_compact_auction(route=...)``: ``auto`` (the DP where it suits), ``dp``, ``compact``
+ROUTES = ("auto", "dp", "compact")
 
 __all__ = [
     "NOT_RUN",
@@ -84,6 +87,7 @@ def solve_compact_auction(
     aggregate: bool = True,
     enum_limit: int = ENUM_LIMIT,
     exact_payments: bool = True,
+    route: str = "auto",
 ) -> Solution:
     """PF + PA over the agent-form apps of ``inst`` (or the given compact ``apps``) on ``offer``.
     ``reduced``: formulation of full-MILP fallbacks (None: by offer size, see :func:`solve_compact_pf`;
@@ -92,7 +96,8 @@ def solve_compact_auction(
     the formulation before it; same optima). ``budget`` (default:
     ``opts.time_limit`` from now) bounds the whole auction (module docstring). ``enum_limit``:
     small auctions (at most that many joint choices) are solved by enumeration, PF and payments
-    (``compact.enumeration``; ``extra['pf_route']``); 0 forces the LP / MILP route.
+    (``compact.enumeration``; ``extra['pf_route']``); 0 forces the LP / MILP route (with
+    ``route="auto"``: no DP either).
     ``exact_payments=False`` with the ``lottery`` rounding (a simulator that reads only the
     allocation): a PF_{-i} of the LP route is solved only as far as app i's draw needs it; where
     its bounds already put c_i above the draw (:func:`.pa_payments.lottery_floor`, route
@@ -100,7 +105,12 @@ def solve_compact_auction(
     ``lottery_drop``: it loses it), the outcome is that of the exact c_i and the payment is
     reported as NaN. The allocation is the exact payments' allocation. Every other rule
     (``partial``, THEMIS' default, reads every c_i) gets every c_i exact whatever
-    ``exact_payments`` says: only the lottery's draws let a PF_{-i} stay open."""
+    ``exact_payments`` says: only the lottery's draws let a PF_{-i} stay open. ``route``:
+    ``auto`` = PF and every PF_{-i} by the DP (``compact.dp``) where ``dp_suits`` (a small
+    homogeneous offer) and ``enum_limit`` > 0, else as ``compact``: enumeration or LP / MILP;
+    ``dp`` = the DP on any homogeneous offer (else as ``compact``)."""
+    if route not in ROUTES:
+        raise OptionError("route", f"expected one of {ROUTES}, got {route!r}")
     t0 = time.perf_counter()
     budget = budget_for(opts, budget)
     if opts.mip_allow_restart is None:  # as in solvers/auction.py (see SolveOptions)
@@ -113,7 +123,7 @@ def solve_compact_auction(
         offer = free_gpus(inst)
     ids = ids or [a.table.app_id for a in apps]
     log: dict = {}
-    pf_ = _compact_pf(cl, offer, apps, opts, reduced, budget, aggregate, enum_limit, log)
+    pf_ = _compact_pf(cl, offer, apps, opts, reduced, budget, aggregate, enum_limit, log, route)
     res, choice, prog, enum, plain = pf_
     if choice is None:
         sol = unsolved(
@@ -125,7 +135,7 @@ def solve_compact_auction(
     if payments_ and enum is not None:  # every PF_{-i} from the same enumeration
         pay.c.update(enum.payments())
         pay.k = len(choice)
-        pay.routes = dict.fromkeys(choice, "enumeration")
+        pay.routes = dict.fromkeys(choice, log["route"])  # "enumeration" or "dp"
     elif payments_ and not (
         plain is not None and _enum_payments(pay, plain, choice, ids, res.status)
     ):
@@ -189,15 +199,30 @@ def _extra(
     }
 
 
-def _compact_pf(cl, offer, apps, opts, reduced, budget, aggregate, enum_limit, log: dict):
-    """(raw result, PF choice or None, program, the enumeration or None, the enumerated program or
-    None): by enumeration when the auction is small enough, else the LP / MILP route (``log``: how,
-    and why a faster one failed). The enumerated program (built when ``enum_limit`` > 0) serves
-    the leave-one-out enumeration of an LP / MILP route PF."""
+def _compact_pf(
+    cl, offer, apps, opts, reduced, budget, aggregate, enum_limit, log: dict, route="auto"
+):
+    """(raw result, PF choice or None, program, the DP / enumeration or None, the enumerated
+    program or None): by the DP where ``route`` takes it, else by enumeration when the auction
+    is small enough, else the LP / MILP route (``log``: how, and why a faster one failed). The
+    enumerated program (built when ``enum_limit`` > 0) serves the leave-one-out enumeration of
+    an LP / MILP route PF."""
     enum = plain = None
-    if enum_limit > 0 and budget.options(opts) is not None:
+    try_dp = route == "dp" or (route == "auto" and enum_limit > 0)
+    if try_dp and budget.options(opts) is not None:
         offer = tuple(int(g) for g in offer)
         plain = CompactProgram(cl, offer, tuple(apps), reduced=False, aggregate=aggregate)
+        if dp_suits(plain) if route == "auto" else len(plain.types) == 1:
+            dp = solve_dp(plain)
+            if dp is not None:
+                log["route"] = "dp"
+                return dp.result(), dp.choice, plain, dp, plain
+        if enum_limit <= 0:  # the LP / MILP route's payments as before: no enumeration
+            plain = None
+    if enum_limit > 0 and budget.options(opts) is not None:
+        offer = tuple(int(g) for g in offer)
+        if plain is None:
+            plain = CompactProgram(cl, offer, tuple(apps), reduced=False, aggregate=aggregate)
         enum = enumerate_auction(plain, enum_limit)
     if enum is not None:
         log["route"] = "enumeration"

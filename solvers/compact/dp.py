@@ -1,0 +1,464 @@
+"""Exact PF and every PF_{-i} of a compact auction on a *homogeneous* offer, by dynamic programming.
+
+Homogeneous: every offered GPU has the same PM scores for every class in play
+(``CompactProgram.types`` has one entry; THEMIS' workloads run on uniform clusters). Then app i's
+value depends only on its GPU count n and its place type s (``formulations/compact.py``'s cells
+(n, s, v), v >= the offer's level for i): one machine (s = 0; its held machine if it holds one),
+one rack (s = 1; its held rack) or the whole offer (s = 2). Machines ⊂ racks ⊂ offer form a
+laminar family, so a joint choice of (n_i, place_i) is feasible (distinct GPUs exist: Hall's
+condition of ``compact/enumeration.py``) iff
+
+    sum_{i on machine m} n_i <= |m|,   sum_{i in rack r} n_i <= |r|,   sum_i n_i <= |offer|
+
+(for a laminar family every union of places is a disjoint union of maximal ones). The DP runs
+over the apps with the residual capacities as state: G (offer), per rack its slack
+sl_r = |r| - demand inside it, per machine its residual res_m. Exact reductions: res_m <= sl_r <=
+G <= D_j (D_j = the most the apps still to come can take) are capped — a placement needs all
+three >= n, and min commutes with the subtraction — and machines (racks) no remaining app
+holds are interchangeable, so their residuals are sorted (canonical state). Options: "nothing"
+(w_i0, or unserved when rho(nothing) is unbounded) and, per (n, s), the best cell; an (n, s)
+option worth no more than one with fewer GPUs and a looser place is dropped. Values are
+``PFValue``'s: (unbounded apps served, sum of -log rho), compared lexicographically.
+
+Forward F_j(state) (apps before j) and backward V_j(state) (apps j on) give PF = V_0(start) and
+PF_{-i} = max_state F_i(state) + V_{i+1}(state) (app i takes nothing, earns nothing): every
+leave-one-out from the same two passes; c_i = ``pa.payment`` (others' value in PF, PF_{-i}) as
+``compact.pa_payments``. The chosen places are replayed on the real machines and the GPUs taken
+machine by machine (spread-0 apps on their machine, then spread-1 in their rack, then the rest),
+which succeeds because the three inequalities hold.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from fairplace.formulations import pa
+from fairplace.formulations.compact import CompactProgram
+from fairplace.formulations.compact_milp import Choice
+from fairplace.formulations.pf import PFValue
+from fairplace.formulations.program import RawResult
+
+#: most edges (moves) of the DP's graph; above it :func:`solve_dp` gives up (None) and the caller
+#: runs the compact route. Measured (2 shared cores, ``random_agent_auction`` on one rack, levels
+#: equal, demands 2-16, 3 seeds; whole auctions): the DP beat the compact route (LP / MILP,
+#: enumeration) up to 6 apps on 16 GPUs and 4-6 on 48-64 (2-24 ms against 2-53 ms) and lost
+#: at 6-8 apps on 32-48 GPUs (44-160 ms against 27-55 ms); an edge costs ~3-6 us, so a refused
+#: auction loses at most ~15-30 ms. Captured THEMIS auctions (W2 small x1/x2/x4, paper x4):
+#: 2 of 4,285 have more
+EDGE_LIMIT = 5_000
+#: :func:`dp_suits`' size bound: most offered GPUs and most bidders (beyond them the graph is
+#: practically always above :data:`EDGE_LIMIT`: no DP is started)
+MAX_GPUS, MAX_APPS = 64, 12
+
+
+def dp_suits(prog: CompactProgram) -> bool:
+    """Whether the DP route suits ``prog``: a homogeneous offer (one PM type of every class in
+    play) of at most :data:`MAX_GPUS` GPUs and at most :data:`MAX_APPS` bidders, no fixed cells."""
+    if prog.fixed is not None or len(prog.active) > MAX_APPS or len(prog.offer) > MAX_GPUS:
+        return False
+    return len(prog.types) == 1
+
+
+@dataclass(frozen=True)
+class DPResult:
+    """PF (``choice``, ``value``) and every served app's PF_{-i} (``loo``) of a compact program."""
+
+    prog: CompactProgram
+    choice: Choice
+    value: PFValue
+    loo: dict[int, PFValue]  # app -> PF_{-i}: the apps with a PF bundle (or all, ``every``)
+    states: int  # states visited, both passes
+    seconds: float
+
+    def payments(self) -> dict[int, float]:
+        """c_i = others' value in PF / PF_{-i} (``pa.payment``) of every app with a PF bundle."""
+        prog, choice = self.prog, self.choice
+        return {i: pa.payment(prog.value_without(choice, i), self.loo[i]) for i in choice}
+
+    def result(self) -> RawResult:
+        """The PF as a solver result (objective in the MILP's units: big_m * served + log-sum)."""
+        served = self.value.n_unbounded_served
+        obj = self.prog.big_m * served + self.value.log_sum if served else self.value.log_sum
+        return RawResult("optimal", None, obj, obj, self.seconds)
+
+
+class _Layout:
+    """Positions of a state tuple: 0 = G; per rack a block (sl, machine residuals...). Blocks of
+    *named* racks (held by some app, or holding a held machine) first, in rack order, their named
+    machines first; the other racks' blocks all of one width (machines padded with zeros),
+    sorted in a canonical state. Residuals of unnamed machines of a block are sorted descending."""
+
+    def __init__(self, prog: CompactProgram):
+        cm, _ = prog.capacity
+        rack_of = prog._rack_of
+        held_m = {prog.apps[i].held_machine for i in prog.active} - {-1}
+        held_m &= cm.keys()
+        held_r = {prog.apps[i].held_rack for i in prog.active} - {-1}
+        held_r |= {rack_of[m] for m in held_m}
+        by_rack: dict[int, list[int]] = {}
+        for m in sorted(cm):
+            by_rack.setdefault(rack_of[m], []).append(m)
+        named = [r for r in sorted(by_rack) if r in held_r]
+        anon = [r for r in sorted(by_rack) if r not in held_r]
+        width = max((len(by_rack[r]) for r in anon), default=0)
+        self.machine_pos: dict[int, int] = {}
+        self.rack_pos: dict[int, int] = {}
+        pos = 1
+        self.named_blocks = []  # (sl position, named machine positions, anon machine positions)
+        for r in named:
+            ms = sorted(by_rack[r], key=lambda m: (m not in held_m, m))
+            self.rack_pos[r] = pos
+            k = sum(m in held_m for m in ms)
+            for j, m in enumerate(ms):
+                self.machine_pos[m] = pos + 1 + j
+            self.named_blocks.append((pos, pos + 1, pos + 1 + k, pos + 1 + len(ms)))
+            pos += 1 + len(ms)
+        self.anon_start, self.width = pos, width
+        for r in anon:
+            self.rack_pos[r] = pos
+            for j, m in enumerate(by_rack[r]):
+                self.machine_pos[m] = pos + 1 + j
+            pos += 1 + width
+        self.size = pos
+        # one rack in the offer: its slack sl >= G always (every placement takes from G as much
+        # as from sl or more, and they start equal), so capped it is G
+        self.one_rack = len(by_rack) == 1
+        self.sorted_lo = self.named_blocks[0][2] if named else self.anon_start + 1
+        self.rack_size = {self.rack_pos[r]: len(by_rack[r]) for r in by_rack}
+        self.n_anon = len(anon)
+        self.pos_machine = {p: m for m, p in self.machine_pos.items()}
+        self.pos_rack = {p: r for r, p in self.rack_pos.items()}
+        self.block_of = {}  # machine position -> its rack's sl position
+        for m, p in self.machine_pos.items():
+            self.block_of[p] = self.rack_pos[rack_of[m]]
+        for b in range(self.anon_start, pos, 1 + width):  # unnamed racks: every slot, padding
+            for p in range(b + 1, b + 1 + width):  # too (sorting moves residuals between racks)
+                self.block_of[p] = b
+        # the start: real capacities (padding zeros)
+        st = [0] * pos
+        st[0] = sum(cm.values())
+        for m, c in cm.items():
+            st[self.machine_pos[m]] = c
+            st[self.rack_pos[rack_of[m]]] += c
+        self.start = st
+        # positions the DP may place on per spread, before dedup: all machines, all racks
+        self.machines = sorted(self.block_of)
+        self.racks = sorted(self.rack_pos.values())
+        self.sorted_from = {}  # machine position -> first position of its block's sorted part
+        for _, _, lo, hi in self.named_blocks:
+            for p in range(lo, hi):
+                self.sorted_from[p] = lo
+        for b in range(self.n_anon):
+            lo = self.anon_start + b * (1 + width) + 1
+            for p in range(lo, lo + width):
+                self.sorted_from[p] = lo
+
+    def canon(self, st, cap: int) -> tuple:
+        """The canonical state of ``st`` when the apps still to come take at most ``cap`` GPUs."""
+        if self.one_rack:  # the rack's slack is G (module docstring): only machines to sort
+            g = st[0] if st[0] < cap else cap
+            lo = self.sorted_lo
+            out = [g, g] + [x if x < g else g for x in st[2:lo]]
+            if len(st) - lo > 1:
+                out += sorted([x if x < g else g for x in st[lo:]], reverse=True)
+            else:
+                out += [x if x < g else g for x in st[lo:]]
+            return tuple(out)
+        g = st[0] if st[0] < cap else cap
+        out = [g]
+        for sl_p, nm_lo, an_lo, hi in self.named_blocks:
+            sl = st[sl_p] if st[sl_p] < g else g
+            out.append(sl)
+            out += [x if x < sl else sl for x in st[nm_lo:an_lo]]
+            if hi - an_lo > 1:
+                out += sorted([x if x < sl else sl for x in st[an_lo:hi]], reverse=True)
+            elif hi > an_lo:
+                out.append(st[an_lo] if st[an_lo] < sl else sl)
+        if self.n_anon:
+            w1 = 1 + self.width
+            blocks = []
+            for p in range(self.anon_start, self.size, w1):
+                sl = st[p] if st[p] < g else g
+                if sl <= 0:
+                    blocks.append((0,) * w1)
+                else:
+                    ms = sorted([x if x < sl else sl for x in st[p + 1 : p + w1]], reverse=True)
+                    blocks.append((sl, *ms))
+            if len(blocks) > 1:
+                blocks.sort(reverse=True)
+            for blk in blocks:
+                out += blk
+        return tuple(out)
+
+
+@dataclass(frozen=True)
+class _Opt:
+    """One (n, s) option of an app: its best cell, value and the state positions it may use."""
+
+    n: int
+    s: int
+    cell: tuple[int, int, int]
+    w: Any  # gain over nothing: float, or (served, log-sum) when some rho(nothing) is unbounded
+    places: tuple[int, ...]
+
+
+def _options(prog: CompactProgram, lay: _Layout, i: int, tup: bool) -> tuple[float, list[_Opt]]:
+    """(value of nothing: w_i0, or 0 when unbounded; options, valued by their gain over nothing) of
+    app i: per (n, place type) its best cell that fits the offer and beats nothing, where a place
+    type whose only place holds the whole of the next wider one counts as that one (one rack in
+    the offer: spread 1 = spread 2), and without the options worth no more than one with fewer
+    GPUs and a looser place type."""
+    a = prog.apps[i]
+    if a.held_machine >= 0:
+        m0 = [lay.machine_pos[a.held_machine]] if a.held_machine in lay.machine_pos else []
+    else:
+        m0 = lay.machines
+    if a.held_rack >= 0:
+        r1 = [lay.rack_pos[a.held_rack]] if a.held_rack in lay.rack_pos else []
+    else:
+        r1 = lay.racks
+    places = (tuple(m0), tuple(r1), (0,))
+    # a place type equal to the next wider one: its only place holds all the wider one holds
+    same = [
+        len(m0) == 1
+        and len(r1) == 1
+        and lay.rack_size[r1[0]] == 1
+        and lay.block_of[m0[0]] == r1[0],
+        len(r1) == 1 and lay.start[r1[0]] == lay.start[0],
+    ]
+    eff = [2, 2, 2]
+    if same[1]:
+        eff[1] = 2
+    else:
+        eff[1] = 1
+    eff[0] = eff[1] if same[0] else 0
+    t = a.table
+    base = 0.0 if a.w_empty is None else a.w_empty  # values: gains over nothing, base + gain
+    # the cells (n, s, v) that fit (``CompactProgram.feasible_cells``; a looser level v than the
+    # offer's, or than the held GPUs', is no constraint: the best such v), better than nothing
+    lev = max(t.level(prog.types[0][prog.classes.index(a.cls)]), t.held_level, 0)
+    s_min = t.held_spread if t.held_count else 0
+    st = lay.start
+    fit = (max((st[p] for p in m0), default=0), max((st[p] for p in r1), default=0), st[0])
+    w = -np.log(t.rho[1 : min(t.n_max, st[0]) + 1, :, lev:])
+    ws, vs = w.max(axis=2).tolist(), (w.argmax(axis=2) + lev).tolist()
+    best: dict[tuple[int, int], tuple[float, tuple[int, int, int]]] = {}
+    for n, (row, vrow) in enumerate(zip(ws, vs, strict=True), 1):
+        for s in range(s_min, 3):
+            x = row[s]
+            if n > fit[s] or x == -math.inf or (a.w_empty is not None and x <= base + 1e-12):
+                continue
+            key = (n, eff[s])
+            if key not in best or x > best[key][0]:
+                best[key] = (x, (n, s, vrow[s]))
+    keep = []
+    top = [-np.inf] * 3  # top[s]: best w over the kept options of fewer GPUs and type >= s
+    for n, s in sorted(best, key=lambda k: (k[0], -k[1])):
+        w, cell = best[(n, s)]
+        if w > max(top[s:]):
+            keep.append((n, s, cell, w))
+            top[s] = max(top[s], w)
+    unb = a.w_empty is None
+    opts = [
+        _Opt(n, s, cell, (int(unb), w - base) if tup else w - base, places[s])
+        for n, s, cell, w in keep
+        if places[s]
+    ]
+    return base, opts
+
+
+def _moves(lay: _Layout, c: tuple, o: _Opt):
+    """(position, next state before canonicalisation) of every distinct place of option ``o`` in
+    canonical state ``c``: equal residuals of a sorted part, and equal unnamed racks, once."""
+    n = o.n
+    if c[0] < n:
+        return
+    if o.s == 2:
+        yield 0, (c[0] - n, *c[1:])
+        return
+    anon, w1, block_of, sorted_from = lay.anon_start, 1 + lay.width, lay.block_of, lay.sorted_from
+    for p in o.places:
+        if c[p] < n:
+            continue
+        b = p if o.s == 1 else block_of[p]
+        if b >= anon and b > anon and c[b - w1 : b] == c[b : b + w1]:
+            continue  # the same as the unnamed rack before it
+        if o.s == 0 and p > sorted_from.get(p, p) and c[p - 1] == c[p]:
+            continue  # the same as the machine before it in a sorted part
+        st = list(c)
+        st[0] -= n
+        st[b] -= n
+        if o.s == 0:
+            st[p] -= n
+        yield p, tuple(st)
+
+
+def solve_dp(prog: CompactProgram, limit: int = EDGE_LIMIT, every: bool = False) -> DPResult | None:
+    """PF and the PF_{-i} of every app with a PF bundle of ``prog`` (``every``: of every active
+    app) on a homogeneous offer (check with :func:`dp_suits`), or None when its graph has more
+    than ``limit`` edges.
+
+    Values are gains over nothing (>= 0; the apps' values of nothing are added at the end). One
+    forward pass builds the layered graph (layer j: the canonical states after the apps before
+    j; an edge per distinct move of app j) with F_j; one backward pass over its edges gives
+    V_j. (A suffix bound with a greedy incumbent prunes next to nothing here: every PF_{-i}
+    shares the graph, so only states below the least of them could go.)"""
+    t0 = time.perf_counter()
+    if len(prog.types) != 1:
+        raise ValueError("solve_dp: the offer is not homogeneous (several PM types in play)")
+    lay = _Layout(prog)
+    apps = prog.active
+    k = len(apps)
+    tup = any(prog.apps[i].w_empty is None for i in apps)
+    zero: Any = (0, 0.0) if tup else 0.0
+    table = [_options(prog, lay, i, tup) for i in apps]
+    opts_of = [opts for _, opts in table]
+    most = [max((o.n for o in opts), default=0) for opts in opts_of]
+    cap = [sum(most[j:]) for j in range(k + 1)]
+    canon = lay.canon
+    s0 = canon(lay.start, cap[0])
+    forward: list[dict] = [{s0: zero}]
+    edges: list[dict] = []  # layer j: expanded state -> [(target, gain, option, position)]
+    n_edges = 0
+    for j in range(k):
+        opts, cn = opts_of[j], cap[j + 1]
+        nxt: dict = {}
+        out: dict = {}
+        seen: dict = {}  # canonical form of each raw next state (the same one is met often)
+        for c, v in forward[j].items():
+            t = canon(c, cn) if c[0] > cn else c  # within the cap: canonical already
+            ev: list[tuple[Any, Any, _Opt | None, int]] = [(t, zero, None, 0)]
+            g, rest = c[0], c[1:]
+            for o in opts:  # by GPUs, ascending
+                if o.n > g:
+                    break
+                if o.s == 2:  # the offer: only G changes
+                    st = (g - o.n, *rest)
+                    t = seen.get(st)
+                    if t is None:
+                        t = seen[st] = canon(st, cn)
+                    ev.append((t, o.w, o, 0))
+                    continue
+                for p, st in _moves(lay, c, o):
+                    t = seen.get(st)
+                    if t is None:
+                        t = seen[st] = canon(st, cn)
+                    ev.append((t, o.w, o, p))
+            out[c] = ev
+            n_edges += len(ev)
+            if n_edges > limit:
+                return None
+            for t, w, _, _ in ev:
+                nv = (v[0] + w[0], v[1] + w[1]) if tup else v + w
+                old = nxt.get(t)
+                if old is None or nv > old:
+                    nxt[t] = nv
+        edges.append(out)
+        forward.append(nxt)
+    back: list[dict] = [{} for _ in range(k)] + [dict.fromkeys(forward[k], zero)]
+    best_edge: list[dict] = [{} for _ in range(k)]
+    for j in range(k - 1, -1, -1):
+        vj, bj, after = back[j], best_edge[j], back[j + 1]
+        for c, ev in edges[j].items():
+            arg = ev[0]  # nothing: no gain
+            top = after[arg[0]]
+            for e in ev[1:]:
+                w, a = e[1], after[e[0]]
+                nv = (w[0] + a[0], w[1] + a[1]) if tup else w + a
+                if nv > top:
+                    top, arg = nv, e
+            vj[c], bj[c] = top, arg
+    path, c = [], s0
+    for j in range(k):  # the PF's option and canonical place per app
+        e = best_edge[j][c]
+        path.append(e)
+        c = e[0]
+    base = [b for b, _ in table]
+    loo: dict[int, PFValue] = {}
+    for j in range(k):  # PF_{-i}: app i takes nothing and earns nothing
+        if path[j][2] is None and not every:
+            continue
+        top, after = None, back[j + 1]
+        for c, ev in edges[j].items():
+            a, v = after[ev[0][0]], forward[j][c]  # the "nothing" edge's target
+            nv = (v[0] + a[0], v[1] + a[1]) if tup else v + a
+            if top is None or nv > top:
+                top = nv
+        loo[apps[j]] = _pf_value(top, sum(base) - base[j])
+    choice = _place(prog, lay, apps, path, cap)
+    states = sum(map(len, forward))
+    value = _pf_value(back[0][s0], sum(base))
+    return DPResult(prog, choice, value, loo, states, time.perf_counter() - t0)
+
+
+def _pf_value(v, base: float) -> PFValue:
+    """(served, log-sum) of gains ``v`` over nothing on top of the apps' values of nothing."""
+    return PFValue(v[0], base + v[1]) if type(v) is tuple else PFValue(0, base + v)
+
+
+def _place(prog: CompactProgram, lay: _Layout, apps, path, cap) -> Choice:
+    """The PF's options on real places (each canonical move replayed on the real residuals), then
+    on GPUs: spread-0 apps on their machine, spread-1 apps in their rack, the rest anywhere; each
+    takes the machine that best fits what it still needs, else empties the fullest first."""
+    st = list(lay.start)
+    where: dict[int, tuple[int, int]] = {}  # app -> (option's spread, real position)
+    cells = {}
+    for j, (nxt, _, o, _) in enumerate(path):
+        if o is None:
+            continue
+        real = None
+        for q in o.places:
+            trial = list(st)
+            trial[0] -= o.n
+            if o.s <= 1:
+                trial[q] -= o.n
+            if o.s == 0:
+                trial[lay.block_of[q]] -= o.n
+            if min(trial[0], trial[q], trial[lay.block_of.get(q, q)]) < 0:
+                continue
+            if lay.canon(trial, cap[j + 1]) != nxt:
+                continue
+            real, st = q, trial
+            break
+        if real is None:
+            raise RuntimeError("compact DP: a chosen place has no real counterpart")
+        where[apps[j]] = (o.s, real)
+        cells[apps[j]] = o.cell
+    free: dict[int, list[int]] = {}
+    for g in prog.groups:
+        free.setdefault(g.machine, []).extend(g.gpus)
+    rack_of = prog._rack_of
+    taken: dict[int, list[int]] = {}
+    for s in (0, 1, 2):
+        for i, (si, q) in where.items():
+            if si != s:
+                continue
+            need = cells[i][0]
+            if s == 0:
+                ms = [lay.pos_machine[q]]
+            elif s == 1:
+                r = lay.pos_rack[q]
+                ms = [m for m in free if rack_of[m] == r]
+            else:
+                ms = list(free)
+            got: list[int] = []
+            while need:
+                fit = [m for m in ms if len(free[m]) >= need]
+                m = (
+                    min(fit, key=lambda m: (len(free[m]), m))
+                    if fit
+                    else max(ms, key=lambda m: (len(free[m]), -m))
+                )
+                k = min(need, len(free[m]))
+                if k == 0:
+                    raise RuntimeError("compact DP: no GPUs left for a chosen place")
+                got += free[m][:k]
+                del free[m][:k]
+                need -= k
+            taken[i] = got
+    return {i: (cells[i], tuple(sorted(taken[i]))) for i in sorted(taken)}
