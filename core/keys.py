@@ -1,4 +1,4 @@
-"""Unknown keys are errors (issue 48): a misspelled key (``rho_emtpy``) must never be ignored.
+"""Unknown keys are errors: a misspelled key (``rho_emtpy``) must never be ignored.
 
 One rule for every reader (instance JSON, a trace CSV's header, a sweep spec): a key that its
 object does not declare is reported with its path and the nearest known key

@@ -244,10 +244,10 @@ def real_rho(cluster, app, gpus: tuple[int, ...]) -> float:
 
 @contextlib.contextmanager
 def lp_audit(counts: Counter):
-    """Count the statuses of the compact arbiter's live-model LP reads (``fairplace.solvers.highs.
+    """Count the statuses of the compact arbiter's live-model LP reads (``fairplace.solvers.backends.highs.
     read``: branch and bound, dives, leave-one-out chains) in ``counts``, and solve every LP said
     to be infeasible again on a fresh model (``lp_infeasible_unconfirmed`` when that one is not)."""
-    import fairplace.solvers.highs as live
+    import fairplace.solvers.backends.highs as live
 
     read, lock = live.read, threading.Lock()
 

@@ -2,7 +2,7 @@
 
 Structural checks (types, required fields, no unknown key) use these schemas through ``jsonschema``;
 the semantic checks (unknown GPU ids, duplicates, demand > cluster, missing PM-scores) live in
-:mod:`.io`. Every object is closed (``additionalProperties: false``, issue 48: a misspelled key is an
+:mod:`.io`. Every object is closed (``additionalProperties: false``: a misspelled key is an
 error naming the nearest known key, ``core/keys.py``) except the free-form maps: ``meta`` (anything),
 a GPU's ``pm`` (class -> score) and ``locality_by_model`` (model -> L).
 """

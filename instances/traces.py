@@ -70,7 +70,7 @@ def load_trace(source: str | Path | pd.DataFrame) -> pd.DataFrame:
     except (pd.errors.ParserError, pd.errors.EmptyDataError, UnicodeDecodeError) as exc:
         raise TraceError(name, f"not a readable CSV ({type(exc).__name__}: {exc})") from None
     bad = first_unknown(map(str, frame.columns), COLUMNS + OPTIONAL_COLUMNS)
-    if bad is not None:  # a misspelled column would be ignored (issue 48)
+    if bad is not None:  # a misspelled column would be ignored otherwise
         raise TraceError(
             f"{name}: column {bad!r}", unknown_key(bad, COLUMNS + OPTIONAL_COLUMNS, "column")
         )

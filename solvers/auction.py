@@ -47,7 +47,7 @@ TIE_BREAK_NODES = 2000
 #: under a time limit, a sub-solve after the PF (leave-one-out, tie-break) starts only with at least
 #: this share of the PF solve's own seconds left: each is the PF program less one app or plus one
 #: row, and HiGHS cannot interrupt its first LP (on 20,000 subset bids a PF_{-i} given 0.2 s ran
-#: 0.7 s, the PF 1.1 s; issue 48)
+#: 0.7 s, the PF 1.1 s)
 SUB_SOLVE_SHARE = 0.5
 
 
@@ -135,7 +135,7 @@ def solve_auction(
     prog = PFProgram(inst, stop=budget.spent)
     if not budget.spent() and _wide(prog.to_milp()):
         # feasibility jump off too: on 20,000 subset bids it ran 0.5 s before the root LP, could
-        # not be interrupted and found a point far from the optimum (issue 48)
+        # not be interrupted and found a point far from the optimum
         opts = opts.with_(presolve=False, mip_feasibility_jump=False)
     o = budget.options(opts)
     res = backends.run(prog, be, o) if o is not None else _not_started()

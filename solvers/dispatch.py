@@ -9,14 +9,14 @@ error): ``fairplace.solve`` calls :func:`solve`.
   other solvers need bid tables and raise ``OptionError('offer')``;
 * no solver named (``solver=None``): ``exact``, except that an all-agent-form auction whose subset
   bids would number more than :data:`AUTO_COMPACT_BIDS` goes to the compact arbiter;
-* the same for ``exact`` / ``highs`` under a time limit (issue 48: the route tries the cheapest
+* the same for ``exact`` / ``highs`` under a time limit (the route tries the cheapest
   exact PF it can finish): the compact arbiter has the same optimum and payments, and listing and
   solving that many subset bids costs more than its whole solve — on a7 (21,762 subset bids) the
   listing and pruning take ~0.2 s and HiGHS' first LP, which it cannot interrupt, ~0.5 s more,
   against 0.1-0.2 s for the compact PF + PA. Without a time limit the named solver lists the bids.
 
 One time budget (``solvers/budget.py``) starts here, so listing the agents' bids counts against
-``time_limit`` too. One honest clock (issue 48): the one-time set-up (:func:`setup`: the back end's
+``time_limit`` too. One honest clock: the one-time set-up (:func:`setup`: the back end's
 modelling layer, the compact arbiter's modules; imports of ~0.3-0.7 s on a first call) runs before
 it starts and is reported apart in ``Solution.setup_seconds``; everything after it (routing, listing
 bids, pruning, building, every solve, payments, rounding) is in ``Solution.seconds``. Auction solutions say which route ran in ``extra['route']`` (``bids``,

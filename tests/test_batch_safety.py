@@ -67,7 +67,8 @@ def test_scan_journal_skips_and_describes_bad_lines(tmp_path):
 
 
 def test_resume_re_solves_a_row_whose_objective_is_not_a_number(tmp_path):
-    """Issue 21: ``"objective": "abc"`` in the journal made every ``batch --resume`` exit 1."""
+    """A row whose objective is not a number (``"objective": "abc"`` in the journal) is solved again
+    by ``batch --resume``, not an exit 1."""
     out = tmp_path / "r.csv"
     rows = _done_journal(journal_path(out))
     lines = journal_path(out).read_text().splitlines()

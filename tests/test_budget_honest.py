@@ -1,4 +1,4 @@
-"""One honest budget (issue 48, item 2): the one-time set-up runs before the clock starts and is
+"""One honest budget: the one-time set-up runs before the clock starts and is
 reported apart (``setup_seconds``); ``seconds`` is everything after it, on the budget's own clock;
 the route tries the cheapest exact PF it can finish; no sub-solve starts that the time left cannot
 cover. Fake clocks and recorded calls, never a wall-clock speed (the overrun targets are

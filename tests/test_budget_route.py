@@ -1,4 +1,4 @@
-"""Everything inside one budget (issue 21, item 1): vectorised dominance pruning with the result of
+"""Everything inside one budget: vectorised dominance pruning with the result of
 the quadratic check, pruning shared by the leave-one-out programs, the bid listing and pruning
 counted against ``time_limit`` (a fake clock, never a short wall-clock limit), and the route
 ``fairplace.solve`` takes when no solver is named. The 1-second benchmark itself is

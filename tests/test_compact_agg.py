@@ -12,7 +12,7 @@ from test_themis_compact import _instance, cell_filter_instance
 from fairplace.formulations.agents import free_gpus
 from fairplace.formulations.compact import CompactProgram, compact_apps
 from fairplace.instances.generators import random_agent_auction
-from fairplace.solvers import highs
+from fairplace.solvers.backends import highs
 from fairplace.solvers.compact import solve_compact_auction
 from fairplace.solvers.options import SolveOptions
 

@@ -1,4 +1,4 @@
-"""The compact arbiter on auction rounds captured from THEMIS simulations (issue 25): the round
+"""The compact arbiter on auction rounds captured from THEMIS simulations: the round
 that crashed its branch and bound, a stored sample of rounds against the full MILP (the sweep is
 ``docs/themis_compact_oracle.py``, whose ``compare`` these tests use), and LP sub-solves that
 HiGHS leaves without an optimum falling back to the full MILP."""

@@ -13,7 +13,7 @@ from test_compact_shortcuts import _full_path_payments
 from fairplace.formulations.agents import free_gpus
 from fairplace.formulations.compact import CompactProgram, compact_apps
 from fairplace.instances.generators import random_agent_auction
-from fairplace.solvers import highs
+from fairplace.solvers.backends import highs
 from fairplace.solvers.budget import Budget
 from fairplace.solvers.compact import rc as compact_rc
 from fairplace.solvers.compact.lp import lp_cells

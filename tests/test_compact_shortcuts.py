@@ -10,7 +10,7 @@ from test_themis_compact import cell_filter_instance
 
 from fairplace.formulations.compact import CompactProgram, compact_apps
 from fairplace.instances.generators import random_agent_auction
-from fairplace.solvers import highs
+from fairplace.solvers.backends import highs
 from fairplace.solvers.compact.packing import pack
 
 

@@ -1,4 +1,4 @@
-"""Issue 48, the contract round three: bench exit status, no plain-text cluster traffic by surprise,
+"""The contract's smaller rules: bench exit status, no plain-text cluster traffic by surprise,
 the smaller items (CSV range before the cast, the file named on a failed write, --validate-only
 against the entries' specs, SIGINT, journal checksums, stale locks)."""
 

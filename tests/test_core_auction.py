@@ -173,8 +173,8 @@ def test_a_mip_start_never_hides_the_optimum():
     # point against the reported objective and solves again without the start.
     from conftest import tiny_auction
 
-    from fairplace.solvers import highs
     from fairplace.solvers.auction import _start_vector
+    from fairplace.solvers.backends import highs
 
     inst = tiny_auction(688, apps=4)
     sub = PFProgram(inst, exclude=frozenset({1}))

@@ -1,4 +1,4 @@
-"""One decision clock for every scheduler (issues 45 item 2, 46 item 3): decisions only at ticks
+"""One decision clock for every scheduler: decisions only at ticks
 t0 + k * tick at or after an event, at most one per tick, for queue and allocating schedulers
 alike; the baselines' 10-minute lease (THEMIS §6.2)."""
 

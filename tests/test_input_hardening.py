@@ -297,7 +297,7 @@ def test_broken_pipe_in_process(monkeypatch):
     assert err.getvalue() == ""
 
 
-# --- issue 21: the remaining crashes, closed stdout, full disk, --json errors ----------------------
+# --- the remaining crashes, closed stdout, full disk, --json errors ----------------------
 
 UNDERFLOW = _edit(AGENT, lambda d: d["apps"][0]["jobs"][0].update(iters_left=1e-300, t_iter=1e-300))
 

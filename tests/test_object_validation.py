@@ -1,4 +1,4 @@
-"""One validation path (issue 21, item 4): hand-built Python objects given to ``fairplace.solve`` /
+"""One validation path: hand-built Python objects given to ``fairplace.solve`` /
 ``fairplace.simulate`` are checked exactly as their JSON is — the same error class, the same
 field (JSON path) and the same message — and every seed and numeric option raises
 :class:`OptionError` naming it. The JSON side of each case is edited independently (on

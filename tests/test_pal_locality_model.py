@@ -1,4 +1,4 @@
-"""One locality model per run: PAL decides with the L a job runs with (issue 47 item 2)."""
+"""One locality model per run: PAL decides with the L a job runs with."""
 
 from __future__ import annotations
 

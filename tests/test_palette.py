@@ -1,4 +1,4 @@
-"""Figures a reader can read (issue 49): one colour per scheduler / placement in every figure (the
+"""Figures a reader can read: one colour per scheduler / placement in every figure (the
 palette keyed by name), the rho CDF on a log axis, the GPU-busy panel to the makespan, units."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Small papercuts of issue 49: the README shell block runs in order, `solve --help` offers compact
+"""Small papercuts: the README shell block runs in order, `solve --help` offers compact
 only for agent-form auctions, gavel-ftf's status, a scheduler's missing member named, the
 simulate benchmark's memory figure on every platform."""
 

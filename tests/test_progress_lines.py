@@ -1,4 +1,4 @@
-"""Progress without a terminal (issue 49): one plain line per N steps or per interval seconds on
+"""Progress without a terminal: one plain line per N steps or per interval seconds on
 stderr, with count, elapsed and ETA; -q silences it; the Python API stays silent. A fake clock:
 no sleeps."""
 

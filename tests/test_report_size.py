@@ -1,4 +1,4 @@
-"""The size that can judge leads (issue 49): quick and full-size outcomes side by side, a headline
+"""The size that can judge leads: quick and full-size outcomes side by side, a headline
 that counts the full size where stored, fixed 'not run' phrases, one load point never judged, every
 section's size, reasons cut to 160 characters with the whole text in a footnote / <details>."""
 

@@ -1,4 +1,4 @@
-"""Restart accounting in every summary (issue 45, item 1): ``restarts_per_job`` (paid
+"""Restart accounting in every summary: ``restarts_per_job`` (paid
 checkpoint-restarts: resumes after a preemption and moves; first starts are free),
 ``restart_gpu_hours`` (GPUs held x seconds before the job is ready again) and
 ``restart_gpu_share`` (of all GPU-hours the jobs held)."""

@@ -1,4 +1,4 @@
-"""Size limits of inputs read (issue 48 item 3, ``core/limits.py`` :class:`SizeLimit`): file bytes,
+"""Size limits of inputs read (``core/limits.py`` :class:`SizeLimit`): file bytes,
 apps, bids per app, jobs, GPUs and CSV rows are checked before the work they would blow up, and
 the error names the limit and the environment variable that raises it (exit 2)."""
 

@@ -1,4 +1,4 @@
-"""The ``solo`` T_id (issue 45, item 5): each app simulated alone on its 1/N_avg share,
+"""The ``solo`` T_id: each app simulated alone on its 1/N_avg share,
 n = max(1, round(R_C / N_avg)) GPUs (the first n of the run's cluster), by one reference executor
 (THEMIS, default options, leases that never expire), so that an app alone on an empty cluster has
 rho_solo = 1 under any scheduler that runs it as well as THEMIS alone."""

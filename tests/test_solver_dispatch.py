@@ -209,7 +209,7 @@ def test_unknown_back_ends_are_named():
 def test_back_ends_agree_on_small_programs(seed):
     """Every built-in back end gives the same optimum on a PF MILP (formulation and matrix form),
     its LP relaxation and a placement MILP; the highs back end is the old highs.solve."""
-    from fairplace.solvers import highs
+    from fairplace.solvers.backends import highs
 
     auction, placement = tiny_auction(seed, apps=4), tiny_placement(seed, jobs=3)
     pf, pl = PFProgram(auction), PlacementProgram(placement)

@@ -1,5 +1,5 @@
-"""The solvers' subpackages by concern (issue 22): packaged, reachable, and the old documented
-module paths still importable."""
+"""The solvers' subpackages by concern: packaged, reachable, and no module left at an old path
+that only re-exports a moved one."""
 
 from __future__ import annotations
 
@@ -41,15 +41,18 @@ def test_a_submodule_is_the_attribute_of_its_package(package):
         assert getattr(pkg, name) is mod, f"{pkg.__name__}.{name} is shadowed in its __init__"
 
 
-def test_old_documented_module_paths_still_import_the_same_objects():
-    from fairplace.solvers import policies, policy_round
-    from fairplace.solvers.placement import policies as new_policies
-    from fairplace.solvers.placement import policy_round as new_round
-
-    for name in new_policies.__all__:
-        assert getattr(policies, name) is getattr(new_policies, name)
-    assert policy_round.PolicyBase is new_round.PolicyBase is new_policies.PolicyBase
-    assert policy_round.ClusterState is new_round.ClusterState
+@pytest.mark.parametrize(
+    "old, new",
+    [
+        ("policies", "placement.policies"),
+        ("policy_round", "placement.policy_round"),
+        ("highs", "backends.highs"),
+    ],
+)
+def test_a_moved_module_has_one_path(old, new):
+    importlib.import_module(f"fairplace.solvers.{new}")
+    with pytest.raises(ModuleNotFoundError):
+        importlib.import_module(f"fairplace.solvers.{old}")
 
 
 def _bound_in_init(init: Path) -> set[str]:

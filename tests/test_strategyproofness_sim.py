@@ -1,4 +1,4 @@
-"""Issue 45, item 6: THEMIS §6.3's truth-telling experiment (Fig. 18) in the simulator's own THEMIS:
+"""THEMIS §6.3's truth-telling experiment (Fig. 18) in the simulator's own THEMIS:
 one lying app (``scheduler_options.liar`` with ``rho_error_kind="strategic"``), the paper's cluster
 (one 8-GPU machine, the rest 2-GPU machines), the experiment end to end through reproduce's path."""
 

@@ -1,4 +1,4 @@
-"""THEMIS' restart-aware app scheduler (issue 45, ``app_split="restart-aware"``, the default): a lease
+"""THEMIS' restart-aware app scheduler (``app_split="restart-aware"``, the default): a lease
 renewal at the same GPUs moves no job, won GPUs go to waiting jobs first, a running job grows only
 when the time it saves exceeds checkpoint + restart, an app that loses GPUs sheds whole jobs; the even
 split (``app_split="even"``) stays as the control and restarts jobs more often."""

@@ -14,7 +14,7 @@ from fairplace.formulations.gavel import GavelFTFProgram
 from fairplace.formulations.pf import PFProgram
 from fairplace.formulations.relaxation import PFRelaxation
 from fairplace.instances.generators import random_auction
-from fairplace.solvers import highs
+from fairplace.solvers.backends import highs
 from fairplace.solvers.relaxation import auction_to_gavel, eg_bound, lp_bound, solve_gavel
 
 

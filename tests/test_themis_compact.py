@@ -312,7 +312,7 @@ def test_cell_filters_keep_the_optima(seed):
     program: every cell of the app's table, as before the filter)."""
     from dataclasses import replace
 
-    from fairplace.solvers import highs
+    from fairplace.solvers.backends import highs
     from fairplace.solvers.options import SolveOptions
 
     inst = cell_filter_instance(seed)

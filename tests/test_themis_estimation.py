@@ -1,4 +1,4 @@
-"""Issue 45, item 8: errors in THEMIS' rho estimates (Fig. 17, ``fairplace.sim.themis.estimate_error``) and
+"""Errors in THEMIS' rho estimates (Fig. 17, ``fairplace.sim.themis.estimate_error``) and
 the bid / arbiter overheads of §6.2.3 (``Themis.summary_extra``); the two experiments end to end."""
 
 from __future__ import annotations

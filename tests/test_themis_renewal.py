@@ -1,4 +1,4 @@
-"""Lease renewal at the same count moves no job (issue 45): THEMIS' ARBITER may hand an app its count
+"""Lease renewal at the same count moves no job: THEMIS' ARBITER may hand an app its count
 back on other machines; :func:`~fairplace.sim.themis.back_to_held` moves each winner's bundle machine
 for machine (same rack, same decision scores) onto machines it held, so the auction's outcome (count
 per machine, spread, value) stays and only GPU identities change."""

@@ -1,4 +1,4 @@
-"""Starving apps win auctions (issue 45, item 3; docs/themis-valuation.md): with finite lease
+"""Starving apps win auctions (docs/themis-valuation.md): with finite lease
 valuations a served starving bidder keeps a c_i well above 0, where Eq. 1's rho(empty) = inf gave
 c_i = 0 and handed its GPUs to non-bidders."""
 

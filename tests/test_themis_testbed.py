@@ -1,4 +1,4 @@
-"""THEMIS' 64-GPU testbed set-up (Figs. 9-13; issue 45 item 7): the ``testbed`` workload scale and
+"""THEMIS' 64-GPU testbed set-up (Figs. 9-13): the ``testbed`` workload scale and
 the ``testbed`` experiment (papers/themis/testbed.toml), which judges the x1 headline over loads."""
 
 from __future__ import annotations

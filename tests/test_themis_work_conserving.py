@@ -1,4 +1,4 @@
-"""Work-conserving THEMIS rounds and Optimus as published (issue 25): no GPU idles while an app's jobs
+"""Work-conserving THEMIS rounds and Optimus as published: no GPU idles while an app's jobs
 want more, the app scheduler's even split water-fills, Optimus crosses a machine when the whole step
 gains, and idle_gpu_hours_while_waiting measures what is left idle."""
 

@@ -1,4 +1,4 @@
-"""One budget, everything inside it (issue 21): ``--time-limit 1`` on the agent-form auction
+"""One budget, everything inside it: ``--time-limit 1`` on the agent-form auction
 ``random_agent_auction(apps=7, machines=3, gpus_per_machine=4, seed=0)`` (21,762 subset bids) must
 return within about a second of solver time — listing the bids, pruning, building the model and
 every solve included — with the best solution found (status ``time_limit``) or exit 3.
@@ -8,15 +8,15 @@ time_limit=1)`` over the routes (no solver named, ``exact``, ``compact``), after
 (imports are start-up, not solver time); in full mode the same routes through the CLI (``fairplace solve FILE
 --time-limit 1 --json``, a fresh process each) give ``cli`` (wall seconds, exit code, status).
 
-``time_budget_a7_{0.5,1,2}s`` (issue 48, one honest budget): ``fairplace.solve(a7, solver,
-time_limit=L)`` as the first solve of a fresh process (the first-call cost the issue found charged to
+``time_budget_a7_{0.5,1,2}s`` (one honest budget): ``fairplace.solve(a7, solver,
+time_limit=L)`` as the first solve of a fresh process (where a first-call cost would be charged to
 the budget), on the three routes of a7 (no solver named: the compact arbiter; ``exact``: its 21,762
 subset bids; ``compact``). ``seconds`` is the slowest route's budgeted wall time (the call's wall
 time less its reported ``setup_seconds``), target L x 1.1 + 0.05 s; each route also records its
 ``seconds`` and ``unaccounted`` = wall - setup_seconds - seconds (what ``seconds`` would hide: ~0).
 ``--quick`` runs the default route only. ``time_budget_a7_bids_{0.5,1,2}s`` (full mode): the same
 on a7's 21,762 subset bids written as bid tables (route ``bids``: a wide PF program whose first LP
-HiGHS cannot interrupt). ``time_budget_a7_optimal_0.5s``: the issue's command,
+HiGHS cannot interrupt). ``time_budget_a7_optimal_0.5s``: the command
 ``fairplace solve a7.json --time-limit 0.5 --json`` (a fresh process), must exit 0 with status
 ``optimal`` (else an error entry) within its ``seconds`` target of 0.5.
 
@@ -41,7 +41,7 @@ from fairplace.instances.generators import random_agent_auction
 
 from . import Case
 
-#: the issue's reproducer
+#: the auction every case here solves (a7)
 REPRODUCER = {"apps": 7, "machines": 3, "gpus_per_machine": 4, "seed": 0}
 ROUTES = (None, "exact", "compact")
 #: (apps, machines, GPUs per machine) of the route table (full mode only)

@@ -2,8 +2,8 @@
 
 :class:`HighsBackend` is the :class:`~.base.Backend` (MIP, warm start, time limit, thread safe: highspy
 releases the GIL). The module functions (``build``, ``read``, ``solve``, ``new_highs``) are also the
-low-level API for callers that modify a ``Highs`` model in place (``fairplace.solvers.highs``
-re-exports them).
+low-level API for callers that modify a ``Highs`` model in place (the compact auction's live-model
+LPs).
 """
 
 from __future__ import annotations

@@ -34,7 +34,7 @@ from ..options import SolveOptions
 from .dp import dp_suits, solve_dp
 from .enumeration import ENUM_LIMIT, enumerate_auction
 from .enumeration import leave_one_out as enum_loo
-from .pa_payments import NOT_RUN, _best, _others, _without_solve, payments
+from .pa_payments import NOT_RUN, _others, _without_solve, payments
 from .pf import REDUCED_MAX_MACHINES, solve_compact_pf
 
 #: most joint choices of one leave-one-out problem enumerated for the payments of a PF solved by
@@ -49,8 +49,6 @@ __all__ = [
     "Choice",
     "CompactApp",
     "CompactProgram",
-    "_best",
-    "_others",
     "pack",
     "payments",
     "round_compact",

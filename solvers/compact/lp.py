@@ -11,8 +11,7 @@ import numpy as np
 from fairplace.formulations.compact import CompactProgram
 from fairplace.formulations.program import RawResult
 
-from .. import highs  # live-model LP re-solves have no back-end equivalent
-from ..backends import get_backend
+from ..backends import get_backend, highs  # highs: live-model LP re-solves, no back-end equivalent
 from ..options import SolveOptions
 from .packing import PACK_RULES, pack
 

@@ -41,7 +41,7 @@ from fairplace.formulations.compact import CompactProgram
 from fairplace.formulations.compact_milp import Choice
 from fairplace.formulations.pf import PFValue
 
-from .. import highs
+from ..backends import highs
 from ..budget import Budget, budget_for
 from ..options import SolveOptions
 from .lp import from_lp, lp_cells, rerun

@@ -13,8 +13,7 @@ from fairplace.formulations.compact import CompactApp, CompactProgram
 from fairplace.formulations.compact_milp import Choice
 from fairplace.formulations.program import RawResult
 
-from .. import highs  # live-model LP loops (build/read) have no back-end equivalent
-from ..backends import get_backend
+from ..backends import get_backend, highs  # highs: live-model LP loops (build/read)
 from ..budget import Budget, budget_for
 from ..options import SolveOptions
 from .bb import branch_and_bound

@@ -43,8 +43,7 @@ import numpy as np
 from fairplace.formulations.compact import CompactProgram
 from fairplace.formulations.program import MILP, RawResult
 
-from .. import highs
-from ..backends import get_backend
+from ..backends import get_backend, highs
 from ..options import SolveOptions
 from .bb import _incumbent
 from .enumeration import best_within
