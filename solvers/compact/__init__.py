@@ -19,6 +19,8 @@ from dataclasses import dataclass, field
 from dataclasses import replace as dc_replace
 from typing import Any
 
+import numpy as np
+
 from fairplace.core.domain import AuctionInstance
 from fairplace.core.errors import OptionError
 from fairplace.core.solution import Solution
@@ -208,7 +210,7 @@ def _compact_pf(
     enum = plain = None
     try_dp = route == "dp" or (route == "auto" and enum_limit > 0)
     if try_dp and budget.options(opts) is not None:
-        offer = tuple(int(g) for g in offer)
+        offer = tuple(np.asarray(offer).tolist())
         plain = CompactProgram(cl, offer, tuple(apps), reduced=False, aggregate=aggregate)
         if dp_suits(plain) if route == "auto" else len(plain.types) == 1:
             dp = solve_dp(plain)

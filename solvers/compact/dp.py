@@ -22,8 +22,9 @@ option worth no more than one with fewer GPUs and a looser place is dropped. Val
 
 Forward F_j(state) (apps before j) and backward V_j(state) (apps j on) give PF = V_0(start) and
 PF_{-i} = max_state F_i(state) + V_{i+1}(state) (app i takes nothing, earns nothing): every
-leave-one-out from the same two passes; c_i = ``pa.payment`` (others' value in PF, PF_{-i}) as
-``compact.pa_payments``. The chosen places are replayed on the real machines and the GPUs taken
+leave-one-out from the same two passes (the last app's V: its best option that fits each state,
+no next states); c_i = ``pa.payment`` (others' value in PF, PF_{-i}) as
+``compact.pa_payments``. States, moves and placing: ``compact/dp_state.py``. The chosen places are replayed on the real machines and the GPUs taken
 machine by machine (spread-0 apps on their machine, then spread-1 in their rack, then the rest),
 which succeeds because the three inequalities hold.
 """
@@ -42,6 +43,8 @@ from fairplace.formulations.compact import CompactProgram
 from fairplace.formulations.compact_milp import Choice
 from fairplace.formulations.pf import PFValue
 from fairplace.formulations.program import RawResult
+
+from .dp_state import Layout, Opt, moves, place
 
 #: most edges (moves) of the DP's graph; above it :func:`solve_dp` gives up (None) and the caller
 #: runs the compact route. Measured (2 shared cores, ``random_agent_auction`` on one rack, levels
@@ -87,127 +90,7 @@ class DPResult:
         return RawResult("optimal", None, obj, obj, self.seconds)
 
 
-class _Layout:
-    """Positions of a state tuple: 0 = G; per rack a block (sl, machine residuals...). Blocks of
-    *named* racks (held by some app, or holding a held machine) first, in rack order, their named
-    machines first; the other racks' blocks all of one width (machines padded with zeros),
-    sorted in a canonical state. Residuals of unnamed machines of a block are sorted descending."""
-
-    def __init__(self, prog: CompactProgram):
-        cm, _ = prog.capacity
-        rack_of = prog._rack_of
-        held_m = {prog.apps[i].held_machine for i in prog.active} - {-1}
-        held_m &= cm.keys()
-        held_r = {prog.apps[i].held_rack for i in prog.active} - {-1}
-        held_r |= {rack_of[m] for m in held_m}
-        by_rack: dict[int, list[int]] = {}
-        for m in sorted(cm):
-            by_rack.setdefault(rack_of[m], []).append(m)
-        named = [r for r in sorted(by_rack) if r in held_r]
-        anon = [r for r in sorted(by_rack) if r not in held_r]
-        width = max((len(by_rack[r]) for r in anon), default=0)
-        self.machine_pos: dict[int, int] = {}
-        self.rack_pos: dict[int, int] = {}
-        pos = 1
-        self.named_blocks = []  # (sl position, named machine positions, anon machine positions)
-        for r in named:
-            ms = sorted(by_rack[r], key=lambda m: (m not in held_m, m))
-            self.rack_pos[r] = pos
-            k = sum(m in held_m for m in ms)
-            for j, m in enumerate(ms):
-                self.machine_pos[m] = pos + 1 + j
-            self.named_blocks.append((pos, pos + 1, pos + 1 + k, pos + 1 + len(ms)))
-            pos += 1 + len(ms)
-        self.anon_start, self.width = pos, width
-        for r in anon:
-            self.rack_pos[r] = pos
-            for j, m in enumerate(by_rack[r]):
-                self.machine_pos[m] = pos + 1 + j
-            pos += 1 + width
-        self.size = pos
-        # one rack in the offer: its slack sl >= G always (every placement takes from G as much
-        # as from sl or more, and they start equal), so capped it is G
-        self.one_rack = len(by_rack) == 1
-        self.sorted_lo = self.named_blocks[0][2] if named else self.anon_start + 1
-        self.rack_size = {self.rack_pos[r]: len(by_rack[r]) for r in by_rack}
-        self.n_anon = len(anon)
-        self.pos_machine = {p: m for m, p in self.machine_pos.items()}
-        self.pos_rack = {p: r for r, p in self.rack_pos.items()}
-        self.block_of = {}  # machine position -> its rack's sl position
-        for m, p in self.machine_pos.items():
-            self.block_of[p] = self.rack_pos[rack_of[m]]
-        for b in range(self.anon_start, pos, 1 + width):  # unnamed racks: every slot, padding
-            for p in range(b + 1, b + 1 + width):  # too (sorting moves residuals between racks)
-                self.block_of[p] = b
-        # the start: real capacities (padding zeros)
-        st = [0] * pos
-        st[0] = sum(cm.values())
-        for m, c in cm.items():
-            st[self.machine_pos[m]] = c
-            st[self.rack_pos[rack_of[m]]] += c
-        self.start = st
-        # positions the DP may place on per spread, before dedup: all machines, all racks
-        self.machines = sorted(self.block_of)
-        self.racks = sorted(self.rack_pos.values())
-        self.sorted_from = {}  # machine position -> first position of its block's sorted part
-        for _, _, lo, hi in self.named_blocks:
-            for p in range(lo, hi):
-                self.sorted_from[p] = lo
-        for b in range(self.n_anon):
-            lo = self.anon_start + b * (1 + width) + 1
-            for p in range(lo, lo + width):
-                self.sorted_from[p] = lo
-
-    def canon(self, st, cap: int) -> tuple:
-        """The canonical state of ``st`` when the apps still to come take at most ``cap`` GPUs."""
-        if self.one_rack:  # the rack's slack is G (module docstring): only machines to sort
-            g = st[0] if st[0] < cap else cap
-            lo = self.sorted_lo
-            out = [g, g] + [x if x < g else g for x in st[2:lo]]
-            if len(st) - lo > 1:
-                out += sorted([x if x < g else g for x in st[lo:]], reverse=True)
-            else:
-                out += [x if x < g else g for x in st[lo:]]
-            return tuple(out)
-        g = st[0] if st[0] < cap else cap
-        out = [g]
-        for sl_p, nm_lo, an_lo, hi in self.named_blocks:
-            sl = st[sl_p] if st[sl_p] < g else g
-            out.append(sl)
-            out += [x if x < sl else sl for x in st[nm_lo:an_lo]]
-            if hi - an_lo > 1:
-                out += sorted([x if x < sl else sl for x in st[an_lo:hi]], reverse=True)
-            elif hi > an_lo:
-                out.append(st[an_lo] if st[an_lo] < sl else sl)
-        if self.n_anon:
-            w1 = 1 + self.width
-            blocks = []
-            for p in range(self.anon_start, self.size, w1):
-                sl = st[p] if st[p] < g else g
-                if sl <= 0:
-                    blocks.append((0,) * w1)
-                else:
-                    ms = sorted([x if x < sl else sl for x in st[p + 1 : p + w1]], reverse=True)
-                    blocks.append((sl, *ms))
-            if len(blocks) > 1:
-                blocks.sort(reverse=True)
-            for blk in blocks:
-                out += blk
-        return tuple(out)
-
-
-@dataclass(frozen=True)
-class _Opt:
-    """One (n, s) option of an app: its best cell, value and the state positions it may use."""
-
-    n: int
-    s: int
-    cell: tuple[int, int, int]
-    w: Any  # gain over nothing: float, or (served, log-sum) when some rho(nothing) is unbounded
-    places: tuple[int, ...]
-
-
-def _options(prog: CompactProgram, lay: _Layout, i: int, tup: bool) -> tuple[float, list[_Opt]]:
+def _options(prog: CompactProgram, lay: Layout, i: int, tup: bool) -> tuple[float, list[Opt]]:
     """(value of nothing: w_i0, or 0 when unbounded; options, valued by their gain over nothing) of
     app i: per (n, place type) its best cell that fits the offer and beats nothing, where a place
     type whose only place holds the whole of the next wider one counts as that one (one rack in
@@ -244,7 +127,11 @@ def _options(prog: CompactProgram, lay: _Layout, i: int, tup: bool) -> tuple[flo
     lev = max(t.level(prog.types[0][prog.classes.index(a.cls)]), t.held_level, 0)
     s_min = t.held_spread if t.held_count else 0
     st = lay.start
-    fit = (max((st[p] for p in m0), default=0), max((st[p] for p in r1), default=0), st[0])
+    fit = (
+        lay.most[0] if a.held_machine < 0 else max((st[p] for p in m0), default=0),
+        lay.most[1] if a.held_rack < 0 else max((st[p] for p in r1), default=0),
+        st[0],
+    )
     w = -np.log(t.rho[1 : min(t.n_max, st[0]) + 1, :, lev:])
     ws, vs = w.max(axis=2).tolist(), (w.argmax(axis=2) + lev).tolist()
     best: dict[tuple[int, int], tuple[float, tuple[int, int, int]]] = {}
@@ -265,37 +152,11 @@ def _options(prog: CompactProgram, lay: _Layout, i: int, tup: bool) -> tuple[flo
             top[s] = max(top[s], w)
     unb = a.w_empty is None
     opts = [
-        _Opt(n, s, cell, (int(unb), w - base) if tup else w - base, places[s])
+        Opt(n, s, cell, (int(unb), w - base) if tup else w - base, places[s])
         for n, s, cell, w in keep
         if places[s]
     ]
     return base, opts
-
-
-def _moves(lay: _Layout, c: tuple, o: _Opt):
-    """(position, next state before canonicalisation) of every distinct place of option ``o`` in
-    canonical state ``c``: equal residuals of a sorted part, and equal unnamed racks, once."""
-    n = o.n
-    if c[0] < n:
-        return
-    if o.s == 2:
-        yield 0, (c[0] - n, *c[1:])
-        return
-    anon, w1, block_of, sorted_from = lay.anon_start, 1 + lay.width, lay.block_of, lay.sorted_from
-    for p in o.places:
-        if c[p] < n:
-            continue
-        b = p if o.s == 1 else block_of[p]
-        if b >= anon and b > anon and c[b - w1 : b] == c[b : b + w1]:
-            continue  # the same as the unnamed rack before it
-        if o.s == 0 and p > sorted_from.get(p, p) and c[p - 1] == c[p]:
-            continue  # the same as the machine before it in a sorted part
-        st = list(c)
-        st[0] -= n
-        st[b] -= n
-        if o.s == 0:
-            st[p] -= n
-        yield p, tuple(st)
 
 
 def solve_dp(prog: CompactProgram, limit: int = EDGE_LIMIT, every: bool = False) -> DPResult | None:
@@ -311,7 +172,7 @@ def solve_dp(prog: CompactProgram, limit: int = EDGE_LIMIT, every: bool = False)
     t0 = time.perf_counter()
     if len(prog.types) != 1:
         raise ValueError("solve_dp: the offer is not homogeneous (several PM types in play)")
-    lay = _Layout(prog)
+    lay = Layout.of(prog)
     apps = prog.active
     k = len(apps)
     tup = any(prog.apps[i].w_empty is None for i in apps)
@@ -325,14 +186,14 @@ def solve_dp(prog: CompactProgram, limit: int = EDGE_LIMIT, every: bool = False)
     forward: list[dict] = [{s0: zero}]
     edges: list[dict] = []  # layer j: expanded state -> [(target, gain, option, position)]
     n_edges = 0
-    for j in range(k):
+    for j in range(k - 1):  # the last app: its best move per state, below (no next states)
         opts, cn = opts_of[j], cap[j + 1]
         nxt: dict = {}
         out: dict = {}
         seen: dict = {}  # canonical form of each raw next state (the same one is met often)
         for c, v in forward[j].items():
             t = canon(c, cn) if c[0] > cn else c  # within the cap: canonical already
-            ev: list[tuple[Any, Any, _Opt | None, int]] = [(t, zero, None, 0)]
+            ev: list[tuple[Any, Any, Opt | None, int]] = [(t, zero, None, 0)]
             g, rest = c[0], c[1:]
             for o in opts:  # by GPUs, ascending
                 if o.n > g:
@@ -344,7 +205,7 @@ def solve_dp(prog: CompactProgram, limit: int = EDGE_LIMIT, every: bool = False)
                         t = seen[st] = canon(st, cn)
                     ev.append((t, o.w, o, 0))
                     continue
-                for p, st in _moves(lay, c, o):
+                for p, st in moves(lay, c, o):
                     t = seen.get(st)
                     if t is None:
                         t = seen[st] = canon(st, cn)
@@ -360,9 +221,11 @@ def solve_dp(prog: CompactProgram, limit: int = EDGE_LIMIT, every: bool = False)
                     nxt[t] = nv
         edges.append(out)
         forward.append(nxt)
-    back: list[dict] = [{} for _ in range(k)] + [dict.fromkeys(forward[k], zero)]
+    back: list[dict] = [{} for _ in range(k)]
     best_edge: list[dict] = [{} for _ in range(k)]
-    for j in range(k - 1, -1, -1):
+    if k:
+        back[k - 1], best_edge[k - 1] = _last(lay, opts_of[k - 1], forward[k - 1], zero)
+    for j in range(k - 2, -1, -1):
         vj, bj, after = back[j], best_edge[j], back[j + 1]
         for c, ev in edges[j].items():
             arg = ev[0]  # nothing: no gain
@@ -373,6 +236,8 @@ def solve_dp(prog: CompactProgram, limit: int = EDGE_LIMIT, every: bool = False)
                 if nv > top:
                     top, arg = nv, e
             vj[c], bj[c] = top, arg
+    if not k:
+        return DPResult(prog, {}, PFValue(0, 0.0), {}, 1, time.perf_counter() - t0)
     path, c = [], s0
     for j in range(k):  # the PF's option and canonical place per app
         e = best_edge[j][c]
@@ -383,6 +248,9 @@ def solve_dp(prog: CompactProgram, limit: int = EDGE_LIMIT, every: bool = False)
     for j in range(k):  # PF_{-i}: app i takes nothing and earns nothing
         if path[j][2] is None and not every:
             continue
+        if j == k - 1:  # the apps before it, at their best: the best forward value
+            loo[apps[j]] = _pf_value(max(forward[j].values()), sum(base) - base[j])
+            continue
         top, after = None, back[j + 1]
         for c, ev in edges[j].items():
             a, v = after[ev[0][0]], forward[j][c]  # the "nothing" edge's target
@@ -390,75 +258,32 @@ def solve_dp(prog: CompactProgram, limit: int = EDGE_LIMIT, every: bool = False)
             if top is None or nv > top:
                 top = nv
         loo[apps[j]] = _pf_value(top, sum(base) - base[j])
-    choice = _place(prog, lay, apps, path, cap)
+    choice = place(prog, lay, apps, path, cap)
     states = sum(map(len, forward))
     value = _pf_value(back[0][s0], sum(base))
     return DPResult(prog, choice, value, loo, states, time.perf_counter() - t0)
 
 
+def _last(lay: Layout, opts: list[Opt], states: dict, zero) -> tuple[dict, dict]:
+    """V and the best edge of the last app in each of ``states``: its largest gain that fits (a
+    place with n GPUs left: G for the offer, the slack of a rack, the residual of a machine —
+    canonical values, each at most the ones above it); no next state (None)."""
+    vals, edges = {}, {}
+    for c in states:
+        top, arg = zero, (None, zero, None, 0)
+        g = c[0]
+        for o in opts:  # by GPUs, ascending
+            if o.n > g:
+                break
+            if not o.w > top:
+                continue
+            p = 0 if o.s == 2 else next((q for q in o.places if c[q] >= o.n), -1)
+            if p >= 0:
+                top, arg = o.w, (None, o.w, o, p)
+        vals[c], edges[c] = top, arg
+    return vals, edges
+
+
 def _pf_value(v, base: float) -> PFValue:
     """(served, log-sum) of gains ``v`` over nothing on top of the apps' values of nothing."""
     return PFValue(v[0], base + v[1]) if type(v) is tuple else PFValue(0, base + v)
-
-
-def _place(prog: CompactProgram, lay: _Layout, apps, path, cap) -> Choice:
-    """The PF's options on real places (each canonical move replayed on the real residuals), then
-    on GPUs: spread-0 apps on their machine, spread-1 apps in their rack, the rest anywhere; each
-    takes the machine that best fits what it still needs, else empties the fullest first."""
-    st = list(lay.start)
-    where: dict[int, tuple[int, int]] = {}  # app -> (option's spread, real position)
-    cells = {}
-    for j, (nxt, _, o, _) in enumerate(path):
-        if o is None:
-            continue
-        real = None
-        for q in o.places:
-            trial = list(st)
-            trial[0] -= o.n
-            if o.s <= 1:
-                trial[q] -= o.n
-            if o.s == 0:
-                trial[lay.block_of[q]] -= o.n
-            if min(trial[0], trial[q], trial[lay.block_of.get(q, q)]) < 0:
-                continue
-            if lay.canon(trial, cap[j + 1]) != nxt:
-                continue
-            real, st = q, trial
-            break
-        if real is None:
-            raise RuntimeError("compact DP: a chosen place has no real counterpart")
-        where[apps[j]] = (o.s, real)
-        cells[apps[j]] = o.cell
-    free: dict[int, list[int]] = {}
-    for g in prog.groups:
-        free.setdefault(g.machine, []).extend(g.gpus)
-    rack_of = prog._rack_of
-    taken: dict[int, list[int]] = {}
-    for s in (0, 1, 2):
-        for i, (si, q) in where.items():
-            if si != s:
-                continue
-            need = cells[i][0]
-            if s == 0:
-                ms = [lay.pos_machine[q]]
-            elif s == 1:
-                r = lay.pos_rack[q]
-                ms = [m for m in free if rack_of[m] == r]
-            else:
-                ms = list(free)
-            got: list[int] = []
-            while need:
-                fit = [m for m in ms if len(free[m]) >= need]
-                m = (
-                    min(fit, key=lambda m: (len(free[m]), m))
-                    if fit
-                    else max(ms, key=lambda m: (len(free[m]), -m))
-                )
-                k = min(need, len(free[m]))
-                if k == 0:
-                    raise RuntimeError("compact DP: no GPUs left for a chosen place")
-                got += free[m][:k]
-                del free[m][:k]
-                need -= k
-            taken[i] = got
-    return {i: (cells[i], tuple(sorted(taken[i]))) for i in sorted(taken)}

@@ -1,0 +1,238 @@
+"""The states of the compact auction's DP (``compact/dp.py``): their layout over an offer's
+racks and machines, the canonical form, an option's moves, and the PF's options replayed on the
+real machines and placed on GPUs.
+
+A state is a tuple: 0 = G (the offer's GPUs left), then per rack a block (sl = its slack, the
+residual of each of its machines). Canonical (``Layout.canon``): res_m <= sl_r <= G <= D (the
+most the apps still to come can take) capped, and the residuals of machines no app holds sorted
+within their rack, the blocks of racks no app holds sorted: interchangeable places once.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from fairplace.formulations.compact import CompactProgram
+from fairplace.formulations.compact_milp import Choice
+
+
+class Layout:
+    """Positions of a state tuple: 0 = G; per rack a block (sl, machine residuals...). Blocks of
+    *named* racks (held by some app, or holding a held machine) first, in rack order, their named
+    machines first; the other racks' blocks all of one width (machines padded with zeros),
+    sorted in a canonical state. Residuals of unnamed machines of a block are sorted descending."""
+
+    @classmethod
+    def of(cls, prog: CompactProgram) -> Layout:
+        """The layout of ``prog``'s offer with its apps' held machines and racks named; shared by
+        the programs on the same offer with the same named places (``CompactProgram.shared``:
+        THEMIS re-auctions the same free GPUs often). Not to be changed."""
+        cm, _ = prog.capacity
+        held_m = {prog.apps[i].held_machine for i in prog.active} - {-1}
+        held_m &= cm.keys()
+        held_r = {prog.apps[i].held_rack for i in prog.active} - {-1}
+        held_r |= {prog._rack_of[m] for m in held_m}
+        key = ("dp layout", frozenset(held_m), frozenset(held_r))
+        return prog.shared(key, lambda: cls(prog, held_m, held_r))
+
+    def __init__(self, prog: CompactProgram, held_m: set[int], held_r: set[int]):
+        cm, _ = prog.capacity
+        rack_of = prog._rack_of
+        by_rack: dict[int, list[int]] = {}
+        for m in sorted(cm):
+            by_rack.setdefault(rack_of[m], []).append(m)
+        named = [r for r in sorted(by_rack) if r in held_r]
+        anon = [r for r in sorted(by_rack) if r not in held_r]
+        width = max((len(by_rack[r]) for r in anon), default=0)
+        self.machine_pos: dict[int, int] = {}
+        self.rack_pos: dict[int, int] = {}
+        pos = 1
+        self.named_blocks = []  # (sl position, named machine positions, anon machine positions)
+        for r in named:
+            ms = sorted(by_rack[r], key=lambda m: (m not in held_m, m))
+            self.rack_pos[r] = pos
+            k = sum(m in held_m for m in ms)
+            for j, m in enumerate(ms):
+                self.machine_pos[m] = pos + 1 + j
+            self.named_blocks.append((pos, pos + 1, pos + 1 + k, pos + 1 + len(ms)))
+            pos += 1 + len(ms)
+        self.anon_start, self.width = pos, width
+        for r in anon:
+            self.rack_pos[r] = pos
+            for j, m in enumerate(by_rack[r]):
+                self.machine_pos[m] = pos + 1 + j
+            pos += 1 + width
+        self.size = pos
+        # one rack in the offer: its slack sl >= G always (every placement takes from G as much
+        # as from sl or more, and they start equal), so capped it is G
+        self.one_rack = len(by_rack) == 1
+        self.sorted_lo = self.named_blocks[0][2] if named else self.anon_start + 1
+        self.rack_size = {self.rack_pos[r]: len(by_rack[r]) for r in by_rack}
+        self.n_anon = len(anon)
+        self.pos_machine = {p: m for m, p in self.machine_pos.items()}
+        self.pos_rack = {p: r for r, p in self.rack_pos.items()}
+        self.block_of = {}  # machine position -> its rack's sl position
+        for m, p in self.machine_pos.items():
+            self.block_of[p] = self.rack_pos[rack_of[m]]
+        for b in range(self.anon_start, pos, 1 + width):  # unnamed racks: every slot, padding
+            for p in range(b + 1, b + 1 + width):  # too (sorting moves residuals between racks)
+                self.block_of[p] = b
+        # the start: real capacities (padding zeros)
+        st = [0] * pos
+        st[0] = sum(cm.values())
+        for m, c in cm.items():
+            st[self.machine_pos[m]] = c
+            st[self.rack_pos[rack_of[m]]] += c
+        self.start = tuple(st)
+        self.most = (max(cm.values(), default=0), max(st[p] for p in self.rack_pos.values()))
+        # positions the DP may place on per spread, before dedup: all machines, all racks
+        self.machines = sorted(self.block_of)
+        self.racks = sorted(self.rack_pos.values())
+        self.sorted_from = {}  # machine position -> first position of its block's sorted part
+        for _, _, lo, hi in self.named_blocks:
+            for p in range(lo, hi):
+                self.sorted_from[p] = lo
+        for b in range(self.n_anon):
+            lo = self.anon_start + b * (1 + width) + 1
+            for p in range(lo, lo + width):
+                self.sorted_from[p] = lo
+
+    def canon(self, st, cap: int) -> tuple:
+        """The canonical state of ``st`` when the apps still to come take at most ``cap`` GPUs."""
+        if self.one_rack:  # the rack's slack is G (module docstring): only machines to sort
+            g = st[0] if st[0] < cap else cap
+            lo = self.sorted_lo
+            out = [g, g] + [x if x < g else g for x in st[2:lo]]
+            if len(st) - lo > 1:
+                out += sorted([x if x < g else g for x in st[lo:]], reverse=True)
+            else:
+                out += [x if x < g else g for x in st[lo:]]
+            return tuple(out)
+        g = st[0] if st[0] < cap else cap
+        out = [g]
+        for sl_p, nm_lo, an_lo, hi in self.named_blocks:
+            sl = st[sl_p] if st[sl_p] < g else g
+            out.append(sl)
+            out += [x if x < sl else sl for x in st[nm_lo:an_lo]]
+            if hi - an_lo > 1:
+                out += sorted([x if x < sl else sl for x in st[an_lo:hi]], reverse=True)
+            elif hi > an_lo:
+                out.append(st[an_lo] if st[an_lo] < sl else sl)
+        if self.n_anon:
+            w1 = 1 + self.width
+            blocks = []
+            for p in range(self.anon_start, self.size, w1):
+                sl = st[p] if st[p] < g else g
+                if sl <= 0:
+                    blocks.append((0,) * w1)
+                else:
+                    ms = sorted([x if x < sl else sl for x in st[p + 1 : p + w1]], reverse=True)
+                    blocks.append((sl, *ms))
+            if len(blocks) > 1:
+                blocks.sort(reverse=True)
+            for blk in blocks:
+                out += blk
+        return tuple(out)
+
+
+@dataclass(frozen=True)
+class Opt:
+    """One (n, s) option of an app: its best cell, value and the state positions it may use."""
+
+    n: int
+    s: int
+    cell: tuple[int, int, int]
+    w: Any  # gain over nothing: float, or (served, log-sum) when some rho(nothing) is unbounded
+    places: tuple[int, ...]
+
+
+def moves(lay: Layout, c: tuple, o: Opt):
+    """(position, next state before canonicalisation) of every distinct place of option ``o`` in
+    canonical state ``c``: equal residuals of a sorted part, and equal unnamed racks, once."""
+    n = o.n
+    if c[0] < n:
+        return
+    if o.s == 2:
+        yield 0, (c[0] - n, *c[1:])
+        return
+    anon, w1, block_of, sorted_from = lay.anon_start, 1 + lay.width, lay.block_of, lay.sorted_from
+    for p in o.places:
+        if c[p] < n:
+            continue
+        b = p if o.s == 1 else block_of[p]
+        if b >= anon and b > anon and c[b - w1 : b] == c[b : b + w1]:
+            continue  # the same as the unnamed rack before it
+        if o.s == 0 and p > sorted_from.get(p, p) and c[p - 1] == c[p]:
+            continue  # the same as the machine before it in a sorted part
+        st = list(c)
+        st[0] -= n
+        st[b] -= n
+        if o.s == 0:
+            st[p] -= n
+        yield p, tuple(st)
+
+
+def place(prog: CompactProgram, lay: Layout, apps, path, cap) -> Choice:
+    """The PF's options on real places (each canonical move replayed on the real residuals), then
+    on GPUs: spread-0 apps on their machine, spread-1 apps in their rack, the rest anywhere; each
+    takes the machine that best fits what it still needs, else empties the fullest first."""
+    st = list(lay.start)
+    where: dict[int, tuple[int, int]] = {}  # app -> (option's spread, real position)
+    cells = {}
+    for j, (nxt, _, o, _) in enumerate(path):
+        if o is None:
+            continue
+        real = None
+        for q in o.places:
+            trial = list(st)
+            trial[0] -= o.n
+            if o.s <= 1:
+                trial[q] -= o.n
+            if o.s == 0:
+                trial[lay.block_of[q]] -= o.n
+            if min(trial[0], trial[q], trial[lay.block_of.get(q, q)]) < 0:
+                continue
+            if nxt is not None and lay.canon(trial, cap[j + 1]) != nxt:
+                continue  # (the last app: any place that holds it)
+            real, st = q, trial
+            break
+        if real is None:
+            raise RuntimeError("compact DP: a chosen place has no real counterpart")
+        where[apps[j]] = (o.s, real)
+        cells[apps[j]] = o.cell
+    free: dict[int, list[int]] = {}
+    for g in prog.groups:
+        free.setdefault(g.machine, []).extend(g.gpus)
+    rack_of = prog._rack_of
+    taken: dict[int, list[int]] = {}
+    for s in (0, 1, 2):
+        for i, (si, q) in where.items():
+            if si != s:
+                continue
+            need = cells[i][0]
+            if s == 0:
+                ms = [lay.pos_machine[q]]
+            elif s == 1:
+                r = lay.pos_rack[q]
+                ms = [m for m in free if rack_of[m] == r]
+            else:
+                ms = list(free)
+            got: list[int] = []
+            while need:
+                fit, most = (1 << 30, 0), (0, 0)  # (GPUs left, machine): best fit, fullest
+                for m in ms:
+                    f = len(free[m])
+                    if need <= f < fit[0]:
+                        fit = (f, m)
+                    if f > most[0]:
+                        most = (f, m)
+                m = fit[1] if fit[0] < 1 << 30 else most[1]
+                k = min(need, len(free[m]))
+                if k == 0:
+                    raise RuntimeError("compact DP: no GPUs left for a chosen place")
+                got += free[m][:k]
+                del free[m][:k]
+                need -= k
+            taken[i] = got
+    return {i: (cells[i], tuple(sorted(taken[i]))) for i in sorted(taken)}
