@@ -139,3 +139,27 @@ def test_every_pal_paper_claim_states_its_precision_or_an_interval():
         assert ("precision" in c and lo == hi) or (lo < hi and tol == 0), c["id"]
         if c["experiment"] in ("sia_philly", "sia_philly_artifact", "locality"):
             assert c["args"]["where"]["trace"] == W8, c["id"]
+
+
+def _locality_jobs(gain_by_seed, L=1.0):
+    rows = []
+    for seed, gain in gain_by_seed.items():
+        for j in range(1995, 3006):
+            inside = 2000 <= j <= 3000
+            for p, jct in (
+                ("packed-sticky", 100.0),
+                ("pal", 100.0 * (1 - gain) if inside else 1.0),
+            ):
+                rows.append({"job_id": str(j), "jct": jct, "placement": p, "scheduler": "fifo",
+                             "locality_penalty": L, "seed": seed, "trace": "synergy"})  # fmt: skip
+    return {"jobs": pd.DataFrame(rows)}
+
+
+@pytest.mark.parametrize("gains, outcome", [({0: 0.121, 1: 0.123}, "reproduces"),
+                                            ({0: 0.126, 1: 0.127}, "direction only")])  # fmt: skip
+def test_fig_20_gain_at_one_locality_penalty_over_draws(gains, outcome):
+    """Fig. 20's 12% at L = 1.0, over 2 draws whose spread (sd <= 0.14) is below the paper's 0.5."""
+    row = evaluate(CLAIMS["synergy-locality-pal-10"], _locality_jobs(gains))
+    assert row["outcome"] == outcome and row["paper_range"] == "12% ± 0.5"
+    other = evaluate(CLAIMS["synergy-locality-pal-10"], _locality_jobs(gains, L=1.7))
+    assert other["outcome"] == "not run"  # the claim is at L = 1.0: not in this run
