@@ -25,7 +25,7 @@ def test_window_n_avg_equals_n_avg(n, seed):
     with np.errstate(invalid="ignore"):  # the window before any change: 0 / 0 in both
         got = M.window_n_avg(steps, start, end)
         want = np.array([n_avg(*steps, a, b) for a, b in zip(start, end, strict=True)])
-    np.testing.assert_allclose(got, want, rtol=1e-12, atol=0)
+    np.testing.assert_allclose(got, want, rtol=1e-9, atol=0)  # running sums: rounding differs
     assert np.array_equal(np.isnan(got), np.isnan(want))
 
 

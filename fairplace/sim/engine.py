@@ -53,7 +53,7 @@ from .accounting import Timeline
 from .contract import MAX_STALLED, Contract
 from .protocols import SchedView
 from .run_state import RunState
-from .running import HeldGPUs, InvariantError, Running, check_holdings
+from .running import HeldGPUs, InvariantError, check_holdings
 from .workload import Workload
 
 __all__ = ["GRID_ORIGINS", "STAMPINGS", "Driver", "InvariantError", "DriverConfig", "Timeline"]
@@ -124,6 +124,11 @@ class Driver:
         self.state_factory, self.progress = state_factory, progress
         self.G = len(cluster)
         self.raw = {c: cluster.pm_vector(c) for c in set(workload.cls)}
+        # the raw scores as one matrix (a row per class) and each job's row: rates set in one step
+        classes = sorted(self.raw)
+        self.raw_rows = np.array([self.raw[c] for c in classes], float).reshape(len(classes), -1)
+        row = {c: k for k, c in enumerate(classes)}
+        self.cls_row = np.fromiter(map(row.__getitem__, workload.cls), np.int64, len(workload))
         self.mi, self.ri = cluster.machine_index, cluster.rack_index
         self.allocates = bool(getattr(scheduler, "allocates", False))
         #: the decision grid: the common tick, else the round
@@ -145,12 +150,26 @@ class Driver:
     # -- helpers -------------------------------------------------------------------------------
     def slowdown(self, j: int, idx: np.ndarray) -> float:
         """S_j(G) = L_j(spread(G)) * max_{g in G} V_raw,class(j)(g) (:func:`fairplace.core.domain.slowdown`)."""
-        w = self.w
+        w, idx = self.w, np.asarray(idx, np.int64)
         return slowdown(
             (1.0, w.l_machine[j], w.l_rack[j]),
             spread(self.mi, self.ri, idx),
             self.raw[w.cls[j]][idx],
         )
+
+    def slowdowns(self, c: np.ndarray, gpus: list[np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
+        """(GPUs held, S_j(G)) of jobs ``c`` on their GPU arrays ``gpus`` (non-empty) at once: the
+        same numbers as :meth:`slowdown` job by job (spread from the min and max machine and rack
+        of each bundle, max V by segments)."""
+        k = np.fromiter(map(len, gpus), np.int64, len(gpus))
+        flat = np.concatenate(gpus).astype(np.int64, copy=False)  # (arrays or tuples)
+        at = np.cumsum(k) - k
+        m, r = self.mi[flat], self.ri[flat]
+        one_m = np.minimum.reduceat(m, at) == np.maximum.reduceat(m, at)
+        one_r = np.minimum.reduceat(r, at) == np.maximum.reduceat(r, at)
+        L = np.where(one_m, 1.0, np.where(one_r, self.w.l_machine[c], self.w.l_rack[c]))
+        vmax = np.maximum.reduceat(self.raw_rows[np.repeat(self.cls_row[c], k), flat], at)
+        return k, L * vmax
 
     def _groups(self):
         w = self.w
@@ -177,7 +196,7 @@ class Driver:
         )  # fmt: skip
         R, exact = self.R, self.allocates and not self.cfg.tick > 0
         while s.n_done < s.n_tracked:
-            s.release_due(self.w.app)
+            s.release_due(self.w)
             if s.active.size == 0:  # idle: the next arrival (THEMIS alone: its exact time)
                 nxt_release = s.pending[0][0]
                 s.t = nxt_release if exact else acc.grid(s.t0, nxt_release, s.t, R)
@@ -210,6 +229,8 @@ class Driver:
     def _view(self, s: RunState) -> SchedView:
         """What the scheduler sees at ``s.t``."""
         w, run = self.w, s.run
+        running = run.mask.view()  # the driver's mask, read only (O(1), not a copy per decision)
+        running.flags.writeable = False
         return SchedView(
             t=s.t,
             active=s.active,
@@ -219,20 +240,20 @@ class Driver:
             total=w.iters,
             t_iter=w.t_iter,
             attained=s.attained,
-            running=run.mask.copy(),
+            running=running,
             app=w.app,
             gpus=self.G,
             round_length=self.cfg.round_length,
             held=s.tr.held,
             t_isolated=s.tr.t_isolated_job,
-            waiting_since=np.where(run.mask, s.t, np.minimum(s.waiting_since, s.release)),
+            waiting_since=s.waiting_view(),
         )
 
     def _decide(self, s: RunState, view: SchedView):
         """The next holdings (job -> GPU indices, job -> sorted tuple) and the allocation to record:
         the allocating scheduler's, or the policy's on the scheduler's order (the previous decision
         again, without asking, when the policy would return it)."""
-        run, ck, t, t0, R = s.run, self.contract, s.t, s.t0, self.R
+        run, ck, t0, R = s.run, self.contract, s.t0, self.R
         if self.allocates:
             new = self.scheduler.allocate(
                 view,
@@ -253,9 +274,10 @@ class Driver:
         if same:  # the policy would return the previous decision: keep it
             record, new_key, new = s.last_rec[0], run.key, run.alloc
             if self.cfg.debug:
-                self._recheck(order, run, t, t0, s.jobs, record)
+                self._recheck(order, s, record)
         else:  # record: sorted tuples of ints by job id (JSON arrays)
-            s.last_dec, new_key, new, record = self._place(order, run, t, t0, s.jobs, s.last_dec)
+            s.last_dec, new_key, new, record = self._place(order, s, s.last_dec)
+            s.held_ids = dict(record)  # the holdings by job id, as the next state shows them
         s.last_order = order
         return new, new_key, record
 
@@ -272,11 +294,11 @@ class Driver:
             s.waiting_since[g] = t
             s.rate[g] = 0.0
         if changed:
-            self._restart(np.asarray(changed, np.int64), was, new, t, s.tr, s.started, s.ready)
-            for j in changed:
-                sd = self.slowdown(j, new[j])
-                s.rate[j] = new[j].size / w.demand[j] / (w.t_iter[j] * sd)  # elastic if k < N_j
-                s.inv_s[j] = 1.0 / sd
+            c = np.asarray(changed, np.int64)
+            self._restart(c, was, new, t, s.tr, s.started, s.ready)
+            k, sd = self.slowdowns(c, [new[j] for j in changed])
+            s.rate[c] = k / w.demand[c] / (w.t_iter[c] * sd)  # elastic if k < N_j
+            s.inv_s[c] = 1.0 / sd
         return len(gone), int((~was).sum()), int(was.sum())
 
     def _horizon(self, s: RunState, view: SchedView, changed: bool) -> float:
@@ -332,7 +354,7 @@ class Driver:
         if not self.repeatable:
             return False
         order = self.contract.order(self.scheduler.order(self._view(s)), s.is_active)
-        dec, new_key, _, _ = self._place(order, s.run, s.t, s.t0, s.jobs, s.last_dec)
+        dec, new_key, _, _ = self._place(order, s, s.last_dec)
         if new_key != s.run.key:
             return False
         s.last_order, s.last_dec = order, dec
@@ -380,7 +402,10 @@ class Driver:
         w, tr = self.w, s.tr
         if len(finished) > 1:
             finished = sorted(finished, key=lambda j: (tr.finish[j], j))
+        held = s.held_ids
         for j in finished:
+            held.pop(w.ids[j], None)
+            del s.jobs[j]
             s.is_active[j] = False
             a = w.app[j]
             s.app_active[a] -= 1
@@ -389,10 +414,11 @@ class Driver:
             if s.left[s.gid[j]] == 0 and s.gid[j] in s.nxt:
                 for k in s.nxt[s.gid[j]]:
                     s.release[k] = max(w.submit[k], tr.finish[j])
+                    s.wait[k] = min(s.waiting_since[k], s.release[k])
                     heapq.heappush(s.pending, (float(s.release[k]), int(k)))
         n_fin = int(s.tracked[finished].sum())
         s.n_done += n_fin
-        s.active = np.flatnonzero(s.is_active)
+        s.active = s.active[s.is_active[s.active]]  # (sorted, as np.flatnonzero(is_active))
         if self.progress is not None and n_fin:
             self.progress(n_fin)
 
@@ -414,26 +440,27 @@ class Driver:
             self.w.demand[j_run[fin]] - kf, at, dem,
         )  # fmt: skip
 
-    def _place(self, order, run: Running, t, t0, jobs, last_dec):
-        """Ask the policy: (its decision, new holdings as sorted tuples and as index arrays, the
-        allocation to record), checked against the contract (:meth:`.Contract.placement`)."""
-        R, w, key = self.R, self.w, run.key
+    def _place(self, order, s: RunState, last_dec):
+        """Ask the policy: (its decision, new holdings as sorted tuples (by job index, twice), the
+        allocation to record), checked against the contract (:meth:`.Contract.placement`). The
+        state shows the holdings by job id (``s.held_ids``, a copy: a policy may keep it)."""
         state = self.state_factory(
             self.cluster,
             self.scores,
-            {w.ids[j]: key[j] for j in key},
-            round=int(round((t - t0) / R)),
+            dict(s.held_ids),
+            round=int(round((s.t - s.t0) / self.R)),
         )
-        queue = [jobs[j] for j in order.tolist()]
+        queue = list(map(s.jobs.__getitem__, order.tolist()))
         if self.resumable and self.cfg.incremental:
             dec = self.policy.place(state, queue, previous=last_dec)
         else:
             dec = self.policy.place(state, queue)
-        return (dec, *self.contract.placement(dec, key, run.alloc))
+        return (dec, *self.contract.placement(dec))
 
-    def _recheck(self, order, run: Running, t, t0, jobs, record) -> None:
+    def _recheck(self, order, s: RunState, record) -> None:
         """debug: a reused decision (same queue) is what the policy returns afresh now."""
-        fresh = self._place(order, run, t, t0, jobs, None)[3]
+        t = s.t
+        fresh = self._place(order, s, None)[3]
         if list(fresh.items()) != list(record.items()):
             raise ExtensionError(
                 "placement",

@@ -20,7 +20,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from fairplace.formulations.ftf import T_ID_VARIANTS, IdealTime, n_avg
+from fairplace.formulations.ftf import T_ID_VARIANTS
 
 from .engine import Timeline
 from .workload import Workload
@@ -47,39 +47,67 @@ def active_step(arrival: np.ndarray, finish: np.ndarray) -> tuple[np.ndarray, np
 
 def window_n_avg(steps, start: np.ndarray, end: np.ndarray) -> np.ndarray:
     """:func:`fairplace.formulations.ftf.n_avg` of the step function ``steps`` over each window
-    [start_k, end_k], reading only the changes inside the window (the full-length sum is O(changes)
-    per window: quadratic over a trace); equal to it up to rounding (the same non-zero terms)."""
+    [start_k, end_k] at once: the integral of the steps from their running sum at the change
+    times (a window's integral is the difference of its ends'), divided by the window's length;
+    equal to it up to rounding (a window inside one step: its count exactly). As n_avg, a window
+    counts from the first change on (nan if it closes before it); an empty window: the count at
+    its start."""
     times, counts = steps
-    out = np.empty(start.size)
-    lo = np.maximum(np.searchsorted(times, start, side="right") - 1, 0)
-    hi = np.searchsorted(times, end, side="left")
-    for k in range(start.size):
-        ts, tn, a = float(start[k]), float(end[k]), int(lo[k])
-        b = max(int(hi[k]), a + 1)
-        out[k] = n_avg(times[a:b], counts[a:b], ts, tn) if tn > ts else float(counts[a])
-    return out
+    times = np.asarray(times, float)
+    start, end = np.asarray(start, float), np.asarray(end, float)
+    if not times.size:
+        return np.ones(start.size)
+    c = np.asarray(counts, float)
+    F = np.concatenate([[0.0], np.cumsum(c[:-1] * np.diff(times))])  # integral up to times[i]
+
+    def step_of(x):
+        return np.maximum(np.searchsorted(times, x, side="right") - 1, 0)
+
+    lo = step_of(start)
+    s = np.maximum(start, times[0])
+    first = step_of(s)
+    one = np.searchsorted(times, end, side="left") <= first + 1  # inside one step
+    with np.errstate(invalid="ignore", divide="ignore"):
+        i, k = step_of(end), first
+        mean = (F[i] + c[i] * (end - times[i]) - F[k] - c[k] * (s - times[k])) / (end - s)
+    mean = np.where(one, c[first], mean)
+    mean = np.where(end > times[0], mean, np.nan)  # closes before the first change: 0 / 0
+    return np.where(end > start, mean, c[lo])
 
 
 def _rho(arrival, finish, work, dmax, t_iso, steps, G, phases=None) -> dict[str, np.ndarray]:
+    """rho = T_sh / T_id per variant (:class:`fairplace.formulations.ftf.IdealTime`'s rules with
+    n_active = 1 and no work left, over numpy arrays; inf where T_id is not > 0)."""
     times, counts = steps
     t_sh = finish - arrival
-    out = {v: np.empty(arrival.size) for v in T_ID_VARIANTS}
-    navgs = window_n_avg(steps, arrival, finish)
-    arr_pos = np.searchsorted(times, arrival, side="right") - 1
-    for k in range(arrival.size):
-        navg = float(navgs[k])
-        pos = int(arr_pos[k])
-        n_arr = int(counts[pos]) if pos >= 0 else 1
+    navg = np.maximum(window_n_avg(steps, arrival, finish), 1.0)
+    pos = np.searchsorted(times, arrival, side="right") - 1
+    n_arr = np.where(pos >= 0, counts[np.maximum(pos, 0)] if counts.size else 1, 1)
+    n_arr = np.maximum(n_arr, 1)
+    work = np.asarray(work, float)
+    dmax = np.asarray(dmax).astype(float)
+    share = G / navg
+    themis = work / np.minimum(share, dmax)
+    if phases is not None:  # sum_p W_p / min(share, d_p), phase after phase (as Python's sum)
+        has = np.fromiter(map(bool, phases), bool, len(phases))
+        owner = np.repeat(np.arange(len(phases)), [len(p) for p in phases])
+        flat = [x for p in phases for x in p]
+        w_p = np.array([float(w) for w, _ in flat])
+        d_p = np.array([float(int(d)) for _, d in flat])
+        total = np.zeros(len(phases))
+        if flat:
+            np.add.at(total, owner, w_p / np.minimum(share[owner], d_p))
+        themis = np.where(has, total, themis)
+    tid = {
+        "themis": themis,
+        "literal": work / np.minimum(float(G), dmax) * navg,
+        "static": work / np.minimum(G / n_arr, dmax),
+        "gavel": np.asarray(t_iso, float) + 0.0 / np.minimum(float(G), dmax),
+    }
+    out = {}
+    with np.errstate(invalid="ignore", divide="ignore"):
         for v in T_ID_VARIANTS:
-            tid = IdealTime(
-                variant=v,
-                n_avg=max(navg, 1.0),
-                n_arrival=max(n_arr, 1),
-                n_active=1,
-                t_isolated=float(t_iso[k]),
-                phases=phases[k] if phases is not None else (),
-            ).value(float(work[k]), 0.0, int(dmax[k]), G)
-            out[v][k] = t_sh[k] / tid if tid > 0 else np.inf
+            out[v] = np.where(tid[v] > 0, t_sh / tid[v], np.inf)
     return out
 
 
@@ -113,10 +141,10 @@ def job_frame(w: Workload, tr: Timeline, G: int) -> pd.DataFrame:
     rho = _rho(tr.release, tr.finish, work, w.demand, tr.t_isolated_job, steps, G)
     with np.errstate(invalid="ignore", divide="ignore"):
         score = np.where(tr.run > 0, tr.score_time / tr.run, np.nan)
-    df = pd.DataFrame(
+    return pd.DataFrame(  # one frame from whole columns (no row objects, no insert per column)
         {
             "job_id": list(w.ids),
-            "app_id": [w.app_ids[a] for a in w.app],
+            "app_id": np.asarray(w.app_ids, dtype=object)[w.app].tolist(),
             "model": list(w.model),
             "cls": list(w.cls),
             "gpus": w.demand,
@@ -139,11 +167,9 @@ def job_frame(w: Workload, tr: Timeline, G: int) -> pd.DataFrame:
             # finished is followed by exactly one resume; first starts are free)
             "restarts": tr.preemptions + tr.migrations,
             "restart_gpu_time": tr.restart_gpu_seconds,
+            **{f"rho_{v}": rho[v] for v in T_ID_VARIANTS},
         }
     )
-    for v in T_ID_VARIANTS:
-        df[f"rho_{v}"] = rho[v]
-    return df
 
 
 def app_frame(w: Workload, tr: Timeline, jobs: pd.DataFrame, G: int) -> pd.DataFrame:

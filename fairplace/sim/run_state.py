@@ -45,7 +45,7 @@ class RunState:
     is_active: np.ndarray
     app_active: np.ndarray
     tracked: np.ndarray
-    jobs: list
+    jobs: dict  # the active jobs' Job objects (made at release, dropped at finish)
     t0: float
     t: float
     active: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int64))
@@ -57,26 +57,50 @@ class RunState:
     last_order: np.ndarray | None = None  # the previous queue (job indices)
     last_dec: object = None  # the previous decision, from which a resumable policy continues
     last_rec: tuple = (None, "{}")  # the previous recorded allocation and its JSON
-    #: per job of the last recorded allocation: (its GPUs, its JSON item)
+    #: per job of the last recorded allocation: (its GPUs, its JSON item, its key's JSON)
     json_items: dict = field(default_factory=dict)
+    #: the holdings by job id (job id -> sorted tuple) after a placement policy's decision
+    held_ids: dict = field(default_factory=dict)
+    #: what the view shows as ``waiting_since`` (:meth:`waiting_view`), kept up to date in place
+    wait: np.ndarray = field(default_factory=lambda: np.zeros(0))
+    wait_at: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int64))  # set to the clock
+
+    def waiting_view(self) -> np.ndarray:
+        """``np.where(running, t, np.minimum(waiting_since, release))`` over every job, updated in
+        place for the jobs running now or at the previous view only (O(running), not O(jobs));
+        read only. A job's release or ``waiting_since`` changes only while it is not running (a
+        released phase, a preemption: the job ran at the previous view), and the driver keeps
+        ``wait`` in step for releases (:meth:`Driver._finish`)."""
+        w, at = self.wait, self.wait_at
+        if at.size:
+            w[at] = np.minimum(self.waiting_since[at], self.release[at])
+        at = self.run.idx
+        w[at] = self.t
+        self.wait_at = at
+        out = w.view()
+        out.flags.writeable = False
+        return out
 
     def allocation_json(self, record: Mapping) -> str:
         """``json.dumps(record, separators=(",", ":"), default=int)``, the same text, from each
-        job's item encoded once while its GPUs stay the same (a decision moves a few of the
-        running jobs); the previous text again for the previous record (the driver never changes a
-        record it has recorded)."""
+        job's item encoded once while its GPUs stay the same (the same object or equal values; a
+        decision moves a few of the running jobs); the previous text again for the previous record
+        (the driver never changes a record, nor a list in it, once recorded). Items of jobs that
+        left are dropped when they outnumber the record's."""
         last = self.last_rec[0]
         if record is last or (record == last and list(record) == list(last)):  # keys, order
             return self.last_rec[1]
-        items, kept, out = self.json_items, {}, []
+        items, out = self.json_items, []
+        append, get = out.append, items.get
         for k, v in record.items():
-            gpus = tuple(v)  # by value: a list changed in place is encoded again
-            have = items.get(k)
-            if have is None or have[0] != gpus:
-                have = (gpus, json.dumps({k: v}, separators=(",", ":"), default=int)[1:-1])
-            kept[k] = have
-            out.append(have[1])
-        self.json_items = kept  # the running jobs' items only
+            have = get(k)
+            if have is None:
+                have = items[k] = (v, *_item(k, v))
+            elif have[0] is not v and have[0] != v:
+                have = items[k] = (v, *_item(k, v, have[2]))
+            append(have[1])
+        if len(items) > 2 * len(record) + 64:  # keep the running jobs' items only
+            self.json_items = {k: items[k] for k in record}
         self.last_rec = (record, "{" + ",".join(out) + "}")
         return self.last_rec[1]
 
@@ -112,22 +136,39 @@ class RunState:
             is_active=np.zeros(J, bool),
             app_active=np.zeros(len(w.app_ids), np.int64),
             tracked=np.ones(J, bool) if w.tracked is None else np.asarray(w.tracked, bool),
-            jobs=w.jobs(),
+            jobs={},
             t0=t0,
             t=t0,
         )
         s.n_tracked = int(s.tracked.sum())
+        s.wait = np.minimum(s.waiting_since, release)
         return s
 
-    def release_due(self, app: np.ndarray) -> None:
-        """Jobs released by now become active (``app``: each job's app index)."""
-        pending, t = self.pending, self.t
+    def release_due(self, w: Workload) -> None:
+        """Jobs released by now become active, each with its policy-facing ``Job`` object."""
+        pending, t, app = self.pending, self.t, w.app
         if not (pending and pending[0][0] <= t):
             return
+        new = []
         while pending and pending[0][0] <= t:
             j = heapq.heappop(pending)[1]
+            new.append(j)
             self.is_active[j] = True
             a = app[j]
             self.n_apps += int(self.app_active[a] == 0)
             self.app_active[a] += 1
-        self.active = np.flatnonzero(self.is_active)
+        if new:  # sorted, as np.flatnonzero(is_active), without reading every job
+            self.jobs.update(zip(new, w.jobs(new), strict=True))
+            self.active = np.sort(np.concatenate([self.active, np.asarray(new, np.int64)]))
+
+
+def _item(k, gpus, key_text: str | None = None) -> tuple[str, str]:
+    """(``"k":[g,...]``, ``"k"``): one job's item of the allocation's JSON and its key's text
+    (``key_text``: known already). GPU indices are integers, which ``str`` writes as ``json.dumps``
+    does (NumPy ints included); anything else is left to ``json.dumps``."""
+    if key_text is None:
+        key_text = json.dumps({k: 0}, separators=(",", ":"))[1:-3]
+    body = ",".join(map(str, gpus))
+    if not body.replace(",", "").isdigit():  # no GPUs, or not integers
+        return json.dumps({k: gpus}, separators=(",", ":"), default=int)[1:-1], key_text
+    return key_text + ":[" + body + "]", key_text

@@ -22,8 +22,9 @@ class InvariantError(FairplaceError, AssertionError):
 
 
 class Running:
-    """The running jobs: job -> GPU indices (``alloc``) and their sorted tuple (``key``, the identity
-    of a placement), the job indices in decision order (``idx``), GPUs held per job (``k``, 0 when
+    """The running jobs: job -> GPU indices (``alloc``: int64 arrays from an allocating
+    scheduler, the sorted tuples themselves from a placement policy) and their sorted tuple
+    (``key``, the identity of a placement), the job indices in decision order (``idx``), GPUs held per job (``k``, 0 when
     waiting), a running mask over all jobs and the busy GPU count."""
 
     def __init__(self, J: int):
@@ -40,9 +41,9 @@ class Running:
     def apply(self, new: dict[int, np.ndarray], new_key: dict[int, tuple]):
         """Adopt a decision; returns (preempted jobs, changed jobs: started or moved, which of the
         changed ones were running before (bool array))."""
-        key = self.key
-        gone = [j for j in key if j not in new_key]
-        changed = [j for j, g in new_key.items() if key.get(j) != g]
+        key = self.key  # (set operations on the dicts' views: no Python step per running job)
+        gone = list(key.keys() - new_key.keys()) if len(key) else []
+        changed = [j for j, _ in new_key.items() - key.items()]
         was = np.fromiter((j in key for j in changed), bool, len(changed))
         self.alloc, self.key = new, new_key
         self.idx = np.fromiter(new_key, np.int64, len(new_key))
@@ -52,7 +53,7 @@ class Running:
             self.mask[g] = False
         if changed:
             c = np.asarray(changed, np.int64)
-            self.k[c] = [new[j].size for j in changed]
+            self.k[c] = [len(new[j]) for j in changed]
             self.mask[c] = True
         self.busy = int(self.k[self.idx].sum()) if self.idx.size else 0
         return gone, changed, was
@@ -114,9 +115,14 @@ def check_holdings(run: Running, G: int) -> None:
     if np.count_nonzero(run.mask) != len(jobs) or not run.mask[run.idx].all():
         raise InvariantError("the running mask differs from the running jobs")
     for j, g in run.alloc.items():
+        g = np.asarray(g, np.int64)
         if run.k[j] != g.size or run.key[j] != tuple(sorted(g.tolist())):
             raise InvariantError(f"job {j}: holdings out of step ({run.k[j]} GPUs, {run.key[j]})")
-    allg = np.concatenate(list(run.alloc.values())) if run.alloc else np.zeros(0, np.int64)
+    allg = (
+        np.concatenate([np.asarray(g, np.int64) for g in run.alloc.values()])
+        if run.alloc
+        else np.zeros(0, np.int64)
+    )
     if np.unique(allg).size != allg.size:
         raise InvariantError("a GPU is held by two jobs")
     if (

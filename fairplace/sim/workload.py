@@ -62,14 +62,24 @@ class Workload:
         )
         return sub, apps
 
-    def jobs(self) -> list[Job]:
+    def jobs(self, idx=None) -> list[Job]:
         """:class:`~fairplace.core.domain.Job` objects handed to placement policies, each with its
-        runtime L across machines (``l_machine``): policies decide with the L the job runs with."""
+        runtime L across machines (``l_machine``): policies decide with the L the job runs with.
+        ``idx``: only those jobs (indices), in that order; the driver makes a job's object when it
+        is released and drops it when it finishes."""
+        if idx is None:
+            return self.jobs(range(len(self)))
+        ids, dem, cls, mod, lm = self.ids, self.demand, self.cls, self.model, self.l_machine
         return [
-            Job(id=i, gpus=int(d), cls=c, model=m, weight=1.0, locality=float(lm))
-            for i, d, c, m, lm in zip(
-                self.ids, self.demand, self.cls, self.model, self.l_machine, strict=True
+            Job(
+                id=ids[j],
+                gpus=int(dem[j]),
+                cls=cls[j],
+                model=mod[j],
+                weight=1.0,
+                locality=float(lm[j]),
             )
+            for j in idx
         ]
 
     def app_demand_max(self) -> np.ndarray:

@@ -150,7 +150,7 @@ class PolicyBase:
             running = {j: np.asarray(g, dtype=np.int64) for j, g in state.allocation.items()}
         else:  # only the keys are read
             running = dict.fromkeys(state.allocation)
-        held = {j: g for j, g in running.items() if j in in_queue and self.sticky}
+        held = {j: g for j, g in running.items() if j in in_queue} if self.sticky else {}
         free = np.ones(len(state.cluster), dtype=bool)
         for g in held.values():
             free[g] = False
@@ -206,7 +206,8 @@ class PolicyBase:
         for j, g in held.items():  # running jobs not reached before a stop keep their GPUs
             if j not in alloc:
                 alloc[j] = _sorted_ids(g)
-        preempted = tuple(j for j in running if j in in_queue and j not in alloc)
+        lost = (running.keys() & in_queue) - alloc.keys()  # (set operations: no step per job)
+        preempted = tuple(j for j in running if j in lost) if lost else ()
         return Decision(
             alloc,
             preempted,
@@ -280,18 +281,31 @@ def _replay(previous: Decision, ids: tuple[str, ...], alloc: dict, free: np.ndar
     over: the previous round stopped at a misfit inside the common head)."""
     assert previous.trail is not None  # the caller resumes only from a decision with a trail
     old_ids, decided, stopped, _ = previous.trail
-    p = 0
-    n = min(decided, len(ids))
-    while p < n and old_ids[p] == ids[p]:
-        p += 1
-    prev = previous.allocation
-    for j in ids[:p]:
-        g = prev.get(j)
-        if g is not None:
-            alloc[j] = g
+    p = _common_head(old_ids, ids, min(decided, len(ids)))
+    prev, head = previous.allocation, ids[:p]
+    got = list(map(prev.get, head))
+    if None in got:  # a job of the head left unplaced (backfill)
+        alloc.update((j, g) for j, g in zip(head, got, strict=True) if g is not None)
+    else:
+        alloc.update(zip(head, got, strict=True))
     if alloc:
         free[np.fromiter(itertools.chain.from_iterable(alloc.values()), np.int64)] = False
     return p - 1, stopped and p == decided
+
+
+def _common_head(a: tuple, b: tuple, n: int) -> int:
+    """The largest p <= n with a[:p] == b[:p], by halving (tuple slices compared in C: O(n), no
+    Python step per job)."""
+    if a[:n] == b[:n]:
+        return n
+    lo, hi = 0, n  # a[:lo] == b[:lo], a[:hi] != b[:hi]
+    while hi - lo > 1:
+        mid = (lo + hi) // 2
+        if a[lo:mid] == b[lo:mid]:
+            lo = mid
+        else:
+            hi = mid
+    return lo
 
 
 _ID, _GPUS = attrgetter("id"), attrgetter("gpus")
