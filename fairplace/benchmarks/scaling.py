@@ -3,12 +3,18 @@ seconds over size — 1 is linear, 2 quadratic. No ``CASES``: a mode of its own.
 
 * PAL rounds: one round (median of a few) at 1,024 .. 16,384 GPUs (synthetic scores, Philly queue);
 * simulation: Synergy-style FIFO + PAL at the same load per GPU, jobs and GPUs growing together (the
-  driver's seconds, ``summary['wall_seconds']``);
+  driver's seconds, ``summary['wall_seconds']``); and apart (CPU seconds of the whole simulation):
+  jobs growing on a fixed cluster (the exponent in jobs: 1 = linear in the events) and GPUs
+  growing under a fixed number of jobs (the exponent in GPUs: the trace gets shorter as the
+  cluster grows at the same load per GPU, so per-decision work that does not grow with the
+  cluster shows as an exponent below 0);
 * compact PA: the compact arbiter's full PA (``auction._timed_pa``) on growing clusters with one app
   per 16 GPUs (same contention: PA's cost follows contention more than size).
 """
 
 from __future__ import annotations
+
+import time
 
 import numpy as np
 
@@ -50,6 +56,27 @@ def _simulation(quick: bool) -> list[tuple[int, float]]:
     return out
 
 
+def _cpu_seconds(jobs: int, gpus: int) -> float:
+    """CPU seconds of one FIFO + PAL simulation of :func:`synergy_at` (``jobs``, ``gpus``)."""
+    c0 = time.process_time()
+    simulate(
+        trace=synergy_at(jobs, gpus), scheduler="fifo", placement="pal", gpus=gpus, progress=False
+    )
+    return time.process_time() - c0
+
+
+def _in_jobs(quick: bool) -> list[tuple[int, float]]:
+    jobs = (1000, 2000, 4000) if quick else (2500, 5000, 10_000, 20_000)
+    gpus = 256 if quick else 1024
+    return [(n, _cpu_seconds(n, gpus)) for n in jobs]
+
+
+def _in_gpus(quick: bool) -> list[tuple[int, float]]:
+    gpus = (128, 256, 512) if quick else (512, 1024, 2048, 4096)
+    jobs = 2000 if quick else 10_000
+    return [(g, _cpu_seconds(jobs, g)) for g in gpus]
+
+
 def _compact_pa(quick: bool) -> list[tuple[int, float]]:
     machines = (16, 32, 64) if quick else (32, 64, 128, 256)
     return [  # one app per 16 GPUs: contention (which drives PA's cost) stays the same
@@ -61,6 +88,8 @@ def _compact_pa(quick: bool) -> list[tuple[int, float]]:
 SERIES = {
     "pal_round (GPUs)": _pal,
     "simulation (jobs, GPUs = jobs / 4)": _simulation,
+    "simulation in jobs (jobs; 1,024 GPUs, --quick 256; CPU s)": _in_jobs,
+    "simulation in GPUs (GPUs; 10,000 jobs, --quick 2,000; CPU s)": _in_gpus,
     "compact_pa (GPUs, one app per 16)": _compact_pa,
 }
 
