@@ -191,6 +191,11 @@ def test_routes_and_where_the_dp_suits():
     off = solve_compact_auction(AuctionInstance(cl, ()), OPTS, offer=same, apps=apps, enum_limit=0)
     assert off.extra["pf_route"] not in ("dp", "enumeration")  # enum_limit=0: the LP / MILP route
     assert _close(off.objective, sol.objective)
+    big = grid_cluster(25, 4, pm={"A": np.ones(100)})  # 100 GPUs: two bidders only
+    t1 = RhoTable("c", np.array([1.0]), np.linspace(3, 1, 9)[:, None, None] * np.ones((9, 3, 1)))
+    for n, want in ((2, True), (3, False)):
+        prog = CompactProgram(big, tuple(range(100)), (CompactApp(t1, "A"),) * n, reduced=False)
+        assert dp_suits(prog) is want
     with pytest.raises(OptionError, match="route"):
         solve_compact_auction(AuctionInstance(cl, ()), OPTS, offer=same, apps=apps, route="x")
     assert math.isfinite(sol.objective)
