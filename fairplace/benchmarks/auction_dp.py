@@ -33,7 +33,7 @@ from . import Case
 
 log = logging.getLogger(__name__)
 SAMPLE = Path(__file__).resolve().parents[2] / "tests" / "data" / "auction_dp_sample.json.gz"
-#: as THEMIS' arbiter calls the auction (``fairplace/sim/rounds.py``)
+#: as THEMIS' arbiter calls the auction (``fairplace/sim/themis/arbiter.py``)
 OPTS = SolveOptions(parallel=False, mip_allow_restart=False)
 
 
