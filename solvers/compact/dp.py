@@ -80,7 +80,7 @@ class DPResult:
     choice: Choice
     value: PFValue
     loo: dict[int, PFValue]  # app -> PF_{-i}: the apps with a PF bundle (or all, ``every``)
-    states: int  # states visited, both passes
+    states: int  # canonical states of the forward pass
     seconds: float
 
     def payments(self) -> dict[int, float]:
