@@ -130,7 +130,9 @@ def test_address_is_tls_and_plain_clients_are_refused(cluster, tmp_path):
               str(tmp_path / "r.parquet")], bare | {"DASK_DISTRIBUTED__COMM__TIMEOUTS__CONNECT": "5s"},
              tmp_path)  # fmt: skip
     assert p.returncode == 2, p.stderr  # no credentials: a one-line error naming the flag
-    assert p.stderr.count("\n") == 1 and "--scheduler-address" in p.stderr
+    # progress lines (stderr is not a terminal: "<spec>: 0/4 started", "stopped at") aside, one line
+    errors = [ln for ln in p.stderr.splitlines() if not ln.startswith("remote: ")]
+    assert len(errors) == 1 and "--scheduler-address" in errors[0]
 
 
 def test_sweep_on_a_separate_scheduler_matches_the_sequential_run(cluster, tmp_path):
@@ -161,8 +163,9 @@ def test_reproduce_on_a_separate_scheduler(cluster, tmp_path):
     assert p.returncode == 0, p.stderr
     doc = json.loads(p.stdout)
     claims = {c["id"]: c for c in doc["claims"]}
-    assert claims["pal-sia-geomean"]["outcome"] != "not run"  # the Sia-Philly sweep ran there
-    assert (out / "data" / "pal-sia_philly.jsonl").exists()
+    assert "pal-sia-geomean" in claims  # judged, or "not run at this size" (tiny: fewer workloads)
+    journal = out / "data" / "pal-sia_philly.jsonl"  # the Sia-Philly sweep ran there
+    assert journal.exists() and journal.read_text().count("\n") >= 1
     assert Path(doc["report"]["html"]).exists()
 
 
