@@ -274,12 +274,17 @@ def lp_audit(counts: Counter):
 
 
 def compare(
-    doc: dict, tol: float = TOL, audit: bool = False, enum_limit: int | None = None
+    doc: dict,
+    tol: float = TOL,
+    audit: bool = False,
+    enum_limit: int | None = None,
+    route: str = "auto",
 ) -> dict:
     """One round: the compact auction against the full MILP (module docstring). A row with
     ``problems`` (empty when they agree), the seconds of both and the compact routes; ``audit``:
     also ``lps``, the :func:`lp_audit` counts of the compact auction; ``enum_limit`` 0: the LP /
-    MILP route even where the enumeration (``solvers/compact/enumeration.py``) would settle the round."""
+    MILP route even where the enumeration (``solvers/compact/enumeration.py``) would settle the round;
+    ``route``: ``solve_compact_auction``'s (``compact``: no DP, ``solvers/compact/dp.py``)."""
     from fairplace.core.domain import AuctionInstance
     from fairplace.formulations import pa
     from fairplace.formulations.compact import CompactProgram
@@ -300,6 +305,7 @@ def compare(
                 offer=offer,
                 apps=apps,
                 ids=ids,
+                route=route,
                 **({} if enum_limit is None else {"enum_limit": enum_limit}),
             )
     except Exception as e:

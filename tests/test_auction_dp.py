@@ -36,11 +36,13 @@ AUCTIONS = load_captured(SAMPLE) if SAMPLE.exists() else []
 
 
 def _check_valid(prog: CompactProgram, choice: dict, ids=None) -> None:
-    """No GPU twice, only offered GPUs, n GPUs per cell, the cell's spread (and held place)."""
+    """No GPU twice, only offered GPUs, the program's cells, n GPUs per cell, the cell's spread
+    (and held place)."""
     cl, offer = prog.cluster, set(prog.offer)
     used = [g for _, gpus in choice.values() for g in gpus]
     assert len(used) == len(set(used)) and set(used) <= offer
-    for i, ((n, s, _), gpus) in choice.items():
+    for i, ((n, s, v), gpus) in choice.items():
+        assert (n, s, v) in prog.feasible_cells(i)  # one of the program's cells (MILP starts)
         idx = np.array(gpus, np.int64)
         assert len(gpus) == n
         assert spread(cl.machine_index, cl.rack_index, idx) <= s

@@ -52,12 +52,14 @@ def test_sampled_themis_rounds_agree_with_the_full_milp():
     sampled round (``oracle.compare``: tolerance 1e-6), and the sample exercises the routes."""
     pf_routes, loo_routes = set(), set()
     for doc in SAMPLE:
-        for limit in (0, None):  # the LP / MILP route, then the default (enumeration if small)
-            row = oracle.compare(doc, enum_limit=limit)
-            assert row["problems"] == [], (doc["source"], limit, row["problems"])
+        # the LP / MILP route, the enumeration where small (no DP), the default (the DP where
+        # the offer is homogeneous)
+        for limit, route in ((0, "auto"), (None, "compact"), (None, "auto")):
+            row = oracle.compare(doc, enum_limit=limit, route=route)
+            assert row["problems"] == [], (doc["source"], limit, route, row["problems"])
             pf_routes.add(row["pf_route"])
             loo_routes |= set(row["loo_routes"])
-    assert {"lp_cells", "branch_and_bound", "full", "enumeration"} <= pf_routes
+    assert {"lp_cells", "branch_and_bound", "full", "enumeration", "dp"} <= pf_routes
     assert {"lp_cells", "fixing", "enumeration"} <= loo_routes
 
 

@@ -127,27 +127,25 @@ def _options(prog: CompactProgram, lay: Layout, i: int, tup: bool) -> tuple[floa
     eff[0] = eff[1] if same[0] else 0
     t = a.table
     base = 0.0 if a.w_empty is None else a.w_empty  # values: gains over nothing, base + gain
-    # the cells (n, s, v) that fit (``CompactProgram.feasible_cells``; a looser level v than the
-    # offer's, or than the held GPUs', is no constraint: the best such v), better than nothing
-    lev = max(t.level(prog.types[0][prog.classes.index(a.cls)]), t.held_level, 0)
-    s_min = t.held_spread if t.held_count else 0
+    # the program's cells (``CompactApp.cells``: better than nothing, not dominated) that fit
+    # (``CompactProgram.feasible_cells``: level v at least the offer's, n GPUs in a place)
+    lev = t.level(prog.types[0][prog.classes.index(a.cls)])
     st = lay.start
     fit = (
         lay.most[0] if a.held_machine < 0 else max((st[p] for p in m0), default=0),
         lay.most[1] if a.held_rack < 0 else max((st[p] for p in r1), default=0),
         st[0],
     )
-    w = -np.log(t.rho[1 : min(t.n_max, st[0]) + 1, :, lev:])
-    ws, vs = w.max(axis=2).tolist(), (w.argmax(axis=2) + lev).tolist()
     best: dict[tuple[int, int], tuple[float, tuple[int, int, int]]] = {}
-    for n, (row, vrow) in enumerate(zip(ws, vs, strict=True), 1):
-        for s in range(s_min, 3):
-            x = row[s]
-            if n > fit[s] or x == -math.inf or (a.w_empty is not None and x <= base + 1e-12):
-                continue
-            key = (n, eff[s])
-            if key not in best or x > best[key][0]:
-                best[key] = (x, (n, s, vrow[s]))
+    rho = t.rho
+    for cell in a.cells:
+        n, s, v = cell
+        if v < lev or n > fit[s]:
+            continue
+        w = -math.log(rho[cell])
+        key = (n, eff[s])
+        if key not in best or w > best[key][0]:
+            best[key] = (w, cell)
     keep = []
     top = [-np.inf] * 3  # top[s]: best w over the kept options of fewer GPUs and type >= s
     for n, s in sorted(best, key=lambda k: (k[0], -k[1])):
