@@ -27,8 +27,10 @@ REDUCED_MAX_MACHINES = 16
 #: MILP; the full MILP (``checked_milp``); no app can use the offer (a program without columns);
 #: not started (budget spent)
 #: how a compact PF was settled (``extra['pf_route']``); ``enumeration`` is solve_compact_auction's
-#: own route (``compact.enumeration``) before any LP
+#: own route (``compact.enumeration``) before any LP, ``dp`` its dynamic program on homogeneous
+#: offers (``compact.dp``)
 PF_ROUTES = (
+    "dp",
     "enumeration",
     "lp_cells",
     "branch_and_bound",
