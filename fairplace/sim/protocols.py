@@ -67,7 +67,10 @@ __all__ = [
 
 @dataclass(frozen=True)
 class SchedView:
-    """What a scheduler may look at, at time ``t`` (arrays have one entry per workload job)."""
+    """What a scheduler may look at, at time ``t`` (arrays have one entry per workload job).
+
+    ``running`` and ``waiting_since`` are the driver's own arrays, live and read only: a scheduler
+    that keeps them past its call must copy them."""
 
     t: float
     active: np.ndarray  # indices of released, unfinished jobs
