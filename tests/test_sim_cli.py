@@ -33,7 +33,7 @@ def test_simulate_json_summary_and_out_dir(tmp_path, capsys):
     [
         (
             ["--trace", "nope"],
-            "unknown trace 'nope': use workload-1, workload-2, workload-3, workload-4, themis-1, themis-2, synergy or a .csv file",
+            "unknown trace 'nope': use workload-1, workload-2, workload-3, workload-4, workload-5, workload-6, workload-7, workload-8, themis-1, themis-2, synergy or a .csv file",
         ),
         (["--trace", "workload-1", "--scheduler", "nope"], "--scheduler"),
         (["--trace", "workload-1", "--placement", "nope"], "placement"),
