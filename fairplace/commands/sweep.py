@@ -49,15 +49,13 @@ def add_arguments(p) -> None:
 
 def run(args) -> int:
     from fairplace.runs.sweep import (  # heavy: imported on use (keeps --help light)
-        check_options,
         load_spec,
         results_paths,
         run_sweep,
     )
 
     spec = load_spec(args.spec)
-    if args.validate_only:
-        check_options(spec)  # each entry's options against its spec (the run would fail per cell)
+    if args.validate_only:  # load_spec checked every cell's options against their specs
         if args.json:
             print(json.dumps({"name": spec.name, "cells": len(spec)}))
         else:

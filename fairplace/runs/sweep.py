@@ -40,7 +40,7 @@ from typing import Any
 import pandas as pd
 
 from fairplace import sim
-from fairplace.core.errors import OptionError, naming
+from fairplace.core.errors import naming
 from fairplace.core.limits import check_workers
 from fairplace.core.progress import ProgressBar, progress_bar
 from fairplace.instances.trace_generators import (
@@ -57,8 +57,6 @@ from fairplace.runs.sweep_spec import (  # noqa: F401  (re-exported: the spec's 
     load_spec,
     validate_spec,
 )
-from fairplace.sim.schedulers import SCHEDULER_REGISTRY
-from fairplace.solvers.placement.policies import POLICY_REGISTRY
 
 #: the field every line of a sweep journal (results and frames) has
 SWEEP_KEYS = ("cell_id",)
@@ -146,48 +144,6 @@ def run_cell(cell: dict, fixed: dict, frames: Iterable[str] = (), simulate: Call
         row.update(status="error", message=f"{type(exc).__name__}: {exc}"[:500])
     row["wall_seconds"] = time.perf_counter() - t0
     return row, got
-
-
-def check_options(spec: SweepSpec) -> None:
-    """Each cell's ``scheduler_options`` / ``placement_options`` (``[fixed]``, ``[params]``,
-    ``[[extra]]``, dotted keys as :func:`run_cell` merges them) against its scheduler's and its
-    placement policy's specs (``Registry.check``, what ``simulate`` runs first): an unknown option
-    or a value outside its spec is an :class:`OptionError` naming where the spec sets it
-    (``fixed.scheduler_options.f``) and the entry, before anything runs (``fairplace sweep --validate-only``)."""
-    seen: set[tuple] = set()
-    for cell in spec.cells():
-        kw = {**spec.fixed, **{k: v for k, v in cell.items() if k not in ("trace", "seed")}}
-        for k in [k for k in kw if "." in k]:
-            outer, inner = k.split(".", 1)
-            kw[outer] = {**(kw.get(outer) or {}), inner: kw.pop(k)}
-        for registry, entry, key in (
-            (SCHEDULER_REGISTRY, "scheduler", "scheduler_options"),
-            (POLICY_REGISTRY, "placement", "placement_options"),
-        ):
-            opts = kw.get(key) or {}
-            name = kw.get(entry)
-            if not isinstance(opts, dict) or not isinstance(name, str):
-                continue  # not a table / not a name: simulate() names the problem
-            seen_key = (key, name, json.dumps(opts, sort_keys=True, default=str))
-            if seen_key in seen:
-                continue
-            seen.add(seen_key)
-            try:
-                registry.check(name, opts)  # its error names the option and the entry
-            except OptionError as exc:  # named where the spec sets it: params / extra / fixed
-                raise OptionError(_where(spec, exc.path), exc.problem) from None
-
-
-def _where(spec: SweepSpec, path: str) -> str:
-    """Where the spec sets option ``path`` (``scheduler_options.f``): ``params.``, ``extra[i].``
-    or ``fixed.`` before it (the order :func:`run_cell` lets them win)."""
-    key = path.split(".", 1)[0]
-    if path in spec.params or key in spec.params:
-        return f"params.{path}"
-    for i, (_, over) in enumerate(spec.extra):
-        if path in over or key in over:
-            return f"extra[{i}].{path}"
-    return f"fixed.{path}"
 
 
 def interruptible(fn: Callable, *args):
