@@ -44,6 +44,7 @@ import pandas as pd
 from fairplace.core.errors import DataError
 
 from .claims_pal import PAL_MEASURES, draws_tolerance
+from .claims_pal_waits import PAL_WAIT_MEASURES
 from .claims_schema import (  # noqa: F401 - the schema's names are also claims' own
     AT_THIS_SIZE,
     CHECK_OUTCOMES,
@@ -329,6 +330,7 @@ MEASURES: dict[str, Callable] = {
     "tipping_point": tipping_point,
     "order_fraction": order_fraction,
     **PAL_MEASURES,  # PAL's rules: precision, extremes, the runs a claim is over (claims_pal)
+    **PAL_WAIT_MEASURES,  # PAL's wait times and per-job shapes (Figs. 12, 19: claims_pal_waits)
 }
 
 

@@ -17,7 +17,7 @@ judged").
   workloads, the loads 8-14 jobs/h); a run that lacks one cannot judge it: a ``DataError`` that the
   claims table reports as ``not run at this size``.
 * **Synergy's window** (:func:`window_gain`): the average JCT of job ids 2000-3000 only (PAL §V-C,
-  as the artifact measures), from the per-job frame.
+  as the artifact measures), from the per-job frame; ``gpus_min = 2``: its multi-GPU jobs only.
 """
 
 from __future__ import annotations
@@ -94,23 +94,38 @@ def gain_shift(
     return g_lo - g_hi, f"{g_lo:.1f}% at {param}={lo:g} -> {g_hi:.1f}% at {param}={hi:g}"
 
 
-def window_gain(
-    res: Frames, policy: str, baseline: str, stat: str = "max", ids=(2000, 3000),
-    by=("jobs_per_hour",), where=None,
-):  # fmt: skip
-    """As :func:`gain` on the average JCT of the jobs whose id is in ``ids`` (inclusive; PAL's
-    Synergy runs report job ids 2000-3000), from the per-job frame ``jobs``."""
+def window_jobs(res: Frames, where=None, ids=(2000, 3000), gpus_min: int = 1) -> pd.DataFrame:
+    """The per-job frame's rows ``where`` selects whose id is in ``ids`` (inclusive; None: every
+    job) and that asked for at least ``gpus_min`` GPUs (2: the multi-GPU jobs)."""
     if "jobs" not in res:
         raise DataError("jobs", "no per-job frame (the experiment keeps frames = ['jobs'])")
     df = rows_over(res["jobs"], where)
-    jid = pd.to_numeric(df["job_id"], errors="coerce")
-    df = df[(jid >= ids[0]) & (jid <= ids[1])]
-    if df.empty:
-        raise DataError("job_id", f"no job with an id in {ids[0]}-{ids[1]}: the traces are shorter")
+    if ids is not None:
+        jid = pd.to_numeric(df["job_id"], errors="coerce")
+        df = df[(jid >= ids[0]) & (jid <= ids[1])]
+        if df.empty:
+            raise DataError("job_id", f"no job with an id in {ids[0]}-{ids[1]}: the traces are shorter")  # fmt: skip
+    if gpus_min > 1:
+        df = df[df["gpus"] >= gpus_min]
+        if df.empty:
+            raise DataError("gpus", f"no job with {gpus_min} or more GPUs")
+    return df
+
+
+def window_gain(
+    res: Frames, policy: str, baseline: str, stat: str = "max", ids=(2000, 3000),
+    by=("jobs_per_hour",), where=None, metric: str = "jct", gpus_min: int = 1,
+):  # fmt: skip
+    """As :func:`gain` on the mean per-job ``metric`` (``jct``; ``waiting``: the wait) of the jobs
+    whose id is in ``ids`` (inclusive; PAL's Synergy runs report job ids 2000-3000) and that asked
+    for at least ``gpus_min`` GPUs (2: PAL §V-C's multi-GPU jobs), from the per-job frame ``jobs``."""
+    df = window_jobs(res, where, ids, gpus_min)
     cell = [c for c in ("scheduler", "placement", "trace", "seed", *by) if c in df.columns]
-    per = df.groupby(list(dict.fromkeys(cell)), as_index=False)["jct"].mean()
-    s = improvement(per.rename(columns={"jct": "avg_jct"}), "avg_jct", policy, baseline, list(by))
-    return 100 * _stat(s, stat), _detail(s, stat) + f" (jobs {ids[0]}-{ids[1]})"
+    per = df.groupby(list(dict.fromkeys(cell)), as_index=False)[metric].mean()
+    s = improvement(per.rename(columns={metric: "avg"}), "avg", policy, baseline, list(by))
+    jobs = f"jobs {ids[0]}-{ids[1]}" if ids is not None else "every job"
+    more = f", {gpus_min}+ GPUs" if gpus_min > 1 else ""
+    return 100 * _stat(s, stat), _detail(s, stat) + f" ({jobs}{more}; mean {metric})"
 
 
 PAL_MEASURES: dict[str, Callable] = {

@@ -94,11 +94,17 @@ def check_claim(claim: dict) -> tuple[float, float, float]:
 
 
 def outcome(value: float, claim: dict) -> str:
-    """``reproduces`` / ``direction only`` / ``does not reproduce`` for ``value`` (module doc)."""
+    """``reproduces`` / ``direction only`` / ``does not reproduce`` for ``value`` (module doc).
+    A range with one infinite end whose other end is the claim's ``null_value`` (a claim in words
+    only: the side of no effect) is open at the null value: no effect does not reproduce it."""
     lo, hi, tol = check_claim(claim)
-    if math.isfinite(value) and lo - tol <= value <= hi + tol:
+    null = claim.get("null_value")
+    open_lo = math.isinf(hi) and lo == null and not tol
+    open_hi = math.isinf(lo) and hi == null and not tol
+    inside = lo - tol <= value <= hi + tol
+    if math.isfinite(value) and inside and not (open_lo and value == lo or open_hi and value == hi):
         return "reproduces"
-    d, null = claim.get("direction"), claim.get("null_value")
+    d = claim.get("direction")
     if d == "higher" and value > null or d == "lower" and value < null:
         return "direction only"
     return "does not reproduce"

@@ -22,6 +22,9 @@ from fairplace.core.palette import NAMED, PALETTE, colour, colours  # noqa: F401
 from .draws import draw_gain_distribution as draw_gain_distribution  # re-exported: spec figures
 from .draws import draw_gain_predictor as draw_gain_predictor
 from .tables import PACKED_BASELINES, col, normalise_to, paired_ratios, relative_gap
+from .waits import jct_box as jct_box  # re-exported: PAL Figs. 9, 10, 12, 19 (per-job frames)
+from .waits import jct_cdf as jct_cdf
+from .waits import wait_per_job as wait_per_job
 
 
 def _axes(ax=None, w: float = 6.0, h: float = 4.0):
