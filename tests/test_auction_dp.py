@@ -1,6 +1,6 @@
 """The compact auction's DP route (``solvers/compact/dp.py``, homogeneous offers) = the full MILP
 route on auctions captured from THEMIS runs (stored with the MILP's results by
-``docs/auction_exactness.py``), = the enumeration on random small homogeneous offers, and its
+``papers/themis/experiments/auction_exactness.py``), = the enumeration on random small homogeneous offers, and its
 allocations are valid."""
 
 import math

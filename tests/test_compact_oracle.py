@@ -1,6 +1,6 @@
 """The compact arbiter on auction rounds captured from THEMIS simulations: the round
 that crashed its branch and bound, a stored sample of rounds against the full MILP (the sweep is
-``docs/themis_compact_oracle.py``, whose ``compare`` these tests use), and LP sub-solves that
+``papers/themis/experiments/themis_compact_oracle.py``, whose ``compare`` these tests use), and LP sub-solves that
 HiGHS leaves without an optimum falling back to the full MILP."""
 
 import importlib.util
@@ -21,7 +21,13 @@ from fairplace.solvers.compact import rc as compact_rc
 from fairplace.solvers.options import SolveOptions
 
 DATA = Path(__file__).parent / "data"
-SCRIPT = Path(__file__).resolve().parents[1] / "docs" / "themis_compact_oracle.py"
+SCRIPT = (
+    Path(__file__).resolve().parents[1]
+    / "papers"
+    / "themis"
+    / "experiments"
+    / "themis_compact_oracle.py"
+)
 
 
 def _oracle():
@@ -36,7 +42,7 @@ oracle = _oracle()
 #: and bound came back "Optimal" with a point missing a row by 1.9e-7 (no point read) and
 #: ``x = lp.x.copy()`` raised AttributeError
 CRASH = oracle.read_cases(DATA / "themis_round_crash.jsonl.gz")[0]
-#: rounds of THEMIS runs (docs/themis_compact_oracle.py capture) picked to cover every route
+#: rounds of THEMIS runs (papers/themis/experiments/themis_compact_oracle.py capture) picked to cover every route
 SAMPLE = oracle.read_cases(DATA / "themis_rounds_sample.jsonl.gz")
 
 

@@ -1,4 +1,4 @@
-"""docs/measure_sweep_scaling.py (the scaling table of docs/dask.md) runs end to end at 1 and 2
+"""examples/measure_sweep_scaling.py (the scaling table of docs/dask.md) runs end to end at 1 and 2
 workers on its tiny grid: a fresh cluster per worker count, start-up apart from the solve phase,
 a Markdown table on stdout and the JSON file it was asked for."""
 
@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-SCRIPT = Path(__file__).resolve().parents[1] / "docs" / "measure_sweep_scaling.py"
+SCRIPT = Path(__file__).resolve().parents[1] / "examples" / "measure_sweep_scaling.py"
 
 
 @pytest.mark.slow

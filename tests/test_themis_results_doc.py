@@ -1,4 +1,4 @@
-"""docs/themis_results.py (the tables and figures of docs/themis-results.md) runs on a real THEMIS
+"""papers/themis/experiments/themis_results.py (the tables and figures of docs/themis-results.md) runs on a real THEMIS
 reproduction's journals: the tiny size, real simulator."""
 
 from __future__ import annotations
@@ -10,7 +10,9 @@ import pytest
 
 from fairplace.runs.reproduce import reproduce
 
-DOC = Path(__file__).resolve().parents[1] / "docs" / "themis_results.py"
+DOC = (
+    Path(__file__).resolve().parents[1] / "papers" / "themis" / "experiments" / "themis_results.py"
+)
 
 
 @pytest.mark.slow

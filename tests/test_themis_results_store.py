@@ -17,7 +17,7 @@ from fairplace.runs.batch_results import append_row
 from fairplace.runs.sweep import cell_id, fixed_key, results_paths
 from fairplace.runs.sweep_spec import load_spec
 
-DOCS = Path(__file__).resolve().parents[1] / "docs"
+EXPERIMENTS = Path(__file__).resolve().parents[1] / "papers" / "themis" / "experiments"
 SPEC = {
     "name": "themis-contention", "schedulers": ["themis", "las"], "placements": ["packed-sticky"],
     "traces": ["themis-2"], "seeds": [0, 1], "frames": ["apps"], "params": {"contention": [1, 2]},
@@ -27,7 +27,7 @@ RHO = {"themis": 2.0, "las": 5.0}
 
 
 def _stored():
-    spec = importlib.util.spec_from_file_location("themis_stored", DOCS / "themis_stored.py")
+    spec = importlib.util.spec_from_file_location("themis_stored", EXPERIMENTS / "themis_stored.py")
     mod = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(mod)
     return mod

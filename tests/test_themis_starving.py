@@ -172,7 +172,13 @@ def _oracle():
     import importlib.util
     from pathlib import Path
 
-    path = Path(__file__).resolve().parents[1] / "docs" / "themis_compact_oracle.py"
+    path = (
+        Path(__file__).resolve().parents[1]
+        / "papers"
+        / "themis"
+        / "experiments"
+        / "themis_compact_oracle.py"
+    )
     spec = importlib.util.spec_from_file_location("themis_compact_oracle", path)
     mod = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(mod)

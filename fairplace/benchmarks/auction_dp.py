@@ -2,7 +2,7 @@
 
 * ``auction_dp_captured``: every auction of the stored sample ``tests/data/auction_dp_sample.json.gz``
   (160 auctions captured from THEMIS Workload 2 runs, small scale x1 / x2 / x4 and paper scale
-  x4, by ``docs/auction_exactness.py``: 2-7 bidders on homogeneous offers of 1-18 GPUs) solved by ``solve_compact_auction`` with the DP route
+  x4, by ``papers/themis/experiments/auction_exactness.py``: 2-7 bidders on homogeneous offers of 1-18 GPUs) solved by ``solve_compact_auction`` with the DP route
   (``route="auto"``, ``solvers/compact/dp.py``) and with the route before it (``route="compact"``:
   enumeration or LP / MILP); ``seconds`` is the DP route's total, ``speedup`` the ratio of the two
   totals (best of 3 repetitions each, interleaved; ``--quick``: 2), each auction on new app

@@ -7,13 +7,13 @@ The file's first line is a ``#`` comment that says where the rows come from (the
 journals, the date); then a CSV with an ``experiment`` column (the key of
 ``papers/<paper>/<experiment>.toml``), a ``frame`` column (the result frame the claims read:
 ``summary`` of a sweep, ``strategyproofness``, ``batch``) and the frames' columns. It is written by
-:func:`store` (``python docs/themis_results.py OUT --store``) from a full reproduction's
+:func:`store` (``python papers/themis/experiments/themis_results.py OUT --store``) from a full reproduction's
 journals, never edited by hand.
 
 The rows it comes from are stored beside it, in ``papers/<paper>/results/`` (:func:`store_results`,
 :func:`load_results`): zstd Parquet per experiment (the claims' frame and the per-app rows) and a
 ``meta.json`` naming the commit and date that made them and how many cells of the full grid each
-experiment holds; ``python docs/themis_results.py OUT --store`` writes both from a reproduction's
+experiment holds; ``python papers/themis/experiments/themis_results.py OUT --store`` writes both from a reproduction's
 journals, and ``--stored`` rebuilds docs/themis-results.md from them without re-running.
 """
 

@@ -22,7 +22,7 @@ class GavelFTF:
     so it is solved in closed form with the water-filling X (:mod:`fairplace.solvers.waterfill`; ``tol``
     is the bisection's, for a program that is not); then, as Gavel's round mechanism does, jobs are
     ordered by X_i / (share of their life they held GPUs). ``last_shares``: (active job indices,
-    their X) of the latest decision (``docs/gavel_shares.py`` records them)."""
+    their X) of the latest decision (``papers/themis/experiments/gavel_shares.py`` records them)."""
 
     name = "gavel-ftf"
 

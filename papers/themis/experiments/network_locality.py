@@ -16,8 +16,8 @@ queue baselines) at fractions 0 and 1 and reports per scheduler and seed:
   jobs, only their locality differs);
 * ``rho ratio (wide apps)``: median over the apps with a wide job of rho at fraction 1 over rho at 0.
 
-    python docs/network_locality.py --schedulers srtf las gandiva themis --seeds 0 1
-    python docs/network_locality.py --machines-per-rack 8    # the racks control
+    python papers/themis/experiments/network_locality.py --schedulers srtf las gandiva themis --seeds 0 1
+    python papers/themis/experiments/network_locality.py --machines-per-rack 8    # the racks control
 
 Every run's max rho equals its journaled cell's.
 """
@@ -35,7 +35,7 @@ from fairplace.sim import simulate
 
 def run(scheduler: str, fraction: float, seed: int, machines_per_rack: int | None = None):
     """One cell of the network sweep (with ``machines_per_rack``: of its racks control,
-    docs/themis-network-racks.toml): (jobs, apps, summary)."""
+    papers/themis/experiments/themis-network-racks.toml): (jobs, apps, summary)."""
     tr = themis_workload(2, contention=1, seed=seed, network_fraction=fraction)
     r = simulate(trace=tr, scheduler=scheduler, placement="packed-sticky",
                  placement_options={"backfill": True}, machines_per_rack=machines_per_rack,

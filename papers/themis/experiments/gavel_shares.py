@@ -13,7 +13,7 @@ the time share X_j of every active job at every decision (``GavelFTF.last_shares
   phases and in their last (successive-halving) phase, with the share of their life spent there;
 * who sets max rho: how many of the 5 apps with the largest rho are single-job apps.
 
-    python docs/gavel_shares.py --workload 2 --contention 2 4 --seeds 0 1 2
+    python papers/themis/experiments/gavel_shares.py --workload 2 --contention 2 4 --seeds 0 1 2
 
 The runs are the reproduction's gavel-ftf cells (fit-first placement, the same max rho).
 """

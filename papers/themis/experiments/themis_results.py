@@ -1,9 +1,9 @@
 """The tables of docs/themis-results.md from a paper-scale THEMIS reproduction.
 
     fairplace reproduce themis --workers 2 --out OUT        # hours on 2 cores; --resume after a stop
-    python docs/themis_results.py OUT [FIGDIR]              # Markdown from the journals on stdout
-    python docs/themis_results.py OUT --store --commit C    # store them in papers/themis/results/
-    python docs/themis_results.py --stored --write docs/themis-results.md [--figdir docs/img]
+    python papers/themis/experiments/themis_results.py OUT [FIGDIR]              # Markdown from the journals on stdout
+    python papers/themis/experiments/themis_results.py OUT --store --commit C    # store them in papers/themis/results/
+    python papers/themis/experiments/themis_results.py --stored --write docs/themis-results.md [--figdir docs/img]
 
 ``--store`` keeps the cells of each experiment's full grid that OUT's journals hold (zstd Parquet:
 the summary rows and the per-app rows, with ``meta.json`` naming commit C, the date and the cells
@@ -35,7 +35,7 @@ from fairplace.runs import full_size
 from fairplace.runs.sweep import journaled, results_paths
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-import themis_stored  # noqa: E402 - docs/themis_stored.py, beside this script
+import themis_stored  # noqa: E402 - papers/themis/experiments/themis_stored.py, beside this script
 
 
 def journal(out: Path, key: str) -> tuple[pd.DataFrame, pd.DataFrame]:

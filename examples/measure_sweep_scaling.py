@@ -1,6 +1,6 @@
 """How a simulation sweep scales with Dask workers: the scaling table of docs/dask.md.
 
-    python docs/measure_sweep_scaling.py OUT.json [--workers 1,4,16] [--seeds 4] [--tiny]
+    python examples/measure_sweep_scaling.py OUT.json [--workers 1,4,16] [--seeds 4] [--tiny]
 
 For each worker count, in its own fresh loopback cluster (``fairplace.runs.dask_cluster``: TLS,
 one thread per worker process), it runs the same sweep through ``fairplace.runs.sweep.run_sweep``
@@ -137,7 +137,9 @@ def main(argv=None) -> int:
             "python": platform.python_version(),
             "fairplace": fairplace.__version__,
         },
-        "command": " ".join(["python", "docs/measure_sweep_scaling.py", *(argv or sys.argv[1:])]),
+        "command": " ".join(
+            ["python", "examples/measure_sweep_scaling.py", *(argv or sys.argv[1:])]
+        ),
     }
     Path(args.out).write_text(json.dumps(doc, indent=1))
     print(markdown(runs))

@@ -29,17 +29,17 @@ apps_per_hour=3.0 --wl jobs_per_app=[2,4,8,16] --wl single_job_fraction=0.1 --wl
 --wl max_gpus_per_job=16 --wl jobs_range=[20,100] --sim gpus_per_machine=4``::
 
     # A: rounds 0-59 of 18 runs: 1,080 rounds, 0 disagreements, compare 275 s wall
-    python docs/themis_compact_oracle.py capture A.jsonl.gz --workloads 1,2 --contentions 1,2,4 \
+    python papers/themis/experiments/themis_compact_oracle.py capture A.jsonl.gz --workloads 1,2 --contentions 1,2,4 \
         --seeds 211,212,213 --max-rounds 60 DEFAULTS
     # B: rounds 60, 63, ..., 297 of the same runs: 1,440 rounds, 0 disagreements, 1,199 s wall
-    python docs/themis_compact_oracle.py capture B.jsonl.gz --workloads 1,2 --contentions 1,2,4 \
+    python papers/themis/experiments/themis_compact_oracle.py capture B.jsonl.gz --workloads 1,2 --contentions 1,2,4 \
         --seeds 211,212,213 --skip 60 --every 3 --max-rounds 300 DEFAULTS
     # C: every round of the 8-app / 32-GPU set-up of docs/themis-results.md: 5,281 rounds, 0
     #    disagreements, 57 s wall
-    python docs/themis_compact_oracle.py capture C.jsonl.gz --workloads 1,2 --contentions 1,2,4 \
+    python papers/themis/experiments/themis_compact_oracle.py capture C.jsonl.gz --workloads 1,2 --contentions 1,2,4 \
         --seeds 101,102,103 --wl n_apps=8 --wl base_gpus=32 --wl apps_per_hour=0.5 --wl load=0.6 \
         --wl jobs_range=[10,40] --sim gpus_per_machine=4
-    python docs/themis_compact_oracle.py compare A.jsonl.gz --workers 2 --audit-lps
+    python papers/themis/experiments/themis_compact_oracle.py compare A.jsonl.gz --workers 2 --audit-lps
 
 ``capture`` prints one line per simulation (rounds kept of rounds run, seconds); ``compare`` prints
 one line per disagreement, then ``instances N disagreements D wall S s`` with the compact and

@@ -1,6 +1,6 @@
 """How far an exact count-knapsack bound prunes the leave-one-out problems of captured auctions.
 
-For every captured auction (``docs/themis_compact_oracle.py capture``) of 3 or more bidders whose PF
+For every captured auction (``papers/themis/experiments/themis_compact_oracle.py capture``) of 3 or more bidders whose PF
 takes the LP route, and every PF_{-i}: an option o of app j is pruned when its value plus the best
 the other apps (not i, not j) can add with the GPUs left, by count alone (max-plus dynamic
 programming over GPU counts), is below PF minus i (feasible for PF_{-i}); apps whose rho(nothing) is
@@ -8,9 +8,9 @@ unbounded are weighted by the program's big-M, as in its MILP. "Nothing" is alwa
 joint choices before and after per problem, how many fit the enumeration's 60,000-choice limit and
 what enumerating the pruned problems costs. docs/themis-results.md (Speed) has the numbers::
 
-    python docs/themis_compact_oracle.py capture x4.jsonl.gz --workloads 2 --contentions 4 \\
+    python papers/themis/experiments/themis_compact_oracle.py capture x4.jsonl.gz --workloads 2 --contentions 4 \\
         --seeds 0 --skip 8000 --every 50 --max-rounds 12000
-    python docs/themis_loo_pruning.py x4.jsonl.gz
+    python papers/themis/experiments/themis_loo_pruning.py x4.jsonl.gz
 """
 
 from __future__ import annotations

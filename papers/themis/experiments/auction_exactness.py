@@ -2,8 +2,8 @@
 auctions captured from THEMIS simulations: mismatches of the PF objective and of every c_i
 (tolerance 1e-9) and time per route.
 
-    python docs/auction_exactness.py capture OUT.json.gz small:1:0,1,2 small:2:0 paper:4:0 ...
-    python docs/auction_exactness.py replay A.json.gz[,B.json.gz] [--max N] [--sample N SAMPLE.json.gz]
+    python papers/themis/experiments/auction_exactness.py capture OUT.json.gz small:1:0,1,2 small:2:0 paper:4:0 ...
+    python papers/themis/experiments/auction_exactness.py replay A.json.gz[,B.json.gz] [--max N] [--sample N SAMPLE.json.gz]
         [--json R.json]
 
 ``capture``: per ``scale:contention:seeds`` simulate THEMIS Workload 2 (``themis-2``, ``themis``,

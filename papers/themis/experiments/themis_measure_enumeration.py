@@ -2,7 +2,7 @@
 THEMIS simulations: how many it takes, how many it leaves to the LP / MILP route, disagreements
 (must be 0) and time per auction of both routes.
 
-    python docs/themis_measure_enumeration.py OUT.json 0,1,2 [--sim-milp]
+    python papers/themis/experiments/themis_measure_enumeration.py OUT.json 0,1,2 [--sim-milp]
 
 Per seed: simulate THEMIS Workload 2 (small scale, 8 apps; ``packed-sticky``) with every auction
 captured, then replay each captured auction through ``solve_compact_auction`` twice (default

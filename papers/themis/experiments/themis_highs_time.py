@@ -6,7 +6,7 @@ paper's scale (``fairplace bench``'s ``simulate_themis_w2_256`` case at x1, ``_x
 prints the calls and seconds per method. A measurement, not a benchmark: the timers cost a few
 percent. docs/themis-results.md (Speed) has the numbers::
 
-    python docs/themis_highs_time.py --contention 4
+    python papers/themis/experiments/themis_highs_time.py --contention 4
 """
 
 from __future__ import annotations

@@ -1,5 +1,5 @@
 """The stored THEMIS full-size results (papers/themis/results/) and the generated blocks of
-docs/themis-results.md (used by ``python docs/themis_results.py``; see there).
+docs/themis-results.md (used by ``python papers/themis/experiments/themis_results.py``; see there).
 
 ``store`` reads a reproduction's journals (``OUT/data/themis-<experiment>.jsonl`` and
 ``.apps.jsonl``; the non-sweep experiments' ``OUT/data/themis-<experiment>.csv`` tables), keeps the
@@ -33,7 +33,7 @@ from fairplace.runs.sweep import (
     resumable_cells,
 )
 
-PAPER = Path(__file__).resolve().parents[1] / "papers" / "themis"
+PAPER = Path(__file__).resolve().parents[1]  # papers/themis
 RESULTS = PAPER / full_size.RESULTS
 #: the non-sweep experiments' tables in ``OUT/data`` and the frame the claims read from each
 TABLES = {"strategyproofness": "strategyproofness", "solver_gap": "batch"}
@@ -117,7 +117,7 @@ def write_full_size(folder: Path, path: Path) -> Path:
     frames, meta = full_size.load_results(folder)
     made = sorted({f"{m.get('commit', '?')} ({m.get('date', '?')})" for m in meta.values()})
     source = (f"THEMIS at the full size: the rows in papers/themis/results/ behind "
-              f"docs/themis-results.md (made at {', '.join(made)}; `python docs/themis_results.py "
+              f"docs/themis-results.md (made at {', '.join(made)}; `python papers/themis/experiments/themis_results.py "
               f"OUT --store --commit C`)")  # fmt: skip
     claims = {k: {f: df for f, df in fr.items() if f != "apps"} for k, fr in frames.items()}
     return full_size.store(claims, path, source)
