@@ -255,7 +255,7 @@ def _scheduler_options(entry: Entry, scheduler, cfg: SimulationConfig) -> tuple[
     """(the options of the scheduler, the round length): a scheduler whose round is an option of
     its own (its capability ``round_option``, THEMIS' lease) gets the config's round length as
     that option's default, and sets the round. A user's object takes no options."""
-    sched_opts = dict(cfg.scheduler_options or {})
+    sched_opts: dict[str, Any] = dict(cfg.scheduler_options or {})
     if not isinstance(scheduler, str) and sched_opts:
         SCHEDULER_REGISTRY.resolve(scheduler, sched_opts)  # the registry's error
     round_length = cfg.round_length
@@ -317,7 +317,8 @@ def _solo(cfg: SimulationConfig, frame: pd.DataFrame | None) -> bool:
 
 def _summary(p: Plan, sched, jobs, apps, tr: Timeline) -> dict:
     """The summary: the metrics' (of the chosen T_id), the scheduler's own, the draw's."""
-    variant = p.cfg.rho_variant if p.custom_tid is None else str(p.custom_tid.name)
+    rv = p.cfg.rho_variant  # an object exactly when p.custom_tid is one
+    variant = rv if isinstance(rv, str) else str(rv.name)
     summ = metrics.summary(jobs, apps, tr, p.gpus, variant)
     extra = getattr(sched, "summary_extra", None)  # an allocating scheduler's own statistics
     if callable(extra):

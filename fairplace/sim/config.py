@@ -7,7 +7,7 @@ from __future__ import annotations
 import inspect
 from collections.abc import Mapping
 from dataclasses import MISSING, dataclass, fields
-from typing import Any
+from typing import TYPE_CHECKING, Any, ClassVar
 
 import numpy as np
 
@@ -161,6 +161,11 @@ class SimulationConfig:
     recycle_jobs_per_hour: float = 0.0
     recycle_seed: int = 1
     setup: str | None = None
+
+    #: the constructor's signature for inspect (set below the class)
+    __signature__: ClassVar[inspect.Signature]
+    if TYPE_CHECKING:  # set by __init__; not a field (the fields are the options)
+        _given: frozenset[str] = frozenset()
 
     def __init__(self, **options):
         known = _defaults()

@@ -125,7 +125,7 @@ class Driver:
         self.G = len(cluster)
         self.raw = {c: cluster.pm_vector(c) for c in set(workload.cls)}
         # the raw scores as one matrix (a row per class) and each job's row: rates set in one step
-        classes = sorted(self.raw)
+        classes = sorted(self.raw, key=str)  # str names (None: PM-scores without classes)
         self.raw_rows = np.array([self.raw[c] for c in classes], float).reshape(len(classes), -1)
         row = {c: k for k, c in enumerate(classes)}
         self.cls_row = np.fromiter(map(row.__getitem__, workload.cls), np.int64, len(workload))

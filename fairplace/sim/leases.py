@@ -49,7 +49,9 @@ class Leased:
         """Start of each job's current holding as of ``view`` (a copy): a job running in it that
         was not running at the previous call started then; jobs not running hold none (nan)."""
         run = np.asarray(view.running, bool)
-        if self._start is None or self._start.size != run.size:
+        start: np.ndarray
+        prev: np.ndarray
+        if self._start is None or self._run is None or self._start.size != run.size:
             start, prev = np.full(run.size, np.nan), np.zeros(run.size, bool)
         else:
             start, prev = self._start.copy(), self._run

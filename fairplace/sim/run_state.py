@@ -90,7 +90,8 @@ class RunState:
         last = self.last_rec[0]
         if record is last or (record == last and list(record) == list(last)):  # keys, order
             return self.last_rec[1]
-        items, out = self.json_items, []
+        items = self.json_items
+        out: list[str] = []
         append, get = out.append, items.get
         for k, v in record.items():
             have = get(k)

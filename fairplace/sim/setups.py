@@ -156,11 +156,14 @@ SETUPS: Mapping[str, Mapping[str, object]] = MappingProxyType(
 #: "fairplace's choice (why)"); placement tie-breaks under ``placement_options.ties.<policy>``
 SOURCES: Mapping[str, Mapping[str, str]] = MappingProxyType(
     {
-        s: MappingProxyType(
-            {k: v[1 + 2 * i] for k, v in _TABLE.items()}
-            | {f"placement_options.ties.{p}": v[1 + 2 * i] for p, v in _TIES.items()}
-        )
-        for i, s in enumerate((_P, _A))
+        _P: MappingProxyType(
+            {k: v[1] for k, v in _TABLE.items()}
+            | {f"placement_options.ties.{p}": v[1] for p, v in _TIES.items()}
+        ),
+        _A: MappingProxyType(
+            {k: v[3] for k, v in _TABLE.items()}
+            | {f"placement_options.ties.{p}": v[3] for p, v in _TIES.items()}
+        ),
     }
 )
 #: per set-up and placement policy, the tie-break option a set-up adds to ``placement_options``
@@ -173,7 +176,7 @@ def apply_setup(cfg: SimulationConfig, placement) -> SimulationConfig:
     """``cfg`` with its set-up's value for every option not in ``cfg.given``; the set-up's tie-break
     for ``placement`` (a policy name) joins ``placement_options`` unless the caller gave ``ties``."""
     setup = cfg.setup
-    if setup not in SETUPS:
+    if setup is None or setup not in SETUPS:
         raise UnknownName("setup", f"unknown set-up {setup!r}; known: {', '.join(SETUPS)}")
     out = {k: v for k, v in SETUPS[setup].items() if k not in cfg.given}
     ties = SETUP_TIES[setup].get(str(placement)) if isinstance(placement, str) else None
