@@ -19,6 +19,7 @@ import json
 from collections.abc import Callable
 from dataclasses import replace
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -47,7 +48,7 @@ DESCRIPTIONS = (
 )
 
 #: generator parameters of the small suite: (kind, kwargs); seeds are the running index.
-SMALL_SPECS = (
+SMALL_SPECS: tuple[tuple[str, dict[str, Any]], ...] = (
     *(("auction", dict(apps=3, machines=2, gpus_per_machine=2, bids_per_app=4)),) * 4,
     *(("auction", dict(apps=4, machines=2, gpus_per_machine=3, bids_per_app=4)),) * 4,
     *(("auction", dict(apps=4, machines=2, gpus_per_machine=2, bids_per_app=3, rho_empty="null")),)

@@ -166,7 +166,7 @@ def run_batch(
         raise OptionError("SUITE", f"instance name {dup!r} appears twice")
 
     tmp = out is None
-    if tmp:
+    if out is None:
         out = Path(tempfile.mkdtemp(prefix="fairplace-batch-")) / "results.jsonl"
     elif Path(out).suffix not in OUT_SUFFIXES:
         raise OptionError("--out", f"unknown table extension {Path(out).suffix or '(none)'!r}; "
@@ -318,7 +318,8 @@ def _drive(
 
     def submit(ac) -> None:
         # the groups Dask still holds run before this one: the driver's share is the rest
-        keep = reserve and here.solving  # a driver that has ended takes nothing more
+        # a driver that has ended takes nothing more
+        keep = reserve and here is not None and here.solving
         held = source.seconds([t for tasks in meta.values() for t in tasks]) if keep else 0.0
         nxt = source.take(reserve + held if keep else 0.0)
         if nxt is None:

@@ -150,7 +150,7 @@ def resolve_suite(suite) -> list[tuple[str, object]]:
     if not isinstance(suite, (str, Path)):
         return [(str(n), p) for n, p in suite]
     if isinstance(suite, str) and suite in suites.suite_names():
-        return suites.suite_items(suite)
+        return list(suites.suite_items(suite))
     folder = Path(suite)
     if not folder.is_dir():
         raise OptionError(

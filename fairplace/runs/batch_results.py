@@ -132,7 +132,8 @@ class JournalLock:
         target = Path(target)
         self.path = target.with_name(target.name + ".lock")
         self.owner_path = target.with_name(target.name + ".lock.owner")
-        self.target, self.flag, self._lock = target, flag, None
+        self.target, self.flag = target, flag
+        self._lock: FileLock | None = None
 
     def owner(self) -> str:
         try:

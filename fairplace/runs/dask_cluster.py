@@ -41,7 +41,10 @@ from fairplace.core.errors import ClusterUnavailable, OptionError
 from fairplace.runs.batch_results import read_journal
 
 #: dask config while the cluster starts: no HTTP routes on the scheduler or the workers.
-NO_HTTP = {"distributed.scheduler.http.routes": [], "distributed.worker.http.routes": []}
+NO_HTTP: dict[str, list[str]] = {
+    "distributed.scheduler.http.routes": [],
+    "distributed.worker.http.routes": [],
+}
 #: ``-W`` option handed to multiprocessing's resource tracker when the cluster starts it.
 QUIET_TRACKER = "ignore::UserWarning:multiprocessing.resource_tracker"
 

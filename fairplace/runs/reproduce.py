@@ -267,14 +267,14 @@ def reproduce(
         notes = {e.key: e.note for e in exps if e.paper == p}
         judged = []
         for c in load_claims(p):
-            o = outcomes.get((p, c["experiment"]))
-            if o is None:
+            got = outcomes.get((p, c["experiment"]))
+            if got is None:
                 row = evaluate(c, None, f"not run: no experiment {c['experiment']!r}")
-            elif not o.ran:
-                row = evaluate(c, None, o.status)
+            elif not got.ran:
+                row = evaluate(c, None, got.status)
             else:
                 d = outcomes.get((p, c.get("draws", "")))
-                row = evaluate(c, o.frames, draws=d.frames if d and d.ran else None)
+                row = evaluate(c, got.frames, draws=d.frames if d and d.ran else None)
             if size != "full":  # next to the stored full size, or marked as never judged there
                 where = f"papers/{p}/{full_size.FILE}"
                 ref = full[0].get(c["experiment"]) if full is not None else None
