@@ -20,7 +20,7 @@ def _panels(df: pd.DataFrame, panel: str | None, w: float = 5.0, h: float = 3.6)
     """[(value, rows, axes)] one per value of ``panel`` (one panel of every row without it)."""
     if panel is not None and panel not in df:
         raise DataError(panel, "missing column for the panels")
-    groups = list(df.groupby(panel, sort=True)) if panel else [("", df)]
+    groups = list(df.groupby(panel, sort=False)) if panel else [("", df)]  # in the run's order
     if not groups:
         raise DataError("jobs", "no rows to draw")
     _, axes = plt.subplots(
