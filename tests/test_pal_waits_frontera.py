@@ -106,6 +106,9 @@ def test_fig_19_pal_reduces_waits_under_las_and_srtf():
     assert evaluate(CLAIMS["synergy-waits-srtf-pal"], _fig19())["outcome"] == "reproduces"
     tie = evaluate(CLAIMS["synergy-waits-las-pal"], _fig19(las=1.0))
     assert tie["outcome"] == "does not reproduce"
+    frames = _fig19()  # with a summary frame (one row per cell), as a sweep gives: still judged
+    frames["summary"] = frames["jobs"].drop_duplicates(["scheduler", "placement"])
+    assert evaluate(CLAIMS["synergy-waits-srtf-pal"], frames)["outcome"] == "reproduces"
     short = evaluate(CLAIMS["synergy-waits-las-pal"], _fig19(ids=range(600)))
     assert short["outcome"] == "not run" and "2000-3000" in short["reason"]
 
