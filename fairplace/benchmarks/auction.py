@@ -11,6 +11,9 @@
   leave-one-out LPs split a few apps (a knapsack over GPU counts): each such PF_{-i} is closed by
   reduced-cost fixing and a MILP of ~1,000 columns (``solvers/compact/rc.py``), not a ~30 s full MILP;
 * ``auction_pa_compact_4096x64``: full PA, 4,096 GPUs (1,024 machines x 4) x 64 apps, target 60 s;
+* ``auction_pa_compact_4096x256``: the same with 256 apps, target 60 s: every PF_{-i} LP has
+  integral cells that the greedy places at its bound (``lp_cells``), so the time is the PF, 256
+  warm LP re-solves and 256 greedy placements;
 * ``auction_pa_compact_contended_32``: full PA, 12 apps on 32 GPUs (8 machines x 4, racks of 4): the
   LP shortcut fails and PF and every PF_{-i} are MILPs (``formulations/compact_sym.py``), target 30 s;
   full mode only (~18 s on 2 cores), as are 1024x256 (30-80 s) and 4096x64 (~20 s);
@@ -24,8 +27,6 @@ from __future__ import annotations
 
 import time
 from dataclasses import replace
-
-import numpy as np
 
 from fairplace.formulations.agents import count_bundles, rho_table, subset_bids
 from fairplace.instances.generators import random_agent_auction
@@ -80,8 +81,8 @@ def _bids(quick: bool) -> dict:
     rows = []
     t_all = time.perf_counter()
     for size in offers:
-        offer = np.arange(size)
-        row = {"offer": size}
+        offer = list(range(size))
+        row: dict[str, float] = {"offer": size}
         t0 = time.perf_counter()
         if size <= 12:
             bids, _ = subset_bids(app, inst.cluster, offer)
@@ -112,6 +113,9 @@ CASES = {
     ),
     "auction_pa_compact_4096x64": Case(
         _pa(64, 1024), 60.0, {"gpus": 4096, "apps": 64}, full_only="~20 s on 2 cores"
+    ),
+    "auction_pa_compact_4096x256": Case(
+        _pa(256, 1024), 60.0, {"gpus": 4096, "apps": 256}, full_only="~30 s on 2 cores"
     ),
     "auction_pa_compact_contended_32": Case(
         _pa(12, 8, machines_per_rack=4),

@@ -165,7 +165,9 @@ def cluster_startup(quick: bool, workers: int = 2) -> dict:
                 client.wait_for_workers(workers)
                 times[tls].append(time.perf_counter() - t0)
                 n = len(client.nthreads())
-                protocol = client.scheduler.address.split("://")[0]
+                scheduler = client.scheduler
+                assert scheduler is not None and scheduler.address is not None
+                protocol = scheduler.address.split("://")[0]
                 assert protocol == ("tls" if tls else "tcp"), protocol
             finally:
                 close_quietly(client, cluster)

@@ -33,7 +33,8 @@ def philly_queue(cluster_size: int, seed: int = 0, load: float = 1.5, max_jobs=N
     p = hist["jobs"].to_numpy(float) / hist["jobs"].sum()
     rng = np.random.default_rng(seed)
     names = list(MODELS)
-    jobs, total = [], 0
+    jobs: list[Job] = []
+    total = 0
     while total < load * cluster_size and (max_jobs is None or len(jobs) < max_jobs):
         n = int(rng.choice(hist["num_gpus"].to_numpy(), p=p))
         m = MODELS[names[int(rng.integers(len(names)))]]

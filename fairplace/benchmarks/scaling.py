@@ -96,7 +96,7 @@ SERIES = {
 
 def run_scaling(quick: bool, only: str | None = None) -> list[dict]:
     """One entry per series: sizes, seconds and the growth exponent (or the error that stopped it)."""
-    out = []
+    out: list[dict[str, object]] = []
     for name, fn in SERIES.items():
         if only and only not in name:
             continue

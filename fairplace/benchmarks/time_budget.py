@@ -33,6 +33,7 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+from typing import Any
 
 import fairplace
 from fairplace.formulations import agents
@@ -42,7 +43,7 @@ from fairplace.instances.generators import random_agent_auction
 from . import Case
 
 #: the auction every case here solves (a7)
-REPRODUCER = {"apps": 7, "machines": 3, "gpus_per_machine": 4, "seed": 0}
+REPRODUCER: dict[str, Any] = {"apps": 7, "machines": 3, "gpus_per_machine": 4, "seed": 0}
 ROUTES = (None, "exact", "compact")
 #: (apps, machines, GPUs per machine) of the route table (full mode only)
 ROUTE_SIZES = ((3, 2, 3), (4, 2, 4), (6, 2, 4), (8, 2, 4), (6, 3, 3), (4, 3, 4), (7, 3, 4))
@@ -150,7 +151,9 @@ def overrun(limit: float, bids: bool = False):
         inst = random_agent_auction(**REPRODUCER)
         routes = (None,) if quick or bids else ROUTES
         with tempfile.TemporaryDirectory() as tmp:
-            path = io.save(agents.to_explicit(inst) if bids else inst, Path(tmp) / "a7.json")
+            explicit = agents.to_explicit(inst) if bids else inst
+            assert explicit is not None  # None only when a stop callback says stop
+            path = io.save(explicit, Path(tmp) / "a7.json")
             rows = [_first_solve(path, s, limit) for s in routes]
         return {
             "seconds": max(r["budgeted_seconds"] for r in rows),
@@ -194,7 +197,7 @@ def route_table(quick: bool) -> dict:
         inst = random_agent_auction(
             apps=apps, machines=machines, gpus_per_machine=gpm, machines_per_rack=2, seed=0
         )
-        row = {"apps": apps, "gpus": machines * gpm}
+        row: dict[str, Any] = {"apps": apps, "gpus": machines * gpm}
         row["subset_bids"] = sum(c for _, c in agents.subset_counts(inst))
         for solver in ("exact", "compact"):
             t0 = time.perf_counter()
