@@ -189,7 +189,7 @@ def _silence_stdout() -> None:
         pass
 
 
-def _one_line(text: str) -> str:
+def _one_line(text: object) -> str:
     return " ".join(str(text).split())
 
 

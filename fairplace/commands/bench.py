@@ -14,6 +14,7 @@ import json
 import logging
 import pkgutil
 from importlib import import_module
+from typing import Any
 
 import fairplace.benchmarks as pkg
 from fairplace.benchmarks import Case, as_case
@@ -83,8 +84,8 @@ def _entry(
     module: str, name: str, case: Case | float | None, res: dict | None, error: str | None = None
 ) -> dict:
     case = case if isinstance(case, Case) else Case(lambda q: {}, case)
-    entry = {"name": name, "module": module, "target_seconds": case.target}
-    if error is not None:
+    entry: dict[str, Any] = {"name": name, "module": module, "target_seconds": case.target}
+    if error is not None or res is None:  # exactly one of the two is given
         return entry | {"seconds": None, "ok": False, "sizes": case.sizes, "error": error}
     res = dict(res)
     seconds = res.pop("seconds", None)

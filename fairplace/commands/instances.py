@@ -82,8 +82,8 @@ def _list(as_json: bool) -> int:
         ]
         print(json.dumps(rows))
         return 0
-    rows = [(n, len(suites.suite_items(n)), suites.describe(n)) for n in suites.suite_names()]
-    print(table(rows, ["suite", "instances", "description"]))
+    lines = [(n, len(suites.suite_items(n)), suites.describe(n)) for n in suites.suite_names()]
+    print(table(lines, ["suite", "instances", "description"]))
     return 0
 
 

@@ -7,7 +7,7 @@ import math
 
 from fairplace.commands import _args
 from fairplace.core.errors import DataError, OptionError
-from fairplace.core.params import BASELINE_LEASE, DECISION_TICK, LOCALITY_PENALTY
+from fairplace.core.params import BASELINE_LEASE, DECISION_TICK, LOCALITY_PENALTY, Param
 
 HELP = "trace-driven cluster simulation (scheduler x placement x trace)"
 
@@ -266,8 +266,15 @@ def key_values(items, flag: str) -> dict:
     return out
 
 
+def _flag(param: Param) -> str:
+    """The CLI flag of a simulation parameter the CLI sets (each such one declares it)."""
+    if param.flag is None:
+        raise ValueError(f"parameter {param.name!r} declares no CLI flag")
+    return param.flag
+
+
 #: simulate() parameter -> the flag that sets it (the library names parameters, the CLI its flags)
-FLAGS = {
+FLAGS: dict[str, str] = {
     "trace": "--trace",
     "trace_options": "--trace-option",
     "scheduler": "--scheduler",
@@ -285,11 +292,11 @@ FLAGS = {
     "iter_times": "--iter-times",
     "recycle_jobs_per_hour": "--recycle-jobs-per-hour",
     "recycle_seed": "--recycle-seed",
-    LOCALITY_PENALTY.name: LOCALITY_PENALTY.flag,
+    LOCALITY_PENALTY.name: _flag(LOCALITY_PENALTY),
     "locality_model": "--locality-model",
     "round_length": "--round",
-    DECISION_TICK.name: DECISION_TICK.flag,
-    BASELINE_LEASE.name: BASELINE_LEASE.flag,
+    DECISION_TICK.name: _flag(DECISION_TICK),
+    BASELINE_LEASE.name: _flag(BASELINE_LEASE),
     "rho_variant": "--rho-variant",
     "seed": "--seed",
     "checkpoint": "--restart-cost",
