@@ -85,7 +85,8 @@ def random_auction(
         work = float(rng.uniform(1, 10)) * 3600 * d_max
         elapsed = float(rng.uniform(0, 5)) * 3600
         t_id = work / min(G, d_max) * apps
-        seen, bids = set(), []
+        seen: set[frozenset[int]] = set()
+        bids: list[Bid] = []
         tries = 0
         while len(bids) < bids_per_app and tries < 20 * bids_per_app:
             tries += 1

@@ -185,7 +185,8 @@ def _cluster(doc: Mapping) -> Cluster:
 
 def _auction(doc: Mapping) -> AuctionInstance:
     cluster = _cluster(doc)
-    apps, agents, seen = [], [], {}
+    apps, agents = [], []
+    seen: dict[str, int] = {}  # app id -> its index
     holder: dict[str, str] = {}  # GPU id -> the agent-form app that holds it
     for i, a in enumerate(doc["apps"]):
         base = f"$.apps[{i}]"
@@ -231,8 +232,8 @@ def _auction(doc: Mapping) -> AuctionInstance:
     )
 
 
-_AGENT_KEYS = ("t_start", "t_now", "d_max", "model", "stopping", "current_phase", "phase_model")
-_AGENT_KEYS += ("future", "split", "work_total", "demand_max", "rho_empty")
+_AGENT_KEYS: tuple[str, ...] = ("t_start", "t_now", "d_max", "model", "stopping", "current_phase")
+_AGENT_KEYS += ("phase_model", "future", "split", "work_total", "demand_max", "rho_empty")
 
 
 def _agent(a: Mapping, base: str, cluster: Cluster) -> AgentApp:
@@ -344,7 +345,8 @@ def _agent_dict(a: AgentApp) -> dict:
 
 def _placement(doc: Mapping) -> PlacementInstance:
     cluster = _cluster(doc)
-    jobs, seen = [], {}
+    jobs = []
+    seen: dict[str, int] = {}  # job id -> its index
     for j, job in enumerate(doc["jobs"]):
         base = f"$.jobs[{j}]"
         if job["id"] in seen:
@@ -401,14 +403,14 @@ def from_dict(doc: Any) -> Instance:
         raise InstanceError("$", "nested too deeply") from None
     inst = _auction(doc) if kind == "auction" else _placement(doc)
     key = id(inst)
-    _CHECKED[key] = weakref.ref(inst, lambda _, key=key: _CHECKED.pop(key, None))
+    _CHECKED[key] = weakref.ref(inst, lambda _ref: _CHECKED.pop(key, None))
     return inst
 
 
 def _gpus_dict(cluster: Cluster) -> list[dict]:
     out = []
     for g in cluster.gpus:
-        d = {"id": g.id, "machine": g.machine, "rack": g.rack}
+        d: dict[str, object] = {"id": g.id, "machine": g.machine, "rack": g.rack}
         if g.pm:
             d["pm"] = dict(g.pm)
         out.append(d)

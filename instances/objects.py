@@ -132,7 +132,7 @@ def _agent_document(a: AgentApp, k: int) -> dict:
                 "forecasts": _seq(j.forecasts),
             }
         )
-    phases = []
+    phases: list[object] = []
     for p in a.phases if isinstance(a.phases, (list, tuple)) else [a.phases]:
         if isinstance(p, (list, tuple)) and len(p) in (2, 3):
             phases.append(
@@ -157,7 +157,7 @@ def _agent_document(a: AgentApp, k: int) -> dict:
         rho_empty=plain(a.rho_empty),
     )
     d["class"] = a.cls
-    for k in ("model", "work_total", "demand_max"):
-        if getattr(a, k) is not None:
-            d[k] = plain(getattr(a, k))
+    for attr in ("model", "work_total", "demand_max"):
+        if getattr(a, attr) is not None:
+            d[attr] = plain(getattr(a, attr))
     return d

@@ -23,7 +23,7 @@ from typing import Any
 
 import numpy as np
 
-from fairplace.core.domain import Instance
+from fairplace.core.domain import AuctionInstance, Instance
 from fairplace.core.errors import OptionError
 from fairplace.formulations.agents import to_explicit
 
@@ -69,20 +69,20 @@ def agent_auction(**kw) -> Instance:
     ``fairplace.benchmarks.auction.random_agent_auction``) turned into explicit subset bid tables by
     the AGENT (``formulations.agents.to_explicit``), so every solver and the JSON contract apply."""
     inst = to_explicit(generators.random_agent_auction(**kw))
+    assert inst is not None  # None only when a stop callback says stop
     return replace(inst, meta={**inst.meta, **kw, "form": "agent -> explicit subset bids"})
 
 
 def _generated(auctions, placements, agents=()) -> list[tuple[str, dict]]:
-    items = []
+    items: list[tuple[str, Instance]] = []
     for kw in agents:
         G = kw["machines"] * kw["gpus_per_machine"]
         items.append((f"agents-{kw['apps']}a-{G}g-s{kw['seed']}", agent_auction(**kw)))
     for kw in auctions:
-        inst = generators.random_auction(**kw)
-        items.append((f"auction-{kw['apps']}a-{kw['bids_per_app']}b-s{kw['seed']}", inst))
+        name = f"auction-{kw['apps']}a-{kw['bids_per_app']}b-s{kw['seed']}"
+        items.append((name, generators.random_auction(**kw)))
     for kw in placements:
-        inst = generators.random_placement(**kw)
-        items.append((f"placement-{kw['jobs']}j-s{kw['seed']}", inst))
+        items.append((f"placement-{kw['jobs']}j-s{kw['seed']}", generators.random_placement(**kw)))
     out = []
     for name, inst in items:
         doc = io.to_dict(inst)
@@ -191,7 +191,7 @@ def summary(inst: Instance) -> dict:
     cl = inst.cluster
     G = len(cl)
     meta = dict(inst.meta or {})
-    row = {
+    row: dict[str, Any] = {
         "kind": inst.kind,
         "gpus": G,
         "machines": len(cl.machines),
@@ -199,7 +199,7 @@ def summary(inst: Instance) -> dict:
         "generator": meta.get("generator"),
         "seed": meta.get("seed"),
     }
-    if inst.kind == "auction":
+    if isinstance(inst, AuctionInstance):
         demand = sum(max((len(b.gpus) for b in a.bids), default=0) for a in inst.apps)
         row |= {
             "apps": len(inst.apps),
