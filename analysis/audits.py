@@ -155,7 +155,7 @@ def pareto_check(
                 b for b in opts[i] if b is None or not used.intersection(inst.apps[i].bids[b].gpus)
             ]
             if i == first:
-                strict = [
+                strict: list[int | None] = [
                     b
                     for b in cand
                     if b is not None and inst.apps[i].bids[b].rho < cur[inst.apps[i].id] - TOL

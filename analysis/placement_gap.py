@@ -43,8 +43,10 @@ def placement_gap(results: Iterable[tuple[str, Solution, Solution]]) -> pd.DataF
     for name, heur, exact in results:
         h, e = _weighted(heur), _weighted(exact)
         hp, ep = _placed(heur), _placed(exact)
-        ok = exact.status == "optimal" and h is not None and e is not None and hp == ep
-        gap = (h - e) / e if ok and e > 0 else (0.0 if ok else np.nan)
+        ok = False
+        gap = np.nan
+        if exact.status == "optimal" and h is not None and e is not None and hp == ep:
+            ok, gap = True, (h - e) / e if e > 0 else 0.0
         rows.append(
             {
                 "instance": name,

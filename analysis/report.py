@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import base64
 import io
+from collections.abc import Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -270,7 +271,8 @@ def footnoted(df: pd.DataFrame, tag: str, col: str = "reason") -> tuple[pd.DataF
     and marked ``[^<tag>-<k>]``; the footnotes (``[^<tag>-<k>]: <whole text>``) returned apart."""
     if col not in df:
         return df, []
-    notes, cells = [], []
+    notes: list[str] = []
+    cells: list[str] = []
     for v in df[col].astype(str):
         if len(v) <= REASON_CHARS:
             cells.append(v)
@@ -362,7 +364,7 @@ def write_report(
     title: str,
     claims: pd.DataFrame,
     sections: list[Section],
-    preamble: list[str] = (),
+    preamble: Sequence[str] = (),
     size: str | None = None,
 ) -> dict[str, Path]:
     """Write ``report.md``, ``report.html``, ``claims.csv`` and ``figures/*.png`` under ``out_dir``
