@@ -15,6 +15,10 @@ Per level the live cells sit in *buckets* keyed by (cf, nf), each a heap of cell
 it when next queried, updating cf and pushing the touched machines' cells with their new keys into the
 buckets built so far; entries whose key is no longer the cell's are dropped when they reach a heap's top
 (lazy deletion).
+
+:class:`~.free_pool.FreePool` uses the index only where it pays off (``index=None``: PAL's queries
+from 2,048 GPUs, PM-First's best match from 8,192) and when GPUs are grouped by machine; else it
+rescans the tie level, vectorised (the same picks).
 """
 
 from __future__ import annotations
