@@ -17,6 +17,7 @@ paper prints no number for either figure, so every claim here is a direction or 
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 
 import numpy as np
 import pandas as pd
@@ -106,7 +107,7 @@ def wait_trend(
     df = window_jobs(res, where, ids)
     rounds = np.floor(df["waiting"].to_numpy(float) / round_length + 1e-9)
     df = df.assign(_id=pd.to_numeric(df["job_id"], errors="coerce"), _rounds=rounds)
-    rho = {}
+    rho: dict[str, list[float]] = {}
     for (pl, _seed), g in df.groupby(["placement", df.get("seed", pd.Series(0, df.index))]):
         r = g["_id"].corr(g["_rounds"], method="spearman") if g["_rounds"].nunique() > 1 else 0.0
         rho.setdefault(pl, []).append(0.0 if pd.isna(r) else float(r))
@@ -124,7 +125,7 @@ def wait_trend(
     )
 
 
-PAL_WAIT_MEASURES = {
+PAL_WAIT_MEASURES: dict[str, Callable] = {
     "wait_gain": wait_gain,
     "wait_ratio": wait_ratio,
     "gain_gap": gain_gap,

@@ -105,7 +105,7 @@ def outcome(value: float, claim: dict) -> str:
     if math.isfinite(value) and inside and not (open_lo and value == lo or open_hi and value == hi):
         return "reproduces"
     d = claim.get("direction")
-    if d == "higher" and value > null or d == "lower" and value < null:
+    if null is not None and (d == "higher" and value > null or d == "lower" and value < null):
         return "direction only"
     return "does not reproduce"
 
