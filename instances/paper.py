@@ -1,4 +1,4 @@
-"""THEMIS worked examples as auction instances (``PAPER_INSTANCES``, registered by the ``paper`` suite).
+"""THEMIS worked examples as auction instances (in ``suites.PAPER_INSTANCES``, the ``paper`` suite).
 
 Figure 5 (§3.1.2, Theorem 3.1), written as bid tables. Each app is one job of 4 tasks (d_max = 4) whose
 independent share is one 4-GPU machine (half the cluster), so by Eq. 1 with no elapsed time
@@ -66,9 +66,3 @@ def fig5_instance2(
         "inception_spread": inception_spread,
     }
     return AuctionInstance(cl, apps, name="themis-fig5-instance2", meta=meta)
-
-
-PAPER_INSTANCES = {
-    "themis-fig5-instance1": fig5_instance1,
-    "themis-fig5-instance2": fig5_instance2,
-}

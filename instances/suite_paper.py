@@ -1,4 +1,4 @@
-"""Worked examples of the papers for the ``paper`` suite that no other builder provides.
+"""Worked examples of the papers for the ``paper`` suite (``suites.PAPER_INSTANCES``) beyond THEMIS Fig. 5.
 
 * ``themis-4.3.3`` — THEMIS §4.3.3: a hyper-parameter app of 4 jobs (80, 100, 100, 120 s/iteration)
   under successive halving with phases (4 jobs x 8 it, 2 x 16, 1 x 36), budget 10,000 GPU-s,
@@ -81,10 +81,3 @@ def pal_frontera_32gpu() -> PlacementInstance:
     return PlacementInstance(
         frontera_cluster(), jobs, locality_penalty=1.7, name="pal-frontera-32gpu", meta=meta
     )
-
-
-PAPER_INSTANCES = {
-    "themis-4.3.3": themis_4_3_3,
-    "pal-lxv-example": pal_lxv_example,
-    "pal-frontera-32gpu": pal_frontera_32gpu,
-}

@@ -6,8 +6,10 @@
   store an instance on which the two disagree).
 * ``medium``, ``large`` — built on demand by the deterministic generators of
   :mod:`fairplace.instances.generators` (every parameter, the seed included, lands in ``meta``).
-* ``paper`` — the worked examples of the two papers, from the builders of other modules when present
-  (see :func:`paper_items`).
+* ``paper`` — the worked examples of the two papers (:data:`PAPER_INSTANCES`).
+
+The suites are :data:`SUITES` and the paper examples :data:`PAPER_INSTANCES`, both
+:class:`~fairplace.core.registry.Registry` objects (the type of every set of names).
 
 An item is ``(name, payload)`` where the payload is the path of a stored JSON file or a contract dict
 (:func:`fairplace.instances.io.to_dict`), so a batch worker can solve it without the registry.
@@ -16,7 +18,6 @@ An item is ``(name, payload)`` where the payload is the path of a stored JSON fi
 from __future__ import annotations
 
 import json
-from collections.abc import Callable
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
@@ -24,28 +25,13 @@ from typing import Any
 import numpy as np
 
 from fairplace.core.domain import AuctionInstance, Instance
-from fairplace.core.errors import OptionError
+from fairplace.core.registry import Entry, Registry
 from fairplace.formulations.agents import to_explicit
 
 from . import generators, io, paper, suite_paper
 
 SUITE_DIR = Path(__file__).with_name("suites")
 
-#: (suite name, one-line description); the builders are looked up in :func:`_builders`.
-DESCRIPTIONS = (
-    ("paper", "worked examples of THEMIS and PAL (from the builders that exist)"),
-    ("small", "brute-forceable auctions and placements with stored optima"),
-    (
-        "medium",
-        "generated auctions (4-12 apps x 32 GPUs), agent-form auctions (4-6 apps x 8 GPUs) and "
-        "placements (8-16 jobs x 32 GPUs)",
-    ),
-    (
-        "large",
-        "generated auctions (16 apps x 64 GPUs x 20 bids), agent-form auctions (6 apps x 12 GPUs) "
-        "and placements (64 jobs x 256 GPUs)",
-    ),
-)
 
 #: generator parameters of the small suite: (kind, kwargs); seeds are the running index.
 SMALL_SPECS: tuple[tuple[str, dict[str, Any]], ...] = (
@@ -59,7 +45,7 @@ SMALL_SPECS: tuple[tuple[str, dict[str, Any]], ...] = (
 )
 
 
-# --- registry -------------------------------------------------------------------------------------
+# --- builders -------------------------------------------------------------------------------------
 def _small() -> list[tuple[str, Path]]:
     return [(p.stem, p) for p in sorted((SUITE_DIR / "small").glob("*.json"))]
 
@@ -120,40 +106,68 @@ def _large() -> list[tuple[str, dict]]:
     return _generated(auctions, placements, agents)
 
 
+#: the worked examples of the papers: name -> builder() -> Instance (THEMIS Fig. 5:
+#: ``instances/paper.py``; THEMIS §4.3.3, PAL L x V, Frontera: ``instances/suite_paper.py``)
+PAPER_INSTANCES = Registry(
+    "paper instance",
+    {
+        "themis-fig5-instance1": Entry(paper.fig5_instance1, (), "THEMIS Fig. 5, Instance 1"),
+        "themis-fig5-instance2": Entry(paper.fig5_instance2, (), "THEMIS Fig. 5, Instance 2"),
+        "themis-4.3.3": Entry(suite_paper.themis_4_3_3, (), "THEMIS §4.3.3 hyper-parameter app"),
+        "pal-lxv-example": Entry(suite_paper.pal_lxv_example, (), "PAL §III's L x V matrix"),
+        "pal-frontera-32gpu": Entry(
+            suite_paper.pal_frontera_32gpu, (), "Frontera 32 GPUs, fixed job mix"
+        ),
+    },
+    where="instance",
+)
+
+
 def paper_items() -> list[tuple[str, dict]]:
-    """Paper examples: every ``PAPER_INSTANCES = {name: builder() -> Instance}`` of
-    ``fairplace.instances.paper`` (THEMIS Fig. 5) and ``.suite_paper`` (THEMIS §4.3.3, PAL L x V,
-    Frontera)."""
+    """(name, contract dict) of every :data:`PAPER_INSTANCES` example."""
     out = []
-    for m in (paper, suite_paper):
-        for name, build in m.PAPER_INSTANCES.items():
-            doc = io.to_dict(build())
-            doc["name"] = name
-            out.append((name, doc))
+    for name in PAPER_INSTANCES:
+        doc = io.to_dict(PAPER_INSTANCES.make(name))
+        doc["name"] = name
+        out.append((name, doc))
     return out
 
 
-def _builders() -> dict[str, Callable[[], list]]:
-    return {"paper": paper_items, "small": _small, "medium": _medium, "large": _large}
+#: suite name -> builder() -> [(instance name, stored JSON path or contract dict)], doc its one-line
+#: description, in the order ``fairplace instances`` lists them
+SUITES = Registry(
+    "suite",
+    {
+        "paper": Entry(paper_items, (), "worked examples of THEMIS and PAL"),
+        "small": Entry(_small, (), "brute-forceable auctions and placements with stored optima"),
+        "medium": Entry(
+            _medium,
+            (),
+            "generated auctions (4-12 apps x 32 GPUs), agent-form auctions (4-6 apps x 8 GPUs) "
+            "and placements (8-16 jobs x 32 GPUs)",
+        ),
+        "large": Entry(
+            _large,
+            (),
+            "generated auctions (16 apps x 64 GPUs x 20 bids), agent-form auctions (6 apps x 12 "
+            "GPUs) and placements (64 jobs x 256 GPUs)",
+        ),
+    },
+)
 
 
 def suite_names() -> tuple[str, ...]:
-    return tuple(n for n, _ in DESCRIPTIONS)
+    return SUITES.names()
 
 
 def describe(name: str) -> str:
-    return dict(DESCRIPTIONS)[_check(name)]
-
-
-def _check(name: str) -> str:
-    if name not in _builders():
-        raise OptionError("suite", f"unknown suite {name!r}; known: {', '.join(suite_names())}")
-    return name
+    return SUITES.get(name).doc
 
 
 def suite_items(name: str) -> list[tuple[str, Path | dict]]:
-    """(instance name, stored JSON path or contract dict) for every instance of a registered suite."""
-    return _builders()[_check(name)]()
+    """(instance name, stored JSON path or contract dict) for every instance of a registered suite
+    (:class:`~fairplace.core.errors.UnknownName` naming the suites for any other name)."""
+    return SUITES.make(name)
 
 
 def load_item(payload: Path | str | dict) -> Instance:
