@@ -5,6 +5,8 @@ lease renewal at the same count then moves no job, and the auction's outcome is 
 
 from __future__ import annotations
 
+from collections import Counter
+
 import numpy as np
 
 __all__ = ["back_to_held"]
@@ -45,9 +47,10 @@ def back_to_held(
     takers = set(won) | set(takers or ())
     out = {a: np.sort(np.asarray(g, np.int64)) for a, g in won.items()}
     offer = np.concatenate([np.flatnonzero(free), *out.values()])
+    in_offer = Counter(before[offer].tolist())  # per app: GPUs of the offer it held
     for _ in range(passes):
         changed = False
-        best = [a for a in out if _at_best(out[a], offer, before, a, takers)]
+        best = [a for a in out if _at_best(out[a], in_offer, before, a, takers)]
         if len(best) == len(out):  # every winner has all it held of the offer, none of others'
             break
         for a in sorted(set(out) - set(best)):
@@ -55,8 +58,8 @@ def back_to_held(
             free[own] = True
             cat = _cats(before, a, takers)
             f = np.flatnonzero(free)
-            cnt = np.zeros((n_m, n_l, 3), np.int64)
-            np.add.at(cnt, (machine[f], label[f], cat[f]), 1)
+            cell = (machine[f] * n_l + label[f]) * 3 + cat[f]
+            cnt = np.bincount(cell, minlength=n_m * n_l * 3).reshape(n_m, n_l, 3)
             blocks = np.unique(machine[own])
             gain = np.full((blocks.size, n_m), -1e9)
             for i, m in enumerate(blocks.tolist()):
@@ -84,30 +87,36 @@ def back_to_held(
     return out
 
 
-def _at_best(own: np.ndarray, offer: np.ndarray, before: np.ndarray, a, takers: set) -> bool:
-    """``own`` holds every GPU of the offer ``a`` held and none another recipient held."""
-    others = list(takers - {a})
-    return bool(
-        (before[own] == a).sum() == (before[offer] == a).sum()
-        and not np.isin(before[own], others).any()
-    )
+def _at_best(own: np.ndarray, in_offer: Counter, before: np.ndarray, a, takers: set) -> bool:
+    """``own`` holds every GPU of the offer ``a`` held (``in_offer[a]``: how many) and none
+    another recipient held."""
+    mine = before[own].tolist()
+    return mine.count(a) == in_offer[a] and not any(b != a and b in takers for b in mine)
 
 
 def _cats(before: np.ndarray, a, takers: set) -> np.ndarray:
     """Per GPU for app ``a``: 0 it held, 1 nobody's of this round, 2 another recipient's."""
-    return np.where(before == a, 0, np.where(np.isin(before, list(takers - {a})), 2, 1))
+    lut = np.ones(max(int(before.max()), a, *takers) + 2, np.int64)  # by before + 1 (-1: free)
+    lut[[b + 1 for b in takers]] = 2
+    lut[a + 1] = 0
+    return lut[before + 1]
 
 
 def _take(cands: np.ndarray, like: np.ndarray, label: np.ndarray, cat: np.ndarray):
     """GPUs of ``cands`` with the labels of ``like`` (best ``cat`` first, then lowest index);
     None when too few."""
+    need = Counter(label[like].tolist())
+    by_label: dict = {}
+    for g, lab, c in zip(cands.tolist(), label[cands].tolist(), cat[cands].tolist(), strict=True):
+        if lab in need:
+            by_label.setdefault(lab, []).append((c, g))
     pick = []
-    for lab, n in zip(*np.unique(label[like], return_counts=True), strict=True):
-        c = cands[label[cands] == lab]
-        if c.size < n:
+    for lab in sorted(need):
+        c = by_label.get(lab, [])
+        if len(c) < need[lab]:
             return None
-        pick.append(c[np.lexsort((c, cat[c]))][:n])
-    return np.concatenate(pick)
+        pick += [g for _, g in sorted(c)[: need[lab]]]
+    return np.array(pick, np.int64)
 
 
 def _swap_pairs(out: dict, free, before, machine, rack_of, label, takers: set) -> bool:
@@ -119,27 +128,37 @@ def _swap_pairs(out: dict, free, before, machine, rack_of, label, takers: set) -
     (held_a(t) - net(a, block m)) + (held_b(m) - net(b, block t)) <= 0 rules the swap out before
     any candidate GPUs are drawn (the outcome is that of trying every pair)."""
     cats = {a: _cats(before, a, takers) for a in out}
+    score = {a: (1 - c).tolist() for a, c in cats.items()}  # per GPU: +1 held, -1 another's
     n_m = rack_of.size
-    held = {a: np.bincount(machine[before == a], minlength=n_m) for a in out}
+    held = {a: np.bincount(machine[before == a], minlength=n_m).tolist() for a in out}
+    rack_l = rack_of.tolist()
 
     def net(a, g) -> int:
-        return int((cats[a][g] == 0).sum() - (cats[a][g] == 2).sum())
+        sc = score[a]
+        return sum(sc[x] for x in g)
 
+    def blocks(a) -> dict:  # machine -> a's GPUs on it (in order)
+        by: dict = {}
+        for g, m in zip(out[a].tolist(), machine[out[a]].tolist(), strict=True):
+            by.setdefault(m, []).append(g)
+        return by
+
+    on = {a: blocks(a) for a in out}  # kept up to date with ``out``
     changed = False
     apps = sorted(out)
     for x, a in enumerate(apps):
         for b in apps[x + 1 :]:
-            for m in np.unique(machine[out[a]]).tolist():
-                for t in np.unique(machine[out[b]]).tolist():
-                    if m == t or rack_of[m] != rack_of[t]:
+            for m in sorted(on[a]):
+                for t in sorted(on[b]):
+                    if m == t or rack_l[m] != rack_l[t]:
                         continue
-                    A, B = out[a], out[b]
-                    on_a, on_b = machine[A], machine[B]
-                    ga, gb = A[on_a == m], B[on_b == t]
-                    if not (ga.size and gb.size) or (on_a == t).any() or (on_b == m).any():
+                    on_a, on_b = on[a], on[b]
+                    if m not in on_a or t not in on_b or t in on_a or m in on_b:
                         continue
-                    if held[a][t] - net(a, ga) + held[b][m] - net(b, gb) <= 0:
+                    if held[a][t] - net(a, on_a[m]) + held[b][m] - net(b, on_b[t]) <= 0:
                         continue  # neither can gain: da <= held_a(t) - net(a, ga), likewise b
+                    A, B = out[a], out[b]
+                    ga, gb = np.array(on_a[m], np.int64), np.array(on_b[t], np.int64)
                     na = _take(
                         np.union1d(gb, np.flatnonzero(free & (machine == t))), ga, label, cats[a]
                     )
@@ -148,12 +167,14 @@ def _swap_pairs(out: dict, free, before, machine, rack_of, label, takers: set) -
                     )
                     if na is None or nb is None:
                         continue
-                    da, db = net(a, na) - net(a, ga), net(b, nb) - net(b, gb)
+                    na_l, nb_l = na.tolist(), nb.tolist()
+                    da, db = net(a, na_l) - net(a, on_a[m]), net(b, nb_l) - net(b, on_b[t])
                     if min(da, db) < 0 or da + db <= 0:
                         continue
                     free[ga] = free[gb] = True
                     free[na] = free[nb] = False
-                    out[a] = np.sort(np.concatenate([A[on_a != m], na]))
-                    out[b] = np.sort(np.concatenate([B[on_b != t], nb]))
+                    out[a] = np.sort(np.concatenate([A[machine[A] != m], na]))
+                    out[b] = np.sort(np.concatenate([B[machine[B] != t], nb]))
+                    on[a], on[b] = blocks(a), blocks(b)
                     changed = True
     return changed
