@@ -49,7 +49,7 @@ def _fig12(w5_factor=2.0, pal_factor=0.9, rise=360.0):
 
 
 def test_a_words_only_claim_is_open_at_no_effect():
-    claim = CLAIMS["pal-sia-waits-w5-pal"]  # [0, inf], null 0
+    claim = CLAIMS["pal-sia-waits-w5-pal-artifact"]  # [0, inf], null 0
     assert outcome(0.0, claim) == "does not reproduce"
     assert outcome(1e-6, claim) == "reproduces"
     falls = CLAIMS["synergy-waits-las-falls"]  # [-inf, 0], null 0
@@ -60,7 +60,7 @@ def test_a_words_only_claim_is_open_at_no_effect():
 @pytest.mark.parametrize("w5, out", [(1.001, "reproduces"), (1.0, "does not reproduce"),
                                      (0.999, "does not reproduce")])  # fmt: skip
 def test_fig_12_workload_5_waits_longer(w5, out):
-    row = evaluate(CLAIMS["pal-sia-waits-w5-longer"], _fig12(w5_factor=w5))
+    row = evaluate(CLAIMS["pal-sia-waits-w5-longer-artifact"], _fig12(w5_factor=w5))
     assert row["outcome"] == out
 
 
@@ -68,12 +68,33 @@ def test_fig_12_workload_5_waits_longer(w5, out):
                                     (1.0 + 1e-12, "does not reproduce"), (1.001, "does not reproduce")])  # fmt: skip
 def test_fig_12_pal_and_pm_first_reduce_workload_5_waits(f, out):
     """Equal mean waits (to 1e-9 relative: summation order) are no reduction."""
-    for cid in ("pal-sia-waits-w5-pal", "pmfirst-sia-waits-w5"):
+    for cid in ("pal-sia-waits-w5-pal-artifact", "pmfirst-sia-waits-w5-artifact"):
         assert evaluate(CLAIMS[cid], _fig12(pal_factor=f))["outcome"] == out, cid
 
 
+def test_fig_12_is_claimed_in_both_set_ups_with_their_round_lengths():
+    """The paper set-up's Fig. 12 claims (sia_philly, 300 s rounds) match the artifact's
+    (sia_philly_artifact, 360 s) but for the experiment and the round length of the trend."""
+    art = [c for c in CLAIMS.values() if c["figure"] == "Fig. 12" and c["id"].endswith("-artifact")]
+    assert len(art) == 5
+    for a in art:
+        p = CLAIMS[a["id"].removesuffix("-artifact")]
+        assert (p["experiment"], a["experiment"]) == ("sia_philly", "sia_philly_artifact")
+        assert (p["measure"], p["paper_range"], p["paper"]) == (
+            a["measure"],
+            a["paper_range"],
+            a["paper"],
+        )
+        if p["measure"] == "wait_trend":
+            assert (p["args"]["round_length"], a["args"]["round_length"]) == (300.0, 360.0)
+        else:
+            assert p["args"] == a["args"]
+
+
 def test_fig_12_workload_5_gains_more_than_workload_3():
-    claim = CLAIMS["pal-sia-waits-w5-gains-more"]  # gain(W5) - gain(W3) of the mean JCT, pp
+    claim = CLAIMS[
+        "pal-sia-waits-w5-gains-more-artifact"
+    ]  # gain(W5) - gain(W3) of the mean JCT, pp
     same = _fig12(w5_factor=1.0, pal_factor=0.9)
     assert evaluate(claim, same)["outcome"] == "does not reproduce"  # equal gains: 0 pp
     more = _fig12(w5_factor=3.0, pal_factor=0.9)  # W5's waits dominate its JCT: larger gain
@@ -85,7 +106,7 @@ def test_fig_12_workload_5_gains_more_than_workload_3():
                                        (4.0, "does not reproduce")])  # fmt: skip
 def test_fig_12_waits_rise_in_whole_rounds(rise, out):
     """A wait below one 360 s round (here up to 2 x 4 x 39 s) is the wait for the next decision."""
-    assert evaluate(CLAIMS["pal-sia-waits-w5-rise"], _fig12(rise=rise))["outcome"] == out
+    assert evaluate(CLAIMS["pal-sia-waits-w5-rise-artifact"], _fig12(rise=rise))["outcome"] == out
 
 
 def _fig19(las=0.9, srtf=0.9, fifo=0.95, scale=None, ids=range(1990, 3011)):
@@ -256,7 +277,7 @@ def test_fig_12_is_judged_on_the_real_artifact_runs_of_workloads_3_and_5(tmp_pat
                        "placements": ["packed-sticky", "pm-first", "pal"]}  # fmt: skip
     out = run_experiment(dataclasses.replace(exp, spec=spec), tmp_path, progress=False)
     assert out.status == "ok", out.status
-    fig12 = [c for c in CLAIMS.values() if c["figure"] == "Fig. 12"]
+    fig12 = [c for c in CLAIMS.values() if c["figure"] == "Fig. 12" and c["experiment"] == exp.key]
     assert len(fig12) == 5
     for c in fig12:
         assert not evaluate(c, out.frames)["outcome"].startswith("not run"), c["id"]
