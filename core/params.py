@@ -109,6 +109,9 @@ class Options:
 
     values: tuple[str, ...]
 
+    def __post_init__(self):  # any iterable of names: a tuple, a Registry's names
+        object.__setattr__(self, "values", tuple(self.values))
+
     def contains(self, value: Any) -> bool:
         return isinstance(value, str) and value in self.values
 

@@ -35,11 +35,9 @@ from collections.abc import Callable, Mapping
 import numpy as np
 
 from fairplace.core.domain import AuctionInstance
-from fairplace.core.errors import OptionError
+from fairplace.core.registry import Entry, Registry
 
 from .pf import PFValue, pf_value
-
-ROUNDING_RULES = ("lottery", "floor", "fractional", "partial")
 
 
 def others_value(instance: AuctionInstance, choice: dict[int, int], apps, i: int) -> PFValue:
@@ -63,45 +61,74 @@ def round_shares(
     seed: int,
     floor_pick: Callable[[int, tuple, int], tuple | None],
 ) -> dict[int, tuple]:
-    """Apply a named rounding rule to PF bundles {app: GPUs} and shares c_i (module docstring).
+    """Apply a named rounding rule (:data:`ROUNDING_RULES`) to PF bundles {app: GPUs} and shares
+    c_i (module docstring).
 
     ``floor_pick(i, bundle, cap)`` returns app i's best sub-bundle of at most ``cap`` GPUs (or None);
     it is the only part that depends on how the app's valuations are represented.
     """
-    if rule not in ROUNDING_RULES:
-        raise OptionError(
-            "rounding", f"unknown rounding rule {rule!r}; expected one of {list(ROUNDING_RULES)}"
-        )
-    rng, skipped = None, 0  # the lottery's generator, made at its first uncertain draw
+    return ROUNDING_RULES.get(rule).factory(bundles, c, seed, floor_pick)
+
+
+def _partial(bundles, c, seed, floor_pick) -> dict[int, tuple]:
+    """``partial``: k_i = :func:`partial_counts` GPUs, app i's best inside its bundle."""
+    counts = partial_counts({i: len(b) for i, b in bundles.items()}, c, seed)
     out: dict[int, tuple] = {}
-    if rule == "partial":
-        counts = partial_counts({i: len(b) for i, b in bundles.items()}, c, seed)
-        for i in sorted(bundles):
-            k, bundle = counts[i], bundles[i]
-            sub = bundle if k >= len(bundle) else floor_pick(i, bundle, k) if k > 0 else None
-            if sub is not None:
-                out[i] = sub
-        return out
+    for i in sorted(bundles):
+        k, bundle = counts[i], bundles[i]
+        sub = bundle if k >= len(bundle) else floor_pick(i, bundle, k) if k > 0 else None
+        if sub is not None:
+            out[i] = sub
+    return out
+
+
+def _lottery(bundles, c, seed, floor_pick) -> dict[int, tuple]:
+    """``lottery``: app i keeps its bundle iff draw k < c_i (draw k of the seeded stream for the
+    k-th app in sorted order; made only from the first c_i strictly inside (0, 1))."""
+    rng, skipped = None, 0  # the generator, made at its first uncertain draw
+    out: dict[int, tuple] = {}
     for i in sorted(bundles):
         bundle, ci = bundles[i], c.get(i, 1.0)
-        if rule == "fractional":
-            out[i] = bundle
-        elif rule == "lottery":  # draw k of the seeded stream decides app k (sorted order)
-            if rng is None and (ci >= 1.0 or ci <= 0.0):  # a draw in [0, 1) decides nothing
-                skipped += 1
-                if ci >= 1.0:
-                    out[i] = bundle
-                continue
-            if rng is None:
-                rng = np.random.default_rng(seed)
-                rng.random(skipped)
-            if rng.random() < ci:
+        if rng is None and (ci >= 1.0 or ci <= 0.0):  # a draw in [0, 1) decides nothing
+            skipped += 1
+            if ci >= 1.0:
                 out[i] = bundle
-        else:
-            sub = floor_pick(i, bundle, math.floor(ci * len(bundle) + 1e-9))
-            if sub is not None:
-                out[i] = sub
+            continue
+        if rng is None:
+            rng = np.random.default_rng(seed)
+            rng.random(skipped)
+        if rng.random() < ci:
+            out[i] = bundle
     return out
+
+
+def _floor(bundles, c, seed, floor_pick) -> dict[int, tuple]:
+    """``floor``: app i keeps its best sub-bundle of at most floor(c_i |B_pf|) GPUs."""
+    out: dict[int, tuple] = {}
+    for i in sorted(bundles):
+        bundle = bundles[i]
+        sub = floor_pick(i, bundle, math.floor(c.get(i, 1.0) * len(bundle) + 1e-9))
+        if sub is not None:
+            out[i] = sub
+    return out
+
+
+def _fractional(bundles, c, seed, floor_pick) -> dict[int, tuple]:
+    """``fractional``: every bundle kept whole (the shares are only reported)."""
+    return {i: bundles[i] for i in sorted(bundles)}
+
+
+#: the rounding rules (module docstring): name -> ``f(bundles, c, seed, floor_pick) -> {app: GPUs}``
+ROUNDING_RULES = Registry(
+    "rounding rule",
+    {
+        "lottery": Entry(_lottery, (), "keep the whole PF bundle with probability c_i"),
+        "floor": Entry(_floor, (), "keep the best bid of at most floor(c_i |B_pf|) GPUs"),
+        "fractional": Entry(_fractional, (), "no rounding: report c_i, keep the bundle"),
+        "partial": Entry(_partial, (), "c_i |G_i,pf| GPUs by largest remainders (the paper)"),
+    },
+    where="rounding",
+)
 
 
 def partial_counts(sizes: Mapping[int, int], c: Mapping[int, float], seed: int) -> dict[int, int]:
