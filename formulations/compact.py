@@ -362,6 +362,27 @@ class CompactProgram:
                 out[key] = out.get(key, 0) + len(g.gpus)
         return out
 
+    @_per_offer
+    def gpu_places(self) -> dict[int, tuple[int, int, int]]:
+        """{offered GPU: (machine, rack, index into :attr:`types`)}."""
+        tpos = {t: k for k, t in enumerate(self.types)}
+        return {
+            g: (grp.machine, grp.rack, tpos[grp.scores]) for grp in self.groups for g in grp.gpus
+        }
+
+    @cached_property
+    def selector_index(self) -> tuple[np.ndarray, np.ndarray, list]:
+        """(cell-selector columns in layout order, the app of each, its cell): every z_ic at once."""
+        _, meta = self.layout
+        cols = [np.arange(e["z"], e["z"] + len(e["cells"])) for e in meta]
+        owner = [np.full(len(e["cells"]), e["i"]) for e in meta]
+        cells = [c for e in meta for c in e["cells"]]
+        return (
+            np.concatenate(cols or [np.zeros(0, np.int64)]).astype(np.int64),
+            np.concatenate(owner or [np.zeros(0, np.int64)]).astype(np.int64),
+            cells,
+        )
+
     @cached_property
     def layout(self) -> tuple[int, list[dict]]:
         """The MILP's columns per active app (:func:`~fairplace.formulations.compact_milp.milp_layout`)."""

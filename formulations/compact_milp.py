@@ -184,8 +184,7 @@ def start_vector(prog: CompactView, choice: Choice) -> np.ndarray:
     """A feasible point giving each app in ``choice`` its cell and GPUs (e.g. PF minus i)."""
     n_cols, meta = prog.layout
     x = np.zeros(n_cols)
-    tpos = {t: k for k, t in enumerate(prog.types)}
-    where = {g: (grp.machine, grp.rack, tpos[grp.scores]) for grp in prog.groups for g in grp.gpus}
+    where = prog.gpu_places
     perm: dict[int, int] = {}
     on0: dict[int, dict[int, dict[int, int]]] = {}  # aggregated: app -> {machine: {type: n}}
     if prog.reduced and prog.agg is None:  # the symmetry rows' canonical machine order

@@ -42,6 +42,9 @@ class CompactView(Protocol):
     def cap(self) -> dict[tuple, int]: ...
 
     @property
+    def gpu_places(self) -> dict[int, tuple[int, int, int]]: ...
+
+    @property
     def layout(self) -> tuple[int, list[dict]]: ...
 
     @property

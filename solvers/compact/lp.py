@@ -62,13 +62,14 @@ def selector_columns(
 def lp_cells(prog: CompactProgram, x: np.ndarray, skip: int | None = None) -> dict | None:
     """{app index: cell} when every cell selector of the LP point (apps other than ``skip``) is
     integral, else None."""
+    cols, owner, cells_of = prog.selector_index
+    z = x[cols]
+    mine = owner == skip
+    if (np.abs(z - np.round(z)) > 1e-7)[~mine].any():
+        return None
     cells = {}
-    for i, cs, zs in selectors(prog, x, skip):
-        if zs.size and np.abs(zs - np.round(zs)).max() > 1e-7:
-            return None
-        on = np.flatnonzero(zs > 0.5)
-        if on.size:
-            cells[i] = cs[int(on[0])]
+    for k in np.flatnonzero((z > 0.5) & ~mine).tolist():  # the first cell on, per app
+        cells.setdefault(int(owner[k]), cells_of[k])
     return cells
 
 

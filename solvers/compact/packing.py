@@ -67,7 +67,7 @@ def pack(
     does not prove that none exists)."""
     _, meta = prog.layout
     room = _Room(prog)
-    machines, cnt = room.machines, room.cnt
+    cnt = room.cnt
     by = {e["i"]: e for e in meta}
     tsum = [sum(t) for t in prog.types]
 
@@ -111,70 +111,91 @@ def pack(
         # worst acceptable GPUs first: use_j = min(per_j, n - sum_{l<j} per_l)
         use = np.minimum(per, np.maximum(n - (np.cumsum(per, 1) - per), 0))[fit]
         if i in assigned:
-            ms = [machines[assigned[i]]]
+            at = np.array([assigned[i]])
         elif rule == "damage":  # fewest better GPUs consumed first, then best fit (least room)
             keys = (fit, total[fit]) + tuple(use[:, j] for j in range(len(ok)))
-            ms = places[fit[np.lexsort(keys)[0]]]
+            at = places[fit[np.lexsort(keys)[0]]]
         elif rule == "best-fit":
-            ms = places[fit[np.argmin(total[fit])]]
+            at = places[fit[np.argmin(total[fit])]]
         else:
-            ms = places[fit[0]]
+            at = places[fit[0]]
         if s == 2:  # spread-2: drain the emptiest machines first, keep full machines whole
-            ms = [machines[k] for k in np.argsort(avail.sum(1), kind="stable")]
-        out[i] = ((n, s, v), tuple(sorted(room.take(ok, ms, n))))
+            at = np.argsort(avail.sum(1), kind="stable")
+        out[i] = ((n, s, v), tuple(sorted(room.take(ok, at, n))))
     return out
 
 
 class _Room:
-    """The free GPUs of a program's offer for :func:`pack`: per (machine, type) the GPU indices
-    (``pool``) and their count (``cnt``, machines x types), the machines and racks."""
+    """The free GPUs of a program's offer for :func:`pack`, machines by position (ascending id):
+    per (position, type) the GPU indices (``pool``) and their count (``cnt``, machines x types);
+    what depends on the offer alone (:func:`_room_base`) is built once per offer."""
 
     def __init__(self, prog: CompactProgram):
-        tpos = {t: k for k, t in enumerate(prog.types)}
-        rack_of = prog._rack_of
-        self.machines = machines = sorted(rack_of)
-        self.mpos = {m: k for k, m in enumerate(machines)}
-        self.racks = racks = sorted(set(rack_of.values()))
-        self.rpos = np.array([racks.index(rack_of[m]) for m in machines], dtype=np.int64)
-        self.in_rack = {k: [m for m in machines if rack_of[m] == k] for k in racks}
-        self.pool: dict[tuple[int, int], list[int]] = {}
-        self.cnt = np.zeros((len(machines), len(prog.types)), dtype=np.int64)  # free per (m, t)
-        for g in prog.groups:
-            self.pool.setdefault((g.machine, tpos[g.scores]), []).extend(g.gpus)
-            self.cnt[self.mpos[g.machine], tpos[g.scores]] += len(g.gpus)
+        base = prog.shared("pack room", lambda: _room_base(prog))
+        self.machines, self.mpos, self.racks, self.at_rack, self.rack_sum, self.singles, pool = base
+        self.pool = {k: list(v) for k, v in pool.items()}
+        self.cnt = np.zeros(
+            (len(self.machines), len(prog.types)), dtype=np.int64
+        )  # free per (m, t)
+        for (p, t), gpus in pool.items():
+            self.cnt[p, t] = len(gpus)
 
     def places(self, a, s: int, ok: list[int], avail: np.ndarray):
-        """(the places app ``a`` can take a spread-``s`` cell in: machine lists, their free GPUs
-        per acceptable type): machines (or the held one), racks (or the held one), or the whole
-        offer."""
-        machines, racks = self.machines, self.racks
+        """(the places app ``a`` can take a spread-``s`` cell in: arrays of machine positions,
+        their free GPUs per acceptable type): machines (or the held one), racks (or the held one),
+        or the whole offer."""
         if s == 0:
             if a.held_machine >= 0:
                 rows = [self.mpos[a.held_machine]] if a.held_machine in self.mpos else []
-                return [[a.held_machine]], avail[rows].sum(0, keepdims=True)
-            return [[m] for m in machines], avail
+                return [np.array(rows, dtype=np.int64)], avail[rows].sum(0, keepdims=True)
+            return self.singles, avail
         if s == 1:
-            ks = [a.held_rack] if a.held_rack >= 0 else racks
-            places = [self.in_rack.get(k, []) for k in ks]
-            per = np.zeros((len(racks), len(ok)), dtype=np.int64)
-            np.add.at(per, self.rpos, avail)
+            by_rack, starts = self.rack_sum  # free GPUs per (rack, acceptable type)
+            per = np.add.reduceat(avail[by_rack], starts, axis=0)
             if a.held_rack >= 0:
-                per = per[[racks.index(k) for k in ks if k in racks]]
+                places = [self.at_rack.get(a.held_rack, np.zeros(0, dtype=np.int64))]
+                per = per[[k for k, r in enumerate(self.racks) if r == a.held_rack]]
                 per = per if len(per) else np.zeros((1, len(ok)), dtype=np.int64)
-            return places, per
-        return [machines], avail.sum(0, keepdims=True)
+                return places, per
+            return [self.at_rack[r] for r in self.racks], per
+        return [np.arange(len(self.machines))], avail.sum(0, keepdims=True)
 
-    def take(self, ok: list[int], ms: list[int], n: int) -> list[int]:
-        """``n`` GPUs from machines ``ms``, worst acceptable type first (removed from the room)."""
+    def take(self, ok: list[int], at: np.ndarray, n: int) -> list[int]:
+        """``n`` GPUs from the machines at positions ``at`` (in that order), worst acceptable type
+        first (removed from the room)."""
         got: list[int] = []
         for t in ok:
-            for m in ms:
-                while len(got) < n and self.pool.get((m, t)):
-                    got.append(self.pool[(m, t)].pop(0))
-                    self.cnt[self.mpos[m], t] -= 1
+            for p in at[self.cnt[at, t] > 0].tolist():
+                gpus = self.pool[p, t]
+                k = min(n - len(got), len(gpus))
+                got += gpus[:k]
+                del gpus[:k]
+                self.cnt[p, t] -= k
                 if len(got) == n:
-                    break
+                    return got
         return got
+
+
+def _room_base(prog: CompactProgram) -> tuple:
+    """(machines ascending, {machine: position}, racks ascending, {rack: positions of its
+    machines}, (machine positions rack by rack, where each rack starts: a ``reduceat`` per rack),
+    one position array per machine, {(position, type): GPU indices}) of the offer, for
+    :class:`_Room`."""
+    tpos = {t: k for k, t in enumerate(prog.types)}
+    rack_of = prog._rack_of
+    machines = tuple(sorted(rack_of))
+    mpos = {m: k for k, m in enumerate(machines)}
+    racks = tuple(sorted(set(rack_of.values())))
+    kpos = {r: k for k, r in enumerate(racks)}
+    rpos = np.array([kpos[rack_of[m]] for m in machines], dtype=np.int64)
+    at_rack = {r: np.flatnonzero(rpos == k) for k, r in enumerate(racks)}
+    by_rack = np.argsort(rpos, kind="stable")  # machine positions rack by rack
+    rack_sum = (by_rack, np.searchsorted(rpos[by_rack], np.arange(len(racks))))
+    singles = tuple(np.array([k], dtype=np.int64) for k in range(len(machines)))
+    pool: dict[tuple[int, int], list[int]] = {}
+    for g in prog.groups:
+        pool.setdefault((mpos[g.machine], tpos[g.scores]), []).extend(g.gpus)
+    return machines, mpos, racks, at_rack, rack_sum, singles, {k: tuple(v) for k, v in pool.items()}
 
 
 def _one_per_machine(sizes: list[int], room: np.ndarray) -> bool:
