@@ -129,17 +129,22 @@ def max_rho_ratio(
     res: Frames, scheduler: str, baselines, by: str = "contention", where: dict | None = None
 ):
     """min over ``by`` groups of (best baseline's max rho / ``scheduler``'s max rho), means over
-    seeds; > 1 = fairer (``where`` first selects rows, e.g. one contention level)."""
+    the seeds where ``scheduler`` and every baseline ran; > 1 = fairer (``where`` first selects
+    rows, e.g. one contention level). A group where some baseline ran on no common seed is not
+    compared (a partial grid is never judged against a subset of the baselines)."""
     df = _where(ok_rows(res["summary"]), where)
-    m = df.groupby([by, "scheduler"])["max_rho"].mean().unstack("scheduler")
-    missing = [s for s in [scheduler, *baselines] if s not in m]
+    names = [scheduler, *baselines]
+    seed = ["seed"] if "seed" in df else []
+    m = df.groupby([by, *seed, "scheduler"])["max_rho"].mean().unstack("scheduler")
+    missing = [s for s in names if s not in m]
     if missing:
         raise DataError("scheduler", f"no results for {', '.join(missing)}")
-    both = m[scheduler].notna() & m[list(baselines)].notna().any(axis=1)
-    if not both.any():
-        raise DataError(by, f"no {by} level has results for both {scheduler} and a baseline")
-    skipped = [str(lvl) for lvl in m.index[~both]]  # e.g. a partial grid: compare where both ran
-    m = m[both]
+    complete = m[names].notna().all(axis=1)  # rows (level, seed) where all of them ran
+    levels = m.index.get_level_values(by)
+    skipped = sorted({str(v) for v in levels[~complete]} - {str(v) for v in levels[complete]})
+    m = m[complete].groupby(level=by).mean()
+    if m.empty:
+        raise DataError(by, f"no {by} level has results for {scheduler} and every baseline")
     ratio = m[list(baselines)].min(axis=1) / m[scheduler]
     det = ", ".join(
         f"{by} {lvl}: {scheduler} {m.loc[lvl, scheduler]:.2f} vs best baseline "
@@ -147,7 +152,7 @@ def max_rho_ratio(
         for lvl in m.index
     )
     if skipped:
-        det += f" ({by} {', '.join(skipped)}: not both run, not compared)"
+        det += f" ({by} {', '.join(skipped)}: not all run, not compared)"
     return float(ratio.min()), det
 
 

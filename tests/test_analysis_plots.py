@@ -264,13 +264,20 @@ def test_sweep_over_jobs_per_hour_draws_its_load_figures():
 
 
 def test_max_rho_ratio_compares_only_levels_where_both_ran():
-    """A partial grid (a baseline run at one contention level only) is judged where both ran and
+    """A partial grid (a baseline run at one contention level only) is judged where all ran and
     says which levels it left out; with no common level it is a DataError (claim: not run)."""
     df = _themis()
     partial = df[~((df["scheduler"] == "gavel-ftf") & (df["contention"] != df["contention"].min()))]
     r, det = max_rho_ratio({"summary": partial}, "themis", ["gavel-ftf"])
     assert r == pytest.approx(3.0)
-    assert "not both run" in det
+    assert "not all run" in det
+    # a level where one of two baselines ran is not judged against the other alone
+    r, det = max_rho_ratio({"summary": partial}, "themis", ["las", "gavel-ftf"])
+    assert r == pytest.approx(2.5) and "contention 2: not all run" in det
+    # seeds: only those where every scheduler ran are averaged
+    extra = df[df["scheduler"] == "themis"].assign(seed=1, max_rho=100.0)
+    r, _ = max_rho_ratio({"summary": pd.concat([df, extra])}, "themis", ["las"])
+    assert r == pytest.approx(2.5)
     apart = df.assign(contention=np.where(df["scheduler"] == "themis", 99, df["contention"]))
     with pytest.raises(DataError):  # THEMIS only at a level no baseline ran
         max_rho_ratio({"summary": apart}, "themis", ["gavel-ftf"])
