@@ -256,9 +256,12 @@ def themis_table(summary: pd.DataFrame, baselines=THEMIS_BASELINES) -> pd.DataFr
         if c in df:
             out[c] = g[c].mean()
     out = out.reset_index()
+    # the baselines of the frame; the ratio only on seeds where every one of them ran, so that
+    # a partial grid cell is never judged against a subset of the baselines
     base = [b for b in baselines if b in set(df["scheduler"])]
     if base and "themis" in set(df["scheduler"]) and "seed" in df:
         per = df.pivot_table(index=[*grid, "seed"], columns="scheduler", values="max_rho")
+        per = per[per[[*base, "themis"]].notna().all(axis=1)]
         r = (per[base].min(axis=1) / per["themis"]).rename("r").reset_index()
         ratio = r.groupby(grid or (lambda _: 0))["r"].agg(["mean", "min", "max"])
         ratio = ratio.reset_index(drop=not grid).assign(scheduler="themis")

@@ -184,6 +184,12 @@ def test_themis_table_reports_the_best_baseline_ratio_per_seed():
     assert t.loc[(1, "themis"), "best_baseline_ratio"] == "2.50 (2.00..3.00)"
     assert t.loc[(1, "las"), "max_rho"] == pytest.approx(3.5)
     assert t.loc[(2, "themis"), "sd"] == pytest.approx(np.std([2.0, 1.0], ddof=1), rel=1e-3)
+    # a partial grid: at x2, seed 1 has no srtf run; its ratio is not taken against las alone
+    part = pd.DataFrame(
+        [r for r in rows if (r["contention"], r["seed"], r["scheduler"]) != (2, 1, "srtf")]
+    )
+    t = themis_table(part).set_index(["contention", "scheduler"])
+    assert t.loc[(2, "themis"), "best_baseline_ratio"] == "2.00 (2.00..2.00)"
 
 
 @pytest.mark.slow

@@ -75,9 +75,11 @@ def per_seed_ratio(df: pd.DataFrame) -> str:
     base = [b for b in THEMIS_BASELINES if b in p]
     if "themis" not in p or not base:
         return "(no THEMIS and baseline pairs yet)"
-    p = p[p["themis"].notna() & p[base].notna().any(axis=1)]  # seeds with THEMIS and a baseline
+    if len(base) < len(THEMIS_BASELINES):
+        return "(not every paper baseline has run yet)"
+    p = p[p["themis"].notna() & p[base].notna().all(axis=1)]  # seeds where every one ran
     if p.empty:
-        return "(no THEMIS and baseline pairs yet)"
+        return "(no seed has THEMIS and every paper baseline yet)"
     name, value = best_baseline(p)
     r = (value / p["themis"]).rename("best_baseline / themis")
     best = name.rename("best baseline")
