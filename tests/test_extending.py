@@ -18,7 +18,10 @@ from fairplace.sim import SimulationConfig
 
 DOC = Path(__file__).resolve().parents[1] / "docs" / "extending.md"
 SECTIONS = ("A scheduler", "A placement policy", "A T_id model")
-SMALL = {"gpus": 32, "trace_options": {"n_apps": 6}, "progress": False}
+# THEMIS workload 1's named small variant (8-24 jobs per app, an 8-hour window): ~100 jobs, well
+# under a second a run; the paper scale gives ~400 jobs over 14 days and ~20 s a run
+SMALL_TRACE = {"n_apps": 6, "scale": "small"}
+SMALL = {"gpus": 32, "trace_options": SMALL_TRACE, "progress": False}
 
 
 def python_blocks(heading: str) -> list[str]:
@@ -158,7 +161,7 @@ def test_library_errors_name_parameters_not_flags():
 def test_simulate_accepts_a_generated_trace_name_like_a_sweep():
     """``themis-1`` in simulate is the frame a sweep cell makes with the same seed and options."""
     by_name = fairplace.simulate("themis-1", "fifo", "pal", seed=3, **SMALL)
-    frame, gen_kw = make_trace("themis-1", 3, {"gpus": 32, "n_apps": 6})
-    assert gen_kw == {"n_apps": 6}  # THEMIS workloads size jobs by base_gpus, not max_gpus
+    frame, gen_kw = make_trace("themis-1", 3, {"gpus": 32, **SMALL_TRACE})
+    assert gen_kw == SMALL_TRACE  # THEMIS workloads size jobs by base_gpus, not max_gpus
     by_frame = fairplace.simulate(frame, "fifo", "pal", seed=3, gpus=32, progress=False)
     pd.testing.assert_frame_equal(by_name.jobs, by_frame.jobs)
