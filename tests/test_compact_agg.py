@@ -69,15 +69,25 @@ def test_aggregation_groups_identical_machines():
 
 
 @pytest.mark.parametrize(
-    "seed", [1, 2, pytest.param(0, marks=pytest.mark.slow)], ids=["s1", "s2", "s0"]
+    "seed, machines, pf_route",
+    [
+        (1, 12, "lp_cells"),
+        (2, 12, "branch_and_bound"),
+        # the full MILP settles the PF (the LP's cells do not place): 8 machines in 2 racks, ~11 s;
+        # 12 machines (seed 0) took ~60 s for the same route
+        pytest.param(0, 8, "full", marks=pytest.mark.slow),
+    ],
+    ids=["s1", "s2", "s0"],
 )
-def test_aggregated_auction_equals_per_machine_auction(seed):
+def test_aggregated_auction_equals_per_machine_auction(seed, machines, pf_route):
     """PF objective and every payment c_i equal, with many identical machines (2 levels, 80% of
-    GPUs at the better one: most machines share one of five profiles)."""
-    inst = random_agent_auction(apps=10, machines=12, machines_per_rack=4, seed=seed)
+    GPUs at the better one: most machines share one of five profiles), on each route of the
+    aggregated PF: the LP's cells, the LP branch and bound, the full MILP."""
+    inst = random_agent_auction(apps=10, machines=machines, machines_per_rack=4, seed=seed)
     a = solve_compact_auction(inst, enum_limit=0)  # the LP / MILP route
     b = solve_compact_auction(inst, aggregate=False, enum_limit=0)
     assert a.status == b.status == "optimal"
+    assert a.extra["pf_route"] == pf_route
     assert abs(a.objective - b.objective) < 1e-8
     assert np.allclose([a.payments[k] for k in b.payments], list(b.payments.values()), atol=1e-8)
 
