@@ -22,6 +22,7 @@ from fairplace.core.limits import (
     annotation_schema,
     check_value,
 )
+from fairplace.core.registry import Entry, Registry
 
 from .models import MODELS
 from .traces import SIA_PHILLY, synergy_trace
@@ -40,22 +41,28 @@ def _synergy(**kw) -> pd.DataFrame:
     return synergy_trace(t_iter=t_iter, **kw)
 
 
-#: generated trace name -> (frame maker, the public generator whose keyword arguments it takes)
-_TABLE: Mapping[str, tuple[Callable[..., pd.DataFrame], Callable]] = MappingProxyType(
-    {
-        "themis-1": (_themis(1), themis_workload),
-        "themis-2": (_themis(2), themis_workload),
-        "synergy": (_synergy, synergy_trace),
-    }
-)
-#: generated workloads usable as trace names; their keyword arguments (e.g. ``contention``,
-#: ``n_apps``, ``jobs_per_hour``) may appear in a sweep's [params] / [fixed] and go to the generator.
-TRACE_GENERATORS: Mapping[str, Callable[..., pd.DataFrame]] = MappingProxyType(
-    {name: make for name, (make, _) in _TABLE.items()}
-)
 #: keyword names the caller may not set (the name fixes the workload, the cell / simulation the seed)
 _RESERVED = frozenset({"workload", "t_iter", "seed"})
 
+
+def _entry(make: Callable[..., pd.DataFrame], generator: Callable, doc: str) -> Entry:
+    """``make(seed=..., **kw)``, taking the keyword arguments of the public ``generator``."""
+    takes = tuple(p for p in inspect.signature(generator).parameters if p not in _RESERVED)
+    return Entry(make, takes, doc, (), {"generator": generator})
+
+
+#: generated workloads usable as trace names; their keyword arguments (e.g. ``contention``,
+#: ``n_apps``, ``jobs_per_hour``) may appear in a sweep's [params] / [fixed] and go to the generator
+#: (the public one is each entry's ``capabilities["generator"]``).
+TRACE_GENERATORS = Registry(
+    "trace generator",
+    {
+        "themis-1": _entry(_themis(1), themis_workload, "THEMIS workload 1 (§6, Fig. 8)"),
+        "themis-2": _entry(_themis(2), themis_workload, "THEMIS workload 2 (§6, Fig. 8)"),
+        "synergy": _entry(_synergy, synergy_trace, "Synergy-style trace"),
+    },
+    where="trace",
+)
 _POS = {"type": "number", "exclusiveMinimum": 0, "maximum": MAX_TIME}
 _GPUS = {"type": "integer", "minimum": 1, "maximum": MAX_GPUS}
 _SHARE = {"type": "number", "minimum": 0, "maximum": 1}
@@ -117,8 +124,9 @@ def check_trace_name(trace) -> None:
 
 def generator_function(trace: str) -> Callable | None:
     """The generator function behind ``trace`` (None for bundled names and CSV files)."""
-    entry = _TABLE.get(trace) if isinstance(trace, str) else None
-    return entry[1] if entry else None
+    if not isinstance(trace, str) or trace not in TRACE_GENERATORS:
+        return None
+    return TRACE_GENERATORS.get(trace).capabilities["generator"]
 
 
 def generator_params(trace: str) -> set[str]:
@@ -159,4 +167,4 @@ def make_trace(trace, seed: int, kw: Mapping[str, Any]):
     gen_kw = {k: v for k, v in kw.items() if k in names}
     if "max_gpus" in names and "max_gpus" not in gen_kw and "gpus" in kw:
         gen_kw["max_gpus"] = kw["gpus"]
-    return TRACE_GENERATORS[trace](seed=seed, **gen_kw), gen_kw
+    return TRACE_GENERATORS.get(trace).factory(seed=seed, **gen_kw), gen_kw
