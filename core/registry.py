@@ -15,12 +15,13 @@ A user's object takes the same path as a built-in name: ``Registry.resolve(x)`` 
 from its entry and checks an object against the registry's Protocols (``isinstance`` on
 ``runtime_checkable`` Protocols); ``Registry.entry_of(x)`` gives either one an entry, an object's
 capabilities read off its attributes. The CLI help, the sweep schema and ``fairplace.simulate``
-read the registries (their names, docs and specs); nothing is registered at run time.
+read the registries (their names, docs and specs); nothing is registered at run time. Each is
+built once, at import, from factories its module imports (a module that would import the
+registry's own module back moves what both need below them instead).
 """
 
 from __future__ import annotations
 
-import importlib
 import inspect
 from collections.abc import Callable, ItemsView, Iterator, Mapping
 from dataclasses import dataclass, field
@@ -31,34 +32,6 @@ from fairplace.core.errors import OptionError, UnknownName
 from fairplace.core.params import Param
 
 _KEYWORD = (inspect.Parameter.POSITIONAL_OR_KEYWORD, inspect.Parameter.KEYWORD_ONLY)
-
-
-@dataclass(frozen=True)
-class Lazy:
-    """A factory named ``"module:attribute"``, imported when first called or inspected (a module
-    that imports the registry's own module, or a heavy one)."""
-
-    target: str
-
-    @property
-    def module(self) -> str:
-        return self.target.partition(":")[0]
-
-    def load(self) -> Any:
-        module, _, attr = self.target.partition(":")
-        return getattr(importlib.import_module(module), attr)
-
-    def __call__(self, *args, **kwargs):
-        return self.load()(*args, **kwargs)
-
-    @property
-    def __signature__(self) -> inspect.Signature:  # what inspect.signature(lazy) reads
-        return inspect.signature(self.load())
-
-
-def loaded(factory: Any) -> Any:
-    """``factory`` itself, or what a :class:`Lazy` names (imported now)."""
-    return factory.load() if isinstance(factory, Lazy) else factory
 
 
 def _frozen(mapping: Mapping[str, Any] | None = None) -> Mapping[str, Any]:

@@ -11,7 +11,7 @@ from hypothesis import strategies as st
 import fairplace
 from fairplace.core.errors import OptionError, UnknownName
 from fairplace.core.params import THEMIS_F
-from fairplace.core.registry import Entry, Lazy, Registry
+from fairplace.core.registry import Entry, Registry
 from fairplace.sim.schedulers import FIFO, LAS, SCHEDULER_REGISTRY, SCHEDULERS
 from fairplace.solvers.placement.policies import POLICY_REGISTRY, make_policy
 
@@ -112,11 +112,10 @@ def test_simulate_records_who_placed_from_the_capabilities():
     assert queue.config["placed_by"] == "policy"
 
 
-def test_lazy_factories_import_on_use_and_a_small_registry_works():
-    lazy = Lazy("fairplace.sim.schedulers:LAS")
+def test_a_small_registry_works():
     reg = Registry(
         "thing",
-        {"las": Entry(lazy, doc="d", capabilities={"k": 1}), "fifo": Entry(FIFO)},
+        {"las": Entry(LAS, doc="d", capabilities={"k": 1}), "fifo": Entry(FIFO)},
         options_path="thing_options",
         context=("seed",),
     )

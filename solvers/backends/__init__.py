@@ -13,13 +13,17 @@ from __future__ import annotations
 import inspect
 
 from fairplace.core.errors import UnknownName
-from fairplace.core.registry import Entry, Lazy, Registry, loaded
+from fairplace.core.registry import Entry, Registry
 from fairplace.formulations.program import RawResult
 
 from ..options import SolveOptions
 from .base import Backend, Capabilities, CapabilityError, as_milp, is_mip, require
+from .cvxpy import CvxpyBackend
+from .highs import HighsBackend
+from .pyomo import PyomoBackend
 
-#: built-in back ends: name -> entry (the class, imported when made). What a back end can do is its
+#: built-in back ends: name -> entry (the class; its modelling layer is imported when it solves or
+#: is preloaded). What a back end can do is its
 #: own :class:`Capabilities` (the ``capabilities`` attribute every back end has, built-in or not). A
 #: user's object satisfying :class:`Backend` takes the same path (``BACKEND_REGISTRY.resolve``);
 #: there is no global registration.
@@ -27,15 +31,15 @@ BACKEND_REGISTRY = Registry(
     "back end",
     {
         "highs": Entry(
-            Lazy(f"{__name__}.highs:HighsBackend"),
+            HighsBackend,
             doc="highspy: HiGHS in process (warm starts; safe on a thread pool)",
         ),
         "pyomo": Entry(
-            Lazy(f"{__name__}.pyomo:PyomoBackend"),
+            PyomoBackend,
             doc="Pyomo model solved by HiGHS",
         ),
         "cvxpy": Entry(
-            Lazy(f"{__name__}.cvxpy:CvxpyBackend"),
+            CvxpyBackend,
             doc="CVXPY problem solved by HiGHS",
         ),
     },
@@ -63,7 +67,7 @@ __all__ = [
 def get_backend(backend: str | Backend) -> Backend:
     """The back end named ``backend`` (``highs``, ``pyomo``, ``cvxpy``), or ``backend`` itself when it
     is an object satisfying :class:`Backend` (``UnknownName`` otherwise). The module of a named
-    back end is imported here, its modelling layer (Pyomo, CVXPY) only when it solves."""
+    back end is made here, its modelling layer (Pyomo, CVXPY) only when it solves."""
     if isinstance(backend, type):
         raise UnknownName(
             "backend",
@@ -84,8 +88,7 @@ def preload(backend: str | Backend) -> None:
     are not counted in a solve's ``seconds`` (a back end object may offer ``preload()``)."""
     be = get_backend(backend)
     if isinstance(backend, str):
-        factory = BACKEND_REGISTRY.get(backend).factory
-        module = inspect.getmodule(loaded(factory))
+        module = inspect.getmodule(BACKEND_REGISTRY.get(backend).factory)
         getattr(module, "preload", lambda: None)()
     elif callable(hook := getattr(be, "preload", None)):
         hook()
