@@ -182,11 +182,9 @@ class Themis:
         room = usable - held
         wanting = apps[room[apps] > 0]
         if free.size and wanting.size:
-            cl = self.decide_cluster
-            states = [
-                self.agents.state(a, view, w, self.owner, before, int(room[a]), cl, running[a])
-                for a in wanting.tolist()
-            ]
+            states = self.agents.states(
+                wanting.tolist(), view, w, self.owner, before, room, self.decide_cluster, running
+            )
             out = self.arbiter.auction_round(
                 self.decide_cluster,
                 states,
@@ -208,7 +206,11 @@ class Themis:
                 for a, g in part.items():
                     extra[pos[a]] = extra.get(pos[a], 0) + len(g)
             if self.renewal == "held-machines":
-                spare = np.setdiff1d(free, np.concatenate(list(won.values()) or [free[:0]]))
+                left = np.zeros(G, bool)  # the offer less what the auction gave (sorted)
+                left[free] = True
+                for g in won.values():
+                    left[g] = False
+                spare = left.nonzero()[0]
                 won = back_to_held(won, spare, before, self._mi, self._ri, self._labels, extra)
             grant = self._keep_previous(won, before)
             taken = {g for gs in won.values() for g in gs.tolist()}
