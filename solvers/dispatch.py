@@ -22,7 +22,7 @@ it starts and is reported apart in ``Solution.setup_seconds``; everything after 
 bids, pruning, building, every solve, payments, rounding) is in ``Solution.seconds``. Auction solutions say which route ran in ``extra['route']`` (``bids``,
 ``subset-bids`` or ``compact``) and, for agent-form apps, how many subset bids that route had to
 consider in ``extra['subset_bids']`` (docs/solutions.md). Options are checked against the entry
-that runs (``SolverEntry.check``).
+that runs (``SolverEntry.reject_unknown``).
 """
 
 from __future__ import annotations
@@ -107,7 +107,7 @@ def _solve(inst, solver, entry, opts: SolveOptions, options: dict, budget) -> So
     kind = inst.kind
     agent_form = kind == "auction" and bool(inst.agents)
     if solver == "compact" or not agent_form:
-        entry.check(options, solver, kind)
+        entry.reject_unknown(options, solver, kind)
         route = "compact" if solver == "compact" else "bids"
         return _routed(entry(inst, opts, name=solver, **options), route, None)
     counts = agents.subset_counts(inst)
@@ -117,7 +117,7 @@ def _solve(inst, solver, entry, opts: SolveOptions, options: dict, budget) -> So
     # is named, and under a time limit for exact / highs too (module docstring)
     cheap = auto or (opts.time_limit is not None and solver in COMPACT_FALLBACK)
     if big is None and not (cheap and size > AUTO_COMPACT_BIDS and not inst.apps):
-        entry.check(options, solver, kind)
+        entry.reject_unknown(options, solver, kind)
         t0 = time.perf_counter()
         stop = budget.spent if budget is not None else None
         explicit = agents.to_explicit(inst, stop=stop)

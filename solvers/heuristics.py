@@ -25,12 +25,13 @@ import time
 import numpy as np
 
 from fairplace.core.domain import AuctionInstance
+from fairplace.core.registry import Entry, Registry
 from fairplace.core.solution import Solution
 from fairplace.formulations.pf import PFProgram, PFValue, pf_value
 
 from . import backends
 from .auction import solve_pf
-from .options import SolveOptions, SolverEntry
+from .options import SolveOptions
 
 
 def _gain(inst: AuctionInstance, i: int, b: int, big_m: float) -> float:
@@ -113,11 +114,24 @@ def lp_round_choice(
     return greedy_log_choice(inst, start=choice, prog=prog)
 
 
-CHOOSERS = {
-    "greedy-rho": lambda inst, opts, backend: greedy_rho_choice(inst),
-    "greedy-log": lambda inst, opts, backend: greedy_log_choice(inst),
-    "lp-round": lp_round_choice,
-}
+def _greedy_rho(inst, opts, backend) -> dict[int, int]:
+    return greedy_rho_choice(inst)
+
+
+def _greedy_log(inst, opts, backend) -> dict[int, int]:
+    return greedy_log_choice(inst)
+
+
+#: the heuristics (module docstring): name -> ``choose(instance, opts, backend) -> {app: bid}``
+CHOOSERS = Registry(
+    "heuristic",
+    {
+        "greedy-rho": Entry(_greedy_rho, (), "worst current rho first, its best free bid"),
+        "greedy-log": Entry(_greedy_log, (), "largest marginal gain in sum -log rho first"),
+        "lp-round": Entry(lp_round_choice, (), "LP relaxation rounded, then a greedy-log repair"),
+    },
+    where="solver",
+)
 
 
 def heuristic_gap(value: PFValue, exact: PFValue) -> float:
@@ -139,7 +153,7 @@ def solve_heuristic(
     """Run the heuristic ``name`` and wrap it in a :class:`Solution` (see module docstring);
     ``backend`` solves lp-round's LP and the exact PF program of ``compute_exact``."""
     t0 = time.perf_counter()
-    choice = CHOOSERS[name](inst, opts, backend)
+    choice = CHOOSERS.get(name).factory(inst, opts, backend)
     seconds = time.perf_counter() - t0
     apps = range(len(inst.apps))
     val = pf_value(inst, choice, apps)
@@ -183,7 +197,9 @@ def solve_heuristic(
     )
 
 
-def _entry(name: str):
+def heuristic_solver(name: str):
+    """The solve of heuristic ``name`` (:data:`CHOOSERS`): ``f(instance, opts, **options)``."""
+
     def run(inst, opts, **kw):
         kw.pop("name", None)
         return solve_heuristic(inst, opts, name=name, **kw)
@@ -193,7 +209,3 @@ def _entry(name: str):
 
 #: options of every heuristic (``backend``: lp-round's LP and compute_exact's PF solve)
 OPTIONS = ("exact_objective", "exact", "compute_exact", "backend")
-
-SOLVERS = {
-    name: {"auction": SolverEntry(_entry(name), OPTIONS, f"{name} heuristic")} for name in CHOOSERS
-}

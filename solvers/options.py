@@ -196,8 +196,10 @@ class SolverEntry(Entry):
         kept = {k: v for k, v in options.items() if k not in COMMON_OPTIONS or k in self.options}
         return self.fn(instance, opts, **kept)
 
-    def check(self, options: Mapping, solver: str, kind: str) -> None:
-        """Raise :class:`OptionError` for the first option (sorted) this solver does not take."""
+    def reject_unknown(self, options: Mapping, solver: str, kind: str) -> None:
+        """Raise :class:`OptionError` for the first option (sorted) this solver does not take
+        (its values are checked by :func:`check_option_values`; the one ``check`` of an entry's
+        options by name is :meth:`Registry.check <fairplace.core.registry.Registry.check>`)."""
         bad = sorted(set(options) - set(self.options) - set(COMMON_OPTIONS))
         if bad:
             takes = ", ".join(self.options) if self.options else "none"

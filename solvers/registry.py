@@ -3,9 +3,10 @@
 the capability ``kinds``, its :class:`~.options.SolverEntry` per instance kind (the callable
 ``f(instance, opts, name=..., **options) -> Solution`` and the solver-specific options it takes).
 
-``solver_registry()`` builds it on demand (no module-level state: the modules' tables can be
-replaced); the heuristics, relaxations and placement policies add their own tables (each module's
-``SOLVERS``). ``solver_table()`` is the same as ``{name: {kind: SolverEntry}}``.
+:data:`SOLVER_REGISTRY` is built once, at import, from the entries of every solver: the exact
+ones, the compact arbiter, the heuristics (``heuristics.CHOOSERS``), the placement policies
+(``policies.POLICY_NAMES``) and the relaxations (``relaxation.RELAXATION_ENTRY``, ``GAVEL_ENTRY``).
+``solver_table()`` is the same as ``{name: {kind: SolverEntry}}``.
 """
 
 from __future__ import annotations
@@ -16,9 +17,9 @@ from types import MappingProxyType
 from fairplace.core.errors import UnknownName
 from fairplace.core.registry import Entry, Registry
 
-from . import auction, backends, heuristics, placement, relaxation  # by module: replaceable
+from . import auction, backends, heuristics, placement, relaxation
 from .options import SolveOptions, SolverEntry
-from .placement import policies  # by module: replaceable
+from .placement import policies
 
 #: options of the exact PF + PA auction (``solvers/auction.py``)
 AUCTION_OPTIONS = ("rounding", "seed", "payments", "tie_break", "budget")
@@ -90,19 +91,15 @@ def _table() -> dict[str, dict[str, SolverEntry]]:
     table["compact"] = {
         "auction": SolverEntry(_compact, COMPACT_OPTIONS, "compact arbiter (agent-form apps)")
     }
-    _extend(table)
+    for name in heuristics.CHOOSERS:
+        solve = heuristics.heuristic_solver(name)
+        table[name] = {"auction": SolverEntry(solve, heuristics.OPTIONS, f"{name} heuristic")}
+    for name in policies.POLICY_NAMES:
+        solve = policies.policy_solver(name)
+        table[name] = {"placement": SolverEntry(solve, POLICY_OPTIONS, f"{name} policy")}
+    table["relaxation"] = {"auction": relaxation.RELAXATION_ENTRY}
+    table["gavel-ftf"] = {"auction": relaxation.GAVEL_ENTRY}
     return table
-
-
-def _extend(table: dict[str, dict[str, SolverEntry]]) -> None:
-    """Add the heuristics, placement policies and relaxations (each module's ``SOLVERS`` table)."""
-
-    for m in (heuristics, policies, relaxation):  # this order: the CLI help lists them so
-        for name, per_kind in m.SOLVERS.items():
-            for kind, fn in per_kind.items():
-                if not isinstance(fn, SolverEntry):  # the policies' plain callables
-                    fn = SolverEntry(fn, POLICY_OPTIONS, f"{name} policy")
-                table.setdefault(name, {})[kind] = fn
 
 
 def _by_kind(kinds: Mapping[str, SolverEntry]):
@@ -114,10 +111,7 @@ def _by_kind(kinds: Mapping[str, SolverEntry]):
     return solve
 
 
-def solver_registry() -> Registry:
-    """Every solver name -> :class:`~fairplace.core.registry.Entry`: ``factory`` solves an
-    instance of any kind it takes, ``options`` the union of its kinds', ``capabilities["kinds"]``
-    its :class:`SolverEntry` per instance kind."""
+def _registry() -> Registry:
     entries = {}
     for name, kinds in _table().items():
         options = tuple(dict.fromkeys(o for e in kinds.values() for o in e.option_names()))
@@ -127,14 +121,25 @@ def solver_registry() -> Registry:
     return Registry("solver", entries, where="solver")
 
 
+#: every solver name -> :class:`~fairplace.core.registry.Entry`: ``factory`` solves an instance
+#: of any kind it takes, ``options`` the union of its kinds', ``capabilities["kinds"]`` its
+#: :class:`SolverEntry` per instance kind
+SOLVER_REGISTRY = _registry()
+
+
+def solver_registry() -> Registry:
+    """:data:`SOLVER_REGISTRY`."""
+    return SOLVER_REGISTRY
+
+
 def solver_table() -> dict[str, dict[str, SolverEntry]]:
     """{solver name: {instance kind: SolverEntry}} (:func:`solver_registry`'s ``kinds``)."""
-    return {n: dict(e.capabilities["kinds"]) for n, e in solver_registry().items()}
+    return {n: dict(e.capabilities["kinds"]) for n, e in SOLVER_REGISTRY.items()}
 
 
 def get(name: str, kind: str) -> SolverEntry:
     """The entry of solver ``name`` for ``kind`` instances (``UnknownName`` naming the known ones)."""
-    reg = solver_registry()
+    reg = SOLVER_REGISTRY
     kinds = reg.get(name).capabilities["kinds"]
     if kind not in kinds:
         ok = sorted(n for n, e in reg.items() if kind in e.capabilities["kinds"])

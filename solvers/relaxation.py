@@ -331,19 +331,12 @@ def solve_gavel_auction(
     )
 
 
-SOLVERS = {
-    "relaxation": {
-        "auction": SolverEntry(
-            solve_relaxation,
-            ("method", "exact_objective", "compute_exact", "n_min", "backend"),
-            "PF upper bound: LP and/or Eisenberg-Gale relaxation",
-        )
-    },
-    "gavel-ftf": {
-        "auction": SolverEntry(
-            solve_gavel_auction,
-            ("method", "backend"),
-            "Gavel's min max rho over time fractions",
-        )
-    },
-}
+#: the solver entries (``solvers/registry.py`` names them ``relaxation`` and ``gavel-ftf``)
+RELAXATION_ENTRY = SolverEntry(
+    solve_relaxation,
+    ("method", "exact_objective", "compute_exact", "n_min", "backend"),
+    "PF upper bound: LP and/or Eisenberg-Gale relaxation",
+)
+GAVEL_ENTRY = SolverEntry(
+    solve_gavel_auction, ("method", "backend"), "Gavel's min max rho over time fractions"
+)

@@ -46,7 +46,7 @@ __all__ = [
     "PM_FIRST_TIES",
     "POLICY_NAMES",
     "POLICY_REGISTRY",
-    "SOLVERS",
+    "policy_solver",
     "ClusterState",
     "Decision",
     "PALPolicy",
@@ -279,7 +279,10 @@ def instance_scores(inst, bin: bool = False, seed: int = 0) -> dict[str, np.ndar
     return bin_scores(raw, random_state=int(seed))[0]
 
 
-def _solver(policy_name: str):
+def policy_solver(policy_name: str):
+    """``fairplace solve placement.json --solver <policy>``: the policy's solve of a placement
+    instance, ``f(instance, opts, name=, seed=0, bin=False, backfill=False) -> Solution``."""
+
     def run(inst, opts=None, name=None, seed=0, bin=False, backfill=False, **_ignored):
 
         if bin:  # one-time import (scikit-learn, seconds) outside the timed region
@@ -321,6 +324,3 @@ def _solver(policy_name: str):
         )
 
     return run
-
-
-SOLVERS = {name: {"placement": _solver(name)} for name in POLICY_NAMES}
