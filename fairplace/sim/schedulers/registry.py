@@ -5,8 +5,6 @@ imports it back."""
 
 from __future__ import annotations
 
-from types import MappingProxyType
-
 from fairplace.core.params import THEMIS_F
 from fairplace.core.registry import Entry, Registry
 
@@ -80,9 +78,17 @@ SCHEDULER_REGISTRY = Registry(
 )
 #: every scheduler name: the one list simulate(), the CLI help and the sweep schema read
 SCHEDULERS = SCHEDULER_REGISTRY.names()
-#: schedulers that only order the queue (the placement policy places it): name -> class
-QUEUE_SCHEDULERS = MappingProxyType(
-    {n: e.factory for n, e in SCHEDULER_REGISTRY.items() if not e.capabilities.get("allocates")}
+#: the schedulers that only order the queue (the placement policy places it): the entries of
+#: :data:`SCHEDULER_REGISTRY` that do not allocate
+QUEUE_SCHEDULERS = Registry(
+    "queue scheduler",
+    {n: e for n, e in SCHEDULER_REGISTRY.items() if not e.capabilities.get("allocates")},
+    where="scheduler",
+    options_path="scheduler_options",
+    context=("seed",),
+    protocols=(Scheduler,),
+    shape="name, order() and next_change() (fairplace.sim.protocols.Scheduler)",
+    fold_case=True,
 )
 
 
