@@ -12,11 +12,12 @@
   reduced-cost fixing and a MILP of ~1,000 columns (``solvers/compact/rc.py``), not a ~30 s full MILP;
 * ``auction_pa_compact_4096x64``: full PA, 4,096 GPUs (1,024 machines x 4) x 64 apps, target 60 s;
 * ``auction_pa_compact_4096x256``: the same with 256 apps, target 60 s: every PF_{-i} LP has
-  integral cells that the greedy places at its bound (``lp_cells``), so the time is the PF, 256
-  warm LP re-solves and 256 greedy placements;
+  integral cells that the greedy places at its bound (``lp_cells``), so the time is the PF (~5 s
+  CPU), 256 warm LP re-solves (~90 ms CPU each) and 256 greedy placements (~40 ms each);
 * ``auction_pa_compact_contended_32``: full PA, 12 apps on 32 GPUs (8 machines x 4, racks of 4): the
   LP shortcut fails and PF and every PF_{-i} are MILPs (``formulations/compact_sym.py``), target 30 s;
-  full mode only (~18 s on 2 cores), as are 1024x256 (30-80 s) and 4096x64 (~20 s);
+  full mode only (~18 s on 2 cores), as are 1024x256 (~40 s CPU), 4096x64 (~20 s) and 4096x256
+  (~45 s CPU, 2 threads);
 * ``bid_generation``: subset enumeration vs symmetry-reduced count bundles vs the rho table, per
   offer size (bundles and seconds); ``--quick`` times the offers of 4-12 GPUs only.
 
@@ -53,10 +54,11 @@ def _pf(quick: bool) -> dict:
 
 
 def _timed_pa(inst) -> dict:
-    t0 = time.perf_counter()
+    t0, c0 = time.perf_counter(), time.process_time()
     sol = solve_compact_auction(inst)
     return {
         "seconds": time.perf_counter() - t0,
+        "cpu_seconds": time.process_time() - c0,  # both threads of the payments
         "sizes": sizes_of(inst),
         "status": sol.status,
         "objective": sol.objective,
@@ -109,13 +111,13 @@ CASES = {
     "auction_pa_compact_1024x32": Case(_pa(32), 30.0, {"gpus": 1024, "apps": 32}),
     "auction_pa_compact_1024x128": Case(_pa(128), 30.0, {"gpus": 1024, "apps": 128}),
     "auction_pa_compact_1024x256": Case(
-        _pa(256), 30.0, {"gpus": 1024, "apps": 256}, full_only="30-80 s on 2 cores"
+        _pa(256), 30.0, {"gpus": 1024, "apps": 256}, full_only="~40 s CPU on 2 threads"
     ),
     "auction_pa_compact_4096x64": Case(
         _pa(64, 1024), 60.0, {"gpus": 4096, "apps": 64}, full_only="~20 s on 2 cores"
     ),
     "auction_pa_compact_4096x256": Case(
-        _pa(256, 1024), 60.0, {"gpus": 4096, "apps": 256}, full_only="~30 s on 2 cores"
+        _pa(256, 1024), 60.0, {"gpus": 4096, "apps": 256}, full_only="~45 s CPU on 2 threads"
     ),
     "auction_pa_compact_contended_32": Case(
         _pa(12, 8, machines_per_rack=4),
