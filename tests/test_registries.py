@@ -37,11 +37,10 @@ ELSEWHERE = {
     ("fairplace.analysis.claims_pal_waits", "PAL_WAIT_MEASURES"),
 }
 #: not converted yet (issue 50 item 1 is open for them): the CLI commands and bench cases found by
-#: import_module, the set-ups' option tables, the experiment runners and the scaling series
+#: import_module, the set-ups' option tables and the scaling series
 NOT_YET = {
     ("fairplace.cli", "COMMANDS"),
     ("fairplace.sim.setups", "SETUPS"),
-    ("fairplace.runs.experiments", "RUNNERS"),
     ("fairplace.benchmarks.scaling", "SERIES"),
     *(
         (f"fairplace.benchmarks.{m}", "CASES")

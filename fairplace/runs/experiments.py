@@ -22,7 +22,6 @@ from __future__ import annotations
 import itertools
 import time
 import tomllib
-from collections.abc import Callable
 from dataclasses import dataclass, field
 from importlib import resources
 from pathlib import Path
@@ -32,7 +31,8 @@ import pandas as pd
 
 import fairplace
 from fairplace.analysis.claims_schema import check_claims
-from fairplace.core.errors import ClusterUnavailable, OptionError
+from fairplace.core.errors import ClusterUnavailable, OptionError, UnknownName
+from fairplace.core.registry import Entry, Registry
 from fairplace.instances import generators, io
 from fairplace.instances.generators import random_placement
 from fairplace.papers import PAPERS
@@ -206,12 +206,17 @@ def run_placement_time(exp: Experiment, data_dir: Path, **_) -> Outcome:
     return Outcome({"placement_time": df})
 
 
-RUNNERS: dict[str, Callable[..., Outcome]] = {
-    "sweep": run_sweep_experiment,
-    "strategyproofness": run_strategyproofness,
-    "solver-gap": run_solver_gap,
-    "placement-time": run_placement_time,
-}
+#: an experiment's ``kind`` -> its runner ``f(exp, data_dir, simulate=, progress=, **kw) -> Outcome``
+RUNNERS = Registry(
+    "experiment kind",
+    {
+        "sweep": Entry(run_sweep_experiment, None, "a sweep spec over the simulator"),
+        "strategyproofness": Entry(run_strategyproofness, None, "misreports against PA"),
+        "solver-gap": Entry(run_solver_gap, None, "heuristics against the exact PF"),
+        "placement-time": Entry(run_placement_time, None, "policy solve time over sizes"),
+    },
+    where="kind",
+)
 
 
 def run_experiment(
@@ -225,13 +230,15 @@ def run_experiment(
     if not exp.runs:
         return Outcome(status="not run: not part of this size (run without --quick)")
     try:
-        runner = RUNNERS[exp.kind]
+        runner = RUNNERS.get(exp.kind).factory
         kw = (
             dict(workers=workers, scheduler_address=scheduler_address, resume=resume)
             if exp.kind == "sweep"
             else {}
         )
         out = runner(exp, data_dir, simulate=simulate, progress=progress, **kw)
+    except UnknownName as exc:  # an unknown kind: this experiment only
+        out = Outcome(status=f"not run: {exc}")
     except (OptionError, ClusterUnavailable):  # the cluster, not the experiment: stop the run
         raise
     except ImportError as exc:
