@@ -15,7 +15,7 @@ from fairplace.core.registry import Entry, Registry
 from fairplace.sim.schedulers import FIFO, LAS, SCHEDULER_REGISTRY, SCHEDULERS
 from fairplace.solvers.placement.policies import POLICY_REGISTRY, make_policy
 
-SMALL = {"gpus": 32, "trace_options": {"n_apps": 4}, "progress": False}
+SMALL = {"gpus": 32, "trace_options": {"n_apps": 4, "scale": "small"}, "progress": False}
 
 
 def test_unknown_names_list_the_known_ones():

@@ -37,6 +37,9 @@ def test_every_listed_name_is_made_and_an_unknown_one_is_unknown_name():
 
 
 BASE = {"schedulers": ["fifo"], "placements": ["pal"], "traces": ["themis-1"]}
+#: a 4-app THEMIS workload at its named small scale (~60 jobs over 8 hours; paper scale: ~260 jobs
+#: over 14 days, ~5 s a simulation)
+SMALL_THEMIS = {"n_apps": 4, "scale": "small"}
 
 
 @pytest.mark.parametrize(
@@ -69,7 +72,7 @@ def test_simulate_and_a_sweep_accept_exactly_the_listed_names(field, names):
 def test_every_T_id_variant_is_reported():
     """Each rho_variant name gives the summary's max_rho / median_rho of that variant."""
     res = fairplace.simulate(
-        "themis-1", "fifo", "pm-first", gpus=16, trace_options={"n_apps": 2}, progress=False
+        "themis-1", "fifo", "pm-first", gpus=16, trace_options=SMALL_THEMIS, progress=False
     )
     for v in T_ID_VARIANTS:
         assert f"rho_{v}" in res.apps.columns and f"max_rho_{v}" in res.summary
@@ -99,11 +102,12 @@ def test_simulate_help_lists_every_registry_name(capsys):
 def test_cli_generated_trace_with_options_matches_the_library(capsys):
     import fairplace
 
-    argv = ["simulate", "--trace", "themis-1", "--trace-option", "n_apps=4", "--gpus", "32"]
+    argv = ["simulate", "--trace", "themis-1", "--gpus", "32"]
+    argv += ["--trace-option", "n_apps=4", "--trace-option", "scale=small"]
     assert main([*argv, "--json"]) == 0
     cli = json.loads(capsys.readouterr().out)
     lib = fairplace.simulate(
-        "themis-1", "fifo", "pal", gpus=32, trace_options={"n_apps": 4}, progress=False
+        "themis-1", "fifo", "pal", gpus=32, trace_options=SMALL_THEMIS, progress=False
     ).summary
     assert cli["jobs"] == lib["jobs"] and cli["avg_jct"] == pytest.approx(lib["avg_jct"])
 
@@ -147,9 +151,9 @@ def test_sweep_trace_options_make_the_frame_simulate_makes():
     from fairplace.runs.sweep import run_cell
 
     cell = {"scheduler": "fifo", "placement": "pal", "trace": "themis-1", "seed": 4}
-    fixed = {"gpus": 32, "trace_options": {"n_apps": 4}}
+    fixed = {"gpus": 32, "trace_options": SMALL_THEMIS}
     row, _ = run_cell(cell, fixed)
     res = fairplace.simulate("themis-1", "fifo", "pal", seed=4, progress=False, **fixed)
     assert row["status"] == "ok" and row["avg_jct"] == res.summary["avg_jct"]
-    row, _ = run_cell(cell, {"gpus": 32, "n_apps": 4})  # the generator's own keys, as before
+    row, _ = run_cell(cell, {"gpus": 32, **SMALL_THEMIS})  # the generator's own keys, as before
     assert row["avg_jct"] == res.summary["avg_jct"]
