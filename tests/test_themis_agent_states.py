@@ -14,7 +14,8 @@ from fairplace.formulations.agents import ftf_model
 from fairplace.formulations.ftf import bundle_rho
 from fairplace.instances.workloads import themis_workload
 from fairplace.sim import simulate
-from fairplace.sim.themis.apps import Agents, running_jobs
+from fairplace.sim.themis.agents import Agents
+from fairplace.sim.themis.apps import running_jobs
 from fairplace.sim.themis.arbiter import AppState
 
 

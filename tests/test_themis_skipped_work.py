@@ -156,7 +156,7 @@ def test_running_phase_works_kept_by_the_agents_are_the_jobs_works_sorted(monkey
     iteration), longest first."""
     from fairplace.instances.workloads import themis_workload
     from fairplace.sim import simulate
-    from fairplace.sim.themis.apps import Agents
+    from fairplace.sim.themis.agents import Agents
 
     real, checked = Agents.state, []
 

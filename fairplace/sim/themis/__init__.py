@@ -2,15 +2,17 @@
 
 * :mod:`.scheduler`: :class:`Themis`, the scheduler the driver runs (leases, rounds, GPU renewal);
 * :mod:`.arbiter`: the ARBITER, one auction round (ranking, filter, PA auction, leftover, fill);
-* :mod:`.apps`: the app side, THEMIS' AGENTs (:class:`Agents`) and the app scheduler that splits an
-  app's GPUs among its jobs (:class:`AppScheduler`);
+* :mod:`.agents`: THEMIS' AGENTs (:class:`Agents`), every wanting app described per decision;
+* :mod:`.apps`: the app side, the app scheduler that splits an app's GPUs among its jobs
+  (:class:`AppScheduler`);
 * :mod:`.renewal`: which GPUs an auction winner gets among those its bundle leaves open;
 * :mod:`.estimate_error`: errors in the AGENTs' rho estimates (§6.3, Fig. 17);
 * :mod:`.params`: its scheduler options as specs.
 
 The scheduler registry (:mod:`fairplace.sim.schedulers.registry`) names it ``themis``."""
 
-from .apps import Agents, AppScheduler, StepAverage, best_fit, even_split
+from .agents import Agents
+from .apps import AppScheduler, StepAverage, best_fit, even_split
 from .arbiter import LEFTOVER_RULES, AppState, Arbiter, RoundOutcome
 from .estimate_error import ERROR_KINDS, RhoError
 from .renewal import back_to_held

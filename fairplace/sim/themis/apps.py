@@ -1,28 +1,16 @@
-"""The app side of THEMIS in the driver (:mod:`fairplace.sim.themis`): how an app describes itself to the
-ARBITER (:class:`Agents`: THEMIS' AGENT, §4.3, one :class:`~fairplace.core.domain.AgentApp` per app and
-round) and how its GPUs are split among its jobs (:class:`AppScheduler`: the hyper-parameter app
-scheduler's even split, §4.3.3), with the pieces both use.
-
-The agents keep per app what does not move between rounds (its phases from the workload; its running
-jobs and their optimiser while the jobs make no progress); N_avg comes from :class:`StepAverage`.
+"""The app side of THEMIS in the driver (:mod:`fairplace.sim.themis`): how an app's GPUs are split
+among its jobs (:class:`AppScheduler`: the hyper-parameter app scheduler's even split, §4.3.3),
+with the pieces it shares with the AGENTs (:mod:`.agents`: how an app describes itself to the
+ARBITER): the running jobs of a decision, N_avg (:class:`StepAverage`).
 """
 
 from __future__ import annotations
 
 import bisect
-from dataclasses import MISSING, fields
-from typing import Any, NamedTuple
 
 import numpy as np
 
-from fairplace.core.domain import AgentApp, AgentJob, Cluster
-from fairplace.formulations.agents import machine_gpus, optimizer_of
-from fairplace.formulations.ftf import FTFModel, IdealTime
-from fairplace.formulations.hyperopt import SuccessiveHalving, model_job
-from fairplace.formulations.phase_times import keep_works
-
 from ..protocols import SchedView
-from .arbiter import AppState
 from .params import THEMIS_APP_SPLIT
 
 
@@ -84,16 +72,6 @@ def _groups_of(keys: np.ndarray, values: np.ndarray) -> dict[int, np.ndarray]:
     ends = starts[1:] + [k.size]
     first = k[starts].tolist()
     return {g: v[a:b] for g, a, b in zip(first, starts, ends, strict=True)}
-
-
-def _filled(cls, **values):
-    """``cls(**values)`` of a frozen dataclass without ``__post_init__``, given every field, filled
-    in directly: its generated ``__init__`` sets each field through ``object.__setattr__``, and the
-    agents build a state, a model and its T_id per wanting app and decision (as
-    ``AgentJob.many`` does for the jobs)."""
-    out = object.__new__(cls)
-    out.__dict__.update(values)
-    return out
 
 
 _NO_PHASE = np.iinfo(np.int64).max  # above every phase: the minimum of no job
@@ -176,252 +154,6 @@ class StepAverage:
             if lo < self.t[-1]:  # later points cannot move it: kept (an app's t_start)
                 self._before[lo] = start
         return (memo[1] - start) / (t_now - lo)
-
-
-class _Rows(NamedTuple):
-    """The running jobs of one decision's wanting apps, app after app (:meth:`Agents.states`):
-    app k's are entries lo:hi of the lists (bytes 8 lo:8 hi of the bytes)."""
-
-    run: bytes  # the jobs' indices (int64)
-    left: bytes  # their iterations left (float64)
-    rem: list  # their iterations left
-    serial: list  # t_iter x N_j: serial seconds per iteration
-    work: list  # iterations left x serial seconds per iteration (AgentJob.work)
-    phase: list
-    demand: list
-
-
-class RunningJobs(NamedTuple):
-    """What an app's AGENT keeps of its running jobs while they make no progress (:class:`Agents`)."""
-
-    run: bytes  # the running jobs' indices (``np.ndarray.tobytes``)
-    left: bytes  # their iterations left, bitwise
-    jobs: tuple[AgentJob, ...]  # the running jobs as AgentJobs
-    d_max: int  # the most GPUs one of them asks for
-    optimizer: Any = None  # the app's optimiser, built on first use (:meth:`Agents.state`)
-
-
-class Agents:
-    """THEMIS' AGENTs: the :class:`AppState` of each bidding app (T_id variant ``rho_variant``)."""
-
-    def __init__(self, rho_variant: str, steps: StepAverage):
-        self.rho_variant = rho_variant
-        self.steps = steps  # active apps over time, for N_avg
-        self._statics: dict = {}  # per app: its agent description's workload-only parts
-        self._jobs: dict[int, RunningJobs] = {}  # per app: its running jobs as last described
-        self._future: dict = {}  # per app: its optimisers' later-phase memo (future_memo)
-        self._model_job: dict = {}  # per app: (its running jobs, their model job)
-        self._place_lists: dict = {}  # per (cluster, class): :meth:`_places`
-        self._ideal_fields = dict(IdealTime(variant=rho_variant).__dict__)  # checked once
-
-    def states(
-        self, apps, view: SchedView, w, owner, before, room, cluster: Cluster, running: dict
-    ) -> list[AppState]:
-        """:meth:`state` of every app of ``apps`` (indices; ``room``: per app index), with the GPUs
-        each holds (``owner``) and held just before (``before``) grouped once, and their running
-        jobs' numbers read in one NumPy pass for all of them (:class:`_Rows`)."""
-        owned = (owner >= 0).nonzero()[0]
-        held_of = _groups_of(owner[owned], owned)
-        had = (before >= 0).nonzero()[0]
-        had_of = {a: g.tolist() for a, g in _groups_of(before[had], had).items()}
-        none = np.zeros(0, np.int64)
-        runs = [running[a] for a in apps]
-        every = np.concatenate(runs) if runs else none
-        rem = view.remaining[every]
-        serial = w.t_iter[every] * w.demand[every]
-        rows = _Rows(
-            every.astype(np.int64, copy=False).tobytes(), rem.tobytes(), rem.tolist(),
-            serial.tolist(), (rem * serial).tolist(), w.phase[every].tolist(),
-            w.demand[every].tolist(),
-        )  # fmt: skip
-        out, lo = [], 0
-        for a, run in zip(apps, runs, strict=True):
-            hi = lo + run.size
-            out.append(
-                self.state(
-                    a,
-                    view,
-                    w,
-                    held_of.get(a, none),
-                    had_of.get(a, ()),
-                    int(room[a]),
-                    cluster,
-                    rows,
-                    lo,
-                    hi,
-                )  # fmt: skip
-            )
-            lo = hi
-        return out
-
-    def state(
-        self, a: int, view: SchedView, w, held_idx, had, room: int, cluster: Cluster, rows, lo, hi
-    ) -> AppState:
-        """App ``a``'s :class:`~fairplace.sim.themis.arbiter.AppState` at ``view.t``: its AGENT
-        description (:meth:`agent`), the GPUs it holds (indices ``held_idx``) on the decision
-        ``cluster``, its current rho with the GPUs it held just before (a list of indices
-        ``had``; None: none; :func:`~fairplace.formulations.ftf.bundle_rho`), its ``room`` and its FTF model
-        (built once for the arbiter's rho table and this rho); its running jobs (its
-        :func:`running_jobs`) are ``rows[lo:hi]``."""
-        held = tuple(cluster.ids(held_idx))
-        app = self.agent(a, view, w, held, rows, lo, hi)
-        jobs = self._jobs[a]
-        if jobs.optimizer is None:  # the optimiser's view changes only with the running jobs
-            memo = self._future.setdefault(a, {})
-            if len(memo) > 4096:  # bounded: a long-lived app prices many count ranges
-                memo.clear()
-            same, mj = self._model_job.get(a, (None, None))
-            if same != jobs.run and app.stopping == "successive-halving":  # other jobs
-                mj = model_job(app.jobs, app.future)
-                self._model_job[a] = (jobs.run, mj)
-            opt = optimizer_of(app, memo, mj)
-            if isinstance(opt, SuccessiveHalving) and opt.mode == "actual":
-                # its running phase's works (iters left x t_iter: AgentJob.work), longest first
-                work = sorted(rows.work[lo:hi], reverse=True)
-                keep_works(opt.phase_memo, opt.current_phase, work)
-            self._jobs[a] = jobs = jobs._replace(optimizer=opt)
-        model = self._model(app, cluster, jobs.optimizer)
-        if not had:
-            return _filled(AppState, app=app, held=held, rho=None, room=room, model=model,
-                           rho_spread=None)  # fmt: skip
-        # bundle_rho(model, cluster, had, app.cls) on Python lists of the cluster (spread: 0 one
-        # machine, 1 one rack, else 2; S = L(spread) x max V with L = 1), its spread kept
-        mi, ri, pm = self._places(cluster, app.cls)
-        sp = 0 if len({mi[g] for g in had}) == 1 else 1 if len({ri[g] for g in had}) == 1 else 2
-        rho = model.rho(len(had), len(cluster), sp, 1.0 * max([pm[g] for g in had]))
-        return _filled(AppState, app=app, held=held, rho=rho, room=room, model=model, rho_spread=sp)
-
-    def _model(self, app: AgentApp, cluster: Cluster, opt) -> FTFModel:
-        """:func:`~fairplace.formulations.agents.ftf_model` (``app``, ``cluster``, ``opt``), its
-        T_id and the model filled in directly (:func:`_filled`; T_id's fields from an IdealTime of
-        the agents' variant that its constructor checked once)."""
-        t_id = _filled(IdealTime, **self._ideal_fields)
-        t_id.__dict__.update(app.t_id)
-        return _filled(
-            FTFModel,
-            optimizer=opt,
-            d_max=int(app.d_max),
-            elapsed=float(app.t_now - app.t_start),
-            locality=tuple(app.locality),
-            t_id=t_id,
-            work_total=app.work_total,
-            demand_max=app.demand_max,
-            split=app.split,
-            machine_gpus=machine_gpus(cluster),
-        )
-
-    def _places(self, cluster: Cluster, cls) -> tuple[list, list, list]:
-        """Per GPU of ``cluster`` its machine, its rack and its PM-score for ``cls`` as lists (kept
-        per cluster and class: the decision cluster does not change)."""
-        key = (id(cluster), cls)
-        out = self._place_lists.get(key)
-        if out is None or out[0] is not cluster:
-            out = self._place_lists[key] = (
-                cluster, cluster.machine_index.tolist(), cluster.rack_index.tolist(),
-                cluster.pm_vector(cls).tolist(),
-            )  # fmt: skip
-        return out[1:]
-
-    def _static(self, a: int, w) -> dict:
-        """What the agent description of app ``a`` takes from the workload alone (computed once)."""
-        out = self._statics.get(a)
-        if out is None:
-            mine = np.flatnonzero(w.app == a)
-            ph = w.phase[mine]
-            phases, per_phase = [], []
-            for p in np.unique(ph):
-                jp = mine[ph == p]
-                phases.append((int(jp.size), float(w.iters[jp[0]]), int(w.demand[jp[0]])))
-                per_phase.append(
-                    (float(np.sum(w.iters[jp] * w.t_iter[jp] * w.demand[jp])), int(w.demand[jp].sum()))
-                )  # fmt: skip
-            j0 = int(mine[0])
-            out = self._statics[a] = {
-                "mine": mine,
-                "phase_pos": {int(p): k for k, p in enumerate(np.unique(ph).tolist())},
-                "phases": tuple(phases),
-                "per_phase": tuple(per_phase),
-                "work_total": float(np.sum(w.iters[mine] * w.t_iter[mine] * w.demand[mine])),
-                "locality": (1.0, float(w.l_machine[j0]), float(w.l_rack[j0])),
-                "cls": w.cls[j0],
-                "model": w.model[j0],
-            }
-            out["fields"] = {  # AgentApp's defaults, then what the workload fixes (:meth:`agent`)
-                **{f.name: f.default for f in fields(AgentApp) if f.default is not MISSING},
-                "id": w.app_ids[a],
-                "locality": out["locality"],
-                "cls": out["cls"],
-                "model": out["model"],
-                "work_total": out["work_total"],
-                "demand_max": int(self._dmax(w)[a]),
-            }
-        return out
-
-    def agent(self, a: int, view: SchedView, w, held: tuple, rows, lo: int, hi: int) -> AgentApp:
-        """App ``a`` as its AGENT describes it at ``view.t`` (:class:`AgentApp`): the running jobs of
-        its current phase (``rows[lo:hi]``: its :func:`running_jobs`), its successive-halving
-        phases, T_id under ``rho_variant`` with N_avg so far."""
-        st = self._static(a, w)
-        cur = rows.phase[lo]
-        run_key, left = rows.run[8 * lo : 8 * hi], rows.left[8 * lo : 8 * hi]
-        jobs = self._jobs.get(a)
-        # the running jobs or their progress changed: described again
-        if jobs is None or (jobs.run, jobs.left) != (run_key, left):
-            self._jobs[a] = jobs = RunningJobs(
-                run_key,
-                left,
-                self._agent_jobs(jobs, run_key, left, rows, lo, hi),
-                max(rows.demand[lo:hi]),
-            )
-        t_start = st.get("t_start")
-        if t_start is None:  # its first release: later phases are released after it
-            t_start = st["t_start"] = float(view.arrival[st["mine"]].min())
-        many = len(st["phases"]) > 1
-        # AgentApp(**fields) filled in directly, as AgentJob.many does: the frozen __init__ sets
-        # each of its fields through object.__setattr__, for every wanting app at every decision
-        app = object.__new__(AgentApp)
-        app.__dict__.update(
-            st["fields"],  # the fields that do not move: its workload's, and the defaults
-            jobs=jobs.jobs,
-            t_start=t_start,
-            t_now=view.t,
-            d_max=jobs.d_max,
-            stopping="successive-halving" if many else "none",
-            phases=st["phases"] if many else (),
-            current_phase=st["phase_pos"][cur] if many else 0,
-            t_id={
-                "variant": self.rho_variant,
-                "n_avg": max(1.0, self.steps.mean(t_start, view.t)),
-                "phases": st["per_phase"] if self.rho_variant == "themis" else (),
-            },
-            held=held,
-        )
-        return app
-
-    @staticmethod
-    def _agent_jobs(
-        last: RunningJobs | None, run_key: bytes, left: bytes, rows, lo: int, hi: int
-    ) -> tuple[AgentJob, ...]:
-        """The running jobs (``rows[lo:hi]``) as :class:`AgentJob`s. With the same jobs as
-        ``last`` (the app's previous entry), a job whose iterations left are bitwise the same
-        (``left``: their bytes) keeps its AgentJob: only the jobs that ran since are built again
-        (an app runs a few of its many jobs)."""
-        if last is None or last.run != run_key:
-            return AgentJob.many(rows.rem[lo:hi], rows.serial[lo:hi])
-        was = last.left
-        moved = [k for k in range(hi - lo) if was[8 * k : 8 * k + 8] != left[8 * k : 8 * k + 8]]
-        out = list(last.jobs)
-        fresh = AgentJob.many(
-            [rows.rem[lo + k] for k in moved], [rows.serial[lo + k] for k in moved]
-        )
-        for k, job in zip(moved, fresh, strict=True):
-            out[k] = job
-        return tuple(out)
-
-    def _dmax(self, w) -> np.ndarray:
-        if not hasattr(self, "_dmax_"):
-            self._dmax_ = w.app_demand_max()
-        return self._dmax_
 
 
 class AppScheduler:

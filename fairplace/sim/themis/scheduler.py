@@ -60,7 +60,8 @@ from fairplace.core.domain import GPU, Cluster
 from fairplace.core.errors import OptionError
 
 from ..protocols import SchedView
-from .apps import Agents, AppScheduler, StepAverage, running_jobs
+from .agents import Agents
+from .apps import AppScheduler, StepAverage, running_jobs
 from .arbiter import Arbiter
 from .estimate_error import RhoError
 from .params import THEMIS_APP_SPLIT, THEMIS_RHO_VARIANT, THEMIS_ROUNDING, THEMIS_VALUATION
