@@ -1,4 +1,5 @@
-"""``fairplace`` command line: a thin dispatcher over ``fairplace.commands.<name>`` modules.
+"""``fairplace`` command line: a thin dispatcher over the ``fairplace.commands.<name>`` modules
+(:data:`COMMANDS`, a :class:`~fairplace.core.registry.Registry`).
 
 Each command module defines ``HELP``, ``add_arguments(parser)`` and ``run(args) -> int``. Bad input
 (any :class:`~fairplace.core.errors.FairplaceError`, a bad option, a path that cannot be read or written,
@@ -21,27 +22,48 @@ import json
 import logging
 import os
 import sys
-from importlib import import_module
 
 from fairplace import __version__
+from fairplace.commands import (
+    batch,
+    bench,
+    instances,
+    plot,
+    reproduce,
+    schema,
+    simulate,
+    solve,
+    sweep,
+)
 from fairplace.core.blas import one_blas_thread
 from fairplace.core.errors import FairplaceError
 from fairplace.core.progress import progress_lines
-
-COMMANDS = (
-    "solve",
-    "schema",
-    "instances",
-    "batch",
-    "sweep",
-    "simulate",
-    "plot",
-    "reproduce",
-    "bench",
-)
+from fairplace.core.registry import Entry, Registry
 
 #: commands that print progress lines when stderr is not a terminal (core/progress.py)
 LONG_COMMANDS = ("reproduce", "sweep", "batch", "bench")
+
+
+def _command(module) -> Entry:
+    """A command module's entry: ``run(args) -> int``, its ``HELP`` and ``add_arguments``."""
+    return Entry(module.run, (), module.HELP, (), {"add_arguments": module.add_arguments})
+
+
+#: the commands, in the order ``fairplace --help`` lists them
+COMMANDS = Registry(
+    "command",
+    {
+        "solve": _command(solve),
+        "schema": _command(schema),
+        "instances": _command(instances),
+        "batch": _command(batch),
+        "sweep": _command(sweep),
+        "simulate": _command(simulate),
+        "plot": _command(plot),
+        "reproduce": _command(reproduce),
+        "bench": _command(bench),
+    },
+)
 
 
 class UsageError(SystemExit):
@@ -128,18 +150,12 @@ def build_parser(only: str | None = None) -> argparse.ArgumentParser:
     sub = parser.add_subparsers(
         dest="command", required=True, parser_class=_Parser, title="commands", metavar="COMMAND"
     )
-    for name in COMMANDS:
-        try:
-            mod = import_module(f"fairplace.commands.{name}")
-        except ModuleNotFoundError as exc:
-            if exc.name == f"fairplace.commands.{name}":
-                continue
-            raise
-        p = sub.add_parser(name, help=mod.HELP, description=mod.HELP)
+    for name, entry in COMMANDS.items():
+        p = sub.add_parser(name, help=entry.doc, description=entry.doc)
         if only is None or only == name:
-            mod.add_arguments(p)
+            entry.capabilities["add_arguments"](p)
             add_verbosity(p)
-        p.set_defaults(_run=mod.run)
+        p.set_defaults(_run=entry.factory)
     return parser
 
 
