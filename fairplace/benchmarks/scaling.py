@@ -18,6 +18,7 @@ import time
 
 import numpy as np
 
+from fairplace.core.registry import Entry, Registry
 from fairplace.instances.generators import random_agent_auction
 from fairplace.sim import simulate
 
@@ -85,23 +86,28 @@ def _compact_pa(quick: bool) -> list[tuple[int, float]]:
     ]
 
 
-SERIES = {
-    "pal_round (GPUs)": _pal,
-    "simulation (jobs, GPUs = jobs / 4)": _simulation,
-    "simulation in jobs (jobs; 1,024 GPUs, --quick 256; CPU s)": _in_jobs,
-    "simulation in GPUs (GPUs; 10,000 jobs, --quick 2,000; CPU s)": _in_gpus,
-    "compact_pa (GPUs, one app per 16)": _compact_pa,
-}
+#: the series: name (what grows, in what unit) -> ``points(quick) -> [(size, seconds)]``
+SERIES = Registry(
+    "scaling series",
+    {
+        "pal_round (GPUs)": Entry(_pal),
+        "simulation (jobs, GPUs = jobs / 4)": Entry(_simulation),
+        "simulation in jobs (jobs; 1,024 GPUs, --quick 256; CPU s)": Entry(_in_jobs),
+        "simulation in GPUs (GPUs; 10,000 jobs, --quick 2,000; CPU s)": Entry(_in_gpus),
+        "compact_pa (GPUs, one app per 16)": Entry(_compact_pa),
+    },
+    where="only",
+)
 
 
 def run_scaling(quick: bool, only: str | None = None) -> list[dict]:
     """One entry per series: sizes, seconds and the growth exponent (or the error that stopped it)."""
     out: list[dict[str, object]] = []
-    for name, fn in SERIES.items():
+    for name, entry in SERIES.items():
         if only and only not in name:
             continue
         try:
-            pts = fn(quick)
+            pts = entry.factory(quick)
         except Exception as exc:  # noqa: BLE001 - a failing series is an entry, never an abort
             out.append({"name": name, "error": f"{type(exc).__name__}: {exc}"})
             continue
