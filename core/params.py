@@ -18,6 +18,7 @@ from __future__ import annotations
 import math
 import numbers
 import operator
+from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
@@ -107,9 +108,9 @@ class Interval:
 class Options:
     """A closed set of names (scikit-learn's ``StrOptions``)."""
 
-    values: tuple[str, ...]
+    values: Iterable[str]  # any iterable of names (a tuple, a Registry), kept as a tuple
 
-    def __post_init__(self):  # any iterable of names: a tuple, a Registry's names
+    def __post_init__(self):
         object.__setattr__(self, "values", tuple(self.values))
 
     def contains(self, value: Any) -> bool:
@@ -122,7 +123,8 @@ class Options:
         return {"enum": list(self.values)}
 
     def outside(self) -> tuple[str, ...]:
-        return ("", "not-" + self.values[0], self.values[0].upper() + "?")
+        first = next(iter(self.values))
+        return ("", "not-" + first, first.upper() + "?")
 
 
 @dataclass(frozen=True)
