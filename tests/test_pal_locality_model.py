@@ -13,7 +13,7 @@ from fairplace.instances.models import measured_locality
 from fairplace.instances.traces import load_trace
 from fairplace.sim import Driver, DriverConfig, workload_from_trace
 from fairplace.sim.schedulers import make_scheduler
-from fairplace.sim.setups import SETUPS
+from fairplace.sim.setups import setup_options
 from fairplace.solvers.placement.policies import ClusterState, make_policy
 
 #: two machines of two GPUs, one fast (1.0) and one slow (1.5) on each: a 2-GPU job runs packed at
@@ -62,8 +62,8 @@ def test_pal_decides_with_the_runtime_penalty_in_the_driver(runtime_l, finish):
 def test_each_setup_decides_and_runs_with_one_model():
     """pal-artifact: constant 1.7 for both; pal-paper: the measured table for both, so the constant
     no longer moves a pal-paper run (before, PAL decided with 1.7 while jobs ran with ~1.0)."""
-    assert SETUPS["pal-artifact"]["locality_model"] == "constant"
-    assert SETUPS["pal-paper"]["locality_model"] == "measured"
+    assert setup_options("pal-artifact")["locality_model"] == "constant"
+    assert setup_options("pal-paper")["locality_model"] == "measured"
     f = load_trace("workload-4").iloc[:24].reset_index(drop=True)
     f["num_gpus"] = f["num_gpus"].clip(upper=4)  # jobs PAL can pack or spread
     kw = dict(setup="pal-paper", gpus=16, seed=2, progress=False)

@@ -17,7 +17,7 @@ from fairplace.cli import main
 from fairplace.core.errors import OptionError, TraceError
 from fairplace.instances.traces import load_trace, recycled_jobs
 from fairplace.sim.config import SimulationConfig
-from fairplace.sim.setups import SETUP_TIES, SETUPS, SOURCES, markdown_table
+from fairplace.sim.setups import SETUP_TIES, SETUPS, SOURCES, markdown_table, setup_options
 
 CELLS = pd.read_csv(Path(__file__).parent / "data" / "pal-artifact-avg-jct.csv", comment="#")
 ROOT = Path(__file__).parents[1]
@@ -131,9 +131,9 @@ def test_recycling_needs_a_trace_and_a_valid_rate(capsys):
 
 
 def test_every_setup_value_has_a_source_and_the_docs_print_them():
-    assert set(SETUPS["pal-paper"]) == set(SETUPS["pal-artifact"])
+    assert set(setup_options("pal-paper")) == set(setup_options("pal-artifact"))
     for s in SETUPS:
-        for k in SETUPS[s]:
+        for k in setup_options(s):
             assert SOURCES[s][k].strip()
         for p in SETUP_TIES[s]:
             assert SOURCES[s][f"placement_options.ties.{p}"].strip()
@@ -189,10 +189,10 @@ def test_an_explicit_option_wins_over_the_setup_even_at_the_default(tmp_path, op
 def test_without_explicit_options_the_setup_applies(tmp_path, setup):
     res = fairplace.simulate(_small(tmp_path), "fifo", "pm-first", setup=setup, progress=False)
     for option in EXPLICIT:
-        assert res.config[option] == SETUPS[setup][option], option
+        assert res.config[option] == setup_options(setup)[option], option
     assert res.config["placement_options"] == {"ties": SETUP_TIES[setup]["pm-first"]}
     cfg = _config_via_cli(tmp_path, ["--placement", "pm-first", "--setup", setup])
-    assert {k: cfg[k] for k in EXPLICIT} == {k: SETUPS[setup][k] for k in EXPLICIT}
+    assert {k: cfg[k] for k in EXPLICIT} == {k: setup_options(setup)[k] for k in EXPLICIT}
 
 
 @pytest.mark.parametrize("placement,ties", [("pm-first", "machine"), ("pal", "fewest-machines")])

@@ -36,10 +36,9 @@ ELSEWHERE = {
     ("fairplace.analysis.claims_pal", "PAL_MEASURES"),
     ("fairplace.analysis.claims_pal_waits", "PAL_WAIT_MEASURES"),
 }
-#: not converted yet (issue 50 item 1 is open for them): the bench cases (found by import_module),
-#: the set-ups' option tables
+#: not converted yet (issue 50 item 1 is open for them): the bench cases (found by import_module;
+#: benchmarks/auction.py is being changed by other work)
 NOT_YET = {
-    ("fairplace.sim.setups", "SETUPS"),
     *(
         (f"fairplace.benchmarks.{m}", "CASES")
         for m in (

@@ -12,7 +12,7 @@
   trace (2 per hour, ``random.seed(1)``) and its tie-breaks (PM-First: best match per score level;
   PAL: its order).
 
-Both set-ups name every option in :data:`SETUPS` (the same keys), each with its source in
+Both set-ups name every option (:func:`setup_options`; the same keys), each with its source in
 :data:`SOURCES` (docs/pal-setups.md prints the table). An option the caller gives explicitly
 (``SimulationConfig.given``: a keyword, a CLI flag) wins over the set-up, also when it equals the
 library default.
@@ -24,6 +24,7 @@ from collections.abc import Mapping
 from types import MappingProxyType
 
 from fairplace.core.errors import UnknownName
+from fairplace.core.registry import Entry, Registry
 
 from .config import SimulationConfig
 
@@ -146,12 +147,6 @@ _TIES: dict[str, tuple[str, str, str, str]] = {
     ),
 }
 
-SETUPS: Mapping[str, Mapping[str, object]] = MappingProxyType(
-    {
-        _P: MappingProxyType({k: v[0] for k, v in _TABLE.items()}),
-        _A: MappingProxyType({k: v[2] for k, v in _TABLE.items()}),
-    }
-)
 #: per set-up and option, where the value comes from (a paper passage, an artifact file, or
 #: "fairplace's choice (why)"); placement tie-breaks under ``placement_options.ties.<policy>``
 SOURCES: Mapping[str, Mapping[str, str]] = MappingProxyType(
@@ -172,18 +167,48 @@ SETUP_TIES: Mapping[str, Mapping[str, str]] = MappingProxyType(
 )
 
 
+def _apply(setup: str):
+    def apply(cfg: SimulationConfig, placement) -> SimulationConfig:
+        """``cfg`` with the set-up's value for every option not in ``cfg.given``; its tie-break for
+        ``placement`` (a policy name) joins ``placement_options`` unless the caller gave ``ties``."""
+        out = {k: v for k, v in setup_options(setup).items() if k not in cfg.given}
+        ties = SETUP_TIES[setup].get(str(placement)) if isinstance(placement, str) else None
+        opts = dict(cfg.placement_options or {})
+        if ties is not None and "ties" not in opts:
+            out["placement_options"] = {**opts, "ties": ties}
+        return cfg.with_overrides(**out)
+
+    return apply
+
+
+def _setup(name: str, column: int, doc: str) -> Entry:
+    values = MappingProxyType({k: v[column] for k, v in _TABLE.items()})
+    return Entry(_apply(name), (), doc, (), {"options": values})
+
+
+#: the set-ups (module docstring): name -> entry whose factory ``apply(cfg, placement)`` sets its
+#: options (``capabilities["options"]``: every option's value, the same keys in both)
+SETUPS = Registry(
+    "set-up",
+    {
+        _P: _setup(_P, 0, "PAL's paper: its values, fairplace's choices where it is silent"),
+        _A: _setup(_A, 2, "the PAL artifact exactly as it runs"),
+    },
+    where="setup",
+)
+
+
+def setup_options(setup: str) -> Mapping[str, object]:
+    """Every option's value under ``setup`` (:class:`UnknownName` listing the set-ups)."""
+    return SETUPS.get(setup).capabilities["options"]
+
+
 def apply_setup(cfg: SimulationConfig, placement) -> SimulationConfig:
     """``cfg`` with its set-up's value for every option not in ``cfg.given``; the set-up's tie-break
     for ``placement`` (a policy name) joins ``placement_options`` unless the caller gave ``ties``."""
-    setup = cfg.setup
-    if setup is None or setup not in SETUPS:
-        raise UnknownName("setup", f"unknown set-up {setup!r}; known: {', '.join(SETUPS)}")
-    out = {k: v for k, v in SETUPS[setup].items() if k not in cfg.given}
-    ties = SETUP_TIES[setup].get(str(placement)) if isinstance(placement, str) else None
-    opts = dict(cfg.placement_options or {})
-    if ties is not None and "ties" not in opts:
-        out["placement_options"] = {**opts, "ties": ties}
-    return cfg.with_overrides(**out)
+    if not isinstance(cfg.setup, str):
+        raise UnknownName("setup", f"unknown set-up {cfg.setup!r}; known: {', '.join(SETUPS)}")
+    return SETUPS.get(cfg.setup).factory(cfg, placement)
 
 
 def _cell(v) -> str:
@@ -197,8 +222,9 @@ def markdown_table() -> str:
         "| option | `pal-paper` | source | `pal-artifact` | source |",
         "|---|---|---|---|---|",
     ]
-    for k in SETUPS[_P]:
-        p, a = SETUPS[_P][k], SETUPS[_A][k]
+    paper, artifact = setup_options(_P), setup_options(_A)
+    for k in paper:
+        p, a = paper[k], artifact[k]
         rows.append(f"| `{k}` | {_cell(p)} | {SOURCES[_P][k]} | {_cell(a)} | {SOURCES[_A][k]} |")
     for pol in SETUP_TIES[_P]:
         k = f"placement_options.ties.{pol}"
