@@ -3,7 +3,8 @@
 * ``simulate_sia_philly_160``: Sia-Philly workload-1 (160 jobs), 64 GPUs (16 x 4), Longhorn, FIFO + PAL;
 * ``simulate_synergy_1000``: Synergy-style 1,000 jobs at 8 jobs/hour, 256 GPUs, FIFO + PAL;
 * ``simulate_themis_w2_256`` / ``simulate_themis_w2_256_x4``: THEMIS Workload 2 at the paper's scale
-  (the 256-GPU workload) on 256 GPUs and, at contention x4, on 64 GPUs, with the THEMIS scheduler;
+  (the 256-GPU workload) on 256 GPUs and, at contention x4, on 64 GPUs, with the THEMIS scheduler,
+  then LAS on the same workload: ``themis_las_ratio`` = THEMIS' CPU seconds / LAS';
 * ``simulate_synergy_10000_1024`` / ``simulate_synergy_100000_4096`` /
   ``simulate_synergy_1000000_16384``: Synergy-style traces at the same load per GPU (8 jobs/hour
   per 256 GPUs), FIFO + PAL (issue 51's scale: targets 20 s and 300 s); they report their peak
@@ -104,6 +105,10 @@ def themis_w2(contention: int):
         trace = themis_workload(2, contention=contention, seed=0)
         out = _timed(trace=trace, scheduler="themis", placement="packed-sticky")
         out["sizes"] = {**out["sizes"], "workload": 2, "base_gpus": 256, "contention": contention}
+        # LAS on the same workload in the same process: the ratio the speed targets are set in
+        las = _timed(trace=trace, scheduler="las", placement="packed-sticky")
+        out["las_cpu_seconds"] = las["cpu_seconds"]
+        out["themis_las_ratio"] = out["cpu_seconds"] / max(las["cpu_seconds"], 1e-9)
         return out
 
     return run
