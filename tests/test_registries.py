@@ -25,7 +25,7 @@ PACKAGE_DIR = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["setu
 #: the names the package gives its sets of names
 REGISTRY_NAMES = {
     "SOLVERS", "TRACE_GENERATORS", "SETUPS", "PRICING", "RENEWAL", "ROUNDING_RULES",
-    "PAPER_INSTANCES", "SUITES", "CHOOSERS", "CASES", "COMMANDS", "RUNNERS",
+    "PAPER_INSTANCES", "SUITES", "CHOOSERS", "CASES", "COMMANDS", "RUNNERS", "KINDS",
 }  # fmt: skip
 #: owned by files other work is changing now (THEMIS' pricing and renewal rules are tuples checked
 #: in its scheduler; the PAL claims' measures): converted with those files, listed here only

@@ -13,16 +13,26 @@ from fairplace.commands._args import out_dir, out_file
 from fairplace.commands._table import frame, table
 from fairplace.core.errors import OptionError
 from fairplace.core.limits import JSON_BYTES, check_sizes, size_limit
+from fairplace.core.registry import Entry, Registry
 from fairplace.instances import generators, io
 
 HELP = "list, show and generate instance suites, or generate one custom instance"
 
-#: --kind -> generator of fairplace.instances.generators and its size parameter for --apps
-KINDS = {
-    "auction": ("random_auction", "apps"),
-    "placement": ("random_placement", "jobs"),
-    "agent-auction": ("random_agent_auction", "apps"),
-}
+#: --kind -> the generator of fairplace.instances.generators; ``capabilities["size"]``: its size
+#: parameter, which --apps sets
+KINDS = Registry(
+    "kind",
+    {
+        "auction": Entry(generators.random_auction, None, "random auction", (), {"size": "apps"}),
+        "placement": Entry(
+            generators.random_placement, None, "random placement", (), {"size": "jobs"}
+        ),
+        "agent-auction": Entry(
+            generators.random_agent_auction, None, "random agent-form auction", (), {"size": "apps"}
+        ),
+    },
+    where="--kind",
+)
 
 
 def add_arguments(p) -> None:
@@ -127,11 +137,12 @@ FLAGS = {
 def _generate_one(args) -> str:
     """Write one random instance of ``args.kind`` to ``args.out``; load it back through the schema.
     Sizes are bounded by the generators (``core/limits.py``)."""
-    gen, size = KINDS[args.kind]
+    entry = KINDS.get(args.kind)
+    gen, size = entry.factory, entry.capabilities["size"]
     try:
         check_sizes(args.apps, args.machines, args.gpus_per_machine, args.seed, apps_name=size)
         out_file(args.out, (".json",), "-o")
-        inst = getattr(generators, gen)(
+        inst = gen(
             **{size: args.apps},
             machines=args.machines,
             gpus_per_machine=args.gpus_per_machine,
@@ -154,8 +165,7 @@ def run(args) -> int:
     if (args.suite is None) == (args.kind is None):
         raise OptionError("SUITE", "give a suite name or --kind (not both)")
     if args.kind is not None:
-        if args.kind not in KINDS:
-            raise OptionError("--kind", f"unknown kind {args.kind!r}; known: {', '.join(KINDS)}")
+        KINDS.get(args.kind)  # UnknownName: "unknown kind ...; known: ..."
         path = _generate_one(args)
         print(
             json.dumps({"kind": args.kind, "path": path}) if args.json else f"{args.kind} -> {path}"
