@@ -28,11 +28,12 @@ REGISTRY_NAMES = {
     "PAPER_INSTANCES", "SUITES", "CHOOSERS", "CASES", "COMMANDS", "RUNNERS", "KINDS",
 }  # fmt: skip
 #: owned by files other work is changing now (THEMIS' pricing and renewal rules are tuples checked
-#: in its scheduler; the PAL claims' measures): converted with those files, listed here only
+#: in its scheduler; the claims' measures and kinds): converted with those files, listed here only
 ELSEWHERE = {
     ("fairplace.sim.themis.scheduler", "PRICING"),
     ("fairplace.sim.themis.scheduler", "RENEWAL"),
     ("fairplace.analysis.claims", "MEASURES"),
+    ("fairplace.analysis.claims_schema", "KINDS"),
     ("fairplace.analysis.claims_pal", "PAL_MEASURES"),
     ("fairplace.analysis.claims_pal_waits", "PAL_WAIT_MEASURES"),
 }
