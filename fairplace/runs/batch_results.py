@@ -25,7 +25,9 @@ COLUMNS = tuple(
     "message".split()
 )
 
-EXACT_SOLVERS = ("exact", "highs")
+#: the solvers whose optimal objective is an instance's reference optimum (:func:`add_gaps`; the
+#: exact solver names with their back ends are ``fairplace.solvers.registry.EXACT_SOLVERS``)
+REFERENCE_SOLVERS = ("exact", "highs")
 log = logging.getLogger(__name__)
 
 
@@ -253,7 +255,7 @@ def add_gaps(df: pd.DataFrame) -> pd.DataFrame:
     df = df.copy()
     if df.empty:
         return df
-    exact = df[df["solver"].isin(EXACT_SOLVERS) & (df["status"] == "optimal")]
+    exact = df[df["solver"].isin(REFERENCE_SOLVERS) & (df["status"] == "optimal")]
     ref = exact.groupby("instance")["objective"].first()
     stored = pd.to_numeric(df["optimum"], errors="coerce") if "optimum" in df else None
     opt = df["instance"].map(ref).astype(float)
