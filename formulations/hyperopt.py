@@ -43,7 +43,17 @@ class HyperOptimizer(Protocol):
     def jobs_remaining(self, gpu_alloc: Sequence) -> list[JobInfo]: ...
 
 
-def model_job(jobs: Sequence[JobInfo], future: str = "median") -> tuple[float, float]:
+class TimedJob(Protocol):
+    """What :func:`model_job` reads of a job: a :class:`JobInfo` or an ``AgentJob``."""
+
+    @property
+    def avg_time_per_iter(self) -> float: ...
+
+    @property
+    def locality_sensitivity(self) -> float: ...
+
+
+def model_job(jobs: Sequence[TimedJob], future: str = "median") -> tuple[float, float]:
     """(time per iteration, locality sensitivity) of the job that models a successive-halving
     app's unknown survivors: the running jobs' median (``future='slowest'``: slowest) time per
     iteration and their median sensitivity."""

@@ -67,7 +67,7 @@ def lp_cells(prog: CompactProgram, x: np.ndarray, skip: int | None = None) -> di
     mine = owner == skip
     if (np.abs(z - np.round(z)) > 1e-7)[~mine].any():
         return None
-    cells = {}
+    cells: dict[int, object] = {}
     for k in np.flatnonzero((z > 0.5) & ~mine).tolist():  # the first cell on, per app
         cells.setdefault(int(owner[k]), cells_of[k])
     return cells
