@@ -21,13 +21,7 @@ from fairplace.solvers.compact import rc as compact_rc
 from fairplace.solvers.options import SolveOptions
 
 DATA = Path(__file__).parent / "data"
-SCRIPT = (
-    Path(__file__).resolve().parents[1]
-    / "papers"
-    / "themis"
-    / "experiments"
-    / "themis_compact_oracle.py"
-)
+SCRIPT = Path(__file__).resolve().parents[1] / "papers/themis/experiments/themis_compact_oracle.py"
 
 
 def _oracle():

@@ -173,11 +173,7 @@ def _oracle():
     from pathlib import Path
 
     path = (
-        Path(__file__).resolve().parents[1]
-        / "papers"
-        / "themis"
-        / "experiments"
-        / "themis_compact_oracle.py"
+        Path(__file__).resolve().parents[1] / "papers/themis/experiments/themis_compact_oracle.py"
     )
     spec = importlib.util.spec_from_file_location("themis_compact_oracle", path)
     mod = importlib.util.module_from_spec(spec)
