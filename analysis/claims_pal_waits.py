@@ -1,7 +1,8 @@
 """PAL's wait-time claims (Fig. 12: Sia-Philly workloads 3 vs 5; Fig. 19: Synergy under LAS / SRTF /
-FIFO), read off the per-job frame ``jobs`` (``waiting`` = JCT - time holding GPUs, seconds). The
-paper prints no number for either figure, so every claim here is a direction or a shape in words
-(judged on the side of no effect, docs/pal-setups.md):
+FIFO) and GPUs in use (Fig. 15), read off the per-job frame ``jobs`` (``waiting`` = JCT - time
+holding GPUs, seconds). The paper prints no number for Figs. 12 and 19, so their claims are
+directions or shapes in words (judged on the side of no effect; Fig. 15's "all 256 GPUs" is a
+number, 256 within half a GPU; docs/pal-setups.md):
 
 * :func:`wait_gain` — 100 x ``stat`` over groups of 1 - W(policy) / W(baseline), W = the mean wait
   (means over seeds); two means equal to :data:`TIE` (relative) are equal: gain 0, not float noise.
@@ -12,6 +13,9 @@ paper prints no number for either figure, so every claim here is a direction or 
 * :func:`wait_trend` — Spearman rank correlation between a job's id (its arrival order) and the
   whole rounds it waited, floor(wait / round length): > 0 rising, < 0 falling; the part of a wait
   below one round is the wait for the next decision, not a queue. No job waiting a round: 0.
+* :func:`busy_gpus` — Fig. 15's GPUs in use: the mean number of GPUs held from ``t_from`` to the
+  last arrival, sum_j N_j x |[start_j, finish_j] & [t_from, T]| / (T - t_from), T = the last
+  submit; exact when no job is preempted (FIFO), so a preempted job is a DataError.
 """
 
 from __future__ import annotations
@@ -125,9 +129,33 @@ def wait_trend(
     )
 
 
+def busy_gpus(res: Frames, t_from: float, stat: str = "min", where=None):
+    """``stat`` (min / max) over placements of the mean GPUs held from ``t_from`` (s) to the last
+    arrival T (mean over seeds): sum_j N_j x |[start_j, finish_j] & [t_from, T]| / (T - t_from)."""
+    if stat not in ("min", "max"):
+        raise DataError("stat", f"expected 'min' or 'max', got {stat!r}")
+    df = window_jobs(res, where, None)
+    if (df["preemptions"] > 0).any():
+        raise DataError("preemptions", "a job was preempted: [start, finish] is not its holding")
+    per: dict[str, list[float]] = {}
+    for (pl, _seed), g in df.groupby(["placement", df.get("seed", pd.Series(0, df.index))]):
+        end = float(g["submit"].max())
+        if not end > t_from:
+            raise DataError("t_from", f"the trace's last arrival ({end:.0f} s) is not after {t_from:g} s")  # fmt: skip
+        held = np.clip(g["finish"].to_numpy(float), t_from, end) - np.clip(
+            g["start"].to_numpy(float), t_from, end
+        )
+        per.setdefault(pl, []).append(float(g["gpus"].to_numpy(float) @ held) / (end - t_from))
+    mean = pd.Series({pl: float(np.mean(v)) for pl, v in per.items()})
+    top = mean.min() if stat == "min" else mean.max()
+    det = ", ".join(f"{pl}: {v:.1f}" for pl, v in mean.items())
+    return float(top), f"{stat} over placements of the mean GPUs held after {t_from:g} s: {det}"
+
+
 PAL_WAIT_MEASURES: dict[str, Callable] = {
     "wait_gain": wait_gain,
     "wait_ratio": wait_ratio,
     "gain_gap": gain_gap,
     "wait_trend": wait_trend,
+    "busy_gpus": busy_gpus,
 }

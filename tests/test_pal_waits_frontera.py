@@ -135,6 +135,30 @@ def test_fig_19_pal_reduces_waits_under_las_and_srtf():
     assert short["outcome"] == "not run" and "2000-3000" in short["reason"]
 
 
+def _fig15(busy_after: int, preempt: int = 0):
+    """FIFO at 10 jobs/h, Tiresias and PAL: a 256-GPU job holds 0 to 0.7e6 s, one of ``busy_after``
+    GPUs 0.7e6 to 1e6 s, and the last job arrives (and starts) at 1e6 s."""
+    rows = []
+    for p in ("packed-sticky", "pal"):
+        for jid, gpus, start, finish, submit in (
+            ("0", 256, 0.0, 7e5, 0.0), ("1", busy_after, 7e5, 1e6, 6e5), ("2", 1, 1e6, 1.1e6, 1e6),
+        ):  # fmt: skip
+            rows.append({"job_id": jid, "gpus": gpus, "start": start, "finish": finish,
+                         "submit": submit, "preemptions": preempt, "placement": p, "seed": 0,
+                         "scheduler": "fifo", "jobs_per_hour": 10.0, "status": "ok"})  # fmt: skip
+    return {"jobs": pd.DataFrame(rows)}
+
+
+@pytest.mark.parametrize("busy, out", [(256, "reproduces"), (255, "does not reproduce")])
+def test_fig_15_all_gpus_busy_after_the_saturation_point(busy, out):
+    """'all 256 GPUs' is 256 within half a GPU: 255 busy from 0.7e6 s on does not reproduce it."""
+    row = evaluate(CLAIMS["synergy-saturates-10"], _fig15(busy))
+    assert row["outcome"] == out and row["ours"] == f"{busy} GPUs"
+    early = evaluate(CLAIMS["synergy-saturates-10"], {"jobs": _fig15(256)["jobs"].iloc[[0, 3]]})
+    assert early["outcome"] == "not run" and "700000" in early["reason"]  # arrivals end before it
+    assert evaluate(CLAIMS["synergy-saturates-10"], _fig15(256, 1))["outcome"] == "not run"
+
+
 @pytest.mark.parametrize("fifo, out", [(0.901, "reproduces"), (0.9, "does not reproduce"),
                                        (0.899, "does not reproduce")])  # fmt: skip
 def test_fig_19_fifo_gains_least(fifo, out):
