@@ -25,7 +25,7 @@ from fairplace.core.limits import (
 from fairplace.core.registry import Entry, Registry
 
 from .models import MODELS
-from .traces import SIA_PHILLY, synergy_trace
+from .traces import SIA_PHILLY, SYNERGY_DURATIONS, synergy_trace
 from .workloads import SCALES, themis_workload
 
 
@@ -84,6 +84,7 @@ ARG_SCHEMAS: Mapping[str, dict] = MappingProxyType(
         "network_fraction": {"anyOf": [_SHARE, {"type": "null"}]},
         "load": {"anyOf": [{"type": "number", "exclusiveMinimum": 0, "maximum": 1000}, _NULL]},
         "scale": {"enum": list(SCALES)},
+        "durations": {"enum": list(SYNERGY_DURATIONS)},
         "window_hours": {
             "anyOf": [{"type": "number", "exclusiveMinimum": 0, "maximum": 1e6}, _NULL]
         },

@@ -206,17 +206,56 @@ def philly_duration_quantiles() -> pd.DataFrame:
         return pd.read_csv(fh)
 
 
+#: duration models of :func:`synergy_trace` (:func:`synergy_seconds`)
+SYNERGY_DURATIONS = ("philly", "gavel")
+#: the PAL artifact's Synergy durations (Gavel's mixture): P(long branch), and the log10 ranges of
+#: minutes of the short and the long branch
+GAVEL_LONG, GAVEL_SHORT_LOG10, GAVEL_LONG_LOG10 = 0.2, (1.5, 3.0), (3.0, 4.0)
+
+
+def gavel_mean_seconds() -> float:
+    """Mean of the ``gavel`` durations: 60 (p_l (10^4 - 10^3) / ln 10 + (1 - p_l) (10^3 - 10^1.5) /
+    (1.5 ln 10)) = 60,362 s (E[10^U(a, b)] = (10^b - 10^a) / ((b - a) ln 10))."""
+
+    def mean(lo: float, hi: float) -> float:
+        return (10**hi - 10**lo) / ((hi - lo) * math.log(10))
+
+    p = GAVEL_LONG
+    return 60.0 * (p * mean(*GAVEL_LONG_LOG10) + (1 - p) * mean(*GAVEL_SHORT_LOG10))
+
+
+def synergy_seconds(u: np.ndarray, durations: str = "philly") -> np.ndarray:
+    """Job durations (seconds) from uniforms ``u`` in [0, 1) by the inverse CDF of:
+
+    * ``philly``: the Philly duration quantiles, log-linear between them, clipped to [q05/2, q99];
+    * ``gavel``: the PAL artifact's Synergy durations (blox-pal ``get_gavel_like_iter``, Gavel's
+      mixture): 60 * 10^U(3, 4) s with probability 0.2, else 60 * 10^U(1.5, 3) s. The two branches
+      meet at 10^3 min, so log10(seconds / 60) is piecewise uniform: 1.5 + 1.5 u / 0.8 for
+      u < 0.8, 3 + (u - 0.8) / 0.2 above (mean :func:`gavel_mean_seconds`).
+    """
+    if durations == "gavel":
+        lo, mid, hi = GAVEL_SHORT_LOG10[0], GAVEL_SHORT_LOG10[1], GAVEL_LONG_LOG10[1]
+        return 60.0 * 10.0 ** np.interp(u, [0.0, 1.0 - GAVEL_LONG, 1.0], [lo, mid, hi])
+    q = philly_duration_quantiles()
+    qs = np.concatenate([[0.0], q["quantile"].to_numpy(), [1.0]])
+    ds = q["duration_s"].to_numpy(dtype=float)
+    logd = np.log(np.concatenate([[ds[0] / 2], ds, [ds[-1]]]))
+    return np.exp(np.interp(u, qs, logd))
+
+
 def synergy_trace(
     n_jobs: int = 1000,
     jobs_per_hour: float = 8.0,
     t_iter: dict[str, float] | None = None,
     max_gpus: int | None = None,
     seed: int = 0,
+    durations: str = "philly",
 ) -> pd.DataFrame:
     """Synergy-style workload: Poisson arrivals at ``jobs_per_hour``, GPU demand drawn from the Philly
-    histogram (restricted to ``<= max_gpus`` and renormalised), duration (seconds) drawn from the Philly
-    duration quantiles by log-linear interpolation of the inverse CDF (clipped to [q05/2, q99]), model
-    uniform over ``t_iter`` (model -> seconds per iteration); ``duration`` = seconds / t_iter."""
+    histogram (restricted to ``<= max_gpus`` and renormalised), duration (seconds) drawn by
+    :func:`synergy_seconds` (``durations``: ``"philly"`` or ``"gavel"``), model uniform over
+    ``t_iter`` (model -> seconds per iteration); ``duration`` = seconds / t_iter. Both duration
+    models take one uniform per job, so one seed gives the same arrivals, GPUs and models."""
     try:
         check_count(n_jobs, "n_jobs", MAX_TRACE_JOBS)
         check_seed(seed)
@@ -228,17 +267,17 @@ def synergy_trace(
         raise TraceError("jobs_per_hour", f"must be in (0, {MAX_TIME:g}], got {jobs_per_hour}")
     if not t_iter:
         raise TraceError("t_iter", "needs at least one model -> seconds per iteration")
+    if durations not in SYNERGY_DURATIONS:
+        raise TraceError(
+            "durations", f"must be one of {', '.join(SYNERGY_DURATIONS)}, got {durations!r}"
+        )
     rng = np.random.default_rng(seed)
     hist = philly_gpu_demand()
     if max_gpus is not None:
         hist = hist[hist["num_gpus"] <= max_gpus]
     p = hist["fraction"].to_numpy(dtype=float)
     gpus = rng.choice(hist["num_gpus"].to_numpy(), size=n_jobs, p=p / p.sum())
-    q = philly_duration_quantiles()
-    qs = np.concatenate([[0.0], q["quantile"].to_numpy(), [1.0]])
-    ds = q["duration_s"].to_numpy(dtype=float)
-    logd = np.log(np.concatenate([[ds[0] / 2], ds, [ds[-1]]]))
-    seconds = np.exp(np.interp(rng.random(n_jobs), qs, logd))
+    seconds = synergy_seconds(rng.random(n_jobs), durations)
     gaps = rng.exponential(3600.0 / jobs_per_hour, size=n_jobs)
     submit = np.round(np.cumsum(gaps) - gaps[0], 3)
     names = sorted(t_iter)
@@ -253,5 +292,6 @@ def synergy_trace(
             "model": model.astype(str),
         }
     )
-    frame.attrs["name"] = f"synergy-{n_jobs}-{jobs_per_hour:g}ph-s{seed}"
+    tag = "" if durations == "philly" else f"-{durations}"
+    frame.attrs["name"] = f"synergy-{n_jobs}-{jobs_per_hour:g}ph-s{seed}{tag}"
     return frame
