@@ -26,12 +26,12 @@ from .apps import StepAverage, _groups_of
 from .arbiter import AppState
 
 
-def _filled(cls, **values):
-    """``cls(**values)`` of a frozen dataclass without ``__post_init__``, given every field, filled
+def _filled(kind, /, **values):
+    """``kind(**values)`` of a frozen dataclass without ``__post_init__``, given every field, filled
     in directly: its generated ``__init__`` sets each field through ``object.__setattr__``, and the
     agents build a state, a model and its T_id per wanting app and decision (as
     ``AgentJob.many`` does for the jobs)."""
-    out = object.__new__(cls)
+    out = object.__new__(kind)
     out.__dict__.update(values)
     return out
 
@@ -237,24 +237,25 @@ class Agents:
         many = len(st["phases"]) > 1
         # AgentApp(**fields) filled in directly, as AgentJob.many does: the frozen __init__ sets
         # each of its fields through object.__setattr__, for every wanting app at every decision
-        app = object.__new__(AgentApp)
-        app.__dict__.update(
-            st["fields"],  # the fields that do not move: its workload's, and the defaults
-            jobs=jobs.jobs,
-            t_start=t_start,
-            t_now=view.t,
-            d_max=jobs.d_max,
-            stopping="successive-halving" if many else "none",
-            phases=st["phases"] if many else (),
-            current_phase=st["phase_pos"][cur] if many else 0,
-            t_id={
-                "variant": self.rho_variant,
-                "n_avg": max(1.0, self.steps.mean(t_start, view.t)),
-                "phases": st["per_phase"] if self.rho_variant == "themis" else (),
-            },
-            held=held,
+        return _filled(
+            AgentApp,
+            **dict(  # the fields that do not move (its workload's, the defaults), then the rest
+                st["fields"],
+                jobs=jobs.jobs,
+                t_start=t_start,
+                t_now=view.t,
+                d_max=jobs.d_max,
+                stopping="successive-halving" if many else "none",
+                phases=st["phases"] if many else (),
+                current_phase=st["phase_pos"][cur] if many else 0,
+                t_id={
+                    "variant": self.rho_variant,
+                    "n_avg": max(1.0, self.steps.mean(t_start, view.t)),
+                    "phases": st["per_phase"] if self.rho_variant == "themis" else (),
+                },
+                held=held,
+            ),
         )
-        return app
 
     @staticmethod
     def _agent_jobs(
