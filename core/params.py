@@ -1,6 +1,7 @@
 """One declarative spec per parameter, in the style of scikit-learn's ``_param_validation``
 (``Interval``, ``StrOptions``): a :class:`Param` has a name, a type, a default, a range
-(:class:`Interval`) or choices (:class:`Options`), a one-line doc and its CLI flag. Everything else
+(:class:`Interval`), choices (:class:`Options`) or true/false (:class:`Boolean`), whether None is
+also valid (``nullable``), a one-line doc and its CLI flag. Everything else
 derives from it: the dataclass default, the one check (:meth:`Param.check`, an
 :class:`~fairplace.core.errors.OptionError` naming the parameter's path), the JSON Schema of the
 instance / sweep documents (:meth:`Param.schema`), the CLI help (:meth:`Param.help`) and, for the
@@ -21,6 +22,8 @@ import operator
 from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
+
+import numpy as np
 
 from fairplace.core.errors import OptionError
 from fairplace.core.limits import MAX_RATIO, MAX_TIME
@@ -62,10 +65,13 @@ class Interval:
             return False
         return not (self.right is not None and (v > self.right or (v == self.right and not hi_in)))
 
+    def _text(self, x: float) -> str:
+        return str(int(x)) if self.integer else f"{x:g}"  # an integer range's ends exactly
+
     def describe(self) -> str:
-        """``[1, 1e+06]``, ``[0, 1)``, ``> 0``."""
-        lo = "-inf" if self.left is None else f"{self.left:g}"
-        hi = "inf" if self.right is None else f"{self.right:g}"
+        """``[1, 1e+06]``, ``[0, 1)``, ``> 0``, ``[0, 9223372036854775807]``."""
+        lo = "-inf" if self.left is None else self._text(self.left)
+        hi = "inf" if self.right is None else self._text(self.right)
         if self.right is None and self.left is not None:
             return f">= {lo}" if self.closed in ("both", "left") else f"> {lo}"
         return (
@@ -128,44 +134,76 @@ class Options:
 
 
 @dataclass(frozen=True)
+class Boolean:
+    """True or False (a numpy bool too; not 0, 1 or a string)."""
+
+    def contains(self, value: Any) -> bool:
+        return isinstance(value, (bool, np.bool_))
+
+    def describe(self) -> str:
+        return "true or false"
+
+    def schema(self) -> dict:
+        return {"type": "boolean"}
+
+    def outside(self) -> tuple:
+        return (0, 1, "true", "no", 1.0)
+
+
+@dataclass(frozen=True)
 class Param:
-    """One parameter: ``name`` (as a keyword), ``default``, ``constraint`` (:class:`Interval` or
-    :class:`Options`), ``doc`` (one line), ``flag`` (the CLI flag that sets it) and ``path`` (how
-    errors name it where it is nested, e.g. ``scheduler_options.f``; default ``name``)."""
+    """One parameter: ``name`` (as a keyword), ``default``, ``constraint`` (:class:`Interval`,
+    :class:`Options` or :class:`Boolean`), ``doc`` (one line), ``flag`` (the CLI flag that sets
+    it), ``path`` (how errors name it where it is nested, e.g. ``scheduler_options.f``; default
+    ``name``) and ``nullable`` (None is valid too: "the trace's", "none", "HiGHS' default")."""
 
     name: str
     default: Any
-    constraint: Interval | Options
+    constraint: Interval | Options | Boolean
     doc: str
     flag: str | None = None
     path: str | None = None
+    nullable: bool = False
 
     @property
     def where(self) -> str:
         """How an error names the parameter."""
         return self.path or self.name
 
+    def accepts(self, value: Any) -> bool:
+        """True if :meth:`check` accepts ``value``."""
+        return (value is None and self.nullable) or self.constraint.contains(value)
+
     def check(self, value: Any, where: str | None = None) -> Any:
         """``value`` as the parameter's type (a float for a real range, an int for an integer
-        range) if the constraint holds, else an :class:`OptionError` naming ``where`` (default
-        :attr:`where`) with the range and the value."""
-        if not self.constraint.contains(value):
-            kind = "a number" if isinstance(self.constraint, Interval) else "a name"
-            if isinstance(self.constraint, Interval) and self.constraint.integer:
-                kind = "an integer"
-            raise OptionError(
-                where or self.where,
-                f"must be {kind} in {self.constraint.describe()}, got {value!r}"
-                if isinstance(self.constraint, Interval)
-                else f"expected {self.constraint.describe()}, got {value!r}",
-            )
-        if isinstance(self.constraint, Interval):
-            return int(value) if self.constraint.integer else float(value)
-        return value
+        range, a bool) if the constraint holds (or it is None and the parameter is nullable),
+        else an :class:`OptionError` naming ``where`` (default :attr:`where`) with the range and
+        the value."""
+        if value is None and self.nullable:
+            return None
+        c = self.constraint
+        if not c.contains(value):
+            none = " or None" if self.nullable else ""
+            if isinstance(c, Interval):
+                kind = "an integer" if c.integer else "a number"
+                text = c.describe()
+                text = f"in {text}" if text[0] in "[(" else text
+                problem = f"must be {kind} {text}{none}, got {value!r}"
+            elif isinstance(c, Boolean):
+                problem = f"must be true or false{none}, got {value!r}"
+            else:
+                problem = f"expected {c.describe()}{none}, got {value!r}"
+            raise OptionError(where or self.where, problem)
+        if isinstance(c, Interval):
+            return int(value) if c.integer else float(value)
+        return bool(value) if isinstance(c, Boolean) else value
 
     def schema(self) -> dict:
         """The JSON Schema of the value (with ``description`` = the doc and ``default``)."""
-        return {**self.constraint.schema(), "description": self.doc, "default": self.default}
+        value = self.constraint.schema()
+        if self.nullable:
+            value = {"anyOf": [value, {"type": "null"}]}
+        return {**value, "description": self.doc, "default": self.default}
 
     def help(self) -> str:
         """The CLI help line: the doc, the range and the default."""
@@ -173,7 +211,8 @@ class Param:
 
     def invalid_values(self) -> tuple:
         """Values :meth:`check` must reject: out of range, non-finite, of the wrong type."""
-        return (*self.constraint.outside(), None, True, "x", [1])
+        values = (*self.constraint.outside(), None, True, "x", [1])
+        return tuple(v for v in values if not self.accepts(v))
 
 
 #: PAL's locality penalty L: a job spread over several machines runs L x slower (§IV-D: "initially
@@ -204,6 +243,7 @@ DECISION_TICK = Param(
     Interval(0.0, MAX_TIME),
     "decision tick in s, one clock for every scheduler (0: each its own; None: the trace's, else 0)",
     flag="--decision-tick",
+    nullable=True,
 )
 #: the queue baselines' lease (THEMIS §6.2: "lease = 10 minutes"): a running job is not preempted
 #: before its lease ends (``fairplace.sim.leases``)
@@ -213,4 +253,5 @@ BASELINE_LEASE = Param(
     Interval(0.0, MAX_TIME),
     "lease in s of a queue scheduler's running job (0: none; None: the trace's, else 0)",
     flag="--baseline-lease",
+    nullable=True,
 )

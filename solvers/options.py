@@ -3,43 +3,75 @@
 
 from __future__ import annotations
 
-import math
-import numbers
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, replace
 
 from fairplace.core.errors import OptionError
 from fairplace.core.limits import MAX_COUNT, MAX_SEED, check_value
+from fairplace.core.params import Boolean, Interval, Param
 from fairplace.core.registry import Entry
 from fairplace.formulations.pa import ROUNDING_RULES
 
-_REAL = numbers.Real
-#: the type each option must have (bool is not accepted as a number, nor a number as a bool).
-_TYPES = {
-    "time_limit": _REAL,
-    "mip_rel_gap": _REAL,
-    "mip_abs_gap": _REAL,
-    "threads": numbers.Integral,
-    "random_seed": numbers.Integral,
-    "presolve": bool,
-    "verbose": bool,
-    "parallel": bool,
-    "mip_allow_restart": bool,
-    "mip_max_nodes": numbers.Integral,
-    "mip_pool_soft_limit": numbers.Integral,
-    "presolve_mode": numbers.Integral,
-    "mip_feasibility_jump": bool,
-}
-
-#: options whose None means "HiGHS' default"
-_OPTIONAL = (
-    "time_limit",
-    "mip_allow_restart",
-    "mip_max_nodes",
-    "mip_pool_soft_limit",
-    "presolve_mode",
-    "mip_feasibility_jump",
+_N = Interval(0, None, integer=True)  # a count or seed: an integer >= 0
+#: one spec per :class:`SolveOptions` field, in field order: the defaults, the check, the JSON
+#: Schema and the CLI help (``--time-limit``) are read from them. Bools are not numbers here, nor
+#: numbers bools; None means "no limit" or "HiGHS' default" where a field is nullable.
+SOLVE_PARAMS: tuple[Param, ...] = (
+    Param(
+        "time_limit",
+        None,
+        Interval(0.0, None, closed="neither"),
+        "seconds for the whole solve (None: no limit); returns the best incumbent",
+        flag="--time-limit",
+        nullable=True,
+    ),
+    Param("mip_rel_gap", 1e-9, Interval(0.0, None), "HiGHS' relative MIP gap"),
+    Param("mip_abs_gap", 1e-9, Interval(0.0, None), "HiGHS' absolute MIP gap"),
+    Param("threads", 1, Interval(1, 1024, integer=True), "HiGHS' threads per solve"),
+    Param("random_seed", 0, _N, "HiGHS' random seed"),
+    Param("presolve", True, Boolean(), "HiGHS' presolve on or off"),
+    Param("verbose", False, Boolean(), "print the solver's log"),
+    Param("parallel", True, Boolean(), "PA: run the leave-one-out solves on a thread pool"),
+    Param(
+        "mip_allow_restart",
+        None,
+        Boolean(),
+        "HiGHS' MIP restarts (None: its default)",
+        nullable=True,
+    ),
+    Param(
+        "mip_max_nodes",
+        None,
+        _N,
+        "HiGHS' branch-and-bound node limit per MIP solve (None: none)",
+        nullable=True,
+    ),
+    Param(
+        "mip_pool_soft_limit",
+        None,
+        Interval(None, None, integer=True),
+        "HiGHS' cut pool size (None: its default, 10,000)",
+        nullable=True,
+    ),
+    Param(
+        "presolve_mode",
+        None,
+        Interval(0, 3, integer=True),
+        "HiGHS' presolve effort: 1 the initial sweep, 2 light, 3 full (None: its default)",
+        nullable=True,
+    ),
+    Param(
+        "mip_feasibility_jump",
+        None,
+        Boolean(),
+        "HiGHS' feasibility-jump heuristic (None: its default, on)",
+        nullable=True,
+    ),
 )
+#: the specs by field name
+SOLVE_PARAM = {p.name: p for p in SOLVE_PARAMS}
+#: the one spec of ``time_limit`` (``fairplace solve`` / ``fairplace batch`` ``--time-limit``)
+TIME_LIMIT = SOLVE_PARAM["time_limit"]
 
 
 @dataclass(frozen=True)
@@ -50,61 +82,37 @@ class SolveOptions:
     relative gap (1e-4) can under-estimate a leave-one-out optimum enough to give c_i > 1.
     """
 
-    time_limit: float | None = None
-    mip_rel_gap: float = 1e-9
-    mip_abs_gap: float = 1e-9
-    threads: int = 1
-    random_seed: int = 0
-    presolve: bool = True
-    verbose: bool = False
-    parallel: bool = True  # PA: run the leave-one-out solves on a thread pool
+    time_limit: float | None = SOLVE_PARAM["time_limit"].default
+    mip_rel_gap: float = SOLVE_PARAM["mip_rel_gap"].default
+    mip_abs_gap: float = SOLVE_PARAM["mip_abs_gap"].default
+    threads: int = SOLVE_PARAM["threads"].default
+    random_seed: int = SOLVE_PARAM["random_seed"].default
+    presolve: bool = SOLVE_PARAM["presolve"].default
+    verbose: bool = SOLVE_PARAM["verbose"].default
+    parallel: bool = SOLVE_PARAM["parallel"].default
     #: HiGHS' MIP restarts (None = HiGHS' default). Off for auctions: on contended PF / leave-one-out
     #: solves, whose warm-start incumbent is often optimal, restarts repeat the root work (3x slower).
-    mip_allow_restart: bool | None = None
+    mip_allow_restart: bool | None = SOLVE_PARAM["mip_allow_restart"].default
     #: HiGHS' branch-and-bound node limit per MIP solve (None = none). A work limit, unlike
     #: ``time_limit`` independent of the machine's speed: a solve stopped by it reports status
     #: ``time_limit`` (best incumbent + bound), deterministically (tests use it).
-    mip_max_nodes: int | None = None
+    mip_max_nodes: int | None = SOLVE_PARAM["mip_max_nodes"].default
     #: HiGHS' cut pool size (None = HiGHS' default, 10,000). Explicit-bid auctions use 50: their
     #: set-packing roots spend most of a leave-one-out solve separating thousands of cuts that are
     #: never used (16 apps x 64 GPUs, seeds 0-4: CPU time -46% on the worst seed, same optima).
-    mip_pool_soft_limit: int | None = None
+    mip_pool_soft_limit: int | None = SOLVE_PARAM["mip_pool_soft_limit"].default
     #: HiGHS' presolve effort (None = HiGHS' default; 1 = the initial sweep only, 2 = light, 3 =
     #: full). The leave-one-out MILPs left after reduced-cost fixing use 1: on ~1,000 columns whose
     #: warm start is usually optimal, full presolve (probing) was half of each solve (216 such
     #: MILPs of 1,024 GPUs x 256 apps: 15-17 s with full presolve, 8-10 s with the sweep).
-    presolve_mode: int | None = None
+    presolve_mode: int | None = SOLVE_PARAM["presolve_mode"].default
     #: HiGHS' feasibility-jump heuristic (None = HiGHS' default, on). Off where a warm start is
     #: given and usually optimal (the same 216 MILPs: a further ~1 s).
-    mip_feasibility_jump: bool | None = None
+    mip_feasibility_jump: bool | None = SOLVE_PARAM["mip_feasibility_jump"].default
 
     def __post_init__(self):
-        for name, kind in _TYPES.items():
-            v = getattr(self, name)
-            if v is None and name in _OPTIONAL:
-                continue
-            if isinstance(v, bool) != (kind is bool) or not isinstance(v, kind):
-                want = {bool: "true or false", numbers.Integral: "an integer"}.get(kind, "a number")
-                raise OptionError(name, f"must be {want}, got {v!r}")
-            if kind is not bool and not math.isfinite(v):  # type: ignore[arg-type]  # a number here
-                raise OptionError(name, f"must be finite, got {v!r}")
-        if self.random_seed < 0:
-            raise OptionError("random_seed", f"must be >= 0, got {self.random_seed!r}")
-        if self.time_limit is not None and (
-            not math.isfinite(self.time_limit) or self.time_limit <= 0
-        ):
-            raise OptionError(
-                "time_limit", f"must be a positive number of seconds, got {self.time_limit!r}"
-            )
-        for name in ("mip_rel_gap", "mip_abs_gap"):
-            if getattr(self, name) < 0:
-                raise OptionError(name, f"must be >= 0, got {getattr(self, name)!r}")
-        if self.mip_max_nodes is not None and self.mip_max_nodes < 0:
-            raise OptionError("mip_max_nodes", f"must be >= 0, got {self.mip_max_nodes!r}")
-        if self.presolve_mode is not None and not 0 <= self.presolve_mode <= 3:
-            raise OptionError("presolve_mode", f"must be 0, 1, 2 or 3, got {self.presolve_mode!r}")
-        if not 1 <= self.threads <= 1024:
-            raise OptionError("threads", f"must be in [1, 1024], got {self.threads!r}")
+        for spec in SOLVE_PARAMS:  # an OptionError naming the first field its spec rejects
+            spec.check(getattr(self, spec.name))
 
     def highs_options(self) -> dict:
         """The HiGHS option names and values these options set (shared by all three back ends)."""

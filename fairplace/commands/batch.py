@@ -33,7 +33,9 @@ def add_arguments(p) -> None:
         "--scheduler-address", default=None, metavar="ADDR", help="existing Dask scheduler"
     )
     _args.allow_insecure(p)
-    p.add_argument("--time-limit", type=float, default=None, metavar="S", help="seconds per solve")
+    from fairplace.solvers.options import TIME_LIMIT  # heavy: imported on use (help text)
+
+    p.add_argument(TIME_LIMIT.flag, type=float, default=None, metavar="S", help=TIME_LIMIT.help())
     p.add_argument(
         "--out",
         default=None,

@@ -53,7 +53,8 @@ def add_arguments(p) -> None:
     p.epilog = EPILOG
     p.formatter_class = argparse.RawDescriptionHelpFormatter
 
-    from fairplace.solvers.registry import solver_table  # heavy: imported on use (help text)
+    from fairplace.solvers.options import TIME_LIMIT  # heavy: imported on use (help text)
+    from fairplace.solvers.registry import solver_table
 
     table = solver_table()
     # compact reads agent-form apps only: never offered for bid-table auctions
@@ -69,11 +70,11 @@ def add_arguments(p) -> None:
         f"{AGENT_ONLY})",
     )
     p.add_argument(
-        "--time-limit",
+        TIME_LIMIT.flag,
         type=float,
         default=None,
         metavar="S",
-        help="seconds for the whole solve; returns the best incumbent (see below)",
+        help=f"{TIME_LIMIT.help()}; see below",
     )
     p.add_argument(
         "--rounding",

@@ -47,7 +47,6 @@ from outside, so a solver that ignores its limit holds its worker until it retur
 from __future__ import annotations
 
 import logging
-import math
 import shutil
 import tempfile
 import time
@@ -89,6 +88,7 @@ from fairplace.runs.batch_worker import (
     warm_plugin,
 )
 from fairplace.runs.dask_cluster import NoWorkersWatch, close_quietly, connect, local_cluster
+from fairplace.solvers.options import TIME_LIMIT
 from fairplace.solvers.registry import solver_table
 
 #: results table formats by extension (``.jsonl``: the journal is the table).
@@ -157,8 +157,7 @@ def run_batch(
     check_workers(workers)  # before the in-process rule: a bad value is an error even when unused
     if no_workers_timeout is not None and not no_workers_timeout > 0:
         raise OptionError("--no-workers-timeout", f"must be > 0 seconds, got {no_workers_timeout}")
-    if time_limit is not None and not (math.isfinite(time_limit) and time_limit > 0):
-        raise OptionError("--time-limit", f"must be a positive number of seconds, got {time_limit}")
+    TIME_LIMIT.check(time_limit, TIME_LIMIT.flag)
     items = resolve_suite(suite)
     names = [n for n, _ in items]
     if len(set(names)) != len(names):
