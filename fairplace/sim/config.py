@@ -9,17 +9,17 @@ from collections.abc import Mapping
 from dataclasses import MISSING, dataclass, fields
 from typing import TYPE_CHECKING, Any, ClassVar
 
-import numpy as np
-
 from fairplace.core.errors import OptionError
-from fairplace.core.limits import (
-    MAX_COUNT,
-    MAX_GPUS,
-    MAX_SEED,
-    MAX_TIME,
-    check_value,
+from fairplace.core.limits import MAX_COUNT, MAX_GPUS, MAX_SEED, MAX_TIME
+from fairplace.core.params import (
+    BASELINE_LEASE,
+    DECISION_TICK,
+    LOCALITY_PENALTY,
+    Boolean,
+    Interval,
+    Options,
+    Param,
 )
-from fairplace.core.params import BASELINE_LEASE, DECISION_TICK, LOCALITY_PENALTY
 from fairplace.instances.models import ITER_TIME_TABLES, LOCALITY_MODELS
 from fairplace.instances.variability import PROFILE_NAMES
 
@@ -40,51 +40,145 @@ RHO_VARIANT_NAMES = (*metrics.T_ID_VARIANTS, *metrics.RESIMULATED)
 OUTLIER_SIDES = ("both", "upper")
 
 
-_GPUS = {"type": "integer", "minimum": 1, "maximum": MAX_GPUS}
-_SECONDS = {"type": "number", "minimum": 0, "maximum": MAX_TIME}
-_NULL = {"type": "null"}
+_SECONDS = Interval(0.0, MAX_TIME)
+_SEED = Interval(0, MAX_SEED, integer=True)
+#: one spec per :class:`SimulationConfig` field that holds a plain value, in field order: the
+#: defaults, the check when a config is made and the sweep spec's value schemas
+#: (:func:`field_schemas`) are read from them. ``rho_variant`` may also be an
+#: :class:`~fairplace.sim.protocols.IdealTimeModel` object (its spec checks names).
+SIM_PARAMS: tuple[Param, ...] = (
+    Param(
+        "gpus",
+        None,
+        Interval(1, MAX_GPUS, integer=True),
+        "cluster size (None: the trace's attrs['gpus'], else 64)",
+        flag="--gpus",
+        nullable=True,
+    ),
+    Param(
+        "gpus_per_machine",
+        4,
+        Interval(1, MAX_GPUS, integer=True),
+        "GPUs per machine",
+        flag="--gpus-per-machine",
+    ),  # fmt: skip
+    Param(
+        "machines_per_rack",
+        None,
+        Interval(1, MAX_COUNT, integer=True),
+        "machines per rack (None: one rack)",
+        nullable=True,
+    ),
+    Param(
+        "profile",
+        None,
+        Options(PROFILE_NAMES),
+        f"GPU variability profile (None: the trace's, else {DEFAULT_PROFILE})",
+        flag="--profile",
+        nullable=True,
+    ),
+    Param("classes", "paper", Options(CLASS_MAPS), "model -> class map", flag="--classes"),
+    Param(
+        "with_replacement",
+        None,
+        Boolean(),
+        "sample PM-scores with replacement (None: only if the profile is too small)",
+        flag="--with-replacement",
+        nullable=True,
+    ),
+    Param("binning", "silhouette", Options(BINNINGS), "PM-score bins", flag="--binning"),
+    LOCALITY_PENALTY,
+    Param(
+        "locality_model",
+        "constant",
+        Options(LOCALITY_MODELS),
+        "runtime L: the constant locality_penalty or PAL's measured table",
+        flag="--locality-model",
+    ),
+    Param(
+        "round_length",
+        None,
+        Interval(0.0, MAX_TIME, closed="right"),
+        "round length in s (None: 300)",
+        flag="--round",
+        nullable=True,
+    ),
+    DECISION_TICK,
+    BASELINE_LEASE,
+    Param("checkpoint", 10.0, _SECONDS, "checkpoint seconds per GPU-set change"),
+    Param("restart", 35.0, _SECONDS, "restart seconds per GPU-set change"),
+    Param("seed", 0, _SEED, "seed of the trace, the cluster draw and randomised rules"),
+    Param(
+        "rho_variant",
+        "themis",
+        Options(RHO_VARIANT_NAMES),
+        "the T_id variant rho is reported by (or an object with ideal_time())",
+    ),
+    Param("isolated", False, Boolean(), "also report rho_isolated (each app re-simulated alone)"),
+    Param(
+        "solo",
+        None,
+        Boolean(),
+        "also report rho_solo (None: the trace's attrs['solo'], else off)",
+        nullable=True,
+    ),
+    Param("debug", False, Boolean(), "check the engine's invariants every round"),
+    Param("skip_quiet", True, Boolean(), "skip rounds in which nothing can change"),
+    Param(
+        "grid_origin",
+        "first-arrival",
+        Options(GRID_ORIGINS),
+        "decision grid origin",
+        flag="--grid-origin",
+    ),
+    Param("stamping", "exact", Options(STAMPINGS), "completion time", flag="--stamping"),
+    Param(
+        "iter_times",
+        "rounded",
+        Options(ITER_TIME_TABLES),
+        "per-iteration seconds of the models",
+        flag="--iter-times",
+    ),
+    Param(
+        "outlier_side",
+        "both",
+        Options(OUTLIER_SIDES),
+        "PM-scores binned apart as >3 sigma outliers",
+        flag="--outlier-side",
+    ),
+    Param(
+        "recycle_jobs_per_hour",
+        0.0,
+        _SECONDS,
+        "Poisson rate of the recycled jobs after the trace (0: off)",
+        flag="--recycle-jobs-per-hour",
+    ),
+    Param("recycle_seed", 1, _SEED, "seed of the recycled arrivals", flag="--recycle-seed"),
+)
+#: the specs by field name
+SIM_PARAM = {p.name: p for p in SIM_PARAMS}
+#: the fields no :class:`Param` can express (objects, mappings, a name of a registry that imports
+#: this module), each checked by its own code in :meth:`SimulationConfig.__post_init__` or where
+#: it is used: ``locality_by_model`` (model -> L, each checked by :data:`LOCALITY_PENALTY`),
+#: ``progress`` (a bool or a progress bar), ``cluster`` (a Cluster), the three ``*_options``
+#: mappings (their registries' specs) and ``setup`` (``fairplace.sim.setups``' registry)
+NOT_PARAMS = (
+    "locality_by_model", "progress", "cluster", "scheduler_options", "placement_options",
+    "trace_options", "setup",
+)  # fmt: skip
 
 
 def field_schemas() -> dict[str, dict]:
-    """Value schemas (JSON Schema) of the :class:`SimulationConfig` fields that hold plain values:
-    checked when a config is made and by the sweep spec schema (``runs/sweep_schema.py``), so a
-    value is valid from Python exactly when it is valid in a spec."""
-    enum = lambda values: {"enum": list(values)}  # noqa: E731
+    """Value schemas (JSON Schema) of the :class:`SimulationConfig` fields that hold plain values
+    (their specs', :data:`SIM_PARAMS`, and ``locality_by_model``'s): read by the sweep spec schema
+    (``runs/sweep_schema.py``), so a value is valid from Python exactly when it is valid in a
+    spec."""
     return {
-        "gpus": {"anyOf": [_GPUS, _NULL]},
-        "gpus_per_machine": _GPUS,
-        "machines_per_rack": {
-            "anyOf": [{"type": "integer", "minimum": 1, "maximum": MAX_COUNT}, _NULL]
-        },
-        "profile": {"anyOf": [enum(PROFILE_NAMES), _NULL]},
-        "classes": enum(CLASS_MAPS),
-        "with_replacement": {"type": ["boolean", "null"]},
-        "binning": enum(BINNINGS),
-        "locality_penalty": LOCALITY_PENALTY.schema(),
+        **{p.name: p.schema() for p in SIM_PARAMS},
         "locality_by_model": {
             "type": ["object", "null"],
             "additionalProperties": LOCALITY_PENALTY.constraint.schema(),
         },
-        "locality_model": enum(LOCALITY_MODELS),
-        "round_length": {
-            "anyOf": [{"type": "number", "exclusiveMinimum": 0, "maximum": MAX_TIME}, _NULL]
-        },
-        DECISION_TICK.name: {"anyOf": [DECISION_TICK.constraint.schema(), _NULL]},
-        BASELINE_LEASE.name: {"anyOf": [BASELINE_LEASE.constraint.schema(), _NULL]},
-        "checkpoint": _SECONDS,
-        "restart": _SECONDS,
-        "seed": {"type": "integer", "minimum": 0, "maximum": MAX_SEED},
-        "rho_variant": enum(RHO_VARIANT_NAMES),
-        "isolated": {"type": "boolean"},
-        "solo": {"type": ["boolean", "null"]},
-        "debug": {"type": "boolean"},
-        "skip_quiet": {"type": "boolean"},
-        "grid_origin": enum(GRID_ORIGINS),
-        "stamping": enum(STAMPINGS),
-        "iter_times": enum(ITER_TIME_TABLES),
-        "outlier_side": enum(OUTLIER_SIDES),
-        "recycle_jobs_per_hour": _SECONDS,  # jobs per hour, >= 0
-        "recycle_seed": {"type": "integer", "minimum": 0, "maximum": MAX_SEED},
     }
 
 
@@ -128,38 +222,38 @@ class SimulationConfig:
     when they equal the default). Field values are checked when the config is made
     (:class:`OptionError` naming the field)."""
 
-    gpus: int | None = None
-    gpus_per_machine: int = 4
-    machines_per_rack: int | None = None
-    profile: str | None = None
-    classes: str = "paper"
-    with_replacement: bool | None = None
-    binning: str = "silhouette"
-    locality_penalty: float = LOCALITY_PENALTY.default
+    gpus: int | None = SIM_PARAM["gpus"].default
+    gpus_per_machine: int = SIM_PARAM["gpus_per_machine"].default
+    machines_per_rack: int | None = SIM_PARAM["machines_per_rack"].default
+    profile: str | None = SIM_PARAM["profile"].default
+    classes: str = SIM_PARAM["classes"].default
+    with_replacement: bool | None = SIM_PARAM["with_replacement"].default
+    binning: str = SIM_PARAM["binning"].default
+    locality_penalty: float = SIM_PARAM["locality_penalty"].default
     locality_by_model: Mapping[str, float] | None = None
-    locality_model: str = "constant"
-    round_length: float | None = None
-    decision_tick: float | None = DECISION_TICK.default
-    baseline_lease: float | None = BASELINE_LEASE.default
-    checkpoint: float = 10.0
-    restart: float = 35.0
-    seed: int = 0
-    rho_variant: str | IdealTimeModel = "themis"
-    isolated: bool = False
-    solo: bool | None = None
-    debug: bool = False
-    skip_quiet: bool = True
+    locality_model: str = SIM_PARAM["locality_model"].default
+    round_length: float | None = SIM_PARAM["round_length"].default
+    decision_tick: float | None = SIM_PARAM["decision_tick"].default
+    baseline_lease: float | None = SIM_PARAM["baseline_lease"].default
+    checkpoint: float = SIM_PARAM["checkpoint"].default
+    restart: float = SIM_PARAM["restart"].default
+    seed: int = SIM_PARAM["seed"].default
+    rho_variant: str | IdealTimeModel = SIM_PARAM["rho_variant"].default
+    isolated: bool = SIM_PARAM["isolated"].default
+    solo: bool | None = SIM_PARAM["solo"].default
+    debug: bool = SIM_PARAM["debug"].default
+    skip_quiet: bool = SIM_PARAM["skip_quiet"].default
     progress: Any = None  # bool | ProgressBar | None (fairplace.core.progress.progress_bar)
     cluster: Any = None  # a fairplace.core.domain.Cluster with PM-scores
     scheduler_options: Mapping[str, object] | None = None
     placement_options: Mapping[str, object] | None = None
     trace_options: Mapping[str, object] | None = None
-    grid_origin: str = "first-arrival"
-    stamping: str = "exact"
-    iter_times: str = "rounded"
-    outlier_side: str = "both"
-    recycle_jobs_per_hour: float = 0.0
-    recycle_seed: int = 1
+    grid_origin: str = SIM_PARAM["grid_origin"].default
+    stamping: str = SIM_PARAM["stamping"].default
+    iter_times: str = SIM_PARAM["iter_times"].default
+    outlier_side: str = SIM_PARAM["outlier_side"].default
+    recycle_jobs_per_hour: float = SIM_PARAM["recycle_jobs_per_hour"].default
+    recycle_seed: int = SIM_PARAM["recycle_seed"].default
     setup: str | None = None
 
     #: the constructor's signature for inspect (set below the class)
@@ -185,33 +279,17 @@ class SimulationConfig:
         return self._given
 
     def __post_init__(self):
-        seed = self.seed
-        if isinstance(seed, bool) or not isinstance(seed, (int, np.integer)):
-            raise OptionError("seed", f"must be an integer in [0, 2^63 - 1], got {seed!r}")
-        if not 0 <= seed <= MAX_SEED:
-            raise OptionError("seed", f"must be an integer in [0, 2^63 - 1], got {seed!r}")
-        for name, known in (
-            ("classes", CLASS_MAPS),
-            ("binning", BINNINGS),
-            ("locality_model", LOCALITY_MODELS),
-            ("iter_times", ITER_TIME_TABLES),
-            ("outlier_side", OUTLIER_SIDES),
-        ):
-            if getattr(self, name) not in known:
-                raise OptionError(
-                    name, f"expected one of {', '.join(known)}, got {getattr(self, name)!r}"
-                )
-        rv = self.rho_variant
-        if isinstance(rv, str):
-            if rv not in RHO_VARIANT_NAMES:
-                raise OptionError(
-                    "rho_variant", f"expected one of {', '.join(RHO_VARIANT_NAMES)}, got {rv!r}"
-                )
-        elif not isinstance(rv, IdealTimeModel):
-            raise OptionError(
-                "rho_variant", "expected a T_id variant name or an object with ideal_time()"
-            )
-        LOCALITY_PENALTY.check(self.locality_penalty)
+        for spec in SIM_PARAMS:  # type and range, as in a spec: an OptionError naming the field
+            value = getattr(self, spec.name)
+            if spec.name == "rho_variant" and not isinstance(value, str):
+                if not isinstance(value, IdealTimeModel):
+                    raise OptionError(
+                        "rho_variant", "expected a T_id variant name or an object with ideal_time()"
+                    )
+                continue
+            spec.check(value)
+        if self.locality_by_model is not None and not isinstance(self.locality_by_model, Mapping):
+            raise OptionError("locality_by_model", "must be a mapping of model names to L")
         for m, v in dict(self.locality_by_model or {}).items():
             LOCALITY_PENALTY.check(v, f"locality_by_model.{m}")
         for name in ("scheduler_options", "placement_options", "trace_options"):
@@ -223,13 +301,6 @@ class SimulationConfig:
                 f"not a policy option: L is the simulation parameter {LOCALITY_PENALTY.name} "
                 f"({LOCALITY_PENALTY.flag})",
             )
-        for name, schema in field_schemas().items():  # the rest: type and range, as in a spec
-            value = getattr(self, name)
-            if name == "rho_variant" and not isinstance(value, str):
-                continue  # an IdealTimeModel object (checked above)
-            if name == LOCALITY_PENALTY.name:
-                continue  # its spec's check, above
-            check_value(name, value, schema)
 
     def with_overrides(self, **overrides) -> SimulationConfig:
         """A copy with ``overrides`` applied (and counted as given); an unknown name raises
