@@ -32,15 +32,17 @@ def _spec_help(registry) -> str:
     return ", ".join(parts)
 
 
+def _named(spec: Param, notes: dict[str, str]) -> str:
+    """Help text of a parameter that takes a name: its doc and its names, with notes."""
+    return f"{spec.doc}: " + _choices(getattr(spec.constraint, "values", ()), notes)
+
+
 def add_arguments(p) -> None:
     # heavy: imported on use (the registries' names for the help; keeps `fairplace --help` light)
-    from fairplace.instances.models import ITER_TIME_TABLES, LOCALITY_MODELS
     from fairplace.instances.trace_generators import TRACE_GENERATORS
     from fairplace.instances.traces import SIA_PHILLY
-    from fairplace.instances.variability import PROFILE_NAMES
     from fairplace.sim import SCHEDULERS
-    from fairplace.sim.config import BINNINGS, CLASS_MAPS, OUTLIER_SIDES, RHO_VARIANT_NAMES
-    from fairplace.sim.engine import GRID_ORIGINS, STAMPINGS
+    from fairplace.sim.config import SIM_PARAM as P
     from fairplace.sim.schedulers import SCHEDULER_REGISTRY
     from fairplace.sim.setups import SETUPS
     from fairplace.solvers.placement.policies import POLICY_NAMES, POLICY_REGISTRY
@@ -72,16 +74,20 @@ def add_arguments(p) -> None:
         help=f"placement policy: {', '.join(POLICY_NAMES)} (default pal)",
     )
     p.add_argument(
-        "--gpus", type=_args.gpus, default=64, metavar="N", help="cluster size (default 64)"
+        P["gpus"].flag, type=_args.gpus, default=64, metavar="N", help="cluster size (default 64)"
     )
-    p.add_argument("--gpus-per-machine", type=_args.gpus, default=4, metavar="K", help="default 4")
     p.add_argument(
-        "--profile",
+        P["gpus_per_machine"].flag,
+        type=_args.gpus,
+        default=P["gpus_per_machine"].default,
+        metavar="K",
+        help=P["gpus_per_machine"].help(),
+    )
+    p.add_argument(
+        P["profile"].flag,
         default=None,
-        help="variability (default: the trace's own - uniform for THEMIS workloads - else "
-        "longhorn-runs): "
-        + _choices(
-            PROFILE_NAMES,
+        help=_named(
+            P["profile"],
             {
                 "longhorn-runs": "per-run rows sampled per GPU, PAL §IV-C",
                 "uniform": "homogeneous GPUs (every PM-score 1)",
@@ -98,16 +104,14 @@ def add_arguments(p) -> None:
         + "; options you give explicitly win (docs/pal-setups.md)",
     )
     p.add_argument(
-        "--grid-origin",
+        P["grid_origin"].flag,
         default=None,
-        help="decision grid origin: "
-        + _choices(GRID_ORIGINS, {"first-arrival": "default", "zero": "the PAL artifact"}),
+        help=_named(P["grid_origin"], {"first-arrival": "default", "zero": "the PAL artifact"}),
     )
     p.add_argument(
-        "--stamping",
+        P["stamping"].flag,
         default=None,
-        help="completion time: "
-        + _choices(STAMPINGS, {"exact": "default", "round-end": "the PAL artifact"}),
+        help=_named(P["stamping"], {"exact": "default", "round-end": "the PAL artifact"}),
     )
     p.add_argument(
         LOCALITY_PENALTY.flag,
@@ -117,11 +121,10 @@ def add_arguments(p) -> None:
         help=LOCALITY_PENALTY.help(),
     )
     p.add_argument(
-        "--locality-model",
+        P["locality_model"].flag,
         default=None,
-        help="runtime L: "
-        + _choices(
-            LOCALITY_MODELS,
+        help=_named(
+            P["locality_model"],
             {
                 "constant": "--locality-penalty for every spread job",
                 "measured": "the PAL artifact's per (model, GPUs) Frontera table; policies still "
@@ -129,17 +132,11 @@ def add_arguments(p) -> None:
             },
         ),
     )
+    # default None: the trace's (THEMIS: 60, 600)
+    for spec in (P["round_length"], DECISION_TICK, BASELINE_LEASE):
+        p.add_argument(spec.flag, type=float, default=None, metavar="S", help=spec.help())
     p.add_argument(
-        "--round",
-        type=float,
-        default=None,
-        metavar="S",
-        help="round length (300 s; Python: round_length)",
-    )
-    for spec in (DECISION_TICK, BASELINE_LEASE):  # default None: the trace's (THEMIS: 60, 600)
-        p.add_argument(spec.flag, type=float, default=None, metavar="S", help=spec.doc)
-    p.add_argument(
-        "--restart-cost",
+        P["restart"].flag,
         type=float,
         default=None,
         metavar="S",
@@ -147,51 +144,44 @@ def add_arguments(p) -> None:
         "Python: checkpoint=0, restart=S)",
     )
     p.add_argument(
-        "--with-replacement",
+        P["with_replacement"].flag,
         action="store_const",
         const=True,
         default=None,
-        help="sample PM-scores with replacement (the artifact does; default: only if the profile is too small)",
+        help=P["with_replacement"].doc,
     )
     p.add_argument(
-        "--classes",
+        P["classes"].flag,
         default=None,
-        help="model -> class map: " + _choices(CLASS_MAPS, {"paper": "A/B/C", "artifact": "A-D"}),
+        help=_named(P["classes"], {"paper": "A/B/C", "artifact": "A-D"}),
+    )
+    p.add_argument(P["binning"].flag, default=None, help=P["binning"].help())
+    p.add_argument(
+        P["outlier_side"].flag,
+        default=None,
+        help=_named(P["outlier_side"], {"both": "default", "upper": "slow only, the PAL artifact"}),
     )
     p.add_argument(
-        "--binning",
+        P["iter_times"].flag,
         default=None,
-        help=f"PM-score bins: {', '.join(BINNINGS)} (default silhouette)",
-    )
-    p.add_argument(
-        "--outlier-side",
-        default=None,
-        help="PM-scores binned apart as >3 sigma outliers: "
-        + _choices(OUTLIER_SIDES, {"both": "default", "upper": "slow only, the PAL artifact"}),
-    )
-    p.add_argument(
-        "--iter-times",
-        default=None,
-        help="per-iteration seconds of the models: "
-        + _choices(
-            ITER_TIME_TABLES,
+        help=_named(
+            P["iter_times"],
             {"rounded": "default, 4 digits", "artifact": "the PAL artifact's, full precision"},
         ),
     )
     p.add_argument(
-        "--recycle-jobs-per-hour",
+        P["recycle_jobs_per_hour"].flag,
         type=float,
         default=None,
         metavar="R",
-        help="after the trace, copies of its jobs keep arriving at R per hour until every trace "
-        "job has finished, as the PAL artifact does (default 0 = off; the artifact: 2)",
+        help=P["recycle_jobs_per_hour"].help(),
     )
     p.add_argument(
-        "--recycle-seed",
+        P["recycle_seed"].flag,
         type=_args.seed,
         default=None,
         metavar="N",
-        help="seed of Python's random for the recycled arrivals (default 1, the artifact's)",
+        help=P["recycle_seed"].help(),
     )
     p.add_argument(
         "--scheduler-option",
@@ -209,11 +199,10 @@ def add_arguments(p) -> None:
         help="policy option, repeatable: backfill=true, " + _spec_help(POLICY_REGISTRY),
     )
     p.add_argument(
-        "--rho-variant",
-        default="themis",
-        help="T_id of the summary's rho: "
-        + _choices(
-            RHO_VARIANT_NAMES,
+        P["rho_variant"].flag,
+        default=P["rho_variant"].default,
+        help=_named(
+            P["rho_variant"],
             {
                 "themis": "headline: alone on a 1/N_avg share",
                 "literal": "Eq. 1/2 as printed",
@@ -223,21 +212,15 @@ def add_arguments(p) -> None:
         ),
     )
     p.add_argument(
-        "--seed",
+        P["seed"].flag,
         type=_args.seed,
-        default=0,
+        default=P["seed"].default,
         metavar="N",
-        help="seed of every random draw (default 0)",
+        help=f"{P['seed'].doc} (default {P['seed'].default})",
     )
     p.add_argument("--out", default=None, metavar="DIR", help="write parquet frames + summary.json")
     p.add_argument("--json", action="store_true", help="print the summary as one JSON object")
-    p.add_argument(
-        "--debug",
-        action="store_true",
-        help="add the expensive checks: a reused decision is re-asked of the policy, the "
-        "driver's holdings are checked every decision (every decision is always checked against "
-        "the scheduler / policy contract)",
-    )
+    p.add_argument(P["debug"].flag, action="store_true", help=P["debug"].doc)
 
 
 def _clean(x):
@@ -266,54 +249,34 @@ def key_values(items, flag: str) -> dict:
     return out
 
 
-def _flag(param: Param) -> str:
-    """The CLI flag of a simulation parameter the CLI sets (each such one declares it)."""
-    if param.flag is None:
-        raise ValueError(f"parameter {param.name!r} declares no CLI flag")
-    return param.flag
-
-
-#: simulate() parameter -> the flag that sets it (the library names parameters, the CLI its flags)
-FLAGS: dict[str, str] = {
+#: simulate() arguments besides the SimulationConfig fields -> the flags that set them
+OTHER_FLAGS: dict[str, str] = {
     "trace": "--trace",
     "trace_options": "--trace-option",
     "scheduler": "--scheduler",
     "placement": "--placement",
-    "gpus": "--gpus",
-    "gpus_per_machine": "--gpus-per-machine",
-    "profile": "--profile",
     "setup": "--setup",
-    "grid_origin": "--grid-origin",
-    "stamping": "--stamping",
-    "classes": "--classes",
-    "with_replacement": "--with-replacement",
-    "binning": "--binning",
-    "outlier_side": "--outlier-side",
-    "iter_times": "--iter-times",
-    "recycle_jobs_per_hour": "--recycle-jobs-per-hour",
-    "recycle_seed": "--recycle-seed",
-    LOCALITY_PENALTY.name: _flag(LOCALITY_PENALTY),
-    "locality_model": "--locality-model",
-    "round_length": "--round",
-    DECISION_TICK.name: _flag(DECISION_TICK),
-    BASELINE_LEASE.name: _flag(BASELINE_LEASE),
-    "rho_variant": "--rho-variant",
-    "seed": "--seed",
-    "checkpoint": "--restart-cost",
-    "restart": "--restart-cost",
     "scheduler_options": "--scheduler-option",
     "placement_options": "--placement-option",
-    "debug": "--debug",
 }
+
+
+def flags() -> dict[str, str]:
+    """simulate() parameter -> the flag that sets it (the library names parameters, the CLI its
+    flags): the specs' flags (``SimulationConfig``'s :class:`Param`s) and :data:`OTHER_FLAGS`."""
+    from fairplace.sim.config import SIM_PARAMS  # heavy: imported on use
+
+    return {**{p.name: p.flag for p in SIM_PARAMS if p.flag}, **OTHER_FLAGS}
 
 
 def flag_path(path: str) -> str:
     """An error path in parameter names (``placement_options.ties``) in flags
     (``--placement-option ties``); paths that name no parameter pass through."""
     head, dot, rest = str(path).partition(".")
-    if head not in FLAGS:
+    known = flags()
+    if head not in known:
         return path
-    return f"{FLAGS[head]} {rest}" if dot else FLAGS[head]
+    return f"{known[head]} {rest}" if dot else known[head]
 
 
 def _trace_options(items) -> dict:
@@ -369,9 +332,7 @@ OPTIONAL = {
 
 def _simulate(simulate, args):
     kw = {k: getattr(args, a) for k, a in OPTIONAL.items() if getattr(args, a) is not None}
-    if args.restart_cost is not None:
-        if not 0 <= args.restart_cost < math.inf:
-            raise OptionError("restart", f"must be finite and >= 0, got {args.restart_cost}")
+    if args.restart_cost is not None:  # checked by restart's spec (an error names the flag)
         kw |= {"checkpoint": 0.0, "restart": args.restart_cost}
     if args.placement_option:
         kw["placement_options"] = key_values(args.placement_option, "placement_options")

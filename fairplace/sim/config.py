@@ -73,7 +73,8 @@ SIM_PARAMS: tuple[Param, ...] = (
         "profile",
         None,
         Options(PROFILE_NAMES),
-        f"GPU variability profile (None: the trace's, else {DEFAULT_PROFILE})",
+        f"variability (None: the trace's own - uniform for THEMIS workloads - else "
+        f"{DEFAULT_PROFILE})",
         flag="--profile",
         nullable=True,
     ),
@@ -82,7 +83,8 @@ SIM_PARAMS: tuple[Param, ...] = (
         "with_replacement",
         None,
         Boolean(),
-        "sample PM-scores with replacement (None: only if the profile is too small)",
+        "sample PM-scores with replacement (the artifact does; None: only if the profile is too "
+        "small)",
         flag="--with-replacement",
         nullable=True,
     ),
@@ -92,27 +94,40 @@ SIM_PARAMS: tuple[Param, ...] = (
         "locality_model",
         "constant",
         Options(LOCALITY_MODELS),
-        "runtime L: the constant locality_penalty or PAL's measured table",
+        "runtime L",
         flag="--locality-model",
     ),
     Param(
         "round_length",
         None,
         Interval(0.0, MAX_TIME, closed="right"),
-        "round length in s (None: 300)",
+        "round length in s (None: 300; Python: round_length)",
         flag="--round",
         nullable=True,
     ),
     DECISION_TICK,
     BASELINE_LEASE,
-    Param("checkpoint", 10.0, _SECONDS, "checkpoint seconds per GPU-set change"),
-    Param("restart", 35.0, _SECONDS, "restart seconds per GPU-set change"),
-    Param("seed", 0, _SEED, "seed of the trace, the cluster draw and randomised rules"),
+    Param(
+        "checkpoint",
+        10.0,
+        _SECONDS,
+        "checkpoint seconds per GPU-set change (--restart-cost S: checkpoint 0, restart S)",
+        flag="--restart-cost",
+    ),
+    Param(
+        "restart",
+        35.0,
+        _SECONDS,
+        "restart seconds per GPU-set change (--restart-cost S: checkpoint 0, restart S)",
+        flag="--restart-cost",
+    ),
+    Param("seed", 0, _SEED, "seed of every random draw", flag="--seed"),
     Param(
         "rho_variant",
         "themis",
         Options(RHO_VARIANT_NAMES),
-        "the T_id variant rho is reported by (or an object with ideal_time())",
+        "T_id of the summary's rho (or an object with ideal_time())",
+        flag="--rho-variant",
     ),
     Param("isolated", False, Boolean(), "also report rho_isolated (each app re-simulated alone)"),
     Param(
@@ -122,7 +137,15 @@ SIM_PARAMS: tuple[Param, ...] = (
         "also report rho_solo (None: the trace's attrs['solo'], else off)",
         nullable=True,
     ),
-    Param("debug", False, Boolean(), "check the engine's invariants every round"),
+    Param(
+        "debug",
+        False,
+        Boolean(),
+        "add the expensive checks: a reused decision is re-asked of the policy, the driver's "
+        "holdings are checked every decision (every decision is always checked against the "
+        "scheduler / policy contract)",
+        flag="--debug",
+    ),
     Param("skip_quiet", True, Boolean(), "skip rounds in which nothing can change"),
     Param(
         "grid_origin",
@@ -150,10 +173,17 @@ SIM_PARAMS: tuple[Param, ...] = (
         "recycle_jobs_per_hour",
         0.0,
         _SECONDS,
-        "Poisson rate of the recycled jobs after the trace (0: off)",
+        "after the trace, copies of its jobs keep arriving at R per hour until every trace job "
+        "has finished, as the PAL artifact does (0: off; the artifact: 2)",
         flag="--recycle-jobs-per-hour",
     ),
-    Param("recycle_seed", 1, _SEED, "seed of the recycled arrivals", flag="--recycle-seed"),
+    Param(
+        "recycle_seed",
+        1,
+        _SEED,
+        "seed of Python's random for the recycled arrivals (the artifact's: 1)",
+        flag="--recycle-seed",
+    ),
 )
 #: the specs by field name
 SIM_PARAM = {p.name: p for p in SIM_PARAMS}
