@@ -6,6 +6,7 @@ and the real constructors reject every value the spec calls invalid with an
 
 from __future__ import annotations
 
+import argparse
 from dataclasses import fields
 
 import jsonschema
@@ -74,3 +75,21 @@ def test_a_nullable_spec_takes_none_and_says_so():
     for spec in (*SOLVE_PARAMS, *SIM_PARAMS):
         assert spec.accepts(None) == spec.nullable
         assert (None in spec.invalid_values()) != spec.nullable
+
+
+def _flags(command: str) -> set[str]:
+    from fairplace.cli import build_parser
+
+    sub = next(a for a in build_parser()._actions if isinstance(a, argparse._SubParsersAction))
+    return {s for a in sub.choices[command]._actions for s in a.option_strings}
+
+
+def test_each_flag_a_spec_names_is_a_flag_of_its_command():
+    from fairplace.commands.simulate import flag_path
+
+    simulate = _flags("simulate")
+    for spec in SIM_PARAMS:
+        if spec.flag:
+            assert spec.flag in simulate and flag_path(spec.name) == spec.flag, spec.name
+    for command in ("solve", "batch"):
+        assert {p.flag for p in SOLVE_PARAMS if p.flag} <= _flags(command)
