@@ -277,7 +277,7 @@ def test_recorded_allocation_json_is_json_dumps_of_each_record(records, data):
     from fairplace.sim.run_state import RunState
 
     s = RunState.__new__(RunState)  # only the JSON bookkeeping is exercised
-    s.last_rec, s.json_items = (None, "{}"), {}
+    s.last_rec, s.json_vals, s.json_texts, s.json_keys = (None, "{}"), {}, {}, {}
     for rec in records:
         if data.draw(st.booleans()):
             rec = {k: [np.int64(g) for g in v] for k, v in reversed(list(rec.items()))}

@@ -42,6 +42,7 @@ import heapq
 import math
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
+from itertools import chain
 
 import numpy as np
 
@@ -162,7 +163,10 @@ class Driver:
         same numbers as :meth:`slowdown` job by job (spread from the min and max machine and rack
         of each bundle, max V by segments)."""
         k = np.fromiter(map(len, gpus), np.int64, len(gpus))
-        flat = np.concatenate(gpus).astype(np.int64, copy=False)  # (arrays or tuples)
+        if isinstance(gpus[0], np.ndarray):
+            flat = np.concatenate(gpus).astype(np.int64, copy=False)
+        else:  # tuples of ints: one pass, not an array per job
+            flat = np.fromiter(chain.from_iterable(gpus), np.int64, int(k.sum()))
         at = np.cumsum(k) - k
         m, r = self.mi[flat], self.ri[flat]
         one_m = np.minimum.reduceat(m, at) == np.maximum.reduceat(m, at)

@@ -7,8 +7,11 @@ from __future__ import annotations
 import heapq
 import json
 import math
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from itertools import compress
+from operator import is_not
 
 import numpy as np
 
@@ -57,8 +60,10 @@ class RunState:
     last_order: np.ndarray | None = None  # the previous queue (job indices)
     last_dec: object = None  # the previous decision, from which a resumable policy continues
     last_rec: tuple = (None, "{}")  # the previous recorded allocation and its JSON
-    #: per job of the last recorded allocation: (its GPUs, its JSON item, its key's JSON)
-    json_items: dict = field(default_factory=dict)
+    #: per job of the recorded allocations: its GPUs, its JSON item and its key's JSON, as last encoded
+    json_vals: dict = field(default_factory=dict)
+    json_texts: dict = field(default_factory=dict)
+    json_keys: dict = field(default_factory=dict)
     #: the holdings by job id (job id -> sorted tuple) after a placement policy's decision
     held_ids: dict = field(default_factory=dict)
     #: what the view shows as ``waiting_since`` (:meth:`waiting_view`), kept up to date in place
@@ -83,26 +88,28 @@ class RunState:
 
     def allocation_json(self, record: Mapping) -> str:
         """``json.dumps(record, separators=(",", ":"), default=int)``, the same text, from each
-        job's item encoded once while its GPUs stay the same (the same object or equal values; a
-        decision moves a few of the running jobs); the previous text again for the previous record
-        (the driver never changes a record, nor a list in it, once recorded). Items of jobs that
-        left are dropped when they outnumber the record's."""
+        job's item kept while its GPUs stay the same object (a decision moves some of the running
+        jobs); the items of the others encoded together, by one ``json.dumps`` of their GPU lists;
+        the previous text again for the previous record (the driver never changes a record, nor a
+        list in it, once recorded). Items of jobs that left are dropped when they outnumber the
+        record's."""
         last = self.last_rec[0]
         if record is last or (record == last and list(record) == list(last)):  # keys, order
             return self.last_rec[1]
-        items = self.json_items
-        out: list[str] = []
-        append, get = out.append, items.get
-        for k, v in record.items():
-            have = get(k)
-            if have is None:
-                have = items[k] = (v, *_item(k, v))
-            elif have[0] is not v and have[0] != v:
-                have = items[k] = (v, *_item(k, v, have[2]))
-            append(have[1])
-        if len(items) > 2 * len(record) + 64:  # keep the running jobs' items only
-            self.json_items = {k: items[k] for k in record}
-        self.last_rec = (record, "{" + ",".join(out) + "}")
+        vals, texts, keys = self.json_vals, self.json_texts, self.json_keys
+        # C-level passes: the jobs whose GPUs are not the object encoded last time
+        stale = list(compress(record, map(is_not, record.values(), map(vals.get, record))))
+        if stale:
+            new = list(map(record.__getitem__, stale))
+            ktext = [keys.get(k) or _key_text(k) for k in stale]
+            vals.update(zip(stale, new, strict=True))
+            keys.update(zip(stale, ktext, strict=True))
+            texts.update(zip(stale, _items(ktext, new), strict=True))
+        if len(vals) > 2 * len(record) + 64:  # keep the running jobs' items only
+            self.json_vals = {k: vals[k] for k in record}
+            self.json_texts = {k: texts[k] for k in record}
+            self.json_keys = {k: keys[k] for k in record}
+        self.last_rec = (record, "{" + ",".join(map(texts.__getitem__, record)) + "}")
         return self.last_rec[1]
 
     @classmethod
@@ -163,13 +170,27 @@ class RunState:
             self.active = np.sort(np.concatenate([self.active, np.asarray(new, np.int64)]))
 
 
-def _item(k, gpus, key_text: str | None = None) -> tuple[str, str]:
-    """(``"k":[g,...]``, ``"k"``): one job's item of the allocation's JSON and its key's text
-    (``key_text``: known already). GPU indices are integers, which ``str`` writes as ``json.dumps``
-    does (NumPy ints included); anything else is left to ``json.dumps``."""
-    if key_text is None:
-        key_text = json.dumps({k: 0}, separators=(",", ":"))[1:-3]
-    body = ",".join(map(str, gpus))
-    if not body.replace(",", "").isdigit():  # no GPUs, or not integers
-        return json.dumps({k: gpus}, separators=(",", ":"), default=int)[1:-1], key_text
-    return key_text + ":[" + body + "]", key_text
+#: ``json.dumps`` of a list of lists of integers (nothing else: no nesting, floats, strings)
+_INT_LISTS = re.compile(r"\[\[[-0-9,]*\](?:,\[[-0-9,]*\])*\]")
+_SEP = (",", ":")
+
+
+def _key_text(k) -> str:
+    """A record key as ``json.dumps`` writes it (a str of printable ASCII without ``"`` or ``\\``
+    as it is, quoted; anything else through ``json.dumps``)."""
+    if type(k) is str and k.isascii() and k.isprintable() and '"' not in k and "\\" not in k:
+        return '"' + k + '"'
+    return json.dumps({k: 0}, separators=_SEP)[1:-3]
+
+
+def _items(keys: list[str], vals: list) -> list[str]:
+    """The items ``key:gpus`` of the allocation's JSON (``keys`` already JSON text): the GPU lists
+    of all jobs encoded by one ``json.dumps`` and split at ``],[`` when they are lists of integers
+    (then no item holds a bracket), else one by one."""
+    text = json.dumps(vals, separators=_SEP, default=int)
+    if _INT_LISTS.fullmatch(text):
+        return list(map("{}:[{}]".format, keys, text[2:-2].split("],[")))
+    return [
+        k + ":" + json.dumps(v, separators=_SEP, default=int)
+        for k, v in zip(keys, vals, strict=True)
+    ]

@@ -10,6 +10,8 @@ accounting's sums follow.
 from __future__ import annotations
 
 from collections.abc import Iterator, Mapping
+from itertools import compress
+from operator import ne
 from types import MappingProxyType
 
 import numpy as np
@@ -41,10 +43,11 @@ class Running:
     def apply(self, new: dict[int, np.ndarray], new_key: dict[int, tuple]):
         """Adopt a decision; returns (preempted jobs, changed jobs: started or moved, which of the
         changed ones were running before (bool array))."""
-        key = self.key  # (set operations on the dicts' views: no Python step per running job)
+        key = self.key  # (C-level passes over the dicts: no Python step per running job)
         gone = list(key.keys() - new_key.keys()) if len(key) else []
-        changed = [j for j, _ in new_key.items() - key.items()]
-        was = np.fromiter((j in key for j in changed), bool, len(changed))
+        # in decision order: new jobs and those whose GPUs differ (identical tuples compare at once)
+        changed = list(compress(new_key, map(ne, new_key.values(), map(key.get, new_key))))
+        was = np.fromiter(map(key.__contains__, changed), bool, len(changed))
         self.alloc, self.key = new, new_key
         self.idx = np.fromiter(new_key, np.int64, len(new_key))
         if gone:
@@ -53,7 +56,7 @@ class Running:
             self.mask[g] = False
         if changed:
             c = np.asarray(changed, np.int64)
-            self.k[c] = [len(new[j]) for j in changed]
+            self.k[c] = np.fromiter(map(len, map(new.__getitem__, changed)), float, c.size)
             self.mask[c] = True
         self.busy = int(self.k[self.idx].sum()) if self.idx.size else 0
         return gone, changed, was

@@ -643,11 +643,31 @@ static int job_attrs(Pool *pl, Classes *cs, PyObject *job, long long *n, long *c
     return *ci < 0 ? -1 : 0;
 }
 
-/* L_across of a job: ``locality(job)``, the policy's one look-up (PlacementPolicy.locality ->
-   fairplace.core.domain.locality); asked only where PAL's walk needs it */
-static int job_locality(PyObject *job, PyObject *locality, double *L) {
-    PyObject *v = PyObject_CallOneArg(locality, job);
+/* L_across of a job, as the stock ``PolicyBase.locality(job)`` returns it: the job's own
+   ``locality`` when not None, else ``locality(job)`` (the policy's table, which depends on the
+   job's model only: asked once per model of the round, kept in ``memo``); asked only where PAL's
+   walk needs it */
+static PyObject *S_locality, *S_model;
+
+static int job_locality(PyObject *job, PyObject *locality, PyObject *memo, double *L) {
+    PyObject *v = PyObject_GetAttr(job, S_locality);
     if (!v) return -1;
+    if (v == Py_None) {
+        Py_DECREF(v);
+        PyObject *m = PyObject_GetAttr(job, S_model);
+        if (!m) return -1;
+        v = PyDict_GetItemWithError(memo, m); /* borrowed */
+        if (v) Py_INCREF(v);
+        else if (PyErr_Occurred()) { /* an unhashable model: ask every time */
+            PyErr_Clear();
+            v = PyObject_CallOneArg(locality, job);
+        } else {
+            v = PyObject_CallOneArg(locality, job);
+            if (v && PyDict_SetItem(memo, m, v) < 0) Py_CLEAR(v);
+        }
+        Py_DECREF(m);
+        if (!v) return -1;
+    }
     *L = PyFloat_AsDouble(v);
     Py_DECREF(v);
     return PyErr_Occurred() ? -1 : 0;
@@ -659,7 +679,8 @@ static const char place_doc[] =
     "Run a non-sticky PM-First / PAL round from job ``start`` of ``order`` (a list of jobs with"
     " ``gpus``, ``cls``, ``model``) on: ``mi`` the machine of each GPU (int64, grouped by machine),"
     " ``free`` (uint8, updated), ``class_data(cls)`` -> (score order int64, sorted scores float64),"
-    " ``locality(job)`` -> L_across, ``ids`` the job ids; the picks go into"
+    " ``locality(job)`` -> L_across of a job whose own ``locality`` is None (a function of its"
+    " ``model``: asked once per model), ``ids`` the job ids; the picks go into"
     " ``alloc`` (job id -> sorted GPU tuple). Returns the last job decided and whether a misfit"
     " stopped the round.";
 
@@ -676,11 +697,12 @@ static PyObject *place(PyObject *self, PyObject *args) {
     Pool pl;
     memset(&pl, 0, sizeof(pl));
     Classes cs = {PyDict_New(), class_data, NULL, NULL, 0, NULL, -1};
+    PyObject *memo = PyDict_New(); /* model -> L_across (jobs without their own) */
     int64_t *out = NULL;
     Rules r = {mode, ties, singles, chooser};
     int64_t G = bmi.len / (Py_ssize_t)sizeof(int64_t);
     Py_ssize_t J = PyTuple_GET_SIZE(ids);
-    if (!cs.index) goto done;
+    if (!cs.index || !memo) goto done;
     if (bfree.len != G || PyList_GET_SIZE(order) != J || P < 1 || M < 1 || G >= (1 << 23) ||
         M >= (1 << 24) || P >= (1 << 16)) {
         PyErr_SetString(PyExc_ValueError, "place: inconsistent arguments");
@@ -774,7 +796,7 @@ static PyObject *place(PyObject *self, PyObject *args) {
             continue;
         }
         double L = 1.0; /* read by PAL's walk only (1 < n <= P) */
-        if (mode != 0 && n > 1 && n <= P && job_locality(job, locality, &L) < 0) goto done;
+        if (mode != 0 && n > 1 && n <= P && job_locality(job, locality, memo, &L) < 0) goto done;
         int64_t got = n < 1 ? 0 : pick(&pl, &r, &pl.cls[ci], (int64_t)n, L, out);
         if (got < 0) goto done;
         if (got == 0) {
@@ -798,6 +820,7 @@ done:
         PyBuffer_Release(&cs.sb[i]);
     }
     Py_XDECREF(cs.index);
+    Py_XDECREF(memo);
     Py_XDECREF(cs.last);
     free(cs.ob); free(cs.sb); free(pl.cls);
     free(pl.mstart); free(pl.nf); free(pl.lowc); free(pl.scratch); free(pl.scratch2); free(out);
@@ -820,6 +843,8 @@ static struct PyModuleDef module = {
 PyMODINIT_FUNC PyInit__round_kernel(void) {
     S_gpus = PyUnicode_InternFromString("gpus");
     S_cls = PyUnicode_InternFromString("cls");
-    if (!S_gpus || !S_cls) return NULL;
+    S_locality = PyUnicode_InternFromString("locality");
+    S_model = PyUnicode_InternFromString("model");
+    if (!S_gpus || !S_cls || !S_locality || !S_model) return NULL;
     return PyModule_Create(&module);
 }

@@ -337,7 +337,9 @@ def _validate(state: ClusterState, queue: Sequence[Job]) -> tuple[list[Job], set
         flat = np.fromiter(itertools.chain.from_iterable(state.allocation.values()), np.int64)
         if flat.size and (flat.min() < 0 or flat.max() >= G):
             raise DataError("allocation", f"GPU index out of range 0..{G - 1}")
-        if flat.size != np.unique(flat).size:
+        used = np.zeros(G, bool)  # O(G) marks, not a sort
+        used[flat] = True
+        if flat.size != np.count_nonzero(used):
             raise DataError("allocation", "running jobs share GPUs")
     return jobs, in_queue
 
