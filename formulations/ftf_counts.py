@@ -187,28 +187,131 @@ def t_shared_counts(
     return total
 
 
+def _plan(model: FTFModel, memo: dict | None) -> tuple[tuple, tuple]:
+    """The optimiser's remaining phases as t_shared sums them: (phases priced from their jobs, as
+    (phase, GPUs per job)), then (later successive-halving phases under the ``even`` split, as
+    (jobs, iterations, GPUs per job): k copies of the model job); kept in the phase ``memo``."""
+    key = ("plan", model.d_max, model.split)
+    out = memo.get(key) if memo is not None else None
+    if out is None:
+        opt, d_max = model.optimizer, model.d_max
+        halving = opt if isinstance(opt, SuccessiveHalving) else None
+        priced, later = [], []
+        for p in range(halving.current_phase if halving is not None else 0, opt.num_phases()):
+            d = halving.phase_demand(p, d_max) if halving is not None else d_max
+            if halving is not None and p > halving.current_phase and model.split == "even":
+                later.append((int(halving.phases[p][0]), float(halving.phases[p][1]), d))
+            else:
+                priced.append((p, d))
+        out = (tuple(priced), tuple(later))
+        if memo is not None:
+            memo[key] = out
+    return out
+
+
+def _priced_rows(
+    opt: HyperOptimizer, memo: dict | None, p: int, counts: list[int], d_max: int,
+    locality: tuple, split: str, machine_gpus: int | None,
+) -> list[list[float]]:  # fmt: skip
+    """:func:`phase_time_counts` of phase ``p`` at spreads 0, 1, 2 ([spread][count]): the LPT
+    makespans of n < J GPUs (one GPU per job: no spread) once for the three spreads, n >= J under
+    the ``even`` split by :func:`even_phase_times` per spread, on Python floats (a table's few
+    counts: NumPy's per-call cost would exceed the arithmetic)."""
+    jobs = opt.jobs_in_phase(p, range(0))
+    kinds = memo.get(("kinds", p)) if memo is not None else None
+    if kinds is None:
+        kinds = {j.locality_sensitivity for j in jobs}
+        if memo is not None:
+            memo[("kinds", p)] = kinds
+    works = phase_works(memo, p, jobs)
+    if not jobs or split != "even" or len(kinds) != 1:
+        return [[phase_time(jobs, n, d_max, s, 1.0, locality, split, machine_gpus, works)
+                 for n in counts] for s in range(3)]  # fmt: skip
+    (sens,) = kinds
+    J, cap = len(jobs), max(1, int(d_max))
+    if works is None:
+        works = sorted((j.work for j in jobs), reverse=True)
+    few = [n for n in counts if 0 < n < J]
+    lpt: dict = {}
+    if few:
+        lpt = memo.setdefault(("lpt", p), {}) if memo is not None else {}
+        miss = [n for n in few if n not in lpt]
+        if miss:
+            lpt.update(zip(miss, _lpt_makespans(works, miss).tolist(), strict=True))
+    big = [n for n in counts if n >= J]
+    out = []
+    for s in range(3):
+        even = iter(even_phase_times(works, big, cap, sens, s, locality, machine_gpus))
+        out.append([math.inf if n <= 0 else lpt[n] if n < J else next(even) for n in counts])
+    return out
+
+
+def _later_rows(model: FTFModel, later: tuple, hi: int) -> list[list[list[float]]]:
+    """[spread][later phase][count 0..hi or more]: :func:`identical_phase_times` of each later
+    phase, from the grids the app's optimisers share (``future_memo``; :func:`t_shared_counts`'
+    keys), kept there as Python lists too (one entry for the three spreads)."""
+    opt = model.optimizer
+    tm, sens = opt._future_job
+    loc, mg = tuple(model.locality), model.machine_gpus
+
+    def grid(s: int, ns) -> np.ndarray:
+        ks, iters, ds = (np.array(c) for c in zip(*later, strict=True))
+        return identical_phase_times(ks, iters * tm, sens, ns, ds, s, loc, mg)
+
+    shared = opt.future_memo
+    if shared is None:
+        return [grid(s, range(hi + 1)).tolist() for s in range(3)]
+    key = ("lists", later, tm, sens, loc, mg)
+    out = shared.get(key)
+    if out is None or len(out[0][0]) <= hi:
+        grids = []
+        for s in range(3):
+            fkey = (later, tm, sens, s, loc, mg)
+            have = shared.get(fkey)
+            if have is None or have.shape[1] <= hi:
+                have = shared[fkey] = grid(s, range(hi + 1))
+            grids.append(have)
+        width = min(g.shape[1] for g in grids)
+        out = shared[key] = [g[:, :width].tolist() for g in grids]
+    return out
+
+
+def spread_times(model: FTFModel, counts: list[int]) -> list[list[float]]:
+    """T_sh at max V = 1 for each GPU count of ``counts`` (>= 0) at spread 0, 1, 2
+    ([spread][count]): elapsed + every remaining phase's time, phase by phase in the order
+    :func:`~fairplace.formulations.ftf.t_shared` sums them (the numbers of
+    :func:`t_shared_counts` at each spread), the three spreads in one pass over the phases."""
+    opt = model.optimizer
+    memo = getattr(opt, "phase_memo", None)
+    loc, split, mg = tuple(model.locality), model.split, model.machine_gpus
+    priced, later = _plan(model, memo)
+    e = float(model.elapsed)
+    out = [[e] * len(counts) for _ in range(3)]
+    for p, d in priced:
+        rows = _priced_rows(opt, memo, p, counts, d, loc, split, mg)
+        for total, row in zip(out, rows, strict=True):
+            for a, x in enumerate(row):
+                total[a] += x
+    if later:
+        for total, rows in zip(out, _later_rows(model, later, max(counts, default=0)), strict=True):
+            for row in rows:
+                for a, n in enumerate(counts):
+                    total[a] += row[n]
+    return out
+
+
 def rho_grid(
     model: FTFModel, counts: Sequence[int], r_c: int, levels: Sequence[float]
 ) -> np.ndarray:
     """rho[a, s, v] for ``counts[a]`` GPUs, spread s = 0, 1, 2 and max V = ``levels[v]``: T_id
     once, and T_sh = elapsed + V x (the phases' time at V = 1), since every job time is linear
-    in max V (Eq. 1 / Eq. 2)."""
+    in max V (Eq. 1 / Eq. 2); the times at V = 1 from :func:`spread_times`."""
     ideal = model.ideal(r_c)
     lv = np.asarray(levels, float)
-    counts = [int(n) for n in counts]
-
-    def times(ns: list[int], s: int) -> np.ndarray:
-        return t_shared_counts(
-            model.optimizer, ns, model.d_max, model.elapsed, s, model.locality, model.split,
-            model.machine_gpus,
-        )  # fmt: skip
-
-    x0, x2 = times(counts, 0), times(counts, 2)
-    x1 = x0.copy()  # times are monotone in the spread: equal at 0 and 2 -> equal at 1 too
-    differ = (x0 != x2).nonzero()[0]
-    if differ.size:
-        x1[differ] = times([counts[k] for k in differ], 1)
-    x = np.empty((len(counts), 3))  # (counts, spread)
-    x[:, 0], x[:, 1], x[:, 2] = x0, x1, x2
-    with np.errstate(invalid="ignore"):  # inf - elapsed stays inf
+    x0, x1, x2 = spread_times(model, [max(int(n), 0) for n in counts])  # n <= 0: the same times
+    # times are monotone in the spread: equal at 0 and 2 -> taken equal at 1 too
+    x = np.array([x0, [a if a == c else m for a, m, c in zip(x0, x1, x2, strict=True)], x2]).T
+    if lv.size and lv.min() > 0 and math.isfinite(model.elapsed) and math.isfinite(ideal):
+        return (model.elapsed + lv[None, None, :] * (x - model.elapsed)[:, :, None]) / ideal
+    with np.errstate(invalid="ignore"):  # a level 0 or an infinite elapsed or T_id: inf x 0, ...
         return (model.elapsed + lv[None, None, :] * (x - model.elapsed)[:, :, None]) / ideal
