@@ -246,11 +246,12 @@ def _priced_rows(
     return out
 
 
-def _later_rows(model: FTFModel, later: tuple, hi: int) -> list[list[list[float]]]:
+def _later_rows(
+    opt: SuccessiveHalving, model: FTFModel, later: tuple, hi: int
+) -> list[list[list[float]]]:
     """[spread][later phase][count 0..hi or more]: :func:`identical_phase_times` of each later
     phase, from the grids the app's optimisers share (``future_memo``; :func:`t_shared_counts`'
     keys), kept there as Python lists too (one entry for the three spreads)."""
-    opt = model.optimizer
     tm, sens = opt._future_job
     loc, mg = tuple(model.locality), model.machine_gpus
 
@@ -292,8 +293,9 @@ def spread_times(model: FTFModel, counts: list[int]) -> list[list[float]]:
         for total, row in zip(out, rows, strict=True):
             for a, x in enumerate(row):
                 total[a] += x
-    if later:
-        for total, rows in zip(out, _later_rows(model, later, max(counts, default=0)), strict=True):
+    if later and isinstance(opt, SuccessiveHalving):  # later phases: successive halving's
+        hi = max(counts, default=0)
+        for total, rows in zip(out, _later_rows(opt, model, later, hi), strict=True):
             for row in rows:
                 for a, n in enumerate(counts):
                     total[a] += row[n]
