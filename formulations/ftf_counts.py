@@ -3,7 +3,9 @@ prices n = 0..n_max offered GPUs per spread and PM level, so the phase times of 
 computed over a whole row of counts (the same numbers as :func:`ftf.t_shared` one count at a time,
 tested against it): later successive-halving phases in closed form, vectorised over phases and
 counts; the running phase's LPT makespans from one sort of its works; times memoised on the
-optimiser, whose jobs do not change while an app waits."""
+optimiser, whose jobs do not change while an app waits. A table (:func:`rho_grid`) walks the
+phases once for the three spreads (:func:`spread_times`), on Python floats: a table has a few
+counts, where NumPy's cost per call would exceed the arithmetic."""
 
 from __future__ import annotations
 
