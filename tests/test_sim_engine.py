@@ -283,3 +283,24 @@ def test_recorded_allocation_json_is_json_dumps_of_each_record(records, data):
             rec = {k: [np.int64(g) for g in v] for k, v in reversed(list(rec.items()))}
         for _ in range(data.draw(st.integers(1, 2))):  # twice: the same object again
             assert s.allocation_json(rec) == json.dumps(rec, separators=(",", ":"), default=int)
+
+
+@pytest.mark.parametrize(
+    "texts",
+    [['{"a":[1,2]}', "{}", '{"a":[1,2]}'], ['{"é":[0]}', '{"b":[3]}'], ["{}"], []],
+)
+def test_round_frame_is_the_frame_of_the_rounds(texts):
+    """The rounds table (its allocation column over the log's buffer) is ``pd.DataFrame`` of the
+    recorded rounds as lists: the same values and dtypes, with or without rounds, ASCII or not;
+    the log reads back as the texts appended."""
+    from fairplace.sim.accounting import TextLog, Timeline
+
+    tr = Timeline.empty(np.zeros(2), 1)
+    for k, text in enumerate(texts):
+        for col, vals in tr.rounds.items():
+            vals.append(text if col == "allocation" else k)
+    log = tr.rounds["allocation"]
+    assert isinstance(log, TextLog) and list(log) == texts and len(log) == len(texts)
+    assert log[-1:] == texts[-1:] and all(log[k] == t for k, t in enumerate(texts))
+    ref = pd.DataFrame({k: list(v) for k, v in tr.rounds.items()})
+    pd.testing.assert_frame_equal(M.round_frame(tr), ref)

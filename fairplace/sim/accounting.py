@@ -8,6 +8,7 @@ that is <= t1. Gavel's isolated-equivalent time grows by iters x t_iter x N_j / 
 
 from __future__ import annotations
 
+from array import array
 from dataclasses import dataclass, field, replace
 
 import numpy as np
@@ -23,6 +24,53 @@ ROUND_COLUMNS = (
     "migrated",
     "allocation",
 )
+
+
+class TextLog:
+    """Texts appended one by one (the rounds' allocation JSON: one per decision, ~20 KB each at
+    16,384 GPUs), kept as one UTF-8 byte buffer and each text's end offset instead of a str
+    object each; reads as a sequence of str. :meth:`arrow` hands the buffer to an Arrow string
+    array without a copy (the texts are then never held twice)."""
+
+    def __init__(self, texts=()):
+        self._buf = bytearray()
+        self._ends = array("q")
+        for t in texts:
+            self.append(t)
+
+    def append(self, text: str) -> None:
+        self._buf += text.encode()
+        self._ends.append(len(self._buf))
+
+    def __len__(self) -> int:
+        return len(self._ends)
+
+    def __getitem__(self, k):
+        if isinstance(k, slice):
+            return [self[i] for i in range(*k.indices(len(self)))]
+        n = len(self._ends)
+        if not -n <= k < n:
+            raise IndexError("TextLog index out of range")
+        k %= n
+        start = self._ends[k - 1] if k else 0
+        return self._buf[start : self._ends[k]].decode()
+
+    def __iter__(self):
+        return (self[k] for k in range(len(self)))
+
+    def __eq__(self, other) -> bool:
+        return list(self) == list(other)
+
+    def arrow(self):
+        """The texts as a ``pyarrow.LargeStringArray`` over this log's buffer (no copy; the log
+        cannot grow afterwards)."""
+        import pyarrow as pa  # heavy: imported on use
+
+        offsets = np.zeros(len(self._ends) + 1, np.int64)
+        offsets[1:] = np.frombuffer(self._ends, np.int64) if len(self._ends) else []
+        return pa.LargeStringArray.from_buffers(
+            len(self._ends), pa.py_buffer(offsets), pa.py_buffer(self._buf)
+        )
 
 
 @dataclass
@@ -67,7 +115,7 @@ class Timeline:
             done_iters=np.zeros(J),
             t_isolated=np.zeros(apps),
             t_isolated_job=np.zeros(J),
-            rounds={k: [] for k in ROUND_COLUMNS},
+            rounds={k: TextLog() if k == "allocation" else [] for k in ROUND_COLUMNS},
         )
 
     def take(self, jobs: np.ndarray, apps: np.ndarray) -> Timeline:

@@ -22,6 +22,7 @@ import pandas as pd
 
 from fairplace.formulations.ftf import T_ID_VARIANTS
 
+from .accounting import TextLog
 from .engine import Timeline
 from .workload import Workload
 
@@ -208,7 +209,17 @@ def app_frame(w: Workload, tr: Timeline, jobs: pd.DataFrame, G: int) -> pd.DataF
 
 
 def round_frame(tr: Timeline) -> pd.DataFrame:
-    return pd.DataFrame(tr.rounds)
+    """One row per decision (``accounting.ROUND_COLUMNS``), as ``pd.DataFrame`` makes it of the
+    recorded lists; the allocation texts, the bulk of a long run's record, taken from their
+    :class:`~.accounting.TextLog` without a copy where the frame keeps strings in Arrow
+    (pandas >= 3), else as a list."""
+    cols = dict(tr.rounds)
+    texts = cols.get("allocation")
+    if isinstance(texts, TextLog):
+        dtype = pd.Series(["{}"]).dtype
+        arrow = getattr(dtype, "storage", None) == "pyarrow" and len(texts)
+        cols["allocation"] = pd.array(texts.arrow(), dtype=dtype) if arrow else list(texts)
+    return pd.DataFrame(cols)
 
 
 def jain(x: np.ndarray) -> float:
