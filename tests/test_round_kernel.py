@@ -74,7 +74,11 @@ def rounds(draw):
     cls = st.sampled_from([*classes, None, "Z"])  # None / "Z": no scores (all ones)
     model = st.sampled_from([None, "a", "b"])
     n = draw(st.integers(1, 3 * G))
-    queue = [Job(f"j{i}", draw(demand), draw(cls), model=draw(model)) for i in range(n)]
+    own = st.sampled_from([None, None, 1.0, 1.4, 2.2])  # a job's own L (the simulator's), or none
+    queue = [
+        Job(f"j{i}", draw(demand), draw(cls), model=draw(model), locality=draw(own))
+        for i in range(n)
+    ]
     name, ties = draw(st.sampled_from(RULES))
     policy = make_policy(
         name,
