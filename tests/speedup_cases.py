@@ -170,7 +170,9 @@ def simulation_case(trace, gpus, scheduler, policy, options):
     # definitions (T_id variants, offered load) are the metrics' business, not the simulator's
     summ = {k: v for k, v in res.summary.items() if k != "wall_seconds" and not _metric_only(k)}
     jct = res.jobs["jct"].tolist()
-    rounds = res.rounds.drop(columns=[c for c in res.rounds.columns if c == "wall"]).to_dict("list")
+    rounds = res.rounds.drop(
+        columns=[c for c in res.rounds.columns if c in ("wall", "place_seconds")]
+    ).to_dict("list")
     return json.loads(json.dumps({"summary": summ, "jct": jct, "rounds": rounds}))
 
 

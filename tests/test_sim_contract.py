@@ -199,7 +199,8 @@ def test_lists_arrays_and_numpy_ints_are_accepted_as_the_same_decision():
 
         res = sim("fifo", Broken("converted", mutate))
         pd.testing.assert_frame_equal(res.jobs, ref.jobs)
-        pd.testing.assert_frame_equal(res.rounds, ref.rounds)
+        wall = ["place_seconds"]  # the policy's wall clock
+        pd.testing.assert_frame_equal(res.rounds.drop(columns=wall), ref.rounds.drop(columns=wall))
 
 
 def test_a_job_not_in_the_queue_is_named():

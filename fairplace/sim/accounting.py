@@ -22,6 +22,7 @@ ROUND_COLUMNS = (
     "started",
     "preempted",
     "migrated",
+    "place_seconds",
     "allocation",
 )
 

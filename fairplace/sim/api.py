@@ -212,6 +212,7 @@ def plan(trace, scheduler, placement, cfg: SimulationConfig) -> Plan:
         restart=cfg.restart,
         debug=cfg.debug,
         skip_quiet=cfg.skip_quiet,
+        incremental=cfg.incremental,
         grid_origin=cfg.grid_origin,
         stamping=cfg.stamping,
     )

@@ -148,6 +148,13 @@ SIM_PARAMS: tuple[Param, ...] = (
     ),
     Param("skip_quiet", True, Boolean(), "skip rounds in which nothing can change"),
     Param(
+        "incremental",
+        True,
+        Boolean(),
+        "reuse or resume the previous decision when the queue allows (off: the policy places every "
+        "job afresh at every decision; same results, slower)",
+    ),
+    Param(
         "grid_origin",
         "first-arrival",
         Options(GRID_ORIGINS),
@@ -273,6 +280,7 @@ class SimulationConfig:
     solo: bool | None = SIM_PARAM["solo"].default
     debug: bool = SIM_PARAM["debug"].default
     skip_quiet: bool = SIM_PARAM["skip_quiet"].default
+    incremental: bool = SIM_PARAM["incremental"].default
     progress: Any = None  # bool | ProgressBar | None (fairplace.core.progress.progress_bar)
     cluster: Any = None  # a fairplace.core.domain.Cluster with PM-scores
     scheduler_options: Mapping[str, object] | None = None

@@ -34,6 +34,10 @@ policy would return: a *resumable* policy (its picks depend on the queue only:
 seeded by the round) whose previous decision changed nothing (same queue, same holdings: same
 input). Otherwise a resumable policy continues from the previous decision (``place(...,
 previous=...)``: the jobs heading both processing orders keep their picks).
+
+Each row of the rounds frame carries ``place_seconds``: the wall seconds spent in the placement
+policy's ``place`` calls for that decision (one ``perf_counter`` pair per call; 0 when the previous
+decision was kept, or when the scheduler allocates itself; a probe or a debug re-check counts too).
 """
 
 from __future__ import annotations
@@ -43,6 +47,7 @@ import math
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from itertools import chain
+from time import perf_counter
 
 import numpy as np
 
@@ -376,6 +381,8 @@ class Driver:
         r["started"].append(n_start)
         r["preempted"].append(n_pre)
         r["migrated"].append(n_mig)
+        r["place_seconds"].append(s.place_seconds)
+        s.place_seconds = 0.0
         r["allocation"].append(s.allocation_json(record))
 
     def _advance(self, s: RunState, t_next: float) -> None:
@@ -447,7 +454,9 @@ class Driver:
     def _place(self, order, s: RunState, last_dec):
         """Ask the policy: (its decision, new holdings as sorted tuples (by job index, twice), the
         allocation to record), checked against the contract (:meth:`.Contract.placement`). The
-        state shows the holdings by job id (``s.held_ids``, a copy: a policy may keep it)."""
+        state shows the holdings by job id (``s.held_ids``, a copy: a policy may keep it). The
+        wall seconds of the ``place`` call are added to ``s.place_seconds`` (the rounds frame's
+        ``place_seconds``)."""
         state = self.state_factory(
             self.cluster,
             self.scores,
@@ -455,10 +464,12 @@ class Driver:
             round=int(round((s.t - s.t0) / self.R)),
         )
         queue = list(map(s.jobs.__getitem__, order.tolist()))
+        t_place = perf_counter()
         if self.resumable and self.cfg.incremental:
             dec = self.policy.place(state, queue, previous=last_dec)
         else:
             dec = self.policy.place(state, queue)
+        s.place_seconds += perf_counter() - t_place
         return (dec, *self.contract.placement(dec))
 
     def _recheck(self, order, s: RunState, record) -> None:

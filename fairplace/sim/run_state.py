@@ -56,6 +56,7 @@ class RunState:
     n_done: int = 0  # tracked jobs finished
     n_tracked: int = 0  # the run ends when every tracked job has finished
     decisions: int = 0
+    place_seconds: float = 0.0  # wall seconds in the placement policy since the last recorded row
     fixed: bool = False
     last_order: np.ndarray | None = None  # the previous queue (job indices)
     last_dec: object = None  # the previous decision, from which a resumable policy continues
