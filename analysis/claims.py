@@ -312,15 +312,7 @@ def order_fraction(res: Frames, better: str, worse: str, tol: float = 1e-6):
     ), f"{int(round(ok * len(g)))}/{len(g)} instances; max rel gap {g['rel_gap'].max():.3g}"
 
 
-def median_seconds(res: Frames, policy: str, gpus: int):
-    """Median seconds of one placement round of ``policy`` on ``gpus`` GPUs."""
-    df = _where(res["placement_time"], {"policy": policy, "gpus": gpus})
-    s = df["seconds"]
-    return float(s.median()), f"median {s.median():.4f} s, max {s.max():.4f} s over {len(s)} rounds"
-
-
 MEASURES: dict[str, Callable] = {
-    "median_seconds": median_seconds,
     "geomean_gain": geomean_gain,
     "min_gain": min_gain,
     "gain_change": gain_change,

@@ -128,7 +128,29 @@ def window_gain(
     return 100 * _stat(s, stat), _detail(s, stat) + f" ({jobs}{more}; mean {metric})"
 
 
+ROUND_STATS = ("median", "max")
+
+
+def round_seconds(res: Frames, policy: str, gpus: int, stat: str = "median", where=None):
+    """The median or the worst (``stat = "max"``) of the placement seconds over every round of
+    ``policy``'s runs on ``gpus`` GPUs (PAL Fig. 18: the distribution over all scheduling epochs;
+    frame ``placement_time``, one row per round); a ``where`` list names every run it is over."""
+    if stat not in ROUND_STATS:
+        raise DataError("stat", f"expected one of {ROUND_STATS}, got {stat!r}")
+    df = rows_over(res["placement_time"], {"policy": policy, "gpus": gpus, **(where or {})})
+    s = df["seconds"]
+    worst = df.loc[s.idxmax()]
+    where_worst = f"round {worst.get('round', '?')}" + (
+        f" of {worst['trace']}" if "trace" in df else ""
+    )
+    value = float(s.median() if stat == "median" else s.max())
+    return value, (
+        f"median {s.median():.4f} s, worst {s.max():.4f} s ({where_worst}) over {len(s)} rounds"
+    )
+
+
 PAL_MEASURES: dict[str, Callable] = {
+    "round_seconds": round_seconds,
     "gain": gain,
     "gain_shift": gain_shift,
     "window_gain": window_gain,
