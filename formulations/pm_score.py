@@ -37,7 +37,7 @@ class PMScoreBinner(TransformerMixin, BaseEstimator):
     """Bin per-class PM-scores with K-means (scikit-learn estimator; one column per class).
 
     ``X`` is 2-D (n_gpus, n_classes; one class: ``x[:, None]``), finite and non-empty; it passes
-    scikit-learn's ``check_estimator`` (``tests/test_pal_binning.py``).
+    scikit-learn's ``check_estimator`` (``tests/formulations/test_pal_binning.py``).
 
     Learned: ``bins_`` (per column, sorted bin scores), ``k_`` (K-means K per column, without the
     outlier bins), ``n_outliers_``, ``silhouette_`` (best silhouette per column, NaN if not swept).

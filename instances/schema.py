@@ -22,7 +22,7 @@ from fairplace.formulations.variants import (
     T_ID_VARIANTS,
 )
 
-#: every numeric field has both bounds (tests/test_fuzz_contract.py checks it): finite and in range.
+#: every numeric field has both bounds (tests/runs/test_fuzz_contract.py checks it): finite and in range.
 _RATIO = {"type": "number", "exclusiveMinimum": 0, "maximum": MAX_RATIO}
 _PENALTY = LOCALITY_PENALTY.constraint.schema()  # any locality penalty: L in [1, MAX_RATIO]
 _RHO = {"type": "number", "exclusiveMinimum": 0, "maximum": MAX_RHO}

@@ -47,7 +47,7 @@ def _root(f, lo: float, cap: float) -> float:
         return lo
     # heavy: imported on use. SciPy >= 1.15 bundles a HiGHS binding of its own
     # (scipy.optimize._highspy); imported with the solver stack, before highspy, it made a Ctrl-C
-    # mid-batch hang ~100 s in a Pyomo solve's output capture (tests/test_batch_safety.py)
+    # mid-batch hang ~100 s in a Pyomo solve's output capture (tests/runs/test_batch_safety.py)
     from scipy.optimize import brentq
 
     hi = 2.0 * lo

@@ -4,6 +4,8 @@ truth, kept in ``fairplace.solvers.brute_force`` and re-exported here for the te
 from __future__ import annotations
 
 import signal
+import sys
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -16,6 +18,22 @@ from fairplace.solvers.brute_force import (
     brute_force_pf,
     brute_force_placement,
 )
+
+# The tests mirror the layers (tests/core, formulations, solvers, sim, runs, analysis, papers, e2e);
+# a few import another layer's test helpers by module name (`from test_themis_compact import ...`):
+# every layer folder is importable, as the flat tests/ folder was.
+_LAYERS = (
+    "core",
+    "instances",
+    "formulations",
+    "solvers",
+    "sim",
+    "runs",
+    "analysis",
+    "papers",
+    "e2e",
+)
+sys.path[:0] = [str(Path(__file__).parent / layer) for layer in _LAYERS]
 
 # The Ctrl-C tests need SIGINT delivered. A suite started in the background (`pytest &` in a
 # non-interactive shell, some CI runners) inherits SIGINT ignored, and an ignored signal stays ignored

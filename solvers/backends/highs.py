@@ -31,7 +31,7 @@ def _status(h: highspy.Highs, has_x: bool) -> str:
     if ms == M.kOptimal:
         # HiGHS 1.16 can report "Optimal" with an infeasible point: a warm dual simplex re-solve
         # whose unscaled point misses a row by 1.9e-7 > the 1e-7 tolerance (a branch-and-bound
-        # node of a THEMIS round, tests/test_compact_oracle.py); "optimal" needs a feasible point
+        # node of a THEMIS round, tests/solvers/test_compact_oracle.py); "optimal" needs a feasible point
         return "optimal" if has_x else "error"
     if ms in (M.kInfeasible,):
         return "infeasible"

@@ -170,7 +170,7 @@ def _lp_routes(plain, racks, opts, budget, why: list, log: dict):
 
 def checked_milp(milp, o: SolveOptions, x0, lp_bound: float | None, opts: SolveOptions, budget):
     """``highs.solve`` guarded against HiGHS 1.16 presolve returning a sub-optimal "optimal"
-    (a PF_{-4} program of ``tests/test_compact_shortcuts.py``: -2.911 with presolve, -2.8461 =
+    (a PF_{-4} program of ``tests/solvers/test_compact_shortcuts.py``: -2.911 with presolve, -2.8461 =
     its LP bound without). When an "optimal" MILP value stays below the LP bound by more than the
     gap tolerance (an integrality gap, or that bug), the MILP is solved again with presolve off,
     from the first answer; the better of the two is kept, "optimal" only if the second finished."""

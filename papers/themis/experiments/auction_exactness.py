@@ -17,7 +17,7 @@ route with the full MILP. A mismatch: PF objective or unbounded apps served diff
 rho (so c_i = value of the others in PF / PF_{-i} has another numerator), the MILP's c_i is
 recomputed from the MILP's PF and the DP's PF_{-i}: equal is a *tie*, not a mismatch (reported
 apart). ``--sample N`` stores N auctions (every route and size class represented) for
-``tests/test_auction_dp.py``.
+``tests/solvers/test_auction_dp.py``.
 """
 
 from __future__ import annotations

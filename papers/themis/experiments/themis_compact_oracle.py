@@ -50,7 +50,7 @@ infeasible, all confirmed, no "Optimal" without a point: that was seen only in t
 round 73 of W2 x2 seed 213). It exits 1 on a disagreement. ``--out
 FILE`` writes one JSON row per instance. ``tests/data/themis_rounds_sample.jsonl.gz`` holds 22
 rounds of A picked to cover the routes, ``tests/data/themis_round_crash.jsonl.gz`` the round that
-crashed the branch and bound (``tests/test_compact_oracle.py``).
+crashed the branch and bound (``tests/solvers/test_compact_oracle.py``).
 """
 
 from __future__ import annotations

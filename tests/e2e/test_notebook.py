@@ -8,7 +8,7 @@ import nbformat
 import pytest
 from nbclient import NotebookClient
 
-NOTEBOOK = Path(__file__).resolve().parents[1] / "examples" / "quickstart.ipynb"
+NOTEBOOK = Path(__file__).resolve().parents[2] / "examples" / "quickstart.ipynb"
 
 
 @pytest.mark.slow

@@ -22,7 +22,7 @@ from fairplace.runs.sweep import results_paths, run_sweep
 
 pytestmark = pytest.mark.slow
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 SPEC = """
 name = "remote"
 schedulers = ["fifo"]

@@ -11,7 +11,7 @@ import pytest
 from fairplace.runs.reproduce import reproduce
 
 DOC = (
-    Path(__file__).resolve().parents[1] / "papers" / "themis" / "experiments" / "themis_results.py"
+    Path(__file__).resolve().parents[2] / "papers" / "themis" / "experiments" / "themis_results.py"
 )
 
 

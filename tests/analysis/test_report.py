@@ -1,6 +1,6 @@
 """The report: built from its Jinja2 templates (prose as Markdown, tables through pandas' Styler),
 and every figure it saves keeps its legends inside the image (tight bounding box; every figure of
-a reproduction: ``tests/test_reproduce.py``, which checks them with :func:`legend_problems`)."""
+a reproduction: ``tests/e2e/test_reproduce.py``, which checks them with :func:`legend_problems`)."""
 
 from __future__ import annotations
 

@@ -4,7 +4,7 @@ A module-level registry of names is found two ways: by name (a public name that 
 sets of names, or one ending in ``_REGISTRY``), and by shape (a public mapping from names to
 functions or classes, which selects code by name). Each must be a ``Registry``; there is no
 ``Lazy("module:attr")`` name in the package. That no module re-exports another's names (except a
-package ``__init__``) is ``tests/test_sim_layout.py::test_a_module_exports_only_its_own_public_names``.
+package ``__init__``) is ``tests/sim/test_sim_layout.py::test_a_module_exports_only_its_own_public_names``.
 """
 
 from __future__ import annotations
@@ -18,7 +18,7 @@ from pathlib import Path
 
 from fairplace.core.registry import Registry
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 PACKAGE_DIR = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["setuptools"][
     "package-dir"
 ]

@@ -1,7 +1,7 @@
 """Speed-ups change no result: every policy's picks and every simulation (summary, per-job JCTs,
 decisions) equal the references recorded before the incremental engine (``tests/speedup_cases.py``;
 integers and ids exactly, floats to ``sc.RTOL``). Here on the Python path (the reference);
-tests/test_round_kernel.py checks the same references through the compiled kernel."""
+tests/solvers/test_round_kernel.py checks the same references through the compiled kernel."""
 
 from __future__ import annotations
 

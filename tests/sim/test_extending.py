@@ -16,7 +16,7 @@ from fairplace.core.errors import OptionError
 from fairplace.instances.trace_generators import make_trace
 from fairplace.sim import SimulationConfig
 
-DOC = Path(__file__).resolve().parents[1] / "docs" / "extending.md"
+DOC = Path(__file__).resolve().parents[2] / "docs" / "extending.md"
 SECTIONS = ("A scheduler", "A placement policy", "A T_id model")
 # THEMIS workload 1's named small variant (8-24 jobs per app, an 8-hour window): ~100 jobs, well
 # under a second a run; the paper scale gives ~400 jobs over 14 days and ~20 s a run

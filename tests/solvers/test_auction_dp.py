@@ -23,7 +23,7 @@ from fairplace.solvers.compact.dp import dp_suits, solve_dp
 from fairplace.solvers.compact.enumeration import enumerate_auction
 from fairplace.solvers.options import SolveOptions
 
-SAMPLE = Path(__file__).parent / "data" / "auction_dp_sample.json.gz"
+SAMPLE = Path(__file__).parents[1] / "data" / "auction_dp_sample.json.gz"
 REL = 1e-9
 OPTS = SolveOptions(parallel=False, mip_allow_restart=False)
 

@@ -19,8 +19,8 @@ from fairplace.instances.traces import load_trace, recycled_jobs
 from fairplace.sim.config import SimulationConfig
 from fairplace.sim.setups import SETUP_TIES, SETUPS, SOURCES, markdown_table, setup_options
 
-CELLS = pd.read_csv(Path(__file__).parent / "data" / "pal-artifact-avg-jct.csv", comment="#")
-ROOT = Path(__file__).parents[1]
+CELLS = pd.read_csv(Path(__file__).parents[1] / "data" / "pal-artifact-avg-jct.csv", comment="#")
+ROOT = Path(__file__).parents[2]
 
 
 def _cell_param(r):

@@ -17,7 +17,7 @@ from fairplace.runs.batch_results import append_row
 from fairplace.runs.sweep import cell_id, fixed_key, results_paths
 from fairplace.runs.sweep_spec import load_spec
 
-EXPERIMENTS = Path(__file__).resolve().parents[1] / "papers" / "themis" / "experiments"
+EXPERIMENTS = Path(__file__).resolve().parents[2] / "papers" / "themis" / "experiments"
 SPEC = {
     "name": "themis-contention", "schedulers": ["themis", "las"], "placements": ["packed-sticky"],
     "traces": ["themis-2"], "seeds": [0, 1], "frames": ["apps"], "params": {"contention": [1, 2]},

@@ -10,7 +10,7 @@ from pathlib import Path
 
 from fairplace.sim.schedulers import SCHEDULER_REGISTRY
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 SIM = ROOT / "fairplace" / "sim"
 #: the package's source folders (pyproject's package-dir)
 SOURCES = ("fairplace", "core", "formulations", "solvers", "instances", "analysis", "papers")

@@ -8,7 +8,7 @@ import sys
 import types
 from pathlib import Path
 
-DOCS = Path(__file__).resolve().parents[1] / "docs"
+DOCS = Path(__file__).resolve().parents[2] / "docs"
 SECTION = "## A solver back end"
 
 

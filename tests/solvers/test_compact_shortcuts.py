@@ -50,7 +50,7 @@ def test_matching_places_whole_machine_cells_whenever_a_placement_exists(seed):
 
 
 def _presolve_case():
-    """Seed 4 of ``test_cell_filters_keep_the_optima`` (tests/test_themis_compact.py): 4 apps on
+    """Seed 4 of ``test_cell_filters_keep_the_optima`` (tests/solvers/test_themis_compact.py): 4 apps on
     6 machines x 4 GPUs; HiGHS 1.16 with presolve returns "optimal" -2.911 for PF_{-0} in the
     rack-cell program, whose optimum is -2.8461 (presolve off, and the plain program)."""
     return cell_filter_instance(4)

@@ -10,7 +10,7 @@ import pytest
 
 matplotlib.use("Agg")
 
-README = Path(__file__).resolve().parents[1] / "README.md"
+README = Path(__file__).resolve().parents[2] / "README.md"
 
 
 def test_readme_starts_with_the_two_setup_commands():

@@ -15,7 +15,7 @@ from fairplace.sim import SCHEDULERS
 from fairplace.solvers.placement.policies import POLICY_NAMES
 from fairplace.solvers.registry import solver_table
 
-EXAMPLE = Path(__file__).resolve().parents[1] / "examples" / "sweep-pal-vs-load.toml"
+EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "sweep-pal-vs-load.toml"
 
 
 def _options(parser, path=()):

@@ -20,8 +20,8 @@ from fairplace.solvers.compact import pa_payments as compact_pa
 from fairplace.solvers.compact import rc as compact_rc
 from fairplace.solvers.options import SolveOptions
 
-DATA = Path(__file__).parent / "data"
-SCRIPT = Path(__file__).resolve().parents[1] / "papers/themis/experiments/themis_compact_oracle.py"
+DATA = Path(__file__).parents[1] / "data"
+SCRIPT = Path(__file__).resolve().parents[2] / "papers/themis/experiments/themis_compact_oracle.py"
 
 
 def _oracle():

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-SCRIPT = Path(__file__).resolve().parents[1] / "examples" / "measure_sweep_scaling.py"
+SCRIPT = Path(__file__).resolve().parents[2] / "examples" / "measure_sweep_scaling.py"
 
 
 @pytest.mark.slow

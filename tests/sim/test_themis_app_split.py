@@ -182,7 +182,7 @@ def test_bad_app_split_names_its_field():
 
 @pytest.fixture(scope="module")
 def small_runs():
-    """8 apps of the small W2 variant on 32 GPUs (tests/test_sim_themis.py's instance), both splits."""
+    """8 apps of the small W2 variant on 32 GPUs (tests/sim/test_sim_themis.py's instance), both splits."""
     w = themis_workload(2, scale="small", n_apps=8, base_gpus=64, contention=2, seed=0)
     return {
         how: fairplace.simulate(

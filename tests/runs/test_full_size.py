@@ -13,7 +13,7 @@ from fairplace.core.errors import DataError
 from fairplace.runs import full_size
 from fairplace.runs.reproduce import _full_size, load_claims
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 CLAIM = {
     "id": "x", "text": "t", "paper": "p", "experiment": "contention", "measure": "max_of",
     "args": {"metric": "max_rho"}, "paper_range": [2.0, 3.0], "direction": "higher",

@@ -44,7 +44,7 @@ def test_three_two_gpu_jobs_on_four_gpus_reach_rho_one():
     """One app, three 2-GPU jobs, 4 GPUs: all 4 GPUs stay busy (the 4th was idle: its bid is flat
     between 3 and 4 GPUs and nobody else wanted it), so the app finishes as if alone on its share.
     The even split (2, 1, 1, then 2, 2) has no tail; the restart-aware split runs whole jobs
-    (2, 2, then 2 alone: rho 4/3, tests/test_themis_app_split.py)."""
+    (2, 2, then 2 alone: rho 4/3, tests/sim/test_themis_app_split.py)."""
     res = fairplace.simulate(
         _frame([(2, 3600)] * 3, 4), "themis", "packed-sticky", progress=False, restart=0.0,
         checkpoint=0.0, scheduler_options={"app_split": "even"},
@@ -56,7 +56,7 @@ def test_three_two_gpu_jobs_on_four_gpus_reach_rho_one():
 
 def test_themis_leaves_no_gpu_idle_while_jobs_wait():
     """The even split: no job below its demand next to an idle GPU (the restart-aware split leaves
-    a job below N_j when growing it would not pay: tests/test_themis_app_split.py)."""
+    a job below N_j when growing it would not pay: tests/sim/test_themis_app_split.py)."""
     w = themis_workload(2, scale="small", n_apps=8, contention=2, seed=1)
     res = fairplace.simulate(  # THEMIS on its own event clock: a 60-s tick idles GPUs < 60 s
         w, "themis", "packed-sticky", progress=False, scheduler_options={"app_split": "even"},
@@ -203,4 +203,4 @@ def test_the_small_variant_keeps_three_bidders_per_round():
     assert s["mean_bidders"] >= 2.5
     # idle_gpu_hours_while_waiting counts the jobs the restart-aware split leaves below N_j because
     # growing them would not pay (rule 3); that no GPU idles beside a waiting job is held in
-    # tests/test_themis_app_split.py, the even split's zero above
+    # tests/sim/test_themis_app_split.py, the even split's zero above

@@ -374,7 +374,7 @@ def test_mutated_sweep_spec_validates_fully(tmp_path, spec):
 # `fairplace simulate` takes names; the objects behind them are swapped for broken ones here, as a
 # user's objects reach the same driver through fairplace.simulate. A broken decision exits 2 with
 # one line naming --placement / --scheduler, the object and the rule (or the run is still valid).
-EXT_TRACE = CONTRACT_TRACE  # 6 jobs of 1-4 GPUs (tests/test_sim_contract.py)
+EXT_TRACE = CONTRACT_TRACE  # 6 jobs of 1-4 GPUs (tests/sim/test_sim_contract.py)
 
 
 class _Policy:

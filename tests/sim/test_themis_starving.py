@@ -173,7 +173,7 @@ def _oracle():
     from pathlib import Path
 
     path = (
-        Path(__file__).resolve().parents[1] / "papers/themis/experiments/themis_compact_oracle.py"
+        Path(__file__).resolve().parents[2] / "papers/themis/experiments/themis_compact_oracle.py"
     )
     spec = importlib.util.spec_from_file_location("themis_compact_oracle", path)
     mod = importlib.util.module_from_spec(spec)
@@ -189,7 +189,7 @@ def test_lease_tables_agree_with_the_full_milp(kind):
     from pathlib import Path
 
     oracle = _oracle()
-    docs = oracle.read_cases(Path(__file__).parent / "data" / "themis_rounds_sample.jsonl.gz")
+    docs = oracle.read_cases(Path(__file__).parents[1] / "data" / "themis_rounds_sample.jsonl.gz")
     docs = [d for d in docs if len(d["apps"]) > 1 and len(d["offer"]) <= 64][:6]
     assert len(docs) >= 4
     for doc in docs:

@@ -14,7 +14,7 @@ import pytest
 
 from fairplace.cli import main
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 
 
 def _shell_block() -> list[list[str]]:

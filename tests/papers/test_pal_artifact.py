@@ -21,7 +21,7 @@ from fairplace.sim import Driver, DriverConfig, workload_from_trace
 from fairplace.sim.schedulers import make_scheduler
 from fairplace.solvers.placement.policies import ClusterState, make_policy
 
-FIXTURE = Path(__file__).parent / "data" / "longhorn-artifact-64gpu.csv"
+FIXTURE = Path(__file__).parents[1] / "data" / "longhorn-artifact-64gpu.csv"
 COLS = {c: f"PerfVar_class{c}" for c in "ABCD"}
 FILES = {"A": "resnet50", "B": "bert", "C": "bert", "D": "pagerank"}
 
