@@ -167,7 +167,7 @@ def test_compact_and_explicit_routes_keep_the_same_counts():
     bundle; the kept GPUs differ by at most one from the rule's count."""
     compared = partial_somewhere = 0
     for seed in range(20):
-        inst = _instance(seed, n_apps=4)  # tests/solvers/test_themis_compact.py's random agent auctions
+        inst = _instance(seed, n_apps=4)  # test_themis_compact's random agent auctions
         e = solve_auction(to_explicit(inst), rounding="partial", seed=seed)
         c = solve_compact_auction(inst, rounding="partial", seed=seed)
         size_e = {a: len(g) for a, g in e.pf_allocation.items()}
