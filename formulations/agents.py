@@ -19,15 +19,16 @@ import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from functools import cached_property
+from typing import Any
 
 import numpy as np
 
 from fairplace.core.domain import AgentApp, App, AuctionInstance, Bid, Cluster, spread
 from fairplace.core.errors import OptionError
 
-from .ftf import FTFModel, IdealTime
+from .ftf import FTFModel, IdealTime, locality_triple
 from .ftf_counts import rho_grid
-from .hyperopt import PerfCurve, SuccessiveHalving
+from .hyperopt import HyperOptimizer, PerfCurve, SuccessiveHalving
 from .variants import STOPPING
 
 #: Largest number of subsets ``subset_bids`` enumerates per app before refusing.
@@ -59,17 +60,22 @@ def optimizer_of(
     raise OptionError("stopping", f"expected one of {STOPPING}, got {app.stopping!r}")
 
 
-def ftf_model(app: AgentApp, cluster: Cluster | None = None, optimizer=None) -> FTFModel:
+def ftf_model(
+    app: AgentApp,
+    cluster: Cluster | None = None,
+    optimizer: HyperOptimizer | None = None,
+) -> FTFModel:
     """The finish-time fairness model of an agent-form app (``cluster``: for per-job spreads;
     ``optimizer``: :func:`optimizer_of` ``app`` when the caller already has it — its jobs and
     phases, the parts that do not move with time)."""
     opt = optimizer_of(app) if optimizer is None else optimizer
+    t_id: dict[str, Any] = dict(app.t_id)  # IdealTime's fields; IdealTime checks them
     return FTFModel(
         optimizer=opt,
         d_max=int(app.d_max),
         elapsed=float(app.t_now - app.t_start),
-        locality=tuple(app.locality),
-        t_id=IdealTime(**dict(app.t_id)),
+        locality=locality_triple(app.locality),
+        t_id=IdealTime(**t_id),
         work_total=app.work_total,
         demand_max=app.demand_max,
         split=app.split,
@@ -135,7 +141,7 @@ class RhoTable:
 def rho_table(
     app: AgentApp,
     cluster: Cluster,
-    offer: Sequence[int],
+    offer: Sequence[int] | np.ndarray,
     r_c: int | None = None,
     room: int | None = None,
     model: FTFModel | None = None,
@@ -145,11 +151,11 @@ def rho_table(
     its running jobs cannot use, although its model values GPUs for later phases). ``model``:
     ``ftf_model(app, cluster)`` when the caller has built it."""
     model = ftf_model(app, cluster) if model is None else model
-    offer = np.asarray(offer, dtype=np.int64)
+    offered = np.asarray(offer, dtype=np.int64)
     held = cluster.indices(app.held) if app.held else np.zeros(0, np.int64)
-    levels = levels_of(cluster, np.concatenate([offer, held]), app.cls)
+    levels = levels_of(cluster, np.concatenate([offered, held]), app.cls)
     r_c = r_c or len(cluster)
-    n_max = int(min(offer.size, max(model.app_demand_max - held.size, 0)))
+    n_max = int(min(offered.size, max(model.app_demand_max - held.size, 0)))
     if room is not None:
         n_max = min(n_max, max(int(room), 0))
     rho = rho_grid(model, range(held.size, held.size + n_max + 1), r_c, levels)
@@ -166,14 +172,16 @@ def rho_table(
     return RhoTable(app.id, levels, rho, int(held.size), h_spread, h_level)
 
 
-def table_rho(table: RhoTable, app: AgentApp, cluster: Cluster, idx: Sequence[int]) -> float:
+def table_rho(
+    table: RhoTable, app: AgentApp, cluster: Cluster, idx: Sequence[int] | np.ndarray
+) -> float:
     """rho of a concrete offered bundle (union with the held GPUs) read from the table."""
-    idx = np.asarray(idx, dtype=np.int64)
+    bundle = np.asarray(idx, dtype=np.int64)
     held = cluster.indices(app.held) if app.held else np.zeros(0, np.int64)
-    union = np.concatenate([idx, held])
+    union = np.concatenate([bundle, held])
     s = spread(cluster.machine_index, cluster.rack_index, union)
     v = cluster.pm_vector(app.cls)[union].max() if union.size else 1.0
-    return table.lookup(min(int(idx.size), table.n_max), s, v)
+    return table.lookup(min(int(bundle.size), table.n_max), s, v)
 
 
 def n_subsets(n: int, k_max: int) -> int:
@@ -183,7 +191,7 @@ def n_subsets(n: int, k_max: int) -> int:
 def subset_bids(
     app: AgentApp,
     cluster: Cluster,
-    offer: Sequence[int],
+    offer: Sequence[int] | np.ndarray,
     r_c: int | None = None,
     max_subsets: int = MAX_SUBSETS,
 ) -> tuple[tuple[Bid, ...], RhoTable]:
@@ -231,7 +239,7 @@ class Group:
 
 
 def groups(
-    cluster: Cluster, offer: Sequence[int], classes: Sequence[str | None]
+    cluster: Cluster, offer: Sequence[int] | np.ndarray, classes: Sequence[str | None]
 ) -> tuple[Group, ...]:
     """Partition of the offer into (machine, PM levels of every class in ``classes``) groups."""
     V = np.stack([cluster.pm_vector(c) for c in classes]) if classes else np.ones((1, len(cluster)))
@@ -263,7 +271,7 @@ class CountBundle:
 def count_bundles(
     app: AgentApp,
     cluster: Cluster,
-    offer: Sequence[int],
+    offer: Sequence[int] | np.ndarray,
     r_c: int | None = None,
     limit: int = 1 << 18,
 ) -> tuple[tuple[CountBundle, ...], tuple[Group, ...], RhoTable]:

@@ -95,8 +95,7 @@ def compact_app(
 ) -> CompactApp:
     """``app`` as the compact arbiter sees it on ``offer`` (``room`` / ``model``: as
     :func:`~fairplace.formulations.agents.rho_table`)."""
-    # rho_table reads any int array (np.asarray); formulations/agents.py annotates a Sequence
-    t = rho_table(app, cluster, offer, room=room, model=model)  # type: ignore[arg-type]
+    t = rho_table(app, cluster, offer, room=room, model=model)
     hm = hr = -1
     if app.held:
         idx = cluster.indices(app.held)

@@ -55,28 +55,36 @@ from .phase_times import (  # noqa: F401  (the phase-time functions: re-exported
 from .variants import T_ID_VARIANTS
 
 
+def locality_triple(values: Sequence[float], what: str = "locality") -> tuple[float, float, float]:
+    """(L_machine, L_rack, L_cluster) as floats; an OptionError naming ``what`` unless 3 values."""
+    if len(values) != 3:
+        raise OptionError(what, f"need 3 values (machine, rack, cluster), got {list(values)}")
+    a, b, c = values
+    return (float(a), float(b), float(c))
+
+
 def profiled_locality(t_iter_by_spread: Sequence[float]) -> tuple[float, float, float]:
     """L from profiled iteration times on a machine / rack / cluster placement:
     L(s) = t(s) / t(machine), made non-decreasing (a wider spread is never faster)."""
     t = np.asarray(t_iter_by_spread, dtype=float)
     if t.shape != (3,) or not np.all(t > 0):
         raise OptionError("locality", f"need 3 positive iteration times, got {list(t)}")
-    return tuple(float(v) for v in np.maximum.accumulate(t / t[0]))
+    return locality_triple(np.maximum.accumulate(t / t[0]).tolist(), "locality")
 
 
 def model_locality(
     model: str | None,
     table: Mapping[str, Sequence[float]] | None = None,
-    default=LOCALITY_BOOTSTRAP,
+    default: Sequence[float] = LOCALITY_BOOTSTRAP,
 ) -> tuple[float, float, float]:
     """L per model from a table {model: (L_machine, L_rack, L_cluster)} (a scalar entry x means
     (1, x, x)); the bootstrap constants (1, 1.1, 1.3) when the model is not in the table."""
     if model is None or not table or model not in table:
-        return tuple(default)
+        return locality_triple(default, "locality")
     v = table[model]
     if isinstance(v, (int, float)):
         return (1.0, float(v), float(v))
-    return tuple(float(x) for x in v)
+    return locality_triple(v, f"locality[{model!r}]")
 
 
 def single_job_t_shared(
@@ -103,11 +111,12 @@ def t_shared(
     each phase with its own per-job demand (``SuccessiveHalving.phase_demand``)."""
     alloc = range(n_gpus)
     total = float(elapsed)
-    halving = isinstance(opt, SuccessiveHalving)
-    for p in range(opt.current_phase if halving else 0, opt.num_phases()):  # past phases: 0 s
-        d = opt.phase_demand(p, d_max) if halving else d_max
-        if halving and p > opt.current_phase and split == "even":  # k copies of the model job
-            for x in later_phase_times(opt, n_gpus, d_max, spread_level, vmax, locality,
+    halving = opt if isinstance(opt, SuccessiveHalving) else None
+    first = halving.current_phase if halving is not None else 0
+    for p in range(first, opt.num_phases()):  # past phases: 0 s
+        d = halving.phase_demand(p, d_max) if halving is not None else d_max
+        if halving is not None and p > first and split == "even":  # k copies of the model job
+            for x in later_phase_times(halving, n_gpus, d_max, spread_level, vmax, locality,
                                        machine_gpus):  # fmt: skip
                 total += x  # phase by phase, in order
             break  # every later phase is one of them
@@ -247,12 +256,13 @@ class FTFModel:
         return value
 
     def _ideal(self, r_c: int) -> float:
-        halving = isinstance(self.optimizer, SuccessiveHalving)
+        opt = self.optimizer
+        halving = isinstance(opt, SuccessiveHalving)
         needs_left = self.t_id.reads_work_left or (self.work_total is None and not halving)
-        left = remaining_work(self.optimizer) if needs_left else 0.0
+        left = remaining_work(opt) if needs_left else 0.0
         total = self.work_total
         if total is None:
-            total = self.optimizer.budget() if halving else left
+            total = opt.budget() if isinstance(opt, SuccessiveHalving) else left
         return self.t_id.value(total, left, self.app_demand_max, r_c)
 
     def t_shared(self, n_gpus: int, spread_level: int = 0, vmax: float = 1.0) -> float:

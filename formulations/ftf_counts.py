@@ -16,7 +16,7 @@ from collections.abc import Sequence
 import numpy as np
 
 from .ftf import FTFModel
-from .hyperopt import HyperOptimizer, JobInfo, SuccessiveHalving
+from .hyperopt import HyperOptimizer, JobView, SuccessiveHalving
 from .phase_times import (
     LOCALITY_BOOTSTRAP,
     even_phase_times,
@@ -80,7 +80,7 @@ def _lpt_makespans(works: Sequence[float], counts: Sequence[int]) -> np.ndarray:
 
 
 def phase_time_counts(
-    jobs: Sequence[JobInfo],
+    jobs: Sequence[JobView],
     counts: Sequence[int],
     d_max: int,
     spread_level: int = 0,
@@ -305,7 +305,7 @@ def spread_times(model: FTFModel, counts: list[int]) -> list[list[float]]:
 
 
 def rho_grid(
-    model: FTFModel, counts: Sequence[int], r_c: int, levels: Sequence[float]
+    model: FTFModel, counts: Sequence[int], r_c: int, levels: Sequence[float] | np.ndarray
 ) -> np.ndarray:
     """rho[a, s, v] for ``counts[a]`` GPUs, spread s = 0, 1, 2 and max V = ``levels[v]``: T_id
     once, and T_sh = elapsed + V x (the phases' time at V = 1), since every job time is linear

@@ -36,11 +36,13 @@ class JobInfo:
 class HyperOptimizer(Protocol):
     """Figure 7's AGENT <-> hyper-parameter optimiser API (``gpu_alloc``: the GPUs of the app)."""
 
-    def jobs_in_phase(self, phase: int, gpu_alloc: Sequence) -> list[JobInfo]: ...
+    def jobs_in_phase(self, phase: int, gpu_alloc: Sequence) -> list[JobView]: ...
 
     def num_phases(self) -> int: ...
 
-    def jobs_remaining(self, gpu_alloc: Sequence) -> list[JobInfo]: ...
+    def jobs_remaining(self, gpu_alloc: Sequence) -> list[JobView]: ...
+
+    def demand_jobs(self) -> int: ...
 
 
 class TimedJob(Protocol):
@@ -51,6 +53,16 @@ class TimedJob(Protocol):
 
     @property
     def locality_sensitivity(self) -> float: ...
+
+
+class JobView(TimedJob, Protocol):
+    """What the AGENT reads of a job: a :class:`JobInfo` or an ``AgentJob`` held as it is."""
+
+    @property
+    def iters_remaining(self) -> float: ...
+
+    @property
+    def work(self) -> float: ...
 
 
 def model_job(jobs: Sequence[TimedJob], future: str = "median") -> tuple[float, float]:
@@ -72,7 +84,7 @@ class SuccessiveHalving:
     current phase's real jobs; ``mode='median'`` models every phase, the current one included, by the
     median job (the paper's quoted 0.5 / 0.34)."""
 
-    jobs: tuple[JobInfo, ...]
+    jobs: tuple[JobView, ...]
     phases: tuple[tuple, ...]
     current_phase: int = 0
     mode: str = "actual"
@@ -109,7 +121,7 @@ class SuccessiveHalving:
     def num_phases(self) -> int:
         return len(self.phases)
 
-    def jobs_in_phase(self, phase: int, gpu_alloc: Sequence = ()) -> list[JobInfo]:
+    def jobs_in_phase(self, phase: int, gpu_alloc: Sequence = ()) -> list[JobView]:
         if phase < self.current_phase:
             return []
         if phase == self.current_phase:
@@ -127,7 +139,7 @@ class SuccessiveHalving:
             return int(default)
         return int(p[2])
 
-    def jobs_remaining(self, gpu_alloc: Sequence = ()) -> list[JobInfo]:
+    def jobs_remaining(self, gpu_alloc: Sequence = ()) -> list[JobView]:
         return self.jobs_in_phase(self.current_phase, gpu_alloc)
 
     def budget(self) -> float:
@@ -159,7 +171,7 @@ class PerfCurve:
     """Performance-curve stopping: each running job with the forecast remaining iterations of its
     plausible convergence curves; the AGENT takes the latest forecast (``max``) per job."""
 
-    jobs: tuple[JobInfo, ...]
+    jobs: tuple[JobView, ...]
     forecasts: tuple[tuple[float, ...], ...] = ()
 
     def num_phases(self) -> int:
@@ -170,15 +182,15 @@ class PerfCurve:
         """As :attr:`SuccessiveHalving.phase_memo`."""
         return {}
 
-    def jobs_remaining(self, gpu_alloc: Sequence = ()) -> list[JobInfo]:
-        out = []
+    def jobs_remaining(self, gpu_alloc: Sequence = ()) -> list[JobView]:
+        out: list[JobView] = []
         for k, j in enumerate(self.jobs):
             f = self.forecasts[k] if k < len(self.forecasts) and self.forecasts[k] else ()
             iters = max([j.iters_remaining, *f]) if f else j.iters_remaining
             out.append(JobInfo(float(iters), j.avg_time_per_iter, j.locality_sensitivity))
         return out
 
-    def jobs_in_phase(self, phase: int, gpu_alloc: Sequence = ()) -> list[JobInfo]:
+    def jobs_in_phase(self, phase: int, gpu_alloc: Sequence = ()) -> list[JobView]:
         return self.jobs_remaining(gpu_alloc) if phase == 0 else []
 
     def demand_jobs(self) -> int:

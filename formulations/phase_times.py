@@ -21,7 +21,7 @@ from collections.abc import Sequence
 
 from fairplace.core.errors import OptionError
 
-from .hyperopt import JobInfo, SuccessiveHalving
+from .hyperopt import JobView, SuccessiveHalving
 from .variants import SPLITS
 
 #: THEMIS' bootstrap locality constants: one machine, across machines (one rack), across racks.
@@ -33,7 +33,7 @@ def job_locality(locality: Sequence[float], spread_level: int, sensitivity: floa
     return 1.0 + float(sensitivity) * (float(locality[spread_level]) - 1.0)
 
 
-def phase_works(memo: dict | None, phase: int, jobs: Sequence[JobInfo]) -> list[float] | None:
+def phase_works(memo: dict | None, phase: int, jobs: Sequence[JobView]) -> list[float] | None:
     """The works of a phase's jobs sorted longest first, kept in the optimiser's phase ``memo``
     (its jobs never change; the AGENT's rho and every spread of its rho table sort them once);
     None without a memo."""
@@ -55,7 +55,7 @@ def keep_works(memo: dict, phase: int, works: list[float]) -> None:
 
 
 def phase_time(
-    jobs: Sequence[JobInfo],
+    jobs: Sequence[JobView],
     n_gpus: int,
     d_max: int,
     spread_level: int = 0,
