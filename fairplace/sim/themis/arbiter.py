@@ -249,7 +249,7 @@ class Arbiter:
         )
 
     # --- steps ------------------------------------------------------------------------------------
-    def _filter(self, cluster: Cluster, states: list[AppState], seed: int, n_active):
+    def _filter(self, cluster: Cluster, states: list[AppState], seed: int, n_active: int | None):
         """Steps 1-2: the ranking worst first ((app id, current rho), ...) and the ceil((1 - f) N)
         worst as participants; (ranking, participants, the others)."""
         now = [self._rho_now(cluster, s) for s in states]
@@ -259,7 +259,7 @@ class Arbiter:
             self._rho_share(cluster, s, n_all) if tied[now[i]] > 1 else 0.0
             for i, s in enumerate(states)
         ]
-        keys = [(-now[i], -share[i]) for i in range(len(states))]
+        keys: list[tuple[float, ...]] = [(-now[i], -share[i]) for i in range(len(states))]
         if len(set(keys)) < len(keys):  # the seeded draw decides only among equal keys
             draw = np.random.default_rng([seed, 1]).random(len(states))
             keys = [(*k, draw[i]) for i, k in enumerate(keys)]

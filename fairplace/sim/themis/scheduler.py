@@ -151,7 +151,7 @@ class Themis:
 
     def next_event(self, t: float) -> float:
         """The next lease expiry after ``t`` (inf when no GPU is leased)."""
-        if self.expiry is None:
+        if self.expiry is None or self.owner is None:
             return np.inf
         e = self.expiry[(self.owner >= 0) & (self.expiry > t + 1e-9)]
         return float(e.min()) if e.size else np.inf
@@ -160,7 +160,7 @@ class Themis:
     def allocate(self, view: SchedView, w, cluster: Cluster, scores, alloc, grid) -> dict:
         """New job allocations {job index: GPU indices} at ``view.t`` (``grid(t)``: next grid point)."""
         G, t = len(cluster), view.t
-        if self.expiry is None:
+        if self.expiry is None or self.owner is None:  # the first decision (both set together)
             self.expiry = np.full(G, -np.inf)
             self.owner = np.full(G, -1, np.int64)
             if self.pricing == "locality":  # THEMIS as published: S = L(spread), every V = 1
@@ -175,8 +175,9 @@ class Themis:
         finished_app = ~alive[self.owner]
         self.owner[finished_app | (self.expiry <= t + 1e-9)] = -1
         running = running_jobs(view, w)
-        usable = self.splitter.usable(running, view, w, alloc)
-        self._reclaim(usable, alloc)
+        splitter = self._splitter()
+        usable = splitter.usable(running, view, w, alloc)
+        self._reclaim(self.owner, usable, alloc)
         self.expiry[self.owner < 0] = -np.inf
         free = (self.owner < 0).nonzero()[0]
         held = np.bincount(self.owner[self.owner >= 0], minlength=usable.size)
@@ -209,8 +210,8 @@ class Themis:
             if self.renewal == "held-machines":
                 left = np.zeros(G, bool)  # the offer less what the auction gave (sorted)
                 left[free] = True
-                for g in won.values():
-                    left[g] = False
+                for idx in won.values():
+                    left[idx] = False
                 spare = left.nonzero()[0]
                 won = back_to_held(won, spare, before, self._mi, self._ri, self._labels, extra)
             grant = self._keep_previous(won, before)
@@ -222,7 +223,7 @@ class Themis:
                 self.owner[idx] = a
                 self.expiry[idx] = end
         self.k += 1
-        return self.splitter.split(self.owner, view, w, alloc, running)
+        return splitter.split(self.owner, view, w, alloc, running)
 
     def summary_extra(self, gpus: int) -> dict[str, float]:
         """Per-run auction statistics for the simulation summary: auctions held, mean bidders per
@@ -249,22 +250,23 @@ class Themis:
             "arbiter_ms_p95": float(np.percentile(arb_ms, 95)),
         }
 
-    def _reclaim(self, usable: np.ndarray, alloc) -> None:
+    def _reclaim(self, owner: np.ndarray, usable: np.ndarray, alloc) -> None:
         """Work-conserving leases: an app holding more GPUs than its running jobs can use (jobs
         finished before its lease ended) gives the excess back now, idle GPUs first, from the
-        machines where it holds fewest."""
-        held = np.bincount(self.owner[self.owner >= 0], minlength=usable.size)
+        machines where it holds fewest (``owner``: per GPU the app holding it, -1 free; changed in
+        place)."""
+        held = np.bincount(owner[owner >= 0], minlength=usable.size)
         over = np.flatnonzero(held > usable)
         if not over.size:
             return
-        busy = np.zeros(len(self.owner), bool)
+        busy = np.zeros(len(owner), bool)
         for gs in alloc.values():
             busy[np.asarray(gs, np.int64)] = True
         for a in over.tolist():
-            mine = np.flatnonzero(self.owner == a)
+            mine = np.flatnonzero(owner == a)
             per_machine = np.bincount(self._mi[mine], minlength=int(self._mi.max()) + 1)
             order = np.lexsort((mine, per_machine[self._mi[mine]], busy[mine]))
-            self.owner[mine[order[: held[a] - usable[a]]]] = -1
+            owner[mine[order[: held[a] - usable[a]]]] = -1
 
     def _keep_previous(self, grant: dict, before: np.ndarray) -> dict:
         """Swap granted GPUs within groups of interchangeable GPUs (same machine and same decision
@@ -305,6 +307,12 @@ class Themis:
             pool -= set(take)
             out[a] = np.asarray(sorted(take), np.int64)
         return out
+
+    def _splitter(self) -> AppScheduler:
+        """The app scheduler :meth:`bind` made for the cluster."""
+        if self.splitter is None:
+            raise RuntimeError("Themis.bind(cluster) must be called before allocate")
+        return self.splitter
 
     def bind(self, cluster: Cluster) -> None:
         self._mi = cluster.machine_index
