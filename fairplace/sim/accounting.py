@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from array import array
 from dataclasses import dataclass, field, replace
+from typing import Any
 
 import numpy as np
 
@@ -92,7 +93,7 @@ class Timeline:
     done_iters: np.ndarray
     t_isolated: np.ndarray  # per app: Gavel's isolated-equivalent time of the work done
     t_isolated_job: np.ndarray  # the same per job (the job as its own app)
-    rounds: dict[str, list] = field(default_factory=dict)
+    rounds: dict[str, Any] = field(default_factory=dict)  # lists; "allocation" a TextLog
     busy_gpu_seconds: float = 0.0
     idle_waiting_gpu_seconds: float = 0.0  # integral of min(idle GPUs, unmet demand)
     t0: float = 0.0
