@@ -65,7 +65,9 @@ def cluster(tmp_path_factory):
              "--tls-key", str(tls["key"]), "--no-dashboard"]  # fmt: skip
     sched_file = tmp / "scheduler.json"
     # the stand-in simulators below travel by reference: the scheduler and workers import this file
-    path = os.pathsep.join(filter(None, [str(ROOT / "tests"), os.environ.get("PYTHONPATH")]))
+    path = os.pathsep.join(
+        filter(None, [str(Path(__file__).resolve().parent), os.environ.get("PYTHONPATH")])
+    )
     env = dict(os.environ, DASK_DISTRIBUTED__SCHEDULER__ALLOWED_FAILURES="0", PYTHONPATH=path)
     dask = [sys.executable, "-m", "dask"]
     procs = [
