@@ -1,6 +1,7 @@
 """One declarative spec per parameter, in the style of scikit-learn's ``_param_validation``
 (``Interval``, ``StrOptions``): a :class:`Param` has a name, a type, a default, a range
-(:class:`Interval`), choices (:class:`Options`) or true/false (:class:`Boolean`), whether None is
+(:class:`Interval`), choices (:class:`Options`), true/false (:class:`Boolean`), an object of a type
+(:class:`InstanceOf`, an option given from Python only) or any of these (:class:`AnyOf`), whether None is
 also valid (``nullable``), a one-line doc and its CLI flag. Everything else
 derives from it: the dataclass default, the one check (:meth:`Param.check`, an
 :class:`~fairplace.core.errors.OptionError` naming the parameter's path), the JSON Schema of the
@@ -25,7 +26,7 @@ from typing import Any
 
 import numpy as np
 
-from fairplace.core.errors import OptionError
+from fairplace.core.errors import OptionError, UnknownName
 from fairplace.core.limits import MAX_RATIO, MAX_TIME
 
 _CLOSED = ("both", "left", "right", "neither")
@@ -151,6 +152,47 @@ class Boolean:
 
 
 @dataclass(frozen=True)
+class InstanceOf:
+    """An object of one of ``types`` (a ``runtime_checkable`` Protocol too; scikit-learn's type
+    constraints), ``text`` naming it in words: an option given from Python only (no JSON form)."""
+
+    types: tuple[type, ...]
+    text: str
+
+    def contains(self, value: Any) -> bool:
+        return isinstance(value, self.types) and not isinstance(value, bool)
+
+    def describe(self) -> str:
+        return self.text
+
+    def schema(self) -> dict:
+        return {"not": {}}  # no JSON value is one
+
+    def outside(self) -> tuple:
+        return (1, 0.5, "x", b"x", (1,), {"x": 1}, object())
+
+
+@dataclass(frozen=True)
+class AnyOf:
+    """Any of ``constraints`` (scikit-learn's list of constraints): a name or an object."""
+
+    constraints: tuple[Interval | Options | Boolean | InstanceOf, ...]
+
+    def contains(self, value: Any) -> bool:
+        return any(c.contains(value) for c in self.constraints)
+
+    def describe(self) -> str:
+        return " or ".join(c.describe() for c in self.constraints)
+
+    def schema(self) -> dict:
+        parts = [c.schema() for c in self.constraints if c.schema() != {"not": {}}]
+        return parts[0] if len(parts) == 1 else {"anyOf": parts}
+
+    def outside(self) -> tuple:
+        return tuple(v for c in self.constraints for v in c.outside() if not self.contains(v))
+
+
+@dataclass(frozen=True)
 class Param:
     """One parameter: ``name`` (as a keyword), ``default``, ``constraint`` (:class:`Interval`,
     :class:`Options` or :class:`Boolean`), ``doc`` (one line), ``flag`` (the CLI flag that sets
@@ -159,7 +201,7 @@ class Param:
 
     name: str
     default: Any
-    constraint: Interval | Options | Boolean
+    constraint: Interval | Options | Boolean | InstanceOf | AnyOf
     doc: str
     flag: str | None = None
     path: str | None = None
@@ -178,7 +220,7 @@ class Param:
         """``value`` as the parameter's type (a float for a real range, an int for an integer
         range, a bool) if the constraint holds (or it is None and the parameter is nullable),
         else an :class:`OptionError` naming ``where`` (default :attr:`where`) with the range and
-        the value."""
+        the value (an :class:`UnknownName`, one, where a name is not one of the choices)."""
         if value is None and self.nullable:
             return None
         c = self.constraint
@@ -193,7 +235,9 @@ class Param:
                 problem = f"must be true or false{none}, got {value!r}"
             else:
                 problem = f"expected {c.describe()}{none}, got {value!r}"
-            raise OptionError(where or self.where, problem)
+            names = (c,) if isinstance(c, Options) else getattr(c, "constraints", ())
+            unknown = isinstance(value, str) and any(isinstance(n, Options) for n in names)
+            raise (UnknownName if unknown else OptionError)(where or self.where, problem)
         if isinstance(c, Interval):
             return int(value) if c.integer else float(value)
         return bool(value) if isinstance(c, Boolean) else value

@@ -9,7 +9,7 @@ from fairplace.core.errors import OptionError
 from fairplace.core.solution import Solution
 from fairplace.instances import io, objects
 from fairplace.solvers import dispatch, registry
-from fairplace.solvers.options import SolveOptions, check_option_values
+from fairplace.solvers.options import SolveOptions
 
 
 def load(path: str | Path) -> Instance:
@@ -34,7 +34,7 @@ def solve(
     and the heuristics, relaxations and policies of ``fairplace.solvers.registry.solver_table()``.
     Options: the fields of :class:`~fairplace.solvers.options.SolveOptions` (``mip_rel_gap``,
     ``threads``, ``random_seed``, ``presolve``, ...; every solver) and the options the solver
-    declares (``solver_table()[solver][kind].options``; auctions: ``rounding='floor'|'lottery'|
+    declares (``solver_table()[solver][kind].params``, their specs; auctions: ``rounding='floor'|'lottery'|
     'fractional'|'partial'``, ``seed``, ``payments``, ``tie_break``, ...). Any other option raises
     :class:`~fairplace.core.errors.OptionError` naming it and the solver. The route (bid tables,
     agent-form bids or the compact arbiter) follows from the instance: ``fairplace.solvers.dispatch``.
@@ -54,13 +54,12 @@ def solve(
         )
     if solver is not None and not isinstance(solver, str):
         raise OptionError("solver", f"expected a solver name, got {type(solver).__name__}")
-    registry.get(
-        solver or "exact", instance.kind
-    )  # unknown solver / kind first, before the options
+    # unknown solver / kind first, before the options
+    entry = registry.get(solver or "exact", instance.kind)
     opt_fields = set(SolveOptions.__dataclass_fields__)
     opts = SolveOptions.from_kwargs(
         time_limit=time_limit, **{k: v for k, v in options.items() if k in opt_fields}
     )
     rest = {k: v for k, v in options.items() if k not in opt_fields}
-    check_option_values(rest)
+    entry.check_values(rest)  # each value its spec rejects, before any solver runs
     return dispatch.solve(instance, solver, opts, rest)

@@ -94,7 +94,7 @@ def solve(inst, solver: str | None, opts: SolveOptions, options: Mapping) -> Sol
     options = dict(options)
     if "budget" in entry.options and options.get("budget") is None:
         options["budget"] = Budget.begin(opts.time_limit)
-    budget = options.get("budget")
+    budget = options["budget"] if "budget" in entry.options else None  # else not an option
     start = budget.start if budget is not None else t1
     sol = _solve(inst, solver, entry, opts, options, budget)
     clock = budget.clock if budget is not None else time.perf_counter

@@ -32,6 +32,7 @@ from fairplace.formulations.pf import PFProgram, PFValue, pf_value
 from . import backends
 from .auction import solve_pf
 from .options import SolveOptions
+from .solver_params import BACKEND, COMPUTE_EXACT, EXACT, EXACT_OBJECTIVE
 
 
 def _gain(inst: AuctionInstance, i: int, b: int, big_m: float) -> float:
@@ -207,5 +208,5 @@ def heuristic_solver(name: str):
     return run
 
 
-#: options of every heuristic (``backend``: lp-round's LP and compute_exact's PF solve)
-OPTIONS = ("exact_objective", "exact", "compute_exact", "backend")
+#: the option specs of every heuristic (``backend``: lp-round's LP and compute_exact's PF solve)
+OPTIONS = (EXACT_OBJECTIVE, EXACT, COMPUTE_EXACT, BACKEND)

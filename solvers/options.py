@@ -1,5 +1,6 @@
 """Solver options: :class:`SolveOptions` (shared by every solver and back end) and
-:class:`SolverEntry` (one solver on one instance kind, with the solver-specific options it takes)."""
+:class:`SolverEntry` (one solver on one instance kind, with the specs of the solver-specific options
+it takes: ``solvers/solver_params.py``, shared where an option name means the same thing)."""
 
 from __future__ import annotations
 
@@ -7,10 +8,9 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, replace
 
 from fairplace.core.errors import OptionError
-from fairplace.core.limits import MAX_COUNT, MAX_SEED, check_value
+from fairplace.core.limits import MAX_SEED
 from fairplace.core.params import Boolean, Interval, Param
 from fairplace.core.registry import Entry
-from fairplace.formulations.pa import ROUNDING_RULES
 
 _N = Interval(0, None, integer=True)  # a count or seed: an integer >= 0
 #: one spec per :class:`SolveOptions` field, in field order: the defaults, the check, the JSON
@@ -154,59 +154,67 @@ class SolveOptions:
         return cls(time_limit=time_limit, **kw)
 
 
-_BOOL = {"type": "boolean"}
-#: value schemas of the solver-specific options (``core.limits.check_value``; the same rules a
-#: JSON / TOML value would meet): checked by ``fairplace.solve`` before any solver runs
-OPTION_SCHEMAS: dict[str, dict] = {
-    "seed": {"type": "integer", "minimum": 0, "maximum": MAX_SEED},
-    "rounding": {"enum": list(ROUNDING_RULES)},
-    "payments": _BOOL,
-    "tie_break": _BOOL,
-    "bin": _BOOL,
-    "backfill": _BOOL,
-    "warm_start": _BOOL,
-    "compute_exact": _BOOL,
-    "exact_objective": {"type": ["number", "null"]},
-    "n_min": {"type": ["integer", "null"], "minimum": 0, "maximum": MAX_COUNT},
-}
-
-
-def check_option_values(options: Mapping) -> None:
-    """Raise :class:`OptionError` naming the first option whose value breaks
-    :data:`OPTION_SCHEMAS` (``seed='x'``, ``seed=-5``, ``rounding=3``, ``payments='yes'``)."""
-    for name, value in options.items():
-        if name in OPTION_SCHEMAS:
-            check_value(name, value, OPTION_SCHEMAS[name])
-
-
-#: options every solver takes besides the SolveOptions fields: ``seed``, the seed of randomised rules
-#: (lottery rounding, random policies, PM binning); a deterministic solver ignores it, so one loop
+#: the seed of randomised rules (lottery rounding, random policies, PM binning): the one option
+#: every solver takes besides the SolveOptions fields; a deterministic solver ignores it, so one loop
 #: can run every solver with the same arguments
-COMMON_OPTIONS = ("seed",)
+SEED = Param(
+    "seed",
+    0,
+    Interval(0, MAX_SEED, integer=True),
+    "seed for randomised rules and policies",
+    flag="--seed",
+)
+#: the names of the options every solver takes besides the SolveOptions fields
+COMMON_OPTIONS = (SEED.name,)
+#: their specs
+COMMON_PARAMS = (SEED,)
 
 
 @dataclass(frozen=True)
 class SolverEntry(Entry):
     """One solver on one instance kind (a registry :class:`~fairplace.core.registry.Entry`):
-    ``factory(instance, opts, name=..., **options) -> Solution`` and the solver-specific
-    ``options`` it takes. Every solver also takes the :class:`SolveOptions` fields and
+    ``factory(instance, opts, name=..., **options) -> Solution`` and ``params``, the specs
+    (:class:`~fairplace.core.params.Param`) of the solver-specific options it takes; ``options``
+    is their names. Every solver also takes the :class:`SolveOptions` fields and
     :data:`COMMON_OPTIONS` (a solver ignores those it has no use for); anything else is an
-    :class:`~fairplace.core.errors.OptionError` naming the option and the solver."""
+    :class:`~fairplace.core.errors.OptionError` naming the option and the solver, and so is a
+    value its spec rejects (:meth:`check_values`)."""
 
     options: tuple[str, ...] = ()
+
+    def __post_init__(self):
+        super().__post_init__()
+        names = self.option_names()
+        missing = [n for n in names if self.spec(n) is None]
+        if missing:
+            raise ValueError(f"solver options without a spec (a Param): {missing}")
+        object.__setattr__(self, "options", names)
 
     @property
     def fn(self) -> Callable:
         """The solve function (the entry's ``factory``)."""
         return self.factory
 
+    def spec(self, option: str) -> Param | None:
+        """The spec of ``option``: the entry's, else the common one (``seed``)."""
+        return super().spec(option) or next((p for p in COMMON_PARAMS if p.name == option), None)
+
     def __call__(self, instance, opts: SolveOptions, **options):
         kept = {k: v for k, v in options.items() if k not in COMMON_OPTIONS or k in self.options}
         return self.fn(instance, opts, **kept)
 
+    def check_values(self, options: Mapping) -> None:
+        """Raise :class:`OptionError` naming the first option whose value its spec rejects
+        (``seed='x'``, ``seed=-5``, ``rounding=3``, ``payments='yes'``); options it does not
+        take are :meth:`reject_unknown`'s."""
+        for name, value in options.items():
+            spec = self.spec(name)
+            if spec is not None:
+                spec.check(value)
+
     def reject_unknown(self, options: Mapping, solver: str, kind: str) -> None:
         """Raise :class:`OptionError` for the first option (sorted) this solver does not take
-        (its values are checked by :func:`check_option_values`; the one ``check`` of an entry's
+        (its values are checked by :meth:`check_values`; the one ``check`` of an entry's
         options by name is :meth:`Registry.check <fairplace.core.registry.Registry.check>`)."""
         bad = sorted(set(options) - set(self.options) - set(COMMON_OPTIONS))
         if bad:

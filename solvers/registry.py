@@ -1,7 +1,8 @@
 """Solver names (the CLI contract, README / docs/solutions.md) as a
 :class:`~fairplace.core.registry.Registry` (the type of every set of names): each name's entry has
 the capability ``kinds``, its :class:`~.options.SolverEntry` per instance kind (the callable
-``f(instance, opts, name=..., **options) -> Solution`` and the solver-specific options it takes).
+``f(instance, opts, name=..., **options) -> Solution`` and the specs of the solver-specific options
+it takes, ``solvers/solver_params.py``).
 
 :data:`SOLVER_REGISTRY` is built once, at import, from the entries of every solver: the exact
 ones, the compact arbiter, the heuristics (``heuristics.CHOOSERS``), the placement policies
@@ -18,18 +19,30 @@ from fairplace.core.errors import UnknownName
 from fairplace.core.registry import Entry, Registry
 
 from . import auction, backends, heuristics, placement, relaxation
-from .options import SolveOptions, SolverEntry
+from .options import SEED, SolveOptions, SolverEntry
 from .placement import policies
+from .solver_params import (
+    BACKEND,
+    BACKFILL,
+    BIN,
+    BUDGET,
+    PAYMENTS,
+    ROUNDING,
+    SCORES,
+    TIE_BREAK,
+    WARM_START,
+)
 
-#: options of the exact PF + PA auction (``solvers/auction.py``)
-AUCTION_OPTIONS = ("rounding", "seed", "payments", "tie_break", "budget")
-#: options of the exact joint placement (``solvers/placement/__init__.py``); ``seed`` only with ``bin``,
-#: ``backfill`` is accepted for symmetry with the policies (the program places as many jobs as it can)
-PLACEMENT_OPTIONS = ("seed", "bin", "backfill", "scores", "budget", "warm_start")
-#: options of the compact THEMIS arbiter (``solvers/compact/__init__.py``)
-COMPACT_OPTIONS = ("rounding", "seed", "payments", "budget")
-#: options of the PAL placement policies (``solvers/placement/policies.py``)
-POLICY_OPTIONS = ("seed", "bin", "backfill")
+#: option specs of the exact PF + PA auction (``solvers/auction.py``)
+AUCTION_OPTIONS = (ROUNDING, SEED, PAYMENTS, TIE_BREAK, BUDGET)
+#: option specs of the exact joint placement (``solvers/placement/__init__.py``); ``seed`` only with
+#: ``bin``, ``backfill`` is accepted for symmetry with the policies (the program places as many
+#: jobs as it can)
+PLACEMENT_OPTIONS = (SEED, BIN, BACKFILL, SCORES, BUDGET, WARM_START)
+#: option specs of the compact THEMIS arbiter (``solvers/compact/__init__.py``)
+COMPACT_OPTIONS = (ROUNDING, SEED, PAYMENTS, BUDGET)
+#: option specs of the PAL placement policies (``solvers/placement/policies.py``)
+POLICY_OPTIONS = (SEED, BIN, BACKFILL)
 #: solver names bound to one back end; ``exact`` takes ``backend=`` (a name or a Backend object)
 EXACT_SOLVERS = {"exact": None, "highs": "highs", "pyomo": "pyomo", "cvxpy": "cvxpy"}
 
@@ -80,23 +93,31 @@ def _table() -> dict[str, dict[str, SolverEntry]]:
     """{solver name: {instance kind: SolverEntry}}, in the order the CLI help lists them."""
     table: dict[str, dict[str, SolverEntry]] = {}
     for name, fixed in EXACT_SOLVERS.items():
-        extra = ("backend",) if fixed is None else ()
+        extra = (BACKEND,) if fixed is None else ()
         how = f"exact, back end {fixed}" if fixed else "exact, HiGHS or the back end given"
         table[name] = {
-            "auction": SolverEntry(_auction(fixed), AUCTION_OPTIONS + extra, f"PF + PA ({how})"),
+            "auction": SolverEntry(
+                _auction(fixed), doc=f"PF + PA ({how})", params=AUCTION_OPTIONS + extra
+            ),
             "placement": SolverEntry(
-                _placement(fixed), PLACEMENT_OPTIONS + extra, f"joint placement IP ({how})"
+                _placement(fixed),
+                doc=f"joint placement IP ({how})",
+                params=PLACEMENT_OPTIONS + extra,
             ),
         }
     table["compact"] = {
-        "auction": SolverEntry(_compact, COMPACT_OPTIONS, "compact arbiter (agent-form apps)")
+        "auction": SolverEntry(
+            _compact, doc="compact arbiter (agent-form apps)", params=COMPACT_OPTIONS
+        )
     }
     for name in heuristics.CHOOSERS:
         solve = heuristics.heuristic_solver(name)
-        table[name] = {"auction": SolverEntry(solve, heuristics.OPTIONS, f"{name} heuristic")}
+        table[name] = {
+            "auction": SolverEntry(solve, doc=f"{name} heuristic", params=heuristics.OPTIONS)
+        }
     for name in policies.POLICY_NAMES:
         solve = policies.policy_solver(name)
-        table[name] = {"placement": SolverEntry(solve, POLICY_OPTIONS, f"{name} policy")}
+        table[name] = {"placement": SolverEntry(solve, doc=f"{name} policy", params=POLICY_OPTIONS)}
     table["relaxation"] = {"auction": relaxation.RELAXATION_ENTRY}
     table["gavel-ftf"] = {"auction": relaxation.GAVEL_ENTRY}
     return table
@@ -114,10 +135,11 @@ def _by_kind(kinds: Mapping[str, SolverEntry]):
 def _registry() -> Registry:
     entries = {}
     for name, kinds in _table().items():
-        options = tuple(dict.fromkeys(o for e in kinds.values() for o in e.option_names()))
+        # the union of its kinds' option specs (one per name: the same spec on every kind)
+        params = tuple({p.name: p for e in kinds.values() for p in e.params}.values())
         doc = "; ".join(f"{k}: {e.doc}" for k, e in kinds.items())
         caps = {"kinds": MappingProxyType(kinds)}
-        entries[name] = Entry(_by_kind(kinds), options, doc, (), caps)
+        entries[name] = Entry(_by_kind(kinds), (), doc, params, caps)
     return Registry("solver", entries, where="solver")
 
 

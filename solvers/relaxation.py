@@ -25,6 +25,7 @@ import numpy as np
 
 from fairplace.core.domain import AuctionInstance
 from fairplace.core.errors import OptionError, ProgramInfeasible, SolverFailed
+from fairplace.core.params import Options, Param
 from fairplace.core.solution import Solution
 from fairplace.formulations.gavel import GavelFTFProgram
 from fairplace.formulations.pf import PFProgram
@@ -34,10 +35,20 @@ from . import backends
 from .auction import solve_pf
 from .heuristics import greedy_log_choice
 from .options import SolveOptions, SolverEntry
+from .solver_params import BACKEND, COMPUTE_EXACT, EXACT_OBJECTIVE, N_MIN
 from .waterfill import separable_configs, waterfill
 
 #: solve_gavel's methods (see its docstring)
 GAVEL_METHODS = ("auto", "waterfill", "bisection", "socp")
+#: the relaxation's methods: the LP, the Eisenberg-Gale program, or both (the tighter bound)
+RELAXATION_METHODS = ("lp", "eg", "both")
+#: the ``method`` option of ``relaxation`` and of ``gavel-ftf`` (two options of one name)
+RELAXATION_METHOD = Param(
+    "method", "both", Options(RELAXATION_METHODS), "the bound: LP, Eisenberg-Gale or both"
+)
+GAVEL_METHOD = Param(
+    "method", "auto", Options(GAVEL_METHODS), "how Gavel's min max rho program is solved"
+)
 _CLARABEL_TIGHT = {"tol_gap_abs": 1e-10, "tol_gap_rel": 1e-10, "tol_feas": 1e-10}
 
 
@@ -81,8 +92,7 @@ def solve_relaxation(
 ) -> Solution:
     """Upper bound on sum -log rho (status ``bound``); see the module docstring. ``backend`` solves
     the LP relaxation and (``compute_exact``) the exact PF program."""
-    if method not in ("lp", "eg", "both"):
-        raise OptionError("method", f"expected 'lp', 'eg' or 'both', got {method!r}")
+    RELAXATION_METHOD.check(method)
     if method != "lp":  # one-time import outside the timed region
         import cvxpy  # heavy: imported on use  # noqa: F401
     t0 = time.perf_counter()
@@ -173,8 +183,7 @@ def solve_gavel(
     achievable; each LP on ``backend``); it stops when hi - lo <= tol (1 + hi). ``socp`` is one
     CVXPY + Clarabel conic solve (not a back end's LP). ``auto`` (default): ``waterfill`` where the
     program is separable, else ``bisection``."""
-    if method not in GAVEL_METHODS:
-        raise OptionError("method", f"expected one of {GAVEL_METHODS}, got {method!r}")
+    GAVEL_METHOD.check(method)
     if method == "socp":  # one-time import outside the timed region
         import cvxpy  # heavy: imported on use  # noqa: F401
     t0 = time.perf_counter()
@@ -334,9 +343,11 @@ def solve_gavel_auction(
 #: the solver entries (``solvers/registry.py`` names them ``relaxation`` and ``gavel-ftf``)
 RELAXATION_ENTRY = SolverEntry(
     solve_relaxation,
-    ("method", "exact_objective", "compute_exact", "n_min", "backend"),
-    "PF upper bound: LP and/or Eisenberg-Gale relaxation",
+    doc="PF upper bound: LP and/or Eisenberg-Gale relaxation",
+    params=(RELAXATION_METHOD, EXACT_OBJECTIVE, COMPUTE_EXACT, N_MIN, BACKEND),
 )
 GAVEL_ENTRY = SolverEntry(
-    solve_gavel_auction, ("method", "backend"), "Gavel's min max rho over time fractions"
+    solve_gavel_auction,
+    doc="Gavel's min max rho over time fractions",
+    params=(GAVEL_METHOD, BACKEND),
 )

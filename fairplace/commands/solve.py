@@ -40,12 +40,9 @@ exit status:
 #: the solver that reads agent-form apps only (a bid-table auction has nothing for it)
 AGENT_ONLY = "compact"
 
-#: library parameter -> the flag that sets it (an OptionError about a parameter names the flag)
-FLAGS = {
-    "solver": "--solver",
-    "rounding": "--rounding",
-    "seed": "--seed",
-}
+#: library parameter -> the flag that sets it (an OptionError about a parameter names the flag;
+#: the solver options' flags are their specs', ``solvers/solver_params.py``)
+FLAGS = {"solver": "--solver", "rounding": "--rounding", "seed": "--seed"}
 
 
 def add_arguments(p) -> None:
@@ -53,8 +50,9 @@ def add_arguments(p) -> None:
     p.epilog = EPILOG
     p.formatter_class = argparse.RawDescriptionHelpFormatter
 
-    from fairplace.solvers.options import TIME_LIMIT  # heavy: imported on use (help text)
+    from fairplace.solvers.options import SEED, TIME_LIMIT  # heavy: imported on use (help text)
     from fairplace.solvers.registry import solver_table
+    from fairplace.solvers.solver_params import ROUNDING
 
     table = solver_table()
     # compact reads agent-form apps only: never offered for bid-table auctions
@@ -76,14 +74,8 @@ def add_arguments(p) -> None:
         metavar="S",
         help=f"{TIME_LIMIT.help()}; see below",
     )
-    p.add_argument(
-        "--rounding",
-        default=None,
-        help="auctions: floor (default) | lottery | fractional | partial",
-    )
-    p.add_argument(
-        "--seed", type=_args.seed, default=None, help="seed for randomised rules and policies"
-    )
+    p.add_argument(ROUNDING.flag, default=None, help=ROUNDING.help())
+    p.add_argument(SEED.flag, type=_args.seed, default=None, help=SEED.help())
     p.add_argument("--json", action="store_true", help="print one JSON object")
 
 
