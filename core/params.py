@@ -154,7 +154,8 @@ class Boolean:
 @dataclass(frozen=True)
 class InstanceOf:
     """An object of one of ``types`` (a ``runtime_checkable`` Protocol too; scikit-learn's type
-    constraints), ``text`` naming it in words: an option given from Python only (no JSON form)."""
+    constraints), ``text`` naming it in words: an option given from Python only (no JSON form),
+    or any string (an app id)."""
 
     types: tuple[type, ...]
     text: str
@@ -166,7 +167,8 @@ class InstanceOf:
         return self.text
 
     def schema(self) -> dict:
-        return {"not": {}}  # no JSON value is one
+        """``{"type": "string"}`` for a string, else no JSON value (``{"not": {}}``)."""
+        return {"type": "string"} if self.types == (str,) else {"not": {}}
 
     def outside(self) -> tuple:
         return (1, 0.5, "x", b"x", (1,), {"x": 1}, object())

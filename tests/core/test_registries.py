@@ -27,11 +27,12 @@ REGISTRY_NAMES = {
     "SOLVERS", "TRACE_GENERATORS", "SETUPS", "PRICING", "RENEWAL", "ROUNDING_RULES",
     "PAPER_INSTANCES", "SUITES", "CHOOSERS", "CASES", "COMMANDS", "RUNNERS", "KINDS",
 }  # fmt: skip
-#: owned by files other work is changing now (THEMIS' pricing and renewal rules are tuples checked
-#: in its scheduler; the claims' measures and kinds): converted with those files, listed here only
+#: owned by files other work is changing now (THEMIS' pricing and renewal rules are tuples, checked
+#: by their specs in sim/themis/params.py; the claims' measures and kinds): converted with those
+#: files, listed here only
 ELSEWHERE = {
-    ("fairplace.sim.themis.scheduler", "PRICING"),
-    ("fairplace.sim.themis.scheduler", "RENEWAL"),
+    ("fairplace.sim.themis.params", "PRICING"),
+    ("fairplace.sim.themis.params", "RENEWAL"),
     ("fairplace.analysis.claims", "MEASURES"),
     ("fairplace.analysis.claims_schema", "KINDS"),
     ("fairplace.analysis.claims_pal", "PAL_MEASURES"),

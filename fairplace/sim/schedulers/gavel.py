@@ -5,13 +5,25 @@ from __future__ import annotations
 
 import numpy as np
 
+from fairplace.core.params import Interval, Param
 from fairplace.formulations.ftf import IdealTime
 from fairplace.formulations.gavel import GavelFTFProgram as Program
 from fairplace.solvers.relaxation import solve_gavel
 
 from ..protocols import SchedView
 
-__all__ = ["GavelFTF"]
+__all__ = ["GAVEL_TOL", "GavelFTF"]
+
+
+#: the bisection's tolerance on max rho (for a program the water-filling does not solve)
+GAVEL_TOL = Param(
+    "tol",
+    1e-4,
+    Interval(0.0, 1.0, closed="right"),
+    "Gavel: the bisection's tolerance on max rho",
+    flag="--scheduler-option tol",
+    path="scheduler_options.tol",
+)
 
 
 class GavelFTF:
@@ -26,8 +38,8 @@ class GavelFTF:
 
     name = "gavel-ftf"
 
-    def __init__(self, tol: float = 1e-4):
-        self.tol = float(tol)
+    def __init__(self, tol: float = GAVEL_TOL.default):
+        self.tol = GAVEL_TOL.check(tol)
         self.last_shares: tuple[np.ndarray, np.ndarray] | None = None
 
     def order(self, view: SchedView) -> np.ndarray:

@@ -14,11 +14,42 @@ import heapq
 
 import numpy as np
 
-from fairplace.core.errors import OptionError
+from fairplace.core.limits import MAX_TIME
+from fairplace.core.params import Interval, Param
 
 from ..protocols import SchedView
 
-__all__ = ["DRF", "FIFO", "LAS", "SLAQ", "SRTF", "GandivaPacking", "SRPTOracle"]
+__all__ = [
+    "DRF",
+    "FIFO",
+    "LAS",
+    "LAS_STARVE_FACTOR",
+    "LAS_THRESHOLD",
+    "SLAQ",
+    "SRTF",
+    "GandivaPacking",
+    "SRPTOracle",
+]
+
+#: LAS' queue threshold: attained service (GPU-seconds) above which a job is in queue 1
+LAS_THRESHOLD = Param(
+    "threshold",
+    3200.0,
+    Interval(0.0, MAX_TIME, closed="right"),
+    "LAS: GPU-seconds of attained service that move a job to the second queue",
+    flag="--scheduler-option threshold",
+    path="scheduler_options.threshold",
+)
+#: Tiresias' starvation guard: a queue-1 job waiting starve_factor x its run time is promoted
+LAS_STARVE_FACTOR = Param(
+    "starve_factor",
+    None,
+    Interval(0.0, MAX_TIME, closed="right"),
+    "LAS: promote a job waiting this many times its run time so far (None: never)",
+    flag="--scheduler-option starve_factor",
+    path="scheduler_options.starve_factor",
+    nullable=True,
+)
 
 
 def _fifo_key(view: SchedView, idx: np.ndarray) -> np.ndarray:
@@ -48,15 +79,13 @@ class LAS:
 
     name = "las"
 
-    def __init__(self, threshold: float = 3200.0, starve_factor: float | None = None):
-        if not threshold > 0:
-            raise OptionError("scheduler_options.threshold", f"must be > 0, got {threshold!r}")
-        if starve_factor is not None and not starve_factor > 0:
-            raise OptionError(
-                "scheduler_options.starve_factor", f"must be > 0, got {starve_factor!r}"
-            )
-        self.threshold = float(threshold)
-        self.starve_factor = None if starve_factor is None else float(starve_factor)
+    def __init__(
+        self,
+        threshold: float = LAS_THRESHOLD.default,
+        starve_factor: float | None = LAS_STARVE_FACTOR.default,
+    ):
+        self.threshold = LAS_THRESHOLD.check(threshold)
+        self.starve_factor = LAS_STARVE_FACTOR.check(starve_factor)
 
     def _promote_at(self, view: SchedView, idx: np.ndarray) -> np.ndarray:
         """Time at which each waiting job of ``idx`` is promoted (inf: never / not applicable)."""

@@ -13,15 +13,31 @@ from ..themis import Themis
 from ..themis.params import (
     THEMIS_APP_SPLIT,
     THEMIS_LEASE,
+    THEMIS_LEASE_TICK,
+    THEMIS_LEFTOVER,
+    THEMIS_LIAR,
+    THEMIS_PAYMENTS,
+    THEMIS_PRICING,
+    THEMIS_RENEWAL,
     THEMIS_RHO_ERROR,
     THEMIS_RHO_ERROR_KIND,
     THEMIS_RHO_VARIANT,
     THEMIS_ROUNDING,
     THEMIS_VALUATION,
 )
-from .gavel import GavelFTF
+from .gavel import GAVEL_TOL, GavelFTF
 from .optimus import Optimus
-from .queue import DRF, FIFO, LAS, SLAQ, SRTF, GandivaPacking, SRPTOracle
+from .queue import (
+    DRF,
+    FIFO,
+    LAS,
+    LAS_STARVE_FACTOR,
+    LAS_THRESHOLD,
+    SLAQ,
+    SRTF,
+    GandivaPacking,
+    SRPTOracle,
+)
 
 __all__ = ["QUEUE_SCHEDULERS", "SCHEDULERS", "SCHEDULER_REGISTRY", "make_scheduler"]
 
@@ -31,19 +47,26 @@ __all__ = ["QUEUE_SCHEDULERS", "SCHEDULERS", "SCHEDULER_REGISTRY", "make_schedul
 #: says so by its attribute), ``placed_by`` (who places, a result's ``placed_by``; default the
 #: placement policy, or the scheduler's name when it allocates), ``round_option`` (the option that is
 #: its round and its default in s: simulate() runs its rounds at that option; THEMIS: a round is
-#: the lease). Options: the class's keyword parameters less the run's ``seed`` (the context); errors
-#: name ``scheduler_options.<option>``.
+#: the lease). Options: the class's keyword parameters less the run's ``seed`` (the context), each
+#: with its spec (``params``: checked before the class is made); errors name
+#: ``scheduler_options.<option>``.
 SCHEDULER_REGISTRY = Registry(
     "scheduler",
     {
         "fifo": Entry(FIFO, doc="first-in first-out by arrival time"),
-        "las": Entry(LAS, doc="Tiresias' two-queue least attained service"),
+        "las": Entry(
+            LAS,
+            doc="Tiresias' two-queue least attained service",
+            params=(LAS_THRESHOLD, LAS_STARVE_FACTOR),
+        ),
         "srtf": Entry(SRTF, doc="shortest remaining (isolated) time first"),
         "drf": Entry(DRF, doc="DRF-style instantaneous fair share over apps"),
         "gandiva": Entry(GandivaPacking, doc="Gandiva-style greedy packing"),
         "srpt-oracle": Entry(SRPTOracle, doc="oracle shortest remaining GPU-time first"),
         "slaq": Entry(SLAQ, doc="SLAQ-style loss-reduction greedy"),
-        "gavel-ftf": Entry(GavelFTF, doc="Gavel's finish-time fairness (min max rho)"),
+        "gavel-ftf": Entry(
+            GavelFTF, doc="Gavel's finish-time fairness (min max rho)", params=(GAVEL_TOL,)
+        ),
         "optimus": Entry(
             Optimus,
             doc="Optimus: greedy marginal-throughput scaling (places jobs itself)",
@@ -61,6 +84,12 @@ SCHEDULER_REGISTRY = Registry(
                 THEMIS_RHO_ERROR,
                 THEMIS_RHO_ERROR_KIND,
                 THEMIS_VALUATION,
+                THEMIS_LEFTOVER,
+                THEMIS_PRICING,
+                THEMIS_LEASE_TICK,
+                THEMIS_PAYMENTS,
+                THEMIS_LIAR,
+                THEMIS_RENEWAL,
             ),
             capabilities={
                 "allocates": True,

@@ -15,8 +15,9 @@ from .agents import Agents
 from .apps import AppScheduler, StepAverage, best_fit, even_split
 from .arbiter import LEFTOVER_RULES, AppState, Arbiter, RoundOutcome
 from .estimate_error import ERROR_KINDS, RhoError
+from .params import PRICING, RENEWAL
 from .renewal import back_to_held
-from .scheduler import OVERHEAD_KEYS, PRICING, RENEWAL, Themis, binned_cluster
+from .scheduler import OVERHEAD_KEYS, Themis, binned_cluster
 
 __all__ = [
     "ERROR_KINDS",

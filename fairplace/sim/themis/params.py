@@ -6,16 +6,25 @@ the other back. The filter fraction f is ``fairplace.core.params.THEMIS_F``."""
 from __future__ import annotations
 
 from fairplace.core.limits import MAX_TIME
-from fairplace.core.params import Interval, Options, Param
+from fairplace.core.params import Boolean, InstanceOf, Interval, Options, Param
 from fairplace.formulations.pa import ROUNDING_RULES
 from fairplace.formulations.valuation import VALUATIONS
 from fairplace.formulations.variants import AGENT_T_ID_VARIANTS
 
+from .arbiter import LEFTOVER_RULES
 from .estimate_error import ERROR_KINDS
 
 __all__ = [
+    "PRICING",
+    "RENEWAL",
     "THEMIS_APP_SPLIT",
     "THEMIS_LEASE",
+    "THEMIS_LEASE_TICK",
+    "THEMIS_LEFTOVER",
+    "THEMIS_LIAR",
+    "THEMIS_PAYMENTS",
+    "THEMIS_PRICING",
+    "THEMIS_RENEWAL",
     "THEMIS_RHO_ERROR",
     "THEMIS_RHO_ERROR_KIND",
     "THEMIS_RHO_VARIANT",
@@ -99,4 +108,73 @@ THEMIS_VALUATION = Param(
     "what THEMIS' auction values a bundle by (this lease, then the fair share; held: Eq. 1)",
     flag="--scheduler-option valuation",
     path="scheduler_options.valuation",
+)
+
+#: How the ARBITER's AGENTs price bundles: ``locality`` (THEMIS as published, S = L(spread)) or
+#: ``pm-score`` (S = L(spread) x max binned PM-score: a variability-aware THEMIS).
+PRICING = ("locality", "pm-score")
+THEMIS_PRICING = Param(
+    "pricing",
+    "locality",
+    Options(PRICING),
+    "how THEMIS' AGENTs price a bundle: by locality (the paper) or also its binned PM-scores",
+    flag="--scheduler-option pricing",
+    path="scheduler_options.pricing",
+)
+
+#: Which GPUs an auction winner gets among those the ARBITER's bundle leaves open:
+#: ``held-machines`` (its bundle moved machine for machine onto machines it held, same rack and
+#: scores: ``renewal.back_to_held``), ``within-machine`` (swaps within one machine only, the control).
+RENEWAL = ("held-machines", "within-machine")
+THEMIS_RENEWAL = Param(
+    "renewal",
+    "held-machines",
+    Options(RENEWAL),
+    "which open GPUs a THEMIS winner gets: its bundle moved onto machines it held, or within one",
+    flag="--scheduler-option renewal",
+    path="scheduler_options.renewal",
+)
+
+#: who gets the GPUs the auction leaves (``arbiter.LEFTOVER_RULES``): the non-participants in
+#: seeded random order, or work-conserving
+THEMIS_LEFTOVER = Param(
+    "leftover",
+    "random",
+    Options(LEFTOVER_RULES),
+    "how THEMIS gives the GPUs its auction leaves to the non-participants",
+    flag="--scheduler-option leftover",
+    path="scheduler_options.leftover",
+)
+
+#: leases ending within one tick are re-auctioned together (None: 60 s, or the lease if shorter;
+#: 0: not rounded); at most the lease (``Arbiter`` checks that)
+THEMIS_LEASE_TICK = Param(
+    "lease_tick",
+    None,
+    Interval(0.0, MAX_TIME),
+    "THEMIS: s to which lease ends are rounded up (None: min(60, lease); 0: not rounded)",
+    flag="--scheduler-option lease_tick",
+    path="scheduler_options.lease_tick",
+    nullable=True,
+)
+
+#: False: every bidder keeps its whole PF bundle (c_i = 1): a control, not THEMIS' PA
+THEMIS_PAYMENTS = Param(
+    "payments",
+    True,
+    Boolean(),
+    "THEMIS' PA payments (False: every bidder keeps its PF bundle, a control)",
+    flag="--scheduler-option payments",
+    path="scheduler_options.payments",
+)
+
+#: §6.3's liar: the only app whose estimates err (None: every app, Fig. 17)
+THEMIS_LIAR = Param(
+    "liar",
+    None,
+    InstanceOf((str,), "an app id"),
+    "THEMIS: the only app whose rho estimates err (None: every app)",
+    flag="--scheduler-option liar",
+    path="scheduler_options.liar",
+    nullable=True,
 )

@@ -57,30 +57,27 @@ from __future__ import annotations
 import numpy as np
 
 from fairplace.core.domain import GPU, Cluster
-from fairplace.core.errors import OptionError
 
 from ..protocols import SchedView
 from .agents import Agents
 from .apps import AppScheduler, StepAverage, running_jobs
 from .arbiter import Arbiter
 from .estimate_error import RhoError
-from .params import THEMIS_APP_SPLIT, THEMIS_RHO_VARIANT, THEMIS_ROUNDING, THEMIS_VALUATION
+from .params import (
+    THEMIS_APP_SPLIT,
+    THEMIS_PRICING,
+    THEMIS_RENEWAL,
+    THEMIS_RHO_VARIANT,
+    THEMIS_ROUNDING,
+    THEMIS_VALUATION,
+)
 from .renewal import back_to_held
 
-__all__ = ["OVERHEAD_KEYS", "PRICING", "RENEWAL", "Themis", "binned_cluster"]
+__all__ = ["OVERHEAD_KEYS", "Themis", "binned_cluster"]
 
 #: §6.2.3 overheads in the summary (``Themis.summary_extra``): bid and arbiter ms, p50 / p95
 OVERHEAD_KEYS = ("mean_offered_gpus", "bid_ms_p50", "bid_ms_p95", "arbiter_ms_p50",
                  "arbiter_ms_p95")  # fmt: skip
-
-#: How the ARBITER's AGENTs price bundles: ``locality`` (THEMIS as published, S = L(spread)) or
-#: ``pm-score`` (S = L(spread) x max binned PM-score: a variability-aware THEMIS).
-PRICING = ("locality", "pm-score")
-
-#: Which GPUs an auction winner gets among those the ARBITER's bundle leaves open:
-#: ``held-machines`` (its bundle moved machine for machine onto machines it held, same rack and
-#: scores: :func:`back_to_held`), ``within-machine`` (swaps within one machine only, the control).
-RENEWAL = ("held-machines", "within-machine")
 
 
 def binned_cluster(cluster: Cluster, scores) -> Cluster:
@@ -117,11 +114,7 @@ class Themis:
         liar: str | None = None,
         renewal: str = "held-machines",
     ):
-        if pricing not in PRICING:
-            raise OptionError("scheduler_options.pricing", f"expected one of {PRICING}")
-        if renewal not in RENEWAL:
-            raise OptionError("scheduler_options.renewal", f"expected one of {RENEWAL}")
-        self.renewal = renewal
+        pricing, self.renewal = THEMIS_PRICING.check(pricing), THEMIS_RENEWAL.check(renewal)
         rho_variant = THEMIS_RHO_VARIANT.check(rho_variant)
         self.app_split = THEMIS_APP_SPLIT.check(app_split)
         self.move_cost = 45.0  # s a move or resume costs: checkpoint + restart (the driver sets it)
