@@ -18,6 +18,7 @@ from fairplace.formulations.pa import ROUNDING_RULES
 
 from .backends import BACKEND_REGISTRY, Backend
 from .budget import Budget
+from .placement.policies import BACKFILL_OPTION
 
 __all__ = [
     "BACKEND",
@@ -65,10 +66,9 @@ BACKEND = Param(
 )
 #: placements: K-means binned PM-scores (``formulations/pm_score.py``), seeded by ``seed``
 BIN = Param("bin", False, Boolean(), "placements: bin the PM-scores by K-means (seeded)")
-#: placements: a job that does not fit is skipped (True) or stops the round (False, PAL's artifact)
-BACKFILL = Param(
-    "backfill", False, Boolean(), "placements: skip a job that does not fit (False: stop there)"
-)
+#: placements: a job that does not fit is skipped (True) or stops the round (False, PAL's artifact);
+#: the policies' own option (``placement_options.backfill`` in a simulation)
+BACKFILL = BACKFILL_OPTION
 #: placements: the decision scores per class (None: the instance's PM-scores)
 SCORES = Param(
     "scores",

@@ -7,7 +7,7 @@ import math
 
 from fairplace.commands import _args
 from fairplace.core.errors import DataError, OptionError
-from fairplace.core.params import BASELINE_LEASE, DECISION_TICK, LOCALITY_PENALTY, Param
+from fairplace.core.params import BASELINE_LEASE, DECISION_TICK, LOCALITY_PENALTY, Boolean, Param
 
 HELP = "trace-driven cluster simulation (scheduler x placement x trace)"
 
@@ -27,6 +27,7 @@ def _spec_help(registry) -> str:
     parts = []
     for spec, names in takers.items():
         values = getattr(spec.constraint, "values", None)
+        values = ("true", "false") if isinstance(spec.constraint, Boolean) else values
         text = f"{spec.name}={'|'.join(values)}" if values else f"{spec.name} ({spec.help()})"
         parts.append(text if len(names) == len(registry) else f"{text} ({', '.join(names)})")
     return ", ".join(parts)
@@ -196,7 +197,7 @@ def add_arguments(p) -> None:
         action="append",
         default=[],
         metavar="KEY=VALUE",
-        help="policy option, repeatable: backfill=true, " + _spec_help(POLICY_REGISTRY),
+        help="policy option, repeatable: " + _spec_help(POLICY_REGISTRY),
     )
     p.add_argument(
         P["rho_variant"].flag,

@@ -44,19 +44,31 @@ _SEED = {"type": "integer", "minimum": 0, "maximum": MAX_SEED}
 _NOT_AN_OPTION = {"not": {}, "description": "set locality_penalty instead"}
 
 
+def option_schemas(registry) -> dict[str, dict]:
+    """{option: value schema} of a registry's specs (``Param.schema``); an option two entries
+    spec differently takes either. (A policy's options are checked by ``Registry.check`` for each
+    cell, ``sweep_spec.check_cell_options``, whose errors name the option.)"""
+    out: dict[str, list[dict]] = {}
+    for _, entry in registry.items():
+        for spec in entry.params:
+            schemas = out.setdefault(spec.name, [])
+            if spec.schema() not in schemas:
+                schemas.append(spec.schema())
+    return {k: v[0] if len(v) == 1 else {"anyOf": v} for k, v in out.items()}
+
+
 def known() -> dict[str, Any]:
     """Value schemas of the simulate() and trace-generator arguments: the
     :class:`~fairplace.sim.SimulationConfig` fields (``sim.config.field_schemas``, also checked
     when a config is made) and the generators' arguments
     (``instances.trace_generators.ARG_SCHEMAS``, also checked for ``trace_options``), plus the
     sweep's own."""
-    specs = {p.name: p.schema() for _, e in SCHEDULER_REGISTRY.items() for p in e.params}
     return {
         **field_schemas(),
         "trace_options": {"type": "object", "additionalProperties": _SCALAR},
         "scheduler_options": {
             "type": "object",
-            "properties": specs,
+            "properties": option_schemas(SCHEDULER_REGISTRY),
             "additionalProperties": _SCALAR,
         },
         "placement_options": {

@@ -31,7 +31,7 @@ from typing import cast
 
 import numpy as np
 
-from fairplace.core.params import LOCALITY_PENALTY, Options, Param
+from fairplace.core.params import LOCALITY_PENALTY, Boolean, Options, Param
 from fairplace.core.registry import Entry, Registry
 from fairplace.core.solution import Solution
 from fairplace.formulations.lv import choose_cell
@@ -178,7 +178,11 @@ PM_FIRST_TIES = ("machine", "level")
 #: pick has a strictly lower LV-product.
 MIGRATE = ("always", "if-better")
 
-#: the policies' option specs (``--placement-option KEY=VALUE``; ``backfill`` is any truth value)
+#: the policies' option specs (``--placement-option KEY=VALUE``; ``fairplace solve --solver pal``
+#: takes ``backfill`` too, the same spec)
+BACKFILL_OPTION = Param(
+    "backfill", False, Boolean(), "skip a job that does not fit (False: stop there, the artifact)"
+)
 MIGRATE_OPTION = Param(
     "migrate",
     "always",
@@ -213,12 +217,12 @@ def _policy(cls: type, sticky: bool, doc: str, *params: Param) -> Entry:
             **options,
         )
 
-    return Entry(make, ("backfill",), doc, (MIGRATE_OPTION, *params), {"sticky": sticky})
+    return Entry(make, (), doc, (BACKFILL_OPTION, MIGRATE_OPTION, *params), {"sticky": sticky})
 
 
 #: every placement policy: name -> entry (factory, option specs, doc, capabilities: ``sticky``).
-#: Options (``placement_options``; errors name ``placement_options.<option>``): ``backfill`` (any
-#: truth value, default False = stop at the first job that does not fit, as the artifact does),
+#: Options (``placement_options``; errors name ``placement_options.<option>``): ``backfill`` (true
+#: or false, default False = stop at the first job that does not fit, as the artifact does),
 #: ``migrate`` (:data:`MIGRATE`), ``ties`` (pal: :data:`PAL_TIES`, pm-first:
 #: :data:`PM_FIRST_TIES`). The context every policy takes: its name, the seed, L and L per model.
 POLICY_REGISTRY = Registry(
