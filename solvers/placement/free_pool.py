@@ -124,7 +124,9 @@ class FreePool:
         if key not in self._orders:  # a class: GPUs by score, ties by index (stable sort)
             if key not in self._cache:
                 order = np.argsort(self.score(key), kind="stable")
-                self._cache[key] = (order, self.score(key)[order])
+                srt = self.score(key)[order]
+                order.flags.writeable = srt.flags.writeable = False  # shared across rounds
+                self._cache[key] = (order, srt)
             self.set_order(key, self._cache[key][0])
         return self._orders[key]
 

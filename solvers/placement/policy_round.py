@@ -158,12 +158,12 @@ class PolicyBase:
         order = jobs if self.sticky else self._order(jobs, len(state.cluster))
         lower = _LowerHeld(order, held) if held else None
         ids = tuple(map(_ID, order))
-        k, stopped, cache = -1, False, {}
+        k, stopped = -1, False
         if previous is not None and previous.trail is not None and self.resumable:
-            cl, sc, cached = previous.trail[3]
+            cl, sc, _ = previous.trail[3]
             if cl is state.cluster and sc is state.scores:
                 k, stopped = _replay(previous, ids, alloc, free)
-                cache = cached
+        cache = sorted_cache(state.cluster, state.scores)
         pool = FreePool(state.cluster, state.scores, free, sorted_cache=cache)
         self._prepare(pool, state)
         singles = self._singles_count() if not self.sticky and self.migrate == "always" else None
@@ -342,6 +342,25 @@ def _validate(state: ClusterState, queue: Sequence[Job]) -> tuple[list[Job], set
         if flat.size != np.count_nonzero(used):
             raise DataError("allocation", "running jobs share GPUs")
     return jobs, in_queue
+
+
+def sorted_cache(cluster: Cluster, scores: Mapping[str, np.ndarray]) -> dict:
+    """:class:`FreePool`'s per-class cache (score orders, cells) for ``scores``, kept with the cluster
+    (``Cluster.memo``) so that rounds on the same scores sort each class once: reused while every
+    class's scores equal those it was built from (an O(G) comparison per class), else emptied."""
+    memo = cluster.memo(("placement sorted scores",))
+    seen = memo.get(_SEEN)
+    if (
+        seen is None
+        or seen.keys() != scores.keys()
+        or not all(np.array_equal(seen[c], v) for c, v in scores.items())
+    ):
+        memo.clear()
+        memo[_SEEN] = {c: np.array(v, copy=True) for c, v in scores.items()}
+    return memo
+
+
+_SEEN = ("__scores__",)  # the key of the scores a sorted cache was built from
 
 
 def _sorted_ids(g: np.ndarray) -> tuple[int, ...]:

@@ -91,3 +91,23 @@ def test_round_seeded_sticky_and_if_better_policies_do_not_resume():
 def test_growth_exponent_is_the_log_log_slope():
     assert abs(exponent([1, 2, 4, 8], [3, 12, 48, 192]) - 2.0) < 1e-9
     assert abs(exponent([10, 100], [0.5, 5.0]) - 1.0) < 1e-9
+
+
+def test_rounds_on_the_same_cluster_sort_each_class_once_and_see_changed_scores():
+    """The per-class score orders are kept with the cluster across rounds (no ``previous``): a
+    round on equal scores reuses them, a round on scores changed in place sorts again."""
+    cl = grid_cluster(8, 4)
+    rng = np.random.default_rng(3)
+    scores = {"A": rng.choice([1.0, 1.1, 1.3], len(cl))}
+    queue = [Job(f"j{i}", g, "A") for i, g in enumerate([1, 2, 1, 4, 3, 1, 2])]
+    pol = make_policy("pal", backfill=True)
+    first = pol.place(ClusterState(cl, scores, {}), queue)
+    cache = first.trail[3][2]
+    again = pol.place(ClusterState(cl, dict(scores), {}), queue)
+    assert again.allocation == first.allocation and again.trail[3][2]["A"] is cache["A"]
+    scores["A"][:] = scores["A"][::-1].copy()  # changed in place: the orders must follow
+    changed = pol.place(ClusterState(cl, scores, {}), queue)
+    fresh = make_policy("pal", backfill=True).place(
+        ClusterState(grid_cluster(8, 4), {"A": scores["A"].copy()}, {}), queue
+    )
+    assert changed.allocation == fresh.allocation
