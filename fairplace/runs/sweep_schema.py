@@ -20,10 +20,10 @@ import jsonschema
 from fairplace import sim
 from fairplace.core.errors import OptionError
 from fairplace.core.keys import unknown_key
-from fairplace.core.limits import MAX_SEED, annotation_schema
+from fairplace.core.limits import annotation_schema
 from fairplace.core.params import LOCALITY_PENALTY
 from fairplace.instances.trace_generators import ARG_SCHEMAS
-from fairplace.sim.config import field_schemas
+from fairplace.sim.config import SIM_PARAM, field_schemas
 from fairplace.sim.schedulers import SCHEDULER_REGISTRY
 from fairplace.sim.setups import SETUPS
 from fairplace.solvers.placement.policies import POLICY_NAMES
@@ -39,7 +39,8 @@ FRAMES = ("jobs", "apps", "rounds")
 NAME_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9._-]{0,99}$"
 
 _SCALAR = {"type": ["number", "string", "boolean"]}
-_SEED = {"type": "integer", "minimum": 0, "maximum": MAX_SEED}
+#: a seed of the sweep: the range of ``SimulationConfig.seed``'s spec
+_SEED = SIM_PARAM["seed"].constraint.schema()
 #: L is the simulation parameter ``locality_penalty``, not a policy option (``SimulationConfig``)
 _NOT_AN_OPTION = {"not": {}, "description": "set locality_penalty instead"}
 
