@@ -8,8 +8,9 @@ from __future__ import annotations
 from collections import Counter
 
 import numpy as np
+from scipy.optimize import linear_sum_assignment
 
-__all__ = ["back_to_held"]
+__all__ = ["Renewal", "back_to_held"]
 
 
 def back_to_held(
@@ -34,57 +35,175 @@ def back_to_held(
     multiset of every bundle stay, so does the value the auction priced; only GPU identities
     change. The blocks go where they give back most GPUs the winner held, less GPUs another
     recipient of this round held (an assignment problem per winner; ties keep the auction's).
-    Winners go in app order, then pairwise swaps (:func:`_swap_pairs`), ``passes`` times (until
-    nothing changes): GPUs a winner's remap releases join the pool of the others (never a GPU
-    twice); no winner's count of GPUs it held, less others', ever falls."""
-    from scipy.optimize import linear_sum_assignment
+    Winners go in app order, then pairwise swaps (:meth:`Renewal._swap_pairs`), ``passes`` times
+    (until nothing changes): GPUs a winner's remap releases join the pool of the others (never a
+    GPU twice); no winner's count of GPUs it held, less others', ever falls."""
+    return Renewal(machine, rack, label)(won, pool, before, takers, passes)
 
-    n_m, n_l = int(machine.max()) + 1, int(label.max()) + 1
-    rack_of = np.zeros(n_m, np.int64)
-    rack_of[machine] = rack  # per machine its rack
-    free = np.zeros(before.size, bool)
-    free[np.asarray(pool, np.int64)] = True
-    takers = set(won) | set(takers or ())
-    out = {a: np.sort(np.asarray(g, np.int64)) for a, g in won.items()}
-    offer = np.concatenate([np.flatnonzero(free), *out.values()])
-    in_offer = Counter(before[offer].tolist())  # per app: GPUs of the offer it held
-    for _ in range(passes):
+
+class Renewal:
+    """:func:`back_to_held` on one cluster: what does not change between rounds (per machine its
+    rack and GPUs, per GPU its machine and label) computed once."""
+
+    def __init__(self, machine: np.ndarray, rack: np.ndarray, label: np.ndarray):
+        self.machine, self.label = np.asarray(machine, np.int64), np.asarray(label, np.int64)
+        self.n_m, self.n_l = int(self.machine.max()) + 1, int(self.label.max()) + 1
+        self.rack_of = np.zeros(self.n_m, np.int64)
+        self.rack_of[self.machine] = rack  # per machine its rack
+        self.arange_m = np.arange(self.n_m)
+        self.mach_l, self.label_l = self.machine.tolist(), self.label.tolist()
+        self.rack_l = self.rack_of.tolist()
+        self.on_machine: dict[int, list[int]] = {}  # machine -> its GPUs (in order)
+        for g, m in enumerate(self.mach_l):
+            self.on_machine.setdefault(m, []).append(g)
+
+    def __call__(self, won: dict, pool, before: np.ndarray, takers=None, passes: int = 3) -> dict:
+        """:func:`back_to_held` (``won``, ``pool``, ``before``, ``takers``, ``passes``)."""
+        free = np.zeros(before.size, bool)
+        free[np.asarray(pool, np.int64)] = True
+        takers = set(won) | set(takers or ())
+        out = {a: np.sort(np.asarray(g, np.int64)) for a, g in won.items()}
+        offer = np.concatenate([np.flatnonzero(free), *out.values()])
+        in_offer = Counter(before[offer].tolist())  # per app: GPUs of the offer it held
+        for _ in range(passes):
+            changed = False
+            best = [a for a in out if _at_best(out[a], in_offer, before, a, takers)]
+            if len(best) == len(out):  # every winner has all it held of the offer, none of others'
+                break
+            for a in sorted(set(out) - set(best)):
+                own = out[a]
+                free[own] = True
+                mine_now = self._remap(own, np.flatnonzero(free), _cats(before, a, takers))
+                changed |= not np.array_equal(mine_now, own)
+                out[a] = mine_now
+                free[mine_now] = False
+            if len(out) > 1:  # pairwise swaps need two winners
+                changed |= self._swap_pairs(out, free, before, takers, offer)
+            if not changed:
+                break
+        return out
+
+    def _remap(self, own: np.ndarray, f: np.ndarray, cat: np.ndarray) -> np.ndarray:
+        """Winner ``own``'s blocks (its GPUs per machine) assigned to machines of the same rack
+        with as many free (``f``, sorted) GPUs of each label: gain per (block, machine) = GPUs it
+        held there - GPUs another recipient held (``cat`` 0 / 2), + 1e-3 to stay put (one
+        assignment problem); the GPUs picked per label best ``cat`` first, then lowest index."""
+        n_m, n_l, machine, label = self.n_m, self.n_l, self.machine, self.label
+        mf, lf, cf = machine[f], label[f], cat[f]
+        cnt = np.bincount((mf * n_l + lf) * 3 + cf, minlength=n_m * n_l * 3).reshape(n_m, n_l, 3)
+        blocks, inv = np.unique(machine[own], return_inverse=True)
+        need = np.bincount(inv * n_l + label[own], minlength=blocks.size * n_l)
+        need = need.reshape(blocks.size, 1, n_l)
+        mine = np.minimum(need, cnt[:, :, 0])  # (block, machine, label)
+        oth = np.maximum(need - mine - cnt[:, :, 1], 0)
+        ok = (oth <= cnt[:, :, 2]).all(2) & (self.rack_of == self.rack_of[blocks][:, None])
+        g = mine.sum(2) - oth.sum(2) + 1e-3 * (self.arange_m == blocks[:, None])
+        rows, cols = linear_sum_assignment(np.where(ok, g, -1e9), maximize=True)
+        order = np.lexsort((f, cf, lf, mf))  # by machine, label, cat, index
+        sf, key = f[order], (mf * n_l + lf)[order]
+        nd = need.reshape(blocks.size, n_l)[rows]  # per assigned block: GPUs per label
+        i, lab = nd.nonzero()
+        k = nd[i, lab]
+        lo = np.searchsorted(key, cols[i] * n_l + lab)  # each (machine, label)'s first free GPU
+        first = np.cumsum(k) - k
+        return np.sort(sf[np.repeat(lo - first, k) + np.arange(int(k.sum()))])
+
+    def _swap_pairs(self, out: dict, free: np.ndarray, before, takers: set, offer) -> bool:
+        """Pairwise swaps between winners: a's block on machine m and b's on machine t (same
+        rack, neither holding the other machine) trade machines when each fits there (with the
+        machine's free GPUs), neither winner's GPUs held back less others' falls and one's rises;
+        whether any (``free`` updated).
+
+        A pair is tried only when it can gain: a's net on t is at most the GPUs of the ``offer``
+        (the round's free and won GPUs) on t it held, so a pair where held_a(t) - net(a, block m)
+        < 0, or likewise for b, or their sum <= 0, is ruled out before any GPUs are drawn, and so
+        is a pair whose blocks do not fit (too few GPUs of a label): the outcome is that of
+        trying every pair."""
+        mach_l, label_l, rack_l, on_machine = (
+            self.mach_l,
+            self.label_l,
+            self.rack_l,
+            self.on_machine,
+        )
+        before_l, free_l = before.tolist(), free.tolist()
+        held: dict = {a: {} for a in out}  # per winner: machine -> GPUs of the offer it held there
+        for g in offer.tolist():
+            h = held.get(before_l[g])
+            if h is not None:
+                h[mach_l[g]] = h.get(mach_l[g], 0) + 1
+        n_free: dict = {}  # (machine, label) -> free GPUs there
+        for g in np.flatnonzero(free).tolist():
+            n_free[mach_l[g], label_l[g]] = n_free.get((mach_l[g], label_l[g]), 0) + 1
+
+        def cat(a, g) -> int:  # 0: a held it, 1: nobody's of this round, 2: another recipient's
+            b = before_l[g]
+            return 0 if b == a else 2 if b in takers else 1
+
+        def net(a, gs) -> int:  # GPUs a held less GPUs another recipient held
+            return sum(1 - cat(a, g) for g in gs)
+
+        def fits(ga, gb, t) -> bool:  # ga's labels among gb's and t's free GPUs (what take draws)
+            if self.n_l == 1:
+                return len(ga) <= len(gb) + n_free.get((t, 0), 0)
+            have = Counter([label_l[g] for g in gb])
+            need = Counter([label_l[g] for g in ga])
+            return all(k <= have[lab] + n_free.get((t, lab), 0) for lab, k in need.items())
+
+        def take(a, cands: list, like: list) -> list:  # like's labels, best cat, lowest index
+            need = Counter([label_l[g] for g in like])
+            by_label: dict = {}
+            for g in cands:
+                if label_l[g] in need:
+                    by_label.setdefault(label_l[g], []).append((cat(a, g), g))
+            return [g for lab in sorted(need) for _, g in sorted(by_label[lab])[: need[lab]]]
+
+        def blocks(a) -> dict:  # machine -> a's GPUs on it (in order)
+            by: dict = {}
+            for g in out[a].tolist():
+                by.setdefault(mach_l[g], []).append(g)
+            return by
+
+        on = {a: blocks(a) for a in out}  # kept up to date with ``out``
+        nets = {a: {m: net(a, gs) for m, gs in on[a].items()} for a in out}  # per block
         changed = False
-        best = [a for a in out if _at_best(out[a], in_offer, before, a, takers)]
-        if len(best) == len(out):  # every winner has all it held of the offer, none of others'
-            break
-        for a in sorted(set(out) - set(best)):
-            own = out[a]
-            free[own] = True
-            cat = _cats(before, a, takers)
-            f = np.flatnonzero(free)
-            cell = (machine[f] * n_l + label[f]) * 3 + cat[f]
-            cnt = np.bincount(cell, minlength=n_m * n_l * 3).reshape(n_m, n_l, 3)
-            blocks = np.unique(machine[own])
-            gain = np.full((blocks.size, n_m), -1e9)
-            for i, m in enumerate(blocks.tolist()):
-                need = np.bincount(label[own[machine[own] == m]], minlength=n_l)
-                mine = np.minimum(need, cnt[:, :, 0])
-                oth = np.maximum(need - mine - cnt[:, :, 1], 0)
-                ok = (oth <= cnt[:, :, 2]).all(1) & (rack_of == rack_of[m])
-                g = mine.sum(1) - oth.sum(1) + 1e-3 * (np.arange(n_m) == m)
-                gain[i, ok] = g[ok]
-            rows, cols = linear_sum_assignment(gain, maximize=True)
-            pick = []
-            for i, t in zip(rows.tolist(), cols.tolist(), strict=True):
-                need = np.bincount(label[own[machine[own] == blocks[i]]], minlength=n_l)
-                on_t = f[machine[f] == t]
-                for lab in np.flatnonzero(need).tolist():
-                    c = on_t[label[on_t] == lab]
-                    pick.append(c[np.lexsort((c, cat[c]))][: need[lab]])
-            mine_now = np.sort(np.concatenate(pick))
-            changed |= not np.array_equal(mine_now, own)
-            out[a] = mine_now
-            free[mine_now] = False
-        changed |= _swap_pairs(out, free, before, machine, rack_of, label, takers)
-        if not changed:
-            break
-    return out
+        apps = sorted(out)
+        for x, a in enumerate(apps):
+            for b in apps[x + 1 :]:
+                for m in sorted(on[a]):
+                    for t in sorted(on[b]):
+                        if m == t or rack_l[m] != rack_l[t]:
+                            continue
+                        on_a, on_b = on[a], on[b]
+                        if m not in on_a or t not in on_b or t in on_a or m in on_b:
+                            continue
+                        ga, gb = on_a[m], on_b[t]
+                        ua, ub = held[a].get(t, 0) - nets[a][m], held[b].get(m, 0) - nets[b][t]
+                        if ua < 0 or ub < 0 or ua + ub <= 0 or not fits(ga, gb, t):
+                            continue  # da <= held_a(t) - net(a, ga), likewise b: neither gains
+                        if not fits(gb, ga, m):
+                            continue
+                        na = take(a, sorted(gb + [g for g in on_machine[t] if free_l[g]]), ga)
+                        nb = take(b, sorted(ga + [g for g in on_machine[m] if free_l[g]]), gb)
+                        da, db = net(a, na) - nets[a][m], net(b, nb) - nets[b][t]
+                        if min(da, db) < 0 or da + db <= 0:
+                            continue
+                        for g in ga + gb:
+                            free_l[g] = True
+                            n_free[mach_l[g], label_l[g]] = (
+                                n_free.get((mach_l[g], label_l[g]), 0) + 1
+                            )
+                        for g in na + nb:
+                            free_l[g] = False
+                            n_free[mach_l[g], label_l[g]] -= 1
+                        A, B = out[a], out[b]
+                        out[a] = np.sort(np.concatenate([A[self.machine[A] != m], na]))
+                        out[b] = np.sort(np.concatenate([B[self.machine[B] != t], nb]))
+                        on[a], on[b] = blocks(a), blocks(b)
+                        for c in (a, b):
+                            nets[c] = {k: net(c, gs) for k, gs in on[c].items()}
+                        changed = True
+        free[:] = free_l
+        return changed
 
 
 def _at_best(own: np.ndarray, in_offer: Counter, before: np.ndarray, a, takers: set) -> bool:
@@ -100,81 +219,3 @@ def _cats(before: np.ndarray, a, takers: set) -> np.ndarray:
     lut[[b + 1 for b in takers]] = 2
     lut[a + 1] = 0
     return lut[before + 1]
-
-
-def _take(cands: np.ndarray, like: np.ndarray, label: np.ndarray, cat: np.ndarray):
-    """GPUs of ``cands`` with the labels of ``like`` (best ``cat`` first, then lowest index);
-    None when too few."""
-    need = Counter(label[like].tolist())
-    by_label: dict = {}
-    for g, lab, c in zip(cands.tolist(), label[cands].tolist(), cat[cands].tolist(), strict=True):
-        if lab in need:
-            by_label.setdefault(lab, []).append((c, g))
-    pick = []
-    for lab in sorted(need):
-        c = by_label.get(lab, [])
-        if len(c) < need[lab]:
-            return None
-        pick += [g for _, g in sorted(c)[: need[lab]]]
-    return np.array(pick, np.int64)
-
-
-def _swap_pairs(out: dict, free, before, machine, rack_of, label, takers: set) -> bool:
-    """Pairwise swaps between winners: a's block on machine m and b's on machine t (same rack,
-    neither holding the other machine) trade machines when each fits there (with the machine's
-    free GPUs), neither winner's GPUs held back less others' falls and one's rises; whether any.
-
-    A pair is tried only when it can gain: a's net on t is at most the GPUs of t it held, so
-    (held_a(t) - net(a, block m)) + (held_b(m) - net(b, block t)) <= 0 rules the swap out before
-    any candidate GPUs are drawn (the outcome is that of trying every pair)."""
-    cats = {a: _cats(before, a, takers) for a in out}
-    score = {a: (1 - c).tolist() for a, c in cats.items()}  # per GPU: +1 held, -1 another's
-    n_m = rack_of.size
-    held = {a: np.bincount(machine[before == a], minlength=n_m).tolist() for a in out}
-    rack_l = rack_of.tolist()
-
-    def net(a, g) -> int:
-        sc = score[a]
-        return sum(sc[x] for x in g)
-
-    def blocks(a) -> dict:  # machine -> a's GPUs on it (in order)
-        by: dict = {}
-        for g, m in zip(out[a].tolist(), machine[out[a]].tolist(), strict=True):
-            by.setdefault(m, []).append(g)
-        return by
-
-    on = {a: blocks(a) for a in out}  # kept up to date with ``out``
-    changed = False
-    apps = sorted(out)
-    for x, a in enumerate(apps):
-        for b in apps[x + 1 :]:
-            for m in sorted(on[a]):
-                for t in sorted(on[b]):
-                    if m == t or rack_l[m] != rack_l[t]:
-                        continue
-                    on_a, on_b = on[a], on[b]
-                    if m not in on_a or t not in on_b or t in on_a or m in on_b:
-                        continue
-                    if held[a][t] - net(a, on_a[m]) + held[b][m] - net(b, on_b[t]) <= 0:
-                        continue  # neither can gain: da <= held_a(t) - net(a, ga), likewise b
-                    A, B = out[a], out[b]
-                    ga, gb = np.array(on_a[m], np.int64), np.array(on_b[t], np.int64)
-                    na = _take(
-                        np.union1d(gb, np.flatnonzero(free & (machine == t))), ga, label, cats[a]
-                    )
-                    nb = _take(
-                        np.union1d(ga, np.flatnonzero(free & (machine == m))), gb, label, cats[b]
-                    )
-                    if na is None or nb is None:
-                        continue
-                    na_l, nb_l = na.tolist(), nb.tolist()
-                    da, db = net(a, na_l) - net(a, on_a[m]), net(b, nb_l) - net(b, on_b[t])
-                    if min(da, db) < 0 or da + db <= 0:
-                        continue
-                    free[ga] = free[gb] = True
-                    free[na] = free[nb] = False
-                    out[a] = np.sort(np.concatenate([A[machine[A] != m], na]))
-                    out[b] = np.sort(np.concatenate([B[machine[B] != t], nb]))
-                    on[a], on[b] = blocks(a), blocks(b)
-                    changed = True
-    return changed

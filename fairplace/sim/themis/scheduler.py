@@ -71,7 +71,7 @@ from .params import (
     THEMIS_ROUNDING,
     THEMIS_VALUATION,
 )
-from .renewal import back_to_held
+from .renewal import Renewal
 
 __all__ = ["OVERHEAD_KEYS", "Themis", "binned_cluster"]
 
@@ -206,7 +206,7 @@ class Themis:
                 for idx in won.values():
                     left[idx] = False
                 spare = left.nonzero()[0]
-                won = back_to_held(won, spare, before, self._mi, self._ri, self._labels, extra)
+                won = self._renewal(won, spare, before, extra)
             grant = self._keep_previous(won, before)
             taken = {g for gs in won.values() for g in gs.tolist()}
             spare = np.asarray(sorted(set(free.tolist()) - taken), np.int64)
@@ -320,6 +320,13 @@ class Themis:
             keys = [tuple(sorted(g.pm.items())) for g in self.decide_cluster.gpus]
             self._label_arr = np.array([ids.setdefault(k, len(ids)) for k in keys], np.int64)
         return self._label_arr
+
+    @property
+    def _renewal(self) -> Renewal:
+        """:func:`back_to_held` bound to the decision cluster (its statics computed once)."""
+        if not hasattr(self, "_renew"):
+            self._renew = Renewal(self._mi, self._ri, self._labels)
+        return self._renew
 
     @property
     def _group_key(self) -> list:
