@@ -20,6 +20,7 @@ from fairplace.formulations.pm_score import bin_scores
 from fairplace.instances.generators import grid_cluster
 from fairplace.instances.models import MODELS
 from fairplace.instances.variability import data_file, make_cluster, synthetic_pm_scores
+from fairplace.solvers.placement.job_queue import JobQueue
 from fairplace.solvers.placement.policies import ClusterState, make_policy
 
 from . import Case
@@ -65,9 +66,10 @@ def argsort_seconds(scores, repeats: int = 20) -> float:
 
 def time_round(policy: str, machines: int, profile: str, repeats: int) -> dict:
     """Median / worst / best seconds of one round of ``policy`` over a Philly queue of 1.5x the
-    cluster, and the median's ratio to one argsort of the scores (:func:`argsort_seconds`)."""
+    cluster (a :class:`JobQueue`, as the simulator gives it), and the median's ratio to one
+    argsort of the scores (:func:`argsort_seconds`)."""
     state = _state(machines, profile)
-    queue = philly_queue(len(state.cluster))
+    queue = JobQueue.of(philly_queue(len(state.cluster)))  # tabled once, as jobs arrive
     pol = make_policy(policy, backfill=True)
     times = []
     for r in range(repeats):

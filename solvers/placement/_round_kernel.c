@@ -526,7 +526,11 @@ static int cmp64(const void *a, const void *b) {
     return (x > y) - (x < y);
 }
 
-static int record(PyObject *alloc, PyObject *id, int64_t *g, int64_t n) {
+/* alloc[id] = the sorted GPU tuple of g[:n]; ``ints`` holds the int objects 0..G-1 and ``ones``
+ * the 1-tuples (0,)..(G-1,) (made once per cluster: a tuple is immutable, so rounds share them) */
+static int record(PyObject *alloc, PyObject *id, int64_t *g, int64_t n, PyObject *ints,
+                  PyObject *ones) {
+    if (n == 1) return PyDict_SetItem(alloc, id, PyTuple_GET_ITEM(ones, g[0]));
     if (n > 16) qsort(g, (size_t)n, sizeof(int64_t), cmp64);
     else
         for (int64_t i = 1; i < n; i++) {
@@ -540,11 +544,8 @@ static int record(PyObject *alloc, PyObject *id, int64_t *g, int64_t n) {
     PyObject *t = PyTuple_New(n);
     if (!t) return -1;
     for (int64_t i = 0; i < n; i++) {
-        PyObject *v = PyLong_FromLongLong(g[i]);
-        if (!v) {
-            Py_DECREF(t);
-            return -1;
-        }
+        PyObject *v = PyTuple_GET_ITEM(ints, g[i]);
+        Py_INCREF(v);
         PyTuple_SET_ITEM(t, i, v);
     }
     PyObject_GC_UnTrack(t); /* ints only: never in a cycle, nothing for the collector to visit */
@@ -627,20 +628,65 @@ static long class_of(Pool *pl, Classes *cs, PyObject *cls) {
     return k;
 }
 
-/* a job's GPU demand and class index; 0 on success */
-static int job_attrs(Pool *pl, Classes *cs, PyObject *job, long long *n, long *ci) {
-    PyObject *g = PyObject_GetAttr(job, S_gpus);
-    if (!g) return -1;
-    int over = 0;
-    *n = PyLong_AsLongLongAndOverflow(g, &over);
-    Py_DECREF(g);
-    if (*n == -1 && PyErr_Occurred()) return -1;
-    if (over) *n = over > 0 ? LLONG_MAX : 0; /* a demand beyond any cluster: a misfit */
-    PyObject *c = PyObject_GetAttr(job, S_cls);
-    if (!c) return -1;
-    *ci = class_of(pl, cs, c);
-    Py_DECREF(c);
-    return *ci < 0 ? -1 : 0;
+static const char scan_doc[] =
+    "scan(jobs) -> (gpus, codes, classes)\n\n"
+    "Each job's ``gpus`` (int64 bytes; a demand beyond int64 reads as the largest int64) and class"
+    " code (int64 bytes: the index of its ``cls`` in ``classes``, the distinct classes in order of"
+    " first appearance), read once per job.";
+
+static PyObject *scan(PyObject *self, PyObject *arg) {
+    PyObject *seq = PySequence_Fast(arg, "scan: expected a list or tuple of jobs");
+    if (!seq) return NULL;
+    Py_ssize_t J = PySequence_Fast_GET_SIZE(seq);
+    PyObject *gb = PyBytes_FromStringAndSize(NULL, J * 8), *cb = PyBytes_FromStringAndSize(NULL, J * 8);
+    PyObject *index = PyDict_New(), *classes = PyList_New(0), *last = NULL, *res = NULL;
+    long long last_k = -1;
+    if (!gb || !cb || !index || !classes) goto done;
+    int64_t *gv = (int64_t *)PyBytes_AS_STRING(gb), *cv = (int64_t *)PyBytes_AS_STRING(cb);
+    for (Py_ssize_t j = 0; j < J; j++) {
+        PyObject *job = PySequence_Fast_GET_ITEM(seq, j);
+        PyObject *g = PyObject_GetAttr(job, S_gpus);
+        if (!g) goto done;
+        int over = 0;
+        long long n = PyLong_AsLongLongAndOverflow(g, &over);
+        Py_DECREF(g);
+        if (n == -1 && PyErr_Occurred()) goto done;
+        if (over) n = over > 0 ? LLONG_MAX : 0; /* a demand beyond any cluster: a misfit */
+        gv[j] = n;
+        PyObject *c = PyObject_GetAttr(job, S_cls);
+        if (!c) goto done;
+        if (c != last) { /* runs of one class object: one lookup */
+            PyObject *v = PyDict_GetItemWithError(index, c);
+            if (v) {
+                last_k = PyLong_AsLongLong(v);
+            } else if (PyErr_Occurred()) {
+                Py_DECREF(c);
+                goto done;
+            } else {
+                last_k = PyList_GET_SIZE(classes);
+                PyObject *iv = PyLong_FromLongLong(last_k);
+                if (!iv || PyDict_SetItem(index, c, iv) < 0 || PyList_Append(classes, c) < 0) {
+                    Py_XDECREF(iv);
+                    Py_DECREF(c);
+                    goto done;
+                }
+                Py_DECREF(iv);
+            }
+            Py_XSETREF(last, c); /* held: its address cannot be reused while compared */
+        } else {
+            Py_DECREF(c);
+        }
+        cv[j] = last_k;
+    }
+    res = Py_BuildValue("(OON)", gb, cb, PyList_AsTuple(classes));
+done:
+    Py_XDECREF(last);
+    Py_XDECREF(gb);
+    Py_XDECREF(cb);
+    Py_XDECREF(index);
+    Py_XDECREF(classes);
+    Py_DECREF(seq);
+    return res;
 }
 
 /* L_across of a job, as the stock ``PolicyBase.locality(job)`` returns it: the job's own
@@ -674,26 +720,33 @@ static int job_locality(PyObject *job, PyObject *locality, PyObject *memo, doubl
 }
 
 static const char place_doc[] =
-    "place(mi, M, P, free, order, ids, start, mode, ties, singles, backfill, class_data,"
-    " locality, choose, alloc) -> (k, stopped)\n\n"
-    "Run a non-sticky PM-First / PAL round from job ``start`` of ``order`` (a list of jobs with"
-    " ``gpus``, ``cls``, ``model``) on: ``mi`` the machine of each GPU (int64, grouped by machine),"
-    " ``free`` (uint8, updated), ``class_data(cls)`` -> (score order int64, sorted scores float64),"
-    " ``locality(job)`` -> L_across of a job whose own ``locality`` is None (a function of its"
-    " ``model``: asked once per model), ``ids`` the job ids; the picks go into"
-    " ``alloc`` (job id -> sorted GPU tuple). Returns the last job decided and whether a misfit"
-    " stopped the round.";
+    "place(mi, M, P, free, jobs, gpus, codes, perm, classes, ids, start, mode, ties, singles,"
+    " backfill, class_data, locality, choose, ints, ones, alloc) -> (k, stopped)\n\n"
+    "Run a non-sticky PM-First / PAL round from position ``start`` of the processing order on:"
+    " ``mi`` the machine of each GPU (int64, grouped by machine), ``free`` (uint8, updated),"
+    " ``jobs`` (a list or tuple; read only for ``locality`` and ``model``), their ``gpus`` and class"
+    " ``codes`` (int64, indices into the tuple ``classes``), ``perm`` (int64: the job at each"
+    " position of the processing order; None: the jobs' order), ``ids`` the job ids by position,"
+    " ``class_data(cls)`` -> (score order int64, sorted scores float64), ``locality(job)`` ->"
+    " L_across of a job whose own ``locality`` is None (a function of its ``model``: asked once"
+    " per model), ``ints`` / ``ones`` the tuples (0, .., G-1) and ((0,), .., (G-1,)); the picks go"
+    " into ``alloc`` (job id -> sorted GPU tuple). Returns the last position decided and whether"
+    " a misfit stopped the round.";
 
 static PyObject *place(PyObject *self, PyObject *args) {
-    Py_buffer bmi, bfree;
+    Py_buffer bmi, bfree, bg, bc, bp = {0};
     Py_ssize_t M, P, start;
-    PyObject *order, *ids, *class_data, *locality, *chooser, *alloc;
+    PyObject *jobs, *permo, *classes, *ids, *class_data, *locality, *chooser, *ints, *ones, *alloc;
     int mode, ties, singles, backfill, gc_was = 0;
-    if (!PyArg_ParseTuple(args, "y*nnw*O!O!niiipOOOO!", &bmi, &M, &P, &bfree, &PyList_Type,
-                          &order, &PyTuple_Type, &ids, &start, &mode, &ties, &singles, &backfill,
-                          &class_data, &locality, &chooser, &PyDict_Type, &alloc))
+    if (!PyArg_ParseTuple(args, "y*nnw*Oy*y*OO!O!niiipOOOO!O!O!", &bmi, &M, &P, &bfree, &jobs,
+                          &bg, &bc, &permo, &PyTuple_Type, &classes, &PyTuple_Type, &ids, &start,
+                          &mode, &ties, &singles, &backfill, &class_data, &locality, &chooser,
+                          &PyTuple_Type, &ints, &PyTuple_Type, &ones, &PyDict_Type, &alloc))
         return NULL;
     PyObject *result = NULL;
+    long *cmap = NULL; /* class code -> the kernel's class index (-1: not yet met) */
+    const int64_t *perm = NULL, *jg = bg.buf, *jc = bc.buf;
+    Py_ssize_t NC = PyTuple_GET_SIZE(classes);
     Pool pl;
     memset(&pl, 0, sizeof(pl));
     Classes cs = {PyDict_New(), class_data, NULL, NULL, 0, NULL, -1};
@@ -703,11 +756,32 @@ static PyObject *place(PyObject *self, PyObject *args) {
     int64_t G = bmi.len / (Py_ssize_t)sizeof(int64_t);
     Py_ssize_t J = PyTuple_GET_SIZE(ids);
     if (!cs.index || !memo) goto done;
-    if (bfree.len != G || PyList_GET_SIZE(order) != J || P < 1 || M < 1 || G >= (1 << 23) ||
-        M >= (1 << 24) || P >= (1 << 16)) {
+    if (permo != Py_None) {
+        if (PyObject_GetBuffer(permo, &bp, PyBUF_C_CONTIGUOUS) < 0) goto done;
+        perm = bp.buf;
+    }
+    if (!PyList_Check(jobs) && !PyTuple_Check(jobs)) {
+        PyErr_SetString(PyExc_TypeError, "place: jobs must be a list or tuple");
+        goto done;
+    }
+    if (bfree.len != G || PySequence_Fast_GET_SIZE(jobs) != J || bg.len != J * 8 ||
+        bc.len != J * 8 || (perm && bp.len != J * 8) || PyTuple_GET_SIZE(ints) != G ||
+        PyTuple_GET_SIZE(ones) != G || P < 1 || M < 1 || G >= (1 << 23) || M >= (1 << 24) ||
+        P >= (1 << 16)) {
         PyErr_SetString(PyExc_ValueError, "place: inconsistent arguments");
         goto done;
     }
+    for (Py_ssize_t j = 0; j < J; j++)
+        if (jc[j] < 0 || jc[j] >= NC || (perm && (perm[j] < 0 || perm[j] >= J))) {
+            PyErr_SetString(PyExc_ValueError, "place: a class code or position out of range");
+            goto done;
+        }
+    cmap = malloc(sizeof(long) * (NC + 1));
+    if (!cmap) {
+        PyErr_NoMemory();
+        goto done;
+    }
+    for (Py_ssize_t i = 0; i < NC; i++) cmap[i] = -1;
     pl.G = G;
     pl.M = M;
     pl.P = P;
@@ -745,9 +819,7 @@ static PyObject *place(PyObject *self, PyObject *args) {
         }
         pl.mstart[m + 1] += pl.mstart[m];
     }
-    int64_t k = start - 1, next_k = -1;
-    long long next_n = 0;
-    long next_ci = 0;
+    int64_t k = start - 1;
     int stopped = 0;
     gc_was = PyGC_Disable(); /* thousands of new tuples: no collections while they are made */
     while (!stopped && k + 1 < J) {
@@ -756,22 +828,18 @@ static PyObject *place(PyObject *self, PyObject *args) {
             k--;
             break;
         }
-        PyObject *job = PyList_GET_ITEM(order, k);
-        long long n = next_n;
-        long ci = next_ci;
-        if (k != next_k && job_attrs(&pl, &cs, job, &n, &ci) < 0) goto done;
+        int64_t j = perm ? perm[k] : k, code = jc[j];
+        long long n = jg[j];
+        long ci = cmap[code];
+        if (ci < 0) {
+            ci = cmap[code] = class_of(&pl, &cs, PyTuple_GET_ITEM(classes, code));
+            if (ci < 0) goto done;
+        }
         if (n == 1) { /* a run of single-GPU jobs of one class */
             int64_t e = k + 1;
             while (e < J) {
-                long long ne;
-                long cie;
-                if (job_attrs(&pl, &cs, PyList_GET_ITEM(order, e), &ne, &cie) < 0) goto done;
-                if (ne != 1 || cie != ci) { /* read once: the next job of the loop */
-                    next_k = e;
-                    next_n = ne;
-                    next_ci = cie;
-                    break;
-                }
+                int64_t je = perm ? perm[e] : e;
+                if (jg[je] != 1 || jc[je] != code) break;
                 e++;
             }
             Cls *c = &pl.cls[ci]; /* after class_of: pl.cls may have moved */
@@ -784,7 +852,8 @@ static PyObject *place(PyObject *self, PyObject *args) {
                     goto done;
                 }
                 take(&pl, g);
-                if (record(alloc, PyTuple_GET_ITEM(ids, k + got), &g, 1) < 0) goto done;
+                if (record(alloc, PyTuple_GET_ITEM(ids, k + got), &g, 1, ints, ones) < 0)
+                    goto done;
                 got++;
             }
             if (got < run && !backfill) {
@@ -796,7 +865,9 @@ static PyObject *place(PyObject *self, PyObject *args) {
             continue;
         }
         double L = 1.0; /* read by PAL's walk only (1 < n <= P) */
-        if (mode != 0 && n > 1 && n <= P && job_locality(job, locality, memo, &L) < 0) goto done;
+        if (mode != 0 && n > 1 && n <= P &&
+            job_locality(PySequence_Fast_GET_ITEM(jobs, j), locality, memo, &L) < 0)
+            goto done;
         int64_t got = n < 1 ? 0 : pick(&pl, &r, &pl.cls[ci], (int64_t)n, L, out);
         if (got < 0) goto done;
         if (got == 0) {
@@ -809,7 +880,7 @@ static PyObject *place(PyObject *self, PyObject *args) {
             goto done;
         }
         for (int64_t i = 0; i < got; i++) take(&pl, out[i]);
-        if (record(alloc, PyTuple_GET_ITEM(ids, k), out, got) < 0) goto done;
+        if (record(alloc, PyTuple_GET_ITEM(ids, k), out, got, ints, ones) < 0) goto done;
     }
     result = Py_BuildValue("(LO)", (long long)k, stopped ? Py_True : Py_False);
 done:
@@ -824,13 +895,18 @@ done:
     Py_XDECREF(cs.last);
     free(cs.ob); free(cs.sb); free(pl.cls);
     free(pl.mstart); free(pl.nf); free(pl.lowc); free(pl.scratch); free(pl.scratch2); free(out);
+    free(cmap);
     PyBuffer_Release(&bmi);
     PyBuffer_Release(&bfree);
+    PyBuffer_Release(&bg);
+    PyBuffer_Release(&bc);
+    if (perm) PyBuffer_Release(&bp);
     return result;
 }
 
 static PyMethodDef methods[] = {
     {"place", place, METH_VARARGS, place_doc},
+    {"scan", scan, METH_O, scan_doc},
     {NULL, NULL, 0, NULL},
 };
 

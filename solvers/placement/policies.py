@@ -82,6 +82,17 @@ class PMFirstPolicy(PolicyBase):
         head = [j for c in sorted(by_cls, key=lambda c: (c is None, c or "")) for j in by_cls[c]]
         return head + jobs[cut:]
 
+    def _order_rows(self, queue, cluster_size):
+        if type(self)._order is not PMFirstPolicy._order:
+            return None
+        _, gpus, codes = queue.fields()  # codes: ranks of the classes in _order's class order
+        cut = int(np.searchsorted(np.cumsum(gpus), cluster_size, side="right"))
+        key = codes[:cut]
+        if len(queue.table.classes) <= 2**16:  # a stable sort of 16-bit keys is a radix sort
+            key = key.astype(np.uint16)
+        head = np.argsort(key, kind="stable")
+        return np.concatenate([head, np.arange(cut, len(queue))])
+
     def _singles_count(self):
         return self.ties  # a single-GPU job's pick is pm_first(cls, 1, count=ties), as in _pick
 

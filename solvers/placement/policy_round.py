@@ -27,6 +27,7 @@ from fairplace.core.params import LOCALITY_PENALTY
 
 from . import round_kernel
 from .free_pool import FreePool
+from .job_queue import JobQueue, check_jobs
 
 
 @dataclass(frozen=True)
@@ -145,19 +146,34 @@ class PolicyBase:
         :attr:`resumable`): the jobs that head both processing orders get the same GPUs as then
         (a job's pick depends only on the picks before it), so only the rest is placed again."""
         jobs, in_queue = _validate(state, queue)
+        G = len(state.cluster)
+        # a JobQueue's processing order from its arrays (no pass over the jobs)
+        jq = queue if isinstance(queue, JobQueue) and not self.sticky else None
+        rows = None if jq is None else self._order_rows(jq, G)
+        if jq is not None and rows is not None:
+            id_arr, demand, codes = jq.fields()
+            ids = tuple(id_arr[rows].tolist())
+        if in_queue is None and self.sticky:
+            in_queue = set(map(_ID, jobs))
         running: dict[str, Any]
         if self.sticky or self.migrate != "always":
             running = {j: np.asarray(g, dtype=np.int64) for j, g in state.allocation.items()}
         else:  # only the keys are read
             running = dict.fromkeys(state.allocation)
-        held = {j: g for j, g in running.items() if j in in_queue} if self.sticky else {}
-        free = np.ones(len(state.cluster), dtype=bool)
+        held = {}
+        if self.sticky:
+            assert in_queue is not None  # made above for a sticky round
+            held = {j: g for j, g in running.items() if j in in_queue}
+        free = np.ones(G, dtype=bool)
         for g in held.values():
             free[g] = False
         alloc: dict[str, tuple[int, ...]] = {}
-        order = jobs if self.sticky else self._order(jobs, len(state.cluster))
-        lower = _LowerHeld(order, held) if held else None
-        ids = tuple(map(_ID, order))
+        if rows is None:
+            order = jobs if self.sticky else self._order(jobs, G)
+            ids = tuple(map(_ID, order))
+            lower = _LowerHeld(order, held) if held else None
+        else:
+            lower = None  # non-sticky: nothing held
         k, stopped = -1, False
         if previous is not None and previous.trail is not None and self.resumable:
             cl, sc, _ = previous.trail[3]
@@ -169,9 +185,16 @@ class PolicyBase:
         singles = self._singles_count() if not self.sticky and self.migrate == "always" else None
         spec = self._kernel_spec() if singles is not None else None
         kernel = spec is not None and round_kernel.wanted() and round_kernel.covers(pool)
+        fields = None
+        if jq is not None and rows is not None and kernel:  # the kernel reads the queue's arrays
+            order, fields = jobs, (demand, codes, jq.table.classes, rows)
+        elif rows is not None:
+            order = list(map(jobs.__getitem__, rows.tolist()))
         if kernel and not stopped:  # the same picks, compiled (round_kernel)
-            k, stopped = round_kernel.run(pool, order, k + 1, spec, self.backfill, self, ids, alloc)
-        while not kernel and not stopped and k + 1 < len(order):
+            k, stopped = round_kernel.run(
+                pool, order, k + 1, spec, self.backfill, self, ids, alloc, fields
+            )
+        while not kernel and not stopped and k + 1 < len(ids):
             k += 1
             if not self.sticky and pool.n_free == 0:  # every later job fails: nothing to preempt
                 k -= 1
@@ -206,7 +229,9 @@ class PolicyBase:
         for j, g in held.items():  # running jobs not reached before a stop keep their GPUs
             if j not in alloc:
                 alloc[j] = _sorted_ids(g)
-        lost = (running.keys() & in_queue) - alloc.keys()  # (set operations: no step per job)
+        lost = running.keys() - alloc.keys()  # (set operations: no step per job)
+        if lost:
+            lost &= set(ids) if in_queue is None else in_queue
         preempted = tuple(j for j in running if j in lost) if lost else ()
         return Decision(
             alloc,
@@ -268,6 +293,13 @@ class PolicyBase:
     def _order(self, jobs: list[Job], cluster_size: int) -> list[Job]:
         return jobs
 
+    def _order_rows(self, queue: JobQueue, cluster_size: int) -> np.ndarray | None:
+        """:meth:`_order` as positions in ``queue``, from its arrays; None where ``_order`` is
+        overridden (a subclass's order is only known from its ``_order``)."""
+        if type(self)._order is not PolicyBase._order:
+            return None
+        return np.arange(len(queue))
+
     def _prepare(self, pool: FreePool, state: ClusterState) -> None:
         """Per-round set-up (e.g. the random permutation)."""
 
@@ -311,13 +343,17 @@ def _common_head(a: tuple, b: tuple, n: int) -> int:
 _ID, _GPUS = attrgetter("id"), attrgetter("gpus")
 
 
-def _validate(state: ClusterState, queue: Sequence[Job]) -> tuple[list[Job], set]:
-    """The queue as a list and its set of job ids; a DataError naming the first bad field."""
+def _validate(state: ClusterState, queue: Sequence[Job]) -> tuple[list[Job], set | None]:
+    """The queue as a list and its set of job ids (None for a :class:`JobQueue`: checked when it
+    was made); a DataError naming the first bad field."""
     G = len(state.cluster)
     for c, v in state.scores.items():
         if np.shape(v) != (G,):
             raise DataError(f"scores[{c!r}]", f"expected shape ({G},), got {np.shape(v)}")
     jobs = list(queue)
+    if isinstance(queue, JobQueue):
+        _check_allocation(state, G)
+        return jobs, None
     in_queue = set(map(_ID, jobs))
     gpus = list(map(_GPUS, jobs))
     if len(in_queue) == len(jobs) and (
@@ -326,13 +362,13 @@ def _validate(state: ClusterState, queue: Sequence[Job]) -> tuple[list[Job], set
         bad: Sequence[Job] = ()  # the common case, checked in one pass
     else:
         bad = jobs
-    seen = set()
-    for k, j in enumerate(bad):
-        if j.id in seen:
-            raise DataError(f"queue[{k}].id", f"duplicate job id {j.id!r}")
-        seen.add(j.id)
-        if isinstance(j.gpus, bool) or not isinstance(j.gpus, (int, np.integer)) or j.gpus < 1:
-            raise DataError(f"queue[{k}].gpus", f"must be a positive integer, got {j.gpus!r}")
+    check_jobs(bad)
+    _check_allocation(state, G)
+    return jobs, in_queue
+
+
+def _check_allocation(state: ClusterState, G: int) -> None:
+    """A DataError if a running job's GPU index is out of range or two running jobs share one."""
     if state.allocation:
         flat = np.fromiter(itertools.chain.from_iterable(state.allocation.values()), np.int64)
         if flat.size and (flat.min() < 0 or flat.max() >= G):
@@ -341,7 +377,6 @@ def _validate(state: ClusterState, queue: Sequence[Job]) -> tuple[list[Job], set
         used[flat] = True
         if flat.size != np.count_nonzero(used):
             raise DataError("allocation", "running jobs share GPUs")
-    return jobs, in_queue
 
 
 def sorted_cache(cluster: Cluster, scores: Mapping[str, np.ndarray]) -> dict:

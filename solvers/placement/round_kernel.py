@@ -49,13 +49,22 @@ def wanted() -> bool:
     return choice != "python" and _ext is not None
 
 
-def run(pool, order, start, spec, backfill, policy, ids, alloc) -> tuple[int, bool]:
+def run(pool, order, start, spec, backfill, policy, ids, alloc, fields=None) -> tuple[int, bool]:
     """Place ``order[start:]`` with the kernel into ``alloc`` (job id -> sorted GPU tuple), taking the
     GPUs from ``pool`` (whose counts are stale afterwards: the round is over); ``spec`` = (mode,
     PM-First multi-GPU count, singles count) (:meth:`.policy_round.PolicyBase._kernel_spec`);
-    ``policy.locality(job)`` gives L_across (the kernel asks it). Returns (the index of
-    the last job decided, whether a misfit stopped the round), as the Python loop leaves them."""
+    ``policy.locality(job)`` gives L_across (the kernel asks it). ``fields``: the jobs' (GPU
+    demands, class codes, classes, processing order) as :meth:`.job_queue.JobQueue.fields` gives
+    them, ``order`` then the queue and ``ids`` by processing position; None: read from the jobs of
+    ``order`` (the processing order). Returns (the index of the last job decided, whether a misfit
+    stopped the round), as the Python loop leaves them."""
     mode, ties, singles = spec
+    if fields is None:
+        gb, cb, classes = _ext.scan(order)
+        gpus, codes, perm = np.frombuffer(gb, np.int64), np.frombuffer(cb, np.int64), None
+    else:
+        gpus, codes, classes, perm = fields
+    ints, ones = gpu_tuples(pool.cluster)
 
     def class_data(cls):  # each class's score order, sorted once (FreePool's sorted_cache)
         order_ = np.ascontiguousarray(pool._order(cls), dtype=np.int64)
@@ -66,7 +75,11 @@ def run(pool, order, start, spec, backfill, policy, ids, alloc) -> tuple[int, bo
         len(pool.cluster.machines),
         max(pool.P, 1),
         pool.free[: pool.G].view(np.uint8),
-        order if isinstance(order, list) else list(order),
+        order if isinstance(order, (list, tuple)) else list(order),
+        gpus,
+        codes,
+        perm,
+        classes,
         ids,
         start,
         mode,
@@ -76,9 +89,21 @@ def run(pool, order, start, spec, backfill, policy, ids, alloc) -> tuple[int, bo
         class_data,
         policy.locality,
         _choose_cell,
+        ints,
+        ones,
         alloc,
     )
     return int(k), bool(stopped)
+
+
+def gpu_tuples(cluster) -> tuple[tuple[int, ...], tuple[tuple[int], ...]]:
+    """(0, .., G-1) and ((0,), .., (G-1,)), made once per cluster (``Cluster.memo``): the kernel
+    builds every allocation tuple from them instead of new int objects."""
+    memo = cluster.memo(("placement gpu tuples",))
+    if "ints" not in memo:
+        ints = tuple(range(len(cluster)))
+        memo["ints"], memo["ones"] = ints, tuple((g,) for g in ints)
+    return memo["ints"], memo["ones"]
 
 
 def covers(pool) -> bool:

@@ -19,6 +19,7 @@ from hypothesis import strategies as st
 from fairplace.core.domain import GPU, Cluster, Job
 from fairplace.core.errors import OptionError
 from fairplace.solvers.placement import round_kernel
+from fairplace.solvers.placement.job_queue import JobQueue
 from fairplace.solvers.placement.policies import ClusterState, make_policy
 
 RULES = [
@@ -116,6 +117,10 @@ def test_kernel_equals_python_path(monkeypatch, case):
     py = _place(monkeypatch, "python", policy, state, queue)
     c = _place(monkeypatch, "c", policy, state, queue)
     _same(py, c)
+    # the queue with its fields as arrays (JobQueue): the same decision on either path
+    jq = JobQueue.of(queue)
+    _same(py, _place(monkeypatch, "c", policy, state, jq))
+    _same(py, _place(monkeypatch, "python", policy, state, jq))
     # resuming after the previous decision's common head (the simulator's incremental rounds)
     _same(
         _place(monkeypatch, "python", policy, state, resumed, py),
