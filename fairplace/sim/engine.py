@@ -46,6 +46,7 @@ import heapq
 import math
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
+from functools import cached_property
 from itertools import chain
 from time import perf_counter
 
@@ -53,6 +54,7 @@ import numpy as np
 
 from fairplace.core.domain import Cluster, slowdown, spread
 from fairplace.core.errors import ExtensionError, OptionError
+from fairplace.solvers.placement.job_queue import JobTable
 
 from . import accounting as acc
 from .accounting import Timeline
@@ -463,7 +465,7 @@ class Driver:
             dict(s.held_ids),
             round=int(round((s.t - s.t0) / self.R)),
         )
-        queue = list(map(s.jobs.__getitem__, order.tolist()))
+        queue = self.job_table.queue(list(map(s.jobs.__getitem__, order.tolist())), order, True)
         t_place = perf_counter()
         if self.resumable and self.cfg.incremental:
             dec = self.policy.place(state, queue, previous=last_dec)
@@ -471,6 +473,12 @@ class Driver:
             dec = self.policy.place(state, queue)
         s.place_seconds += perf_counter() - t_place
         return (dec, *self.contract.placement(dec))
+
+    @cached_property
+    def job_table(self) -> JobTable:
+        """The workload's ids, demands and classes as arrays (made at the first placement): each
+        round's queue carries its rows, which a PM-First / PAL round reads instead of each job."""
+        return JobTable(self.w.ids, self.w.demand, self.w.cls)
 
     def _recheck(self, order, s: RunState, record) -> None:
         """debug: a reused decision (same queue) is what the policy returns afresh now."""
