@@ -13,9 +13,8 @@ counting lines before pandas reads it, an instance's arrays before the schema wa
 is raised (or lowered) with its environment variable (``FAIRPLACE_MAX_JSON_BYTES=100000000``),
 never by an edit; the error names it.
 
-:func:`check_value` checks one value against a JSON Schema (the same schemas the files are checked
-with), :func:`annotation_schema` makes one from a parameter annotation: the one validator of
-options given as Python values and as JSON / TOML.
+:func:`annotation_schema` makes a JSON Schema from a parameter annotation (the sweep schema of an
+argument without a spec; options with one are checked by it, ``core/params.py``).
 """
 
 from __future__ import annotations
@@ -62,13 +61,6 @@ MAX_TRACE_JOBS = 1_000_000
 MAX_TRACE_APPS = 100_000
 #: simulations (cells) of one sweep
 MAX_SWEEP_CELLS = 100_000
-
-
-def check_workers(workers) -> int:
-    """``workers`` as an int in [1, :data:`MAX_WORKERS`], else an :class:`OptionError` naming it."""
-    if isinstance(workers, bool) or not isinstance(workers, int) or not 1 <= workers <= MAX_WORKERS:
-        raise OptionError("--workers", f"must be an integer in [1, {MAX_WORKERS}], got {workers!r}")
-    return workers
 
 
 def check_count(value, name: str, hi: int, lo: int = 1) -> int:
@@ -157,29 +149,6 @@ def plain(value: Any) -> Any:
     if isinstance(value, dict):
         return {k: plain(v) for k, v in value.items()}
     return value
-
-
-def check_value(name: str, value: Any, schema: dict) -> None:
-    """Raise :class:`OptionError` naming ``name`` when ``value`` breaks the JSON Schema ``schema``
-    (NaN and infinities are never valid numbers)."""
-    if not schema:
-        return
-    import jsonschema  # heavy: imported on use (keeps `fairplace --help` light)
-
-    v = plain(value)
-    if isinstance(v, float) and not math.isfinite(v):
-        raise OptionError(name, f"must be finite, got {value!r}")
-    errors = list(jsonschema.Draft202012Validator(schema).iter_errors(v))
-    if errors:
-        err = max(errors, key=lambda e: len(e.absolute_path))
-        while err.context:  # anyOf: the alternative that got furthest
-            err = max(err.context, key=lambda e: len(e.absolute_path))
-        msg = err.message
-        if err.validator == "enum":
-            known = ", ".join(str(x) for x in err.validator_value)
-            msg = f"expected one of {known}, got {err.instance!r}"
-        where = "".join(f"[{p}]" if isinstance(p, int) else f".{p}" for p in err.absolute_path)
-        raise OptionError(f"{name}{where}", " ".join(msg.split())[:200])
 
 
 #: limits raised for a block of code (:func:`size_limit`): name -> value

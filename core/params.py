@@ -1,8 +1,8 @@
 """One declarative spec per parameter, in the style of scikit-learn's ``_param_validation``
 (``Interval``, ``StrOptions``): a :class:`Param` has a name, a type, a default, a range
-(:class:`Interval`), choices (:class:`Options`), true/false (:class:`Boolean`), an object of a type
-(:class:`InstanceOf`, an option given from Python only) or any of these (:class:`AnyOf`), whether None is
-also valid (``nullable``), a one-line doc and its CLI flag. Everything else
+(:class:`Interval`), choices (:class:`Options`, names or integers), true/false (:class:`Boolean`), a
+``[low, high]`` pair of a range (:class:`Pair`), an object of a type (:class:`InstanceOf`, an option
+given from Python only) or any of these (:class:`AnyOf`), whether None is also valid (``nullable``), a one-line doc and its CLI flag. Everything else
 derives from it: the dataclass default, the one check (:meth:`Param.check`, an
 :class:`~fairplace.core.errors.OptionError` naming the parameter's path), the JSON Schema of the
 instance / sweep documents (:meth:`Param.schema`), the CLI help (:meth:`Param.help`) and, for the
@@ -113,25 +113,37 @@ class Interval:
 
 @dataclass(frozen=True)
 class Options:
-    """A closed set of names (scikit-learn's ``StrOptions``)."""
+    """A closed set of names (scikit-learn's ``StrOptions``) or of integers (THEMIS'
+    ``contention``: 1, 2 or 4; not a float such as 2.0, not a bool)."""
 
-    values: Iterable[str]  # any iterable of names (a tuple, a Registry), kept as a tuple
+    values: Iterable[Any]  # names or integers (a tuple, a Registry), kept as a tuple
 
     def __post_init__(self):
         object.__setattr__(self, "values", tuple(self.values))
 
+    @property
+    def names(self) -> bool:
+        """True for a set of names, False for a set of integers."""
+        return all(isinstance(v, str) for v in self.values)
+
     def contains(self, value: Any) -> bool:
-        return isinstance(value, str) and value in self.values
+        kind = str if self.names else numbers.Integral
+        return isinstance(value, kind) and not isinstance(value, bool) and value in self.values
 
     def describe(self) -> str:
-        return "one of " + ", ".join(self.values)
+        return "one of " + ", ".join(str(v) for v in self.values)
 
     def schema(self) -> dict:
         return {"enum": list(self.values)}
 
-    def outside(self) -> tuple[str, ...]:
-        first = next(iter(self.values))
-        return ("", "not-" + first, first.upper() + "?")
+    def outside(self) -> tuple:
+        if self.names:
+            first = str(next(iter(self.values)))
+            return ("", "not-" + first, first.upper() + "?")
+        ints = [int(v) for v in self.values]
+        lo, hi = min(ints), max(ints)
+        gaps = [v for v in range(lo, hi) if v not in ints][:1]  # one missing between
+        return (lo - 1, hi + 1, *gaps, float(ints[0]), str(ints[0]))
 
 
 @dataclass(frozen=True)
@@ -175,10 +187,43 @@ class InstanceOf:
 
 
 @dataclass(frozen=True)
+class Pair:
+    """Two numbers ``[low, high]`` of the range ``item`` with low <= high (a list or a tuple):
+    THEMIS' ``jobs_range``."""
+
+    item: Interval
+
+    def contains(self, value: Any) -> bool:
+        return (
+            isinstance(value, (list, tuple))
+            and len(value) == 2
+            and all(self.item.contains(v) for v in value)
+            and value[0] <= value[1]
+        )
+
+    def describe(self) -> str:
+        kind = "an integer" if self.item.integer else "a number"
+        text = self.item.describe()
+        return f"[low, high] with low <= high, each {kind} {'in ' if text[0] in '[(' else ''}{text}"
+
+    def schema(self) -> dict:
+        """Two items of ``item``'s schema (JSON Schema cannot say low <= high)."""
+        return {"type": "array", "minItems": 2, "maxItems": 2, "items": self.item.schema()}
+
+    def outside(self) -> tuple:
+        """The pair reversed, one or three items, an item outside ``item``."""
+        points = (self.item.left, 0, 1, 2, 3)
+        inside = sorted({v for v in points if v is not None and self.item.contains(v)})
+        lo, hi = inside[0], inside[-1]
+        bad = [[lo, v] for v in self.item.outside()[:4]]
+        return ((hi, lo), [lo], [lo, lo, hi], *bad, f"{lo},{hi}")
+
+
+@dataclass(frozen=True)
 class AnyOf:
     """Any of ``constraints`` (scikit-learn's list of constraints): a name or an object."""
 
-    constraints: tuple[Interval | Options | Boolean | InstanceOf, ...]
+    constraints: tuple[Interval | Options | Boolean | InstanceOf | Pair, ...]
 
     def contains(self, value: Any) -> bool:
         return any(c.contains(value) for c in self.constraints)
@@ -197,13 +242,13 @@ class AnyOf:
 @dataclass(frozen=True)
 class Param:
     """One parameter: ``name`` (as a keyword), ``default``, ``constraint`` (:class:`Interval`,
-    :class:`Options` or :class:`Boolean`), ``doc`` (one line), ``flag`` (the CLI flag that sets
+    :class:`Options`, :class:`Boolean`, :class:`Pair`, ...), ``doc`` (one line), ``flag`` (the CLI flag that sets
     it), ``path`` (how errors name it where it is nested, e.g. ``scheduler_options.f``; default
     ``name``) and ``nullable`` (None is valid too: "the trace's", "none", "HiGHS' default")."""
 
     name: str
     default: Any
-    constraint: Interval | Options | Boolean | InstanceOf | AnyOf
+    constraint: Interval | Options | Boolean | InstanceOf | Pair | AnyOf
     doc: str
     flag: str | None = None
     path: str | None = None
@@ -238,10 +283,14 @@ class Param:
             else:
                 problem = f"expected {c.describe()}{none}, got {value!r}"
             names = (c,) if isinstance(c, Options) else getattr(c, "constraints", ())
-            unknown = isinstance(value, str) and any(isinstance(n, Options) for n in names)
+            unknown = isinstance(value, str) and any(
+                isinstance(n, Options) and n.names for n in names
+            )
             raise (UnknownName if unknown else OptionError)(where or self.where, problem)
         if isinstance(c, Interval):
             return int(value) if c.integer else float(value)
+        if isinstance(c, Pair):
+            return tuple(int(v) if c.item.integer else float(v) for v in value)
         return bool(value) if isinstance(c, Boolean) else value
 
     def schema(self) -> dict:

@@ -7,26 +7,19 @@ from __future__ import annotations
 import inspect
 from collections.abc import Callable, Mapping
 from pathlib import Path
-from types import MappingProxyType
 from typing import Any
 
 import pandas as pd
 
 from fairplace.core.errors import OptionError, TraceError
 from fairplace.core.keys import suggestion
-from fairplace.core.limits import (
-    MAX_GPUS,
-    MAX_TIME,
-    MAX_TRACE_APPS,
-    MAX_TRACE_JOBS,
-    annotation_schema,
-    check_value,
-)
+from fairplace.core.params import Param
 from fairplace.core.registry import Entry, Registry
 
 from .models import MODELS
-from .traces import SIA_PHILLY, SYNERGY_DURATIONS, synergy_trace
-from .workloads import SCALES, themis_workload
+from .trace_params import SYNERGY_PARAMS, THEMIS_PARAMS
+from .traces import SIA_PHILLY, synergy_trace
+from .workloads import themis_workload
 
 
 def _themis(workload: int) -> Callable[..., pd.DataFrame]:
@@ -45,66 +38,52 @@ def _synergy(**kw) -> pd.DataFrame:
 _RESERVED = frozenset({"workload", "t_iter", "seed"})
 
 
-def _entry(make: Callable[..., pd.DataFrame], generator: Callable, doc: str) -> Entry:
-    """``make(seed=..., **kw)``, taking the keyword arguments of the public ``generator``."""
-    takes = tuple(p for p in inspect.signature(generator).parameters if p not in _RESERVED)
-    return Entry(make, takes, doc, (), {"generator": generator})
+def _entry(
+    make: Callable[..., pd.DataFrame], generator: Callable, doc: str, params: tuple[Param, ...]
+) -> Entry:
+    """``make(seed=..., **kw)``, taking the keyword arguments of the public ``generator``, each
+    of which has its spec in ``params`` (with the generator's default)."""
+    sig = inspect.signature(generator).parameters
+    takes = tuple(p for p in sig if p not in _RESERVED)
+    specs = {p.name: p for p in params}
+    if set(takes) != set(specs):
+        raise ValueError(f"{generator.__name__}: arguments without a spec or specs without one")
+    for name in takes:
+        if specs[name].default != sig[name].default:
+            raise ValueError(f"{generator.__name__}: {name}'s spec has another default")
+    return Entry(make, takes, doc, tuple(specs[n] for n in takes), {"generator": generator})
 
 
 #: generated workloads usable as trace names; their keyword arguments (e.g. ``contention``,
-#: ``n_apps``, ``jobs_per_hour``) may appear in a sweep's [params] / [fixed] and go to the generator
-#: (the public one is each entry's ``capabilities["generator"]``).
+#: ``n_apps``, ``jobs_per_hour``; each entry's ``params``, ``instances.trace_params``) may appear in
+#: ``trace_options`` and in a sweep's [params] / [fixed], and go to the generator (the public one is
+#: each entry's ``capabilities["generator"]``).
 TRACE_GENERATORS = Registry(
     "trace generator",
     {
-        "themis-1": _entry(_themis(1), themis_workload, "THEMIS workload 1 (§6, Fig. 8)"),
-        "themis-2": _entry(_themis(2), themis_workload, "THEMIS workload 2 (§6, Fig. 8)"),
-        "synergy": _entry(_synergy, synergy_trace, "Synergy-style trace"),
+        "themis-1": _entry(
+            _themis(1), themis_workload, "THEMIS workload 1 (§6, Fig. 8)", THEMIS_PARAMS
+        ),
+        "themis-2": _entry(
+            _themis(2), themis_workload, "THEMIS workload 2 (§6, Fig. 8)", THEMIS_PARAMS
+        ),
+        "synergy": _entry(_synergy, synergy_trace, "Synergy-style trace", SYNERGY_PARAMS),
     },
     where="trace",
+    options_path="trace_options",
 )
-_POS = {"type": "number", "exclusiveMinimum": 0, "maximum": MAX_TIME}
-_GPUS = {"type": "integer", "minimum": 1, "maximum": MAX_GPUS}
-_SHARE = {"type": "number", "minimum": 0, "maximum": 1}
-_NULL = {"type": "null"}
-#: value schemas of the generators' keyword arguments (sizes bounded by ``core/limits.py``); any
-#: other argument is checked against its annotation. Used by ``simulate``'s ``trace_options`` and
-#: by the sweep spec schema alike.
-ARG_SCHEMAS: Mapping[str, dict] = MappingProxyType(
-    {
-        "n_apps": {"type": "integer", "minimum": 1, "maximum": MAX_TRACE_APPS},
-        "n_jobs": {"type": "integer", "minimum": 1, "maximum": MAX_TRACE_JOBS},
-        "apps_per_hour": _POS,
-        "jobs_per_hour": _POS,
-        "contention": {"enum": [1, 2, 4]},
-        "base_gpus": _GPUS,
-        "max_gpus": {"anyOf": [_GPUS, _NULL]},
-        "max_gpus_per_job": _GPUS,
-        "single_job_fraction": _SHARE,
-        "network_fraction": {"anyOf": [_SHARE, {"type": "null"}]},
-        "load": {"anyOf": [{"type": "number", "exclusiveMinimum": 0, "maximum": 1000}, _NULL]},
-        "scale": {"enum": list(SCALES)},
-        "durations": {"enum": list(SYNERGY_DURATIONS)},
-        "window_hours": {
-            "anyOf": [{"type": "number", "exclusiveMinimum": 0, "maximum": 1e6}, _NULL]
-        },
-        "task_gpu_hours": {
-            "anyOf": [{"type": "number", "exclusiveMinimum": 0, "maximum": 1e6}, _NULL]
-        },
-        "app_sigma": {"type": "number", "minimum": 0, "maximum": 5},
-        "job_sigma": {"type": "number", "minimum": 0, "maximum": 5},
-        "jobs_median": {
-            "anyOf": [{"type": "integer", "minimum": 1, "maximum": MAX_TRACE_JOBS}, _NULL]
-        },
-        "gpus_per_machine": _GPUS,
-        "jobs_range": {
-            "type": "array",
-            "minItems": 2,
-            "maxItems": 2,
-            "items": {"type": "integer", "minimum": 1, "maximum": MAX_TRACE_JOBS},
-        },
-    }
-)
+
+
+def arg_schemas() -> dict[str, dict]:
+    """{argument: value schema} of every generator's specs (``Param.schema``); an argument two
+    generators spec differently takes either. The sweep schema's table of known values reads it."""
+    out: dict[str, list[dict]] = {}
+    for _, entry in TRACE_GENERATORS.items():
+        for spec in entry.params:
+            schemas = out.setdefault(spec.name, [])
+            if spec.schema() not in schemas:
+                schemas.append(spec.schema())
+    return {k: v[0] if len(v) == 1 else {"anyOf": v} for k, v in out.items()}
 
 
 def trace_names() -> tuple[str, ...]:
@@ -138,25 +117,18 @@ def generator_params(trace: str) -> set[str]:
     return set(inspect.signature(f).parameters) - _RESERVED
 
 
-def arg_schema(trace: str, key: str) -> dict:
-    """The value schema of generator argument ``key`` (:data:`ARG_SCHEMAS`, else its annotation)."""
-    if key in ARG_SCHEMAS:
-        return dict(ARG_SCHEMAS[key])
-    f = generator_function(trace)
-    params = inspect.signature(f).parameters if f is not None else {}
-    return annotation_schema(params[key].annotation) if key in params else {}
-
-
 def check_options(trace: str, options: Mapping[str, Any], prefix: str = "trace_options") -> None:
-    """Every key of ``options`` is an argument of ``trace``'s generator and every value has its
-    type and range (:class:`OptionError` naming ``prefix.key``)."""
+    """Every key of ``options`` is an argument of ``trace``'s generator and every value is valid
+    by its spec (:meth:`Param.check`; :class:`OptionError` naming ``prefix.key``)."""
     allowed = generator_params(trace)
     for k, v in options.items():
         if k not in allowed:
             near = suggestion(k, allowed)  # the nearest known key (issue 48), else the list
             hint = f"did you mean {near!r}?" if near else f"known: {', '.join(sorted(allowed))}"
             raise OptionError(f"{prefix}.{k}", f"not an option of the {trace!r} generator; {hint}")
-        check_value(f"{prefix}.{k}", v, arg_schema(trace, k))
+        spec = TRACE_GENERATORS.get(trace).spec(k)
+        if spec is not None:  # every argument has one (``_entry``)
+            spec.check(v, f"{prefix}.{k}")
 
 
 def make_trace(trace, seed: int, kw: Mapping[str, Any]):

@@ -1,13 +1,17 @@
 """Checked argument types and output-path checks shared by the commands: a bad value is an argparse
-error (one line naming the flag, exit 2) before anything runs; ranges come from ``fairplace.core.limits``."""
+error (one line naming the flag, exit 2) before anything runs; a flag with a spec is checked by it
+(:func:`param`), the other ranges come from ``fairplace.core.limits``."""
 
 from __future__ import annotations
 
 import argparse
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 from fairplace.core.errors import OptionError
-from fairplace.core.limits import MAX_GPUS, MAX_SEED
+from fairplace.core.limits import MAX_SEED
+from fairplace.core.params import Options, Param
 
 
 def _integer(text: str, lo: int, hi: int) -> int:
@@ -25,9 +29,30 @@ def seed(text: str) -> int:
     return _integer(text, 0, MAX_SEED)
 
 
-def gpus(text: str) -> int:
-    """A GPU count in [1, MAX_GPUS]."""
-    return _integer(text, 1, MAX_GPUS)
+def number(text: str) -> int | float | str:
+    """An integral literal as an int (``8``: an integer spec takes no 8.0), else a float (``inf``
+    and ``nan`` too), else the text itself (the spec names the problem)."""
+    for kind in (int, float):
+        try:
+            return kind(text)
+        except ValueError:
+            pass
+    return text
+
+
+def param(spec: Param) -> Callable[[str], Any]:
+    """An argparse ``type`` for the flag of ``spec``: the text as a :func:`number` (or as is, for
+    a spec of names), checked by :meth:`Param.check` (a bad value: one line naming the flag)."""
+
+    def parse(text: str) -> Any:
+        value = text if isinstance(spec.constraint, Options) else number(text)
+        try:
+            return spec.check(value, spec.flag)
+        except OptionError as exc:
+            raise argparse.ArgumentTypeError(exc.problem) from None
+
+    parse.__name__ = spec.name  # argparse names the type in some messages
+    return parse
 
 
 def _first_existing(p: Path) -> Path:

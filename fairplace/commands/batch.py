@@ -19,15 +19,17 @@ def add_arguments(p) -> None:
     p.add_argument(
         "--solvers", default="exact", help="comma-separated solver names (default exact)"
     )
+    from fairplace.runs.params import BATCH_WORKERS, NO_WORKERS_TIMEOUT  # light: the specs
+
     where = p.add_mutually_exclusive_group()
     where.add_argument(
-        "--workers",
-        type=int,
-        default=None,
+        BATCH_WORKERS.flag,
+        type=_args.param(BATCH_WORKERS),
+        default=None,  # None, not 2: argparse sees "--workers 2 --scheduler-address" as a clash
         metavar="N",
-        help="local solvers (default 2): this process and N-1 Dask worker processes; a batch "
-        "too small to repay a cluster's start-up (few tasks, little estimated work) is solved "
-        "in this process, and the output says which ran and why",
+        help=BATCH_WORKERS.help() + "; a batch too small to repay a cluster's start-up (few "
+        "tasks, little estimated work) is solved in this process, and the output says which ran "
+        "and why",
     )
     where.add_argument(
         "--scheduler-address", default=None, metavar="ADDR", help="existing Dask scheduler"
@@ -52,11 +54,11 @@ def add_arguments(p) -> None:
         help="print one JSON object: out, rows and the per-solver summary (records)",
     )
     p.add_argument(
-        "--no-workers-timeout",
-        type=float,
-        default=120.0,
+        NO_WORKERS_TIMEOUT.flag,
+        type=_args.param(NO_WORKERS_TIMEOUT),
+        default=NO_WORKERS_TIMEOUT.default,
         metavar="S",
-        help="stop (rows kept, rerun with --resume) after S seconds without any Dask worker (120)",
+        help=NO_WORKERS_TIMEOUT.help(),
     )
 
 
@@ -67,6 +69,7 @@ def run(args) -> int:
         run_batch,
         summarize,
     )
+    from fairplace.runs.params import BATCH_WORKERS
 
     solvers = [s.strip() for s in args.solvers.split(",") if s.strip()]
     if not solvers:
@@ -77,7 +80,7 @@ def run(args) -> int:
         df = run_batch(
             args.suite,
             solvers=solvers,
-            workers=2 if args.workers is None else args.workers,
+            workers=BATCH_WORKERS.default if args.workers is None else args.workers,
             scheduler_address=_args.scheduler_address(args),
             time_limit=args.time_limit,
             out=out,

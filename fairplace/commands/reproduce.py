@@ -28,13 +28,15 @@ def add_arguments(p) -> None:
     )
     p.add_argument("--tiny", action="store_true", help="smoke-test size (seconds; for tests)")
     p.add_argument("--out", default="fairplace-report", metavar="DIR", help="report folder")
+    from fairplace.runs.params import WORKERS  # light: the spec
+
     where = p.add_mutually_exclusive_group()
     where.add_argument(
-        "--workers",
-        type=int,
-        default=1,
+        WORKERS.flag,
+        type=_args.param(WORKERS),
+        default=WORKERS.default,
         metavar="N",
-        help="run simulation sweeps on N local Dask worker processes (default 1: sequential)",
+        help=WORKERS.help(),
     )
     where.add_argument(
         "--scheduler-address",

@@ -18,19 +18,26 @@ def _choices(names, notes: dict[str, str]) -> str:
 
 
 def _spec_help(registry) -> str:
-    """``KEY=VALUE`` help of a registry's option specs: each spec once, with the names taking it
-    where not all do (``ties=machine|level (pm-first)``)."""
+    """``KEY=VALUE`` help of a registry's option specs: each spec once, grouped by the names that
+    take it where not all do (``pm-first: ties=machine|level (default machine)``)."""
     takers: dict = {}
     for name, entry in registry.items():
         for spec in entry.params:
             takers.setdefault(spec, []).append(name)
-    parts = []
+    groups: dict[tuple, list[str]] = {}
     for spec, names in takers.items():
         values = getattr(spec.constraint, "values", None)
         values = ("true", "false") if isinstance(spec.constraint, Boolean) else values
-        text = f"{spec.name}={'|'.join(values)}" if values else f"{spec.name} ({spec.help()})"
-        parts.append(text if len(names) == len(registry) else f"{text} ({', '.join(names)})")
-    return ", ".join(parts)
+        if values:
+            text = f"{spec.name}={'|'.join(map(str, values))}"
+            text += "" if spec.default is None else f" (default {spec.default})"
+        else:
+            text = f"{spec.name} ({spec.help()})"
+        groups.setdefault(tuple(names) if len(names) < len(registry) else (), []).append(text)
+    return "; ".join(
+        (f"{', '.join(names)}: " if names else "") + ", ".join(texts)
+        for names, texts in groups.items()
+    )
 
 
 def _named(spec: Param, notes: dict[str, str]) -> str:
@@ -59,8 +66,8 @@ def add_arguments(p) -> None:
         action="append",
         default=[],
         metavar="KEY=VALUE",
-        help="generator option of a generated trace, repeatable: e.g. n_apps=8, contention=2 "
-        "(themis-1/2), n_jobs=200, jobs_per_hour=8 (synergy)",
+        help="argument of a generated trace's generator, repeatable (an integral VALUE is an "
+        "integer; jobs_range=LOW,HIGH): " + _spec_help(TRACE_GENERATORS),
     )
     p.add_argument(
         "--scheduler",
@@ -75,11 +82,15 @@ def add_arguments(p) -> None:
         help=f"placement policy: {', '.join(POLICY_NAMES)} (default pal)",
     )
     p.add_argument(
-        P["gpus"].flag, type=_args.gpus, default=64, metavar="N", help="cluster size (default 64)"
+        P["gpus"].flag,
+        type=_args.param(P["gpus"]),
+        default=64,
+        metavar="N",
+        help="cluster size (default 64)",
     )
     p.add_argument(
         P["gpus_per_machine"].flag,
-        type=_args.gpus,
+        type=_args.param(P["gpus_per_machine"]),
         default=P["gpus_per_machine"].default,
         metavar="K",
         help=P["gpus_per_machine"].help(),
@@ -179,7 +190,7 @@ def add_arguments(p) -> None:
     )
     p.add_argument(
         P["recycle_seed"].flag,
-        type=_args.seed,
+        type=_args.param(P["recycle_seed"]),
         default=None,
         metavar="N",
         help=P["recycle_seed"].help(),
@@ -214,7 +225,7 @@ def add_arguments(p) -> None:
     )
     p.add_argument(
         P["seed"].flag,
-        type=_args.seed,
+        type=_args.param(P["seed"]),
         default=P["seed"].default,
         metavar="N",
         help=f"{P['seed'].doc} (default {P['seed'].default})",
@@ -281,14 +292,15 @@ def flag_path(path: str) -> str:
 
 
 def _trace_options(items) -> dict:
-    """``--trace-option`` values: integers stay integers (``n_apps=8``), then numbers, booleans."""
+    """``--trace-option`` values: integers stay integers (``n_apps=8``), then numbers, booleans;
+    ``LOW,HIGH`` is a pair (``jobs_range=8,24``)."""
     out = key_values(items, "trace_options")
     for item in items:
         key, _, value = item.partition("=")
-        try:
-            out[key] = int(value)
-        except ValueError:
-            pass
+        if "," in value:
+            out[key] = [_args.number(v.strip()) for v in value.split(",")]
+        elif not isinstance(out[key], bool):
+            out[key] = _args.number(value)
     return out
 
 

@@ -75,7 +75,7 @@ def add_arguments(p) -> None:
         help=f"{TIME_LIMIT.help()}; see below",
     )
     p.add_argument(ROUNDING.flag, default=None, help=ROUNDING.help())
-    p.add_argument(SEED.flag, type=_args.seed, default=None, help=SEED.help())
+    p.add_argument(SEED.flag, type=_args.param(SEED), default=None, help=SEED.help())
     p.add_argument("--json", action="store_true", help="print one JSON object")
 
 

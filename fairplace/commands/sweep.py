@@ -17,13 +17,15 @@ def add_arguments(p) -> None:
         metavar="FILE",
         help="results table (.parquet and .csv siblings); default <spec name>-results.parquet",
     )
+    from fairplace.runs.params import WORKERS  # light: the spec
+
     where = p.add_mutually_exclusive_group()
     where.add_argument(
-        "--workers",
-        type=int,
-        default=1,
+        WORKERS.flag,
+        type=_args.param(WORKERS),
+        default=WORKERS.default,
         metavar="N",
-        help="1 = sequential (default); N > 1 runs cells on a loopback Dask LocalCluster",
+        help=WORKERS.help(),
     )
     where.add_argument(
         "--scheduler-address",

@@ -57,7 +57,6 @@ from pathlib import Path
 import pandas as pd
 
 from fairplace.core.errors import OptionError, UnknownName
-from fairplace.core.limits import check_workers
 from fairplace.core.progress import ProgressBar, progress_bar
 from fairplace.runs.batch_plan import (
     IN_PROCESS_MAX_TASKS,
@@ -88,6 +87,7 @@ from fairplace.runs.batch_worker import (
     warm_plugin,
 )
 from fairplace.runs.dask_cluster import NoWorkersWatch, close_quietly, connect, local_cluster
+from fairplace.runs.params import BATCH_WORKERS, NO_WORKERS_TIMEOUT
 from fairplace.solvers.options import TIME_LIMIT
 from fairplace.solvers.registry import solver_table
 
@@ -154,9 +154,9 @@ def run_batch(
     for s in solvers:
         if s not in known:
             raise UnknownName("--solvers", f"unknown solver {s!r}; known: {', '.join(known)}")
-    check_workers(workers)  # before the in-process rule: a bad value is an error even when unused
-    if no_workers_timeout is not None and not no_workers_timeout > 0:
-        raise OptionError("--no-workers-timeout", f"must be > 0 seconds, got {no_workers_timeout}")
+    # before the in-process rule: a bad value is an error even when unused
+    BATCH_WORKERS.check(workers, BATCH_WORKERS.flag)
+    NO_WORKERS_TIMEOUT.check(no_workers_timeout, NO_WORKERS_TIMEOUT.flag)
     TIME_LIMIT.check(time_limit, TIME_LIMIT.flag)
     items = resolve_suite(suite)
     names = [n for n, _ in items]
@@ -216,8 +216,6 @@ def _run_locked(
         in_process = rule_in_process
     else:
         reason = f"{'in-process' if in_process else 'on Dask'}: in_process={in_process} given"
-    if workers < 1 and not scheduler_address:
-        raise OptionError("--workers", f"must be >= 1, got {workers}")
     report = {
         "mode": "in-process" if in_process else ("scheduler" if scheduler_address else "local"),
         "reason": reason, "tasks": len(todo), "estimated_effort": round(sum(efforts), 1),

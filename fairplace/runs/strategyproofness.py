@@ -38,28 +38,61 @@ import pandas as pd
 import fairplace
 from fairplace.core.domain import GPU, Cluster
 from fairplace.core.errors import OptionError
+from fairplace.core.limits import MAX_GPUS, MAX_TRACE_APPS
+from fairplace.core.params import THEMIS_F, Boolean, Interval, Param
 from fairplace.instances.generators import LOCALITY_SENSITIVE
+from fairplace.sim.config import SIM_PARAM
+from fairplace.sim.themis.params import THEMIS_LEASE
+
+_GPUS = Interval(1, MAX_GPUS, integer=True)
+
+#: the parameters of one run (defaults: the paper's cluster and apps, module doc); THEMIS' f and
+#: lease take the ranges of ``scheduler_options.f`` / ``.lease``
+SETUP_PARAMS: tuple[Param, ...] = (
+    Param("n_apps", 8, Interval(1, MAX_TRACE_APPS, integer=True), "identical apps, one lying"),
+    Param("big", 8, _GPUS, "GPUs of the one big machine"),
+    Param("small_machines", 28, _GPUS, "2-GPU machines (8 + 2 x 28 = 64 GPUs)"),
+    Param("job_gpus", 8, _GPUS, "GPUs of each app's one job (its 1/N share)"),
+    Param("gpu_hours", 16.0, Interval(0.0, 1e6, closed="right"), "serial GPU-hours per app"),
+    Param("f", THEMIS_F.default, THEMIS_F.constraint, THEMIS_F.doc),
+    Param("lease", THEMIS_LEASE.default, THEMIS_LEASE.constraint, THEMIS_LEASE.doc),
+)
+_SETUP = {p.name: p for p in SETUP_PARAMS}
+
+#: an item of :func:`strategyproofness`'s ``xs`` (default 0-50, quick 0, 20, 40): a misreport X
+#: in percent, THEMIS' ``rho_error`` x 100
+MISREPORT = Param(
+    "xs", 0.0, Interval(0.0, 100.0, closed="left"), "a misreport X of the liar in % (X / 100)"
+)
+#: an item of :func:`strategyproofness`'s ``seeds`` (default 0-4, quick 0-1): a
+#: ``SimulationConfig.seed``
+SEEDS = Param("seeds", 0, SIM_PARAM["seed"].constraint, "a seed; each draws its liar")
+#: :func:`strategyproofness` ``quick``
+QUICK = Param("quick", False, Boolean(), "fewer X and seeds when xs / seeds are not given")
 
 
 @dataclass(frozen=True)
 class Setup:
-    """Parameters of one run (defaults: the paper's cluster and apps, module doc)."""
+    """Parameters of one run (:data:`SETUP_PARAMS`, each checked by its spec)."""
 
-    n_apps: int = 8
-    big: int = 8  # GPUs of the one big machine
-    small_machines: int = 28  # 2-GPU machines: 8 + 2 x 28 = 64 GPUs
-    job_gpus: int = 8  # one job per app on this many GPUs (its 1/N share)
-    gpu_hours: float = 16.0  # serial work per app
-    f: float = 0.8
-    lease: float = 600.0
+    n_apps: int = _SETUP["n_apps"].default
+    big: int = _SETUP["big"].default  # GPUs of the one big machine
+    small_machines: int = _SETUP["small_machines"].default  # 8 + 2 x 28 = 64 GPUs
+    job_gpus: int = _SETUP["job_gpus"].default  # one job per app on this many GPUs (1/N share)
+    gpu_hours: float = _SETUP["gpu_hours"].default  # serial work per app
+    f: float = _SETUP["f"].default
+    lease: float = _SETUP["lease"].default
 
     def __post_init__(self):
-        for name in ("n_apps", "big", "small_machines", "job_gpus"):
-            v = getattr(self, name)
-            if isinstance(v, bool) or not isinstance(v, int) or v < 1:
-                raise OptionError(name, f"must be an integer >= 1, got {v!r}")
-        if not self.gpu_hours > 0:
-            raise OptionError("gpu_hours", f"must be > 0, got {self.gpu_hours!r}")
+        for spec in SETUP_PARAMS:
+            object.__setattr__(self, spec.name, spec.check(getattr(self, spec.name)))
+
+
+def _each(spec: Param, values) -> list:
+    """Every item of the list ``values`` checked by ``spec`` (an error names ``xs[1]``)."""
+    if isinstance(values, (str, bytes)) or not hasattr(values, "__iter__"):
+        raise OptionError(spec.name, f"expected a list, got {values!r}")
+    return [spec.check(v, f"{spec.name}[{i}]") for i, v in enumerate(values)]
 
 
 def cluster(setup: Setup = Setup()) -> Cluster:
@@ -133,9 +166,11 @@ def _row(apps: pd.DataFrame, liar: str) -> dict:
 def strategyproofness(
     xs=None, seeds=None, quick: bool = False, setup: Setup = Setup(), **overrides
 ) -> pd.DataFrame:
-    """Completion times vs the liar's misreport X in percent (module docstring); ``overrides``:
-    :class:`Setup` fields (the spec's sizes set ``gpu_hours``). X = 0 is always run (the
-    truthful run each gain is measured against)."""
+    """Completion times vs the liar's misreport X in percent (module docstring): ``xs`` (each
+    a :data:`MISREPORT`), ``seeds`` (each a :data:`SEEDS`), ``quick`` (:data:`QUICK`);
+    ``overrides``: :class:`Setup` fields (:data:`SETUP_PARAMS`; the spec's sizes set
+    ``gpu_hours``). X = 0 is always run (the truthful run each gain is measured against)."""
+    QUICK.check(quick)
     known = {f.name for f in fields(Setup)}
     for k in overrides:
         if k not in known:
@@ -145,7 +180,8 @@ def strategyproofness(
         xs = (0, 20, 40) if quick else (0, 5, 10, 20, 30, 40, 50)
     if seeds is None:
         seeds = range(2) if quick else range(5)
-    xs = sorted({0, *(int(x) if float(x).is_integer() else float(x) for x in xs)})
+    xs = sorted({0, *(int(x) if x.is_integer() else x for x in _each(MISREPORT, xs))})
+    seeds = _each(SEEDS, seeds)
     rows = []
     for s in seeds:
         liar = liar_of(setup, s)

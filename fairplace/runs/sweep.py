@@ -41,13 +41,13 @@ import pandas as pd
 
 from fairplace import sim
 from fairplace.core.errors import naming
-from fairplace.core.limits import check_workers
 from fairplace.core.progress import ProgressBar, progress_bar
 from fairplace.instances.trace_generators import (
     TRACE_GENERATORS,
     make_trace,
 )
 from fairplace.runs.batch_results import JournalLock, append_row, read_journal, repair_journal
+from fairplace.runs.params import NO_WORKERS_TIMEOUT, WORKERS
 from fairplace.runs.sweep_dask import run_on_dask
 from fairplace.runs.sweep_inputs import per_run_cluster
 from fairplace.runs.sweep_schema import FRAMES, SPEC_KEYS  # noqa: F401  (SPEC_KEYS re-exported)
@@ -247,7 +247,8 @@ def run_sweep(
     """
     if not isinstance(spec, SweepSpec):
         spec = load_spec(spec)
-    check_workers(workers)
+    WORKERS.check(workers, WORKERS.flag)
+    NO_WORKERS_TIMEOUT.check(no_workers_timeout, NO_WORKERS_TIMEOUT.flag)
     paths = results_paths(out)
     paths["csv"].parent.mkdir(parents=True, exist_ok=True)
     dask = {

@@ -3,9 +3,10 @@
 generator argument) they feed, so a spec that passes ``fairplace sweep --validate-only`` does not fail
 at run time on a bad value (``seeds = [-1]``, ``gpus = "lots"``, a missing trace file).
 
-Value schemas come from a table of known arguments (:func:`known`; name enums read the registries:
-``SimulationConfig``'s name lists, the profiles, set-ups, grid origins, stampings) and, for any
-other argument, from its annotation (``int``, ``float``, ``bool``, ``str``, ``Mapping``, ``tuple``, ``| None``).
+Value schemas come from a table of known arguments (:func:`known`: the specs of the
+``SimulationConfig`` fields, the scheduler options and the trace generators' arguments; name enums
+read the registries: the profiles, set-ups, grid origins, stampings) and, for any other argument,
+from its annotation (``int``, ``float``, ``bool``, ``str``, ``Mapping``, ``tuple``, ``| None``).
 """
 
 from __future__ import annotations
@@ -22,7 +23,7 @@ from fairplace.core.errors import OptionError
 from fairplace.core.keys import unknown_key
 from fairplace.core.limits import annotation_schema
 from fairplace.core.params import LOCALITY_PENALTY
-from fairplace.instances.trace_generators import ARG_SCHEMAS
+from fairplace.instances.trace_generators import arg_schemas
 from fairplace.sim.config import SIM_PARAM, field_schemas
 from fairplace.sim.schedulers import SCHEDULER_REGISTRY
 from fairplace.sim.setups import SETUPS
@@ -61,12 +62,17 @@ def option_schemas(registry) -> dict[str, dict]:
 def known() -> dict[str, Any]:
     """Value schemas of the simulate() and trace-generator arguments: the
     :class:`~fairplace.sim.SimulationConfig` fields (``sim.config.field_schemas``, also checked
-    when a config is made) and the generators' arguments
-    (``instances.trace_generators.ARG_SCHEMAS``, also checked for ``trace_options``), plus the
-    sweep's own."""
+    when a config is made) and the generators' arguments (their specs,
+    ``instances.trace_generators.arg_schemas``, also checked for ``trace_options``), plus the
+    sweep's own. A name that is both (``gpus_per_machine``) takes the generator's schema."""
+    generated = arg_schemas()
     return {
         **field_schemas(),
-        "trace_options": {"type": "object", "additionalProperties": _SCALAR},
+        "trace_options": {
+            "type": "object",
+            "properties": generated,
+            "additionalProperties": _SCALAR,
+        },
         "scheduler_options": {
             "type": "object",
             "properties": option_schemas(SCHEDULER_REGISTRY),
@@ -80,7 +86,7 @@ def known() -> dict[str, Any]:
         "setup": {"anyOf": [{"enum": list(SETUPS)}, {"type": "null"}]},  # a set-up's own names
         "cluster": {"not": {}},  # a Cluster object cannot be written in TOML: use per_run / profile
         "per_run": {"type": "boolean"},
-        **ARG_SCHEMAS,
+        **generated,
     }
 
 

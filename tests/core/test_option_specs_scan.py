@@ -2,8 +2,10 @@
 the solver-specific options of every :class:`~fairplace.solvers.options.SolverEntry` (rejected by
 ``fairplace.solve`` naming the option, before any solver runs) and the options of every scheduler
 and placement policy (rejected by their registry naming ``scheduler_options.<option>`` /
-``placement_options.<option>``). That every registry of names is a
-:class:`~fairplace.core.registry.Registry` is ``tests/core/test_registries.py``."""
+``placement_options.<option>``), and every argument of a trace generator (rejected naming
+``trace_options.<argument>``, as ``--trace-option`` and a sweep's tables read it). That every
+registry of names is a :class:`~fairplace.core.registry.Registry` is
+``tests/core/test_registries.py``."""
 
 from __future__ import annotations
 
@@ -96,3 +98,85 @@ def test_las_and_gavel_check_their_options_when_made_directly():
             with pytest.raises(OptionError) as exc:
                 cls(**{spec.name: value})
             assert exc.value.path == spec.where == f"scheduler_options.{spec.name}"
+
+
+# --- the trace generators' arguments (``trace_options``, a sweep's tables, ``--trace-option``) ---
+
+
+def _generator_specs():
+    from fairplace.instances.trace_generators import TRACE_GENERATORS
+
+    for name, entry in TRACE_GENERATORS.items():
+        for spec in entry.params:
+            yield pytest.param(name, spec, id=f"{name}-{spec.name}")
+
+
+def test_every_trace_generator_argument_is_a_spec_with_the_generators_default():
+    import inspect
+
+    from fairplace.instances.trace_generators import TRACE_GENERATORS, generator_params
+
+    for name, entry in TRACE_GENERATORS.items():
+        assert set(entry.option_names()) == generator_params(name) == {p.name for p in entry.params}
+        _one_spec_per_name(entry.params)
+        sig = inspect.signature(entry.capabilities["generator"]).parameters
+        for spec in entry.params:
+            assert spec.default == sig[spec.name].default, (name, spec.name)
+            assert spec.flag == f"--trace-option {spec.name}"
+
+
+@pytest.mark.parametrize(("trace", "spec"), list(_generator_specs()))
+def test_each_invalid_trace_option_is_rejected_naming_it(trace, spec):
+    from fairplace.instances.trace_generators import check_options
+
+    check_options(trace, {spec.name: spec.default})
+    for value in spec.invalid_values():
+        with pytest.raises(OptionError) as exc:
+            check_options(trace, {spec.name: value})
+        assert exc.value.path == f"trace_options.{spec.name}", value
+    with pytest.raises(OptionError) as exc:  # simulate checks them before anything runs
+        fairplace.simulate(
+            trace, "fifo", "pal", trace_options={spec.name: spec.invalid_values()[0]}
+        )
+    assert exc.value.path == f"trace_options.{spec.name}"
+
+
+def test_the_sweep_schema_of_a_trace_option_is_its_spec():
+    import json
+
+    import jsonschema
+
+    from fairplace.core.params import Interval, Options, Pair
+    from fairplace.runs.sweep_schema import known, value_schema
+
+    table = known()
+    for _, spec in (p.values for p in _generator_specs()):
+        assert table[spec.name] == spec.schema()  # a [params] / [fixed] key
+        assert value_schema(f"trace_options.{spec.name}", []) == spec.schema()
+        assert table["trace_options"]["properties"][spec.name] == spec.schema()
+        validator = jsonschema.Draft202012Validator(spec.schema())
+        assert validator.is_valid(spec.default)
+        c = spec.constraint
+        for v in spec.invalid_values():
+            if isinstance(c, Pair) and isinstance(v, tuple) and len(v) == 2 and v[0] > v[1]:
+                continue  # JSON Schema cannot say low <= high (the check does)
+            whole = isinstance(v, float) and v.is_integer()
+            if whole and (isinstance(c, Options) or isinstance(c, Interval) and c.integer):
+                continue  # JSON Schema counts 2.0 as the integer 2; the check does not
+            try:
+                json.dumps(v, allow_nan=False)
+            except ValueError:
+                continue  # not JSON (the sweep's own check refuses non-finite numbers)
+            assert not validator.is_valid(v), (spec.name, v)
+
+
+def test_the_cli_reads_a_trace_option_as_its_spec_takes_it():
+    from fairplace.commands.simulate import _trace_options
+    from fairplace.instances.trace_generators import check_options
+
+    opts = _trace_options(["n_apps=20", "load=2.5", "jobs_range=8,24", "scale=small"])
+    assert opts == {"n_apps": 20, "load": 2.5, "jobs_range": [8, 24], "scale": "small"}
+    check_options("themis-1", opts)
+    with pytest.raises(OptionError) as exc:
+        check_options("themis-1", _trace_options(["n_apps=20.5"]))
+    assert exc.value.path == "trace_options.n_apps"

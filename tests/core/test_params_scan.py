@@ -14,7 +14,7 @@ import pytest
 
 from fairplace.core.errors import OptionError
 from fairplace.core.params import Param
-from fairplace.instances.trace_generators import ARG_SCHEMAS
+from fairplace.instances.trace_generators import arg_schemas
 from fairplace.runs.sweep_schema import known
 from fairplace.sim import SimulationConfig
 from fairplace.sim.config import NOT_PARAMS, SIM_PARAMS, field_schemas
@@ -52,11 +52,11 @@ def test_the_constructor_rejects_each_invalid_value_naming_the_field(cls, spec, 
 
 
 def test_the_sweep_schema_is_the_specs():
-    table, mine = known(), field_schemas()
+    table, mine, generated = known(), field_schemas(), arg_schemas()
     for spec in SIM_PARAMS:
         assert mine[spec.name] == spec.schema()
         # a trace generator's argument of the same name (gpus_per_machine) has its own schema
-        assert table[spec.name] == (ARG_SCHEMAS.get(spec.name) or spec.schema())
+        assert table[spec.name] == (generated.get(spec.name) or spec.schema())
         validator = jsonschema.Draft202012Validator(spec.schema())
         assert validator.is_valid(spec.default)
         for v in spec.invalid_values():
