@@ -17,9 +17,8 @@ from fairplace.core.params import Param
 from fairplace.core.registry import Entry, Registry
 
 from .models import MODELS
-from .trace_params import SYNERGY_PARAMS, THEMIS_PARAMS
-from .traces import SIA_PHILLY, synergy_trace
-from .workloads import themis_workload
+from .traces import SIA_PHILLY, SYNERGY_PARAMS, synergy_trace
+from .workloads import THEMIS_PARAMS, themis_workload
 
 
 def _themis(workload: int) -> Callable[..., pd.DataFrame]:
@@ -55,7 +54,7 @@ def _entry(
 
 
 #: generated workloads usable as trace names; their keyword arguments (e.g. ``contention``,
-#: ``n_apps``, ``jobs_per_hour``; each entry's ``params``, ``instances.trace_params``) may appear in
+#: ``n_apps``, ``jobs_per_hour``; each entry's ``params``, declared with the generator) may appear in
 #: ``trace_options`` and in a sweep's [params] / [fixed], and go to the generator (the public one is
 #: each entry's ``capabilities["generator"]``).
 TRACE_GENERATORS = Registry(

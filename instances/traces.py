@@ -28,12 +28,13 @@ from fairplace.core.limits import (
     MAX_GPUS,
     MAX_RATIO,
     MAX_TIME,
-    MAX_TRACE_JOBS,
     TRACE_ROWS,
-    check_count,
     check_csv_rows,
     check_seed,
 )
+from fairplace.core.params import Options, Param
+
+from .trace_params import GPUS, JOBS, RATE, arg, checked
 
 COLUMNS = ("job_id", "num_gpus", "submit_time", "duration", "model")
 #: the optional columns (module docstring); a CSV header with any other column is an error
@@ -208,6 +209,13 @@ def philly_duration_quantiles() -> pd.DataFrame:
 
 #: duration models of :func:`synergy_trace` (:func:`synergy_seconds`)
 SYNERGY_DURATIONS = ("philly", "gavel")
+#: :func:`synergy_trace`'s arguments as specs (``trace_params``)
+SYNERGY_PARAMS: tuple[Param, ...] = (
+    arg("n_jobs", 1000, JOBS, "jobs"),
+    arg("jobs_per_hour", 8.0, RATE, "Poisson arrival rate"),
+    arg("max_gpus", None, GPUS, "most GPUs of a job (None: the cluster's gpus)", nullable=True),
+    arg("durations", "philly", Options(SYNERGY_DURATIONS), "the job-duration model"),
+)
 #: the PAL artifact's Synergy durations (Gavel's mixture): P(long branch), and the log10 ranges of
 #: minutes of the short and the long branch
 GAVEL_LONG, GAVEL_SHORT_LOG10, GAVEL_LONG_LOG10 = 0.2, (1.5, 3.0), (3.0, 4.0)
@@ -243,6 +251,7 @@ def synergy_seconds(u: np.ndarray, durations: str = "philly") -> np.ndarray:
     return np.exp(np.interp(u, qs, logd))
 
 
+@checked(SYNERGY_PARAMS, TraceError)
 def synergy_trace(
     n_jobs: int = 1000,
     jobs_per_hour: float = 8.0,
@@ -257,20 +266,11 @@ def synergy_trace(
     ``t_iter`` (model -> seconds per iteration); ``duration`` = seconds / t_iter. Both duration
     models take one uniform per job, so one seed gives the same arrivals, GPUs and models."""
     try:
-        check_count(n_jobs, "n_jobs", MAX_TRACE_JOBS)
         check_seed(seed)
     except OptionError as exc:
         raise TraceError(exc.path, exc.problem) from None
-    if isinstance(jobs_per_hour, bool) or not isinstance(jobs_per_hour, (int, float)):
-        raise TraceError("jobs_per_hour", f"must be a number, got {jobs_per_hour!r}")
-    if not 0 < jobs_per_hour <= MAX_TIME:
-        raise TraceError("jobs_per_hour", f"must be in (0, {MAX_TIME:g}], got {jobs_per_hour}")
     if not t_iter:
         raise TraceError("t_iter", "needs at least one model -> seconds per iteration")
-    if durations not in SYNERGY_DURATIONS:
-        raise TraceError(
-            "durations", f"must be one of {', '.join(SYNERGY_DURATIONS)}, got {durations!r}"
-        )
     rng = np.random.default_rng(seed)
     hist = philly_gpu_demand()
     if max_gpus is not None:

@@ -62,14 +62,19 @@ Columns: the Sia-Philly ones plus ``app_id, phase, t_iter, cls, locality, locali
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from types import MappingProxyType
+from typing import Any
 
 import numpy as np
 import pandas as pd
 
 from fairplace.core.errors import OptionError
+from fairplace.core.limits import MAX_TRACE_APPS
+from fairplace.core.params import Interval, Options, Pair, Param
 
 from .generators import LOCALITY_INSENSITIVE, LOCALITY_SENSITIVE
+from .trace_params import GPUS, HOURS, JOBS, SHARE, SIGMA, arg, checked
 
 CATEGORY_MIX = MappingProxyType({"cv": 0.1, "nlp": 0.6, "speech": 0.3})
 
@@ -124,6 +129,54 @@ SCALES = MappingProxyType(
         ),
     }
 )
+#: :func:`themis_workload`'s arguments as specs (None: the ``scale``'s preset; ``trace_params``)
+THEMIS_PARAMS: tuple[Param, ...] = (
+    arg(
+        "n_apps",
+        None,
+        Interval(1, MAX_TRACE_APPS, integer=True),
+        "apps (None: the scale's)",
+        nullable=True,
+    ),
+    arg("scale", "paper", Options(SCALES), "the preset every None argument takes"),
+    arg("window_hours", None, HOURS, "arrival window in h (None: the scale's)", nullable=True),
+    arg(
+        "task_gpu_hours",
+        None,
+        HOURS,
+        "median GPU-hours of an app's task (None: the scale's)",
+        nullable=True,
+    ),
+    arg("app_sigma", 1.4, SIGMA, "log-normal spread of the task length across apps"),
+    arg("job_sigma", 0.15, SIGMA, "log-normal spread of the work across an app's jobs"),
+    arg(
+        "jobs_range",
+        None,
+        Pair(JOBS),
+        "jobs of an exploring app, lowest and highest (None: the scale's)",
+        nullable=True,
+    ),
+    arg("jobs_median", None, JOBS, "median jobs of an exploring app (None: the scale's)", True),
+    arg("single_job_fraction", 0.1, SHARE, "fraction of single-job apps"),
+    arg(
+        "network_fraction",
+        None,
+        SHARE,
+        "fraction of network-intensive apps (None: each model's own)",
+        nullable=True,
+    ),
+    arg("contention", 1, Options((1, 2, 4)), "x1, x2, x4: base_gpus / contention GPUs"),
+    arg("base_gpus", None, GPUS, "GPUs at x1 (None: the scale's)", nullable=True),
+    arg("gpus_per_machine", 4, GPUS, "GPUs per machine of the trace's cluster"),
+    arg("max_gpus_per_job", 16, GPUS, "workload 2: most GPUs of one job"),
+    arg(
+        "load",
+        None,
+        Interval(0.0, 1e3, closed="right"),
+        "offered load at x1 (None: the scale's work and window)",
+        nullable=True,
+    ),
+)
 #: the homogeneous cluster THEMIS workloads run on unless a profile is given (THEMIS has no variability)
 THEMIS_PROFILE = "uniform"
 #: every scheduler decides on one 60-s clock (THEMIS' lease tick) and the queue baselines hold
@@ -131,6 +184,7 @@ THEMIS_PROFILE = "uniform"
 THEMIS_DECISION_TICK, THEMIS_BASELINE_LEASE = 60.0, 600.0
 
 
+@checked(THEMIS_PARAMS)
 def themis_workload(
     workload: int = 2,
     n_apps: int | None = None,
@@ -151,37 +205,23 @@ def themis_workload(
     load: float | None = None,
     seed: int = 0,
 ) -> pd.DataFrame:
-    """One THEMIS workload as a trace frame (see the module doc for every default and its source)."""
+    """One THEMIS workload as a trace frame (see the module doc for every default and its source);
+    each argument is checked by its spec (:data:`THEMIS_PARAMS`) first."""
     if workload not in (1, 2):
         raise OptionError("workload", f"THEMIS workload is 1 or 2, got {workload!r}")
-    if scale not in SCALES:
-        raise OptionError("scale", f"expected one of {tuple(SCALES)}, got {scale!r}")
-    if contention not in (1, 2, 4):
-        raise OptionError("contention", f"expected 1, 2 or 4, got {contention!r}")
-    preset = SCALES[scale]
-    n_apps = _count("n_apps", preset["n_apps"] if n_apps is None else n_apps, 1)
+    preset: Mapping[str, Any] = SCALES[scale]  # valid by construction
+    n_apps = int(preset["n_apps"] if n_apps is None else n_apps)
     if preset.get("load_by") == "window" and load is not None and window_hours is not None:
         raise OptionError(
             "window_hours", f"the {scale!r} scale sets the window from load; give one"
         )
-    window = _positive(
-        "window_hours", preset["window_hours"] if window_hours is None else window_hours
-    )
-    task_h = _positive(
-        "task_gpu_hours", preset["task_gpu_hours"] if task_gpu_hours is None else task_gpu_hours
-    )
-    base_gpus = _count("base_gpus", preset["base_gpus"] if base_gpus is None else base_gpus, 1)
-    gpm = _count("gpus_per_machine", gpus_per_machine, 1)
-    lo, hi = _jobs_range(preset["jobs_range"] if jobs_range is None else jobs_range)
+    window = float(preset["window_hours"] if window_hours is None else window_hours)
+    task_h = float(preset["task_gpu_hours"] if task_gpu_hours is None else task_gpu_hours)
+    base_gpus = int(preset["base_gpus"] if base_gpus is None else base_gpus)
+    gpm = int(gpus_per_machine)
+    lo, hi = (int(v) for v in (preset["jobs_range"] if jobs_range is None else jobs_range))
     med = preset["jobs_median"] if jobs_median is None else jobs_median
-    med = int(np.clip(_count("jobs_median", med, 1), lo, hi))
-    for name, v in (("app_sigma", app_sigma), ("job_sigma", job_sigma)):
-        if not 0.0 <= v <= 5.0:
-            raise OptionError(name, f"must be in [0, 5], got {v!r}")
-    if not 0.0 <= single_job_fraction <= 1.0:
-        raise OptionError("single_job_fraction", f"must be in [0, 1], got {single_job_fraction!r}")
-    if network_fraction is not None and not 0.0 <= network_fraction <= 1.0:
-        raise OptionError("network_fraction", f"must be in [0, 1], got {network_fraction}")
+    med = int(np.clip(int(med), lo, hi))
     gpus = base_gpus // contention
     if gpus < 1 or gpus % gpm:
         raise OptionError("base_gpus", f"{gpus} GPUs at x{contention} is not a multiple of {gpm}")
@@ -208,8 +248,6 @@ def themis_workload(
         else rng.random(n_apps) < network_fraction
     )
     if load is not None:
-        if not 0 < load <= 1e3:
-            raise OptionError("load", f"must be in (0, 1000], got {load!r}")
         span = float(arrival.max() - arrival.min())
         if span > 0 and preset.get("load_by") == "window":  # same work, the window compressed
             target = float(budget.sum()) * 3600.0 / (load * base_gpus)
@@ -283,25 +321,3 @@ def workload_stats(frame: pd.DataFrame) -> dict[str, float]:
         "single_job_fraction": float((first == 1).mean()),
         "jobs": float(len(frame)),
     }
-
-
-def _count(name: str, v, least: int) -> int:
-    if isinstance(v, bool) or not isinstance(v, (int, np.integer)) or v < least:
-        raise OptionError(name, f"must be an integer >= {least}, got {v!r}")
-    return int(v)
-
-
-def _positive(name: str, v) -> float:
-    if isinstance(v, bool) or not isinstance(v, (int, float, np.number)) or not 0 < v < 1e6:
-        raise OptionError(name, f"must be a number in (0, 1e6), got {v!r}")
-    return float(v)
-
-
-def _jobs_range(r) -> tuple[int, int]:
-    try:
-        lo, hi = (int(v) for v in r)
-    except (TypeError, ValueError):
-        raise OptionError("jobs_range", f"expected two integers (lo, hi), got {r!r}") from None
-    if not 1 <= lo <= hi:
-        raise OptionError("jobs_range", f"need 1 <= lo <= hi, got {r!r}")
-    return lo, hi

@@ -127,13 +127,18 @@ def test_every_trace_generator_argument_is_a_spec_with_the_generators_default():
 
 @pytest.mark.parametrize(("trace", "spec"), list(_generator_specs()))
 def test_each_invalid_trace_option_is_rejected_naming_it(trace, spec):
-    from fairplace.instances.trace_generators import check_options
+    from fairplace.core.errors import DataError
+    from fairplace.instances.trace_generators import TRACE_GENERATORS, check_options
 
     check_options(trace, {spec.name: spec.default})
+    generator = TRACE_GENERATORS.get(trace).capabilities["generator"]
     for value in spec.invalid_values():
         with pytest.raises(OptionError) as exc:
             check_options(trace, {spec.name: value})
         assert exc.value.path == f"trace_options.{spec.name}", value
+        with pytest.raises(DataError) as exc:  # the public generator checks by the same spec
+            generator(**{spec.name: value})
+        assert exc.value.path == spec.name, value
     with pytest.raises(OptionError) as exc:  # simulate checks them before anything runs
         fairplace.simulate(
             trace, "fifo", "pal", trace_options={spec.name: spec.invalid_values()[0]}
