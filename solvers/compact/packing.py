@@ -28,21 +28,31 @@ def best_subbundle(
     lev = np.searchsorted(t.levels, scores)
     place = (cluster.machine_index[idx], cluster.rack_index[idx], np.zeros(idx.size, np.int64))
     held = (app.held_machine, app.held_rack, -1)
-    best, best_rho = None, t.rho[0, t.held_spread, max(t.held_level, 0)]
-    for cell in app.cells:
-        n, s, v = cell
-        if n > cap or t.rho[cell] >= best_rho:
-            continue
-        ok = lev <= v
-        where = place[s]  # spread 0: one machine, 1: one rack, 2: anywhere
-        if held[s] >= 0:  # the union must stay on the held machine / rack
-            ok &= where == held[s]
-        counts = np.bincount(where[ok])
-        fit = np.flatnonzero(counts >= n)  # the first machine / rack (ascending) that holds n
-        if fit.size:
-            pool = ok & (where == fit[0])
-            best, best_rho = (cell, tuple(int(g) for g in idx[pool][:n])), t.rho[cell]
-    return best
+    best_rho = t.rho[0, t.held_spread, max(t.held_level, 0)]
+    rho = t.rho
+    # the first cell of the lowest rho < best_rho that fits: cells by (rho, their order), each
+    # (spread, level)'s counts per machine / rack computed once
+    order = sorted(
+        (k for k, c in enumerate(app.cells) if c[0] <= cap and rho[c] < best_rho),
+        key=lambda k: (rho[app.cells[k]], k),
+    )
+    counts_of: dict = {}
+    for k in order:
+        n, s, v = app.cells[k]
+        got = counts_of.get((s, v))
+        if got is None:
+            ok = lev <= v
+            where = place[s]  # spread 0: one machine, 1: one rack, 2: anywhere
+            if held[s] >= 0:  # the union must stay on the held machine / rack
+                ok &= where == held[s]
+            got = counts_of[s, v] = (ok, np.bincount(where[ok]).tolist())
+        ok, counts = got
+        # the first machine / rack (ascending) that holds n
+        fit = next((m for m, c in enumerate(counts) if c >= n), None)
+        if fit is not None:
+            pool = ok & (place[s] == fit)
+            return app.cells[k], tuple(int(g) for g in idx[pool][:n])
+    return None
 
 
 PACK_RULES = ("damage", "best-fit", "first-fit", "matching")
