@@ -63,41 +63,6 @@ MAX_TRACE_APPS = 100_000
 MAX_SWEEP_CELLS = 100_000
 
 
-def check_count(value, name: str, hi: int, lo: int = 1) -> int:
-    """``value`` as an int in [lo, hi], else an :class:`OptionError` naming ``name``."""
-    if (
-        isinstance(value, bool)
-        or not isinstance(value, numbers.Integral)
-        or not lo <= int(value) <= hi
-    ):
-        raise OptionError(name, f"must be an integer in [{lo}, {hi:,}], got {value!r}")
-    return int(value)
-
-
-def check_sizes(apps=None, machines=None, gpus_per_machine=None, seed=None, apps_name="apps"):
-    """The size arguments of an instance generator (``instances/generators.py``): ``apps`` in
-    [1, :data:`MAX_GENERATED_APPS`], ``machines`` x ``gpus_per_machine`` GPUs in [1,
-    :data:`MAX_GPUS`], ``seed`` a seed; an :class:`OptionError` names the first bad one."""
-    if apps is not None:
-        check_count(apps, apps_name, MAX_GENERATED_APPS)
-    if machines is not None:
-        check_count(machines, "machines", MAX_GPUS)
-    if gpus_per_machine is not None:
-        check_count(gpus_per_machine, "gpus_per_machine", MAX_GPUS)
-    if (
-        machines is not None
-        and gpus_per_machine is not None
-        and machines * gpus_per_machine > MAX_GPUS
-    ):
-        raise OptionError(
-            "machines",
-            f"{machines} machines x {gpus_per_machine} GPUs = {machines * gpus_per_machine:,} "
-            f"GPUs exceed the limit of {MAX_GPUS:,}",
-        )
-    if seed is not None:
-        check_seed(seed)
-
-
 def check_seed(seed, name: str = "seed") -> int:
     """A seed: an integer in [0, :data:`MAX_SEED`] (not a bool, not a float)."""
     if (

@@ -17,16 +17,18 @@ placement instance JSON, ``--locality-penalty``), :data:`THEMIS_F` (THEMIS' filt
 
 from __future__ import annotations
 
+import functools
+import inspect
 import math
 import numbers
 import operator
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
-from fairplace.core.errors import OptionError, UnknownName
+from fairplace.core.errors import DataError, OptionError, UnknownName
 from fairplace.core.limits import MAX_RATIO, MAX_TIME
 
 _CLOSED = ("both", "left", "right", "neither")
@@ -308,6 +310,31 @@ class Param:
         """Values :meth:`check` must reject: out of range, non-finite, of the wrong type."""
         values = (*self.constraint.outside(), None, True, "x", [1])
         return tuple(v for v in values if not self.accepts(v))
+
+
+def checked(params: tuple[Param, ...], error: type[DataError] = OptionError):
+    """Decorate a function (a trace or instance generator) so that it checks each argument given
+    against its spec first (:meth:`Param.check`; an ``error`` naming the argument)."""
+
+    def wrap(generator: Callable) -> Callable:
+        sig = inspect.signature(generator)
+
+        @functools.wraps(generator)
+        def gen(*args, **kwargs):
+            given = sig.bind(*args, **kwargs).arguments
+            for spec in params:
+                if spec.name in given:
+                    try:
+                        spec.check(given[spec.name])
+                    except OptionError as exc:
+                        if isinstance(exc, error):
+                            raise
+                        raise error(exc.path, exc.problem) from None
+            return generator(*args, **kwargs)
+
+        return gen
+
+    return wrap
 
 
 #: PAL's locality penalty L: a job spread over several machines runs L x slower (§IV-D: "initially

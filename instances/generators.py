@@ -17,12 +17,51 @@ from fairplace.core.domain import (
     spread,
 )
 from fairplace.core.errors import OptionError
-from fairplace.core.limits import MAX_GENERATED_BIDS, check_count, check_sizes
-from fairplace.core.params import LOCALITY_PENALTY
+from fairplace.core.limits import MAX_GENERATED_APPS, MAX_GENERATED_BIDS, MAX_GPUS, MAX_SEED
+from fairplace.core.params import LOCALITY_PENALTY, Interval, Param, checked
 
 #: THEMIS' bootstrap slowdown constants (machine / rack / cluster) and a placement-sensitive profile.
 LOCALITY_INSENSITIVE = (1.0, 1.1, 1.3)
 LOCALITY_SENSITIVE = (1.0, 1.5, 2.0)
+
+
+#: the sizes of a generated instance (``core/limits.py``) and its seed
+_COUNT = Interval(1, MAX_GENERATED_APPS, integer=True)
+_GPUS = Interval(1, MAX_GPUS, integer=True)
+_SEED = Interval(0, MAX_SEED, integer=True)
+
+
+def _sizes(count: str, default_count: int, default_machines: int) -> tuple[Param, ...]:
+    """The specs of a generator's size arguments (``apps`` or ``jobs``, ``machines``,
+    ``gpus_per_machine``) and seed, with its defaults; ``fairplace instances generate`` maps the
+    errors to ``--apps`` / ``--jobs``, ``--machines``, ``--gpus-per-machine``, ``--seed``."""
+    return (
+        Param(count, default_count, _COUNT, f"{count} of the instance"),
+        Param("machines", default_machines, _GPUS, "machines"),
+        Param("gpus_per_machine", 4, _GPUS, "GPUs per machine"),
+        Param("seed", 0, _SEED, "random seed"),
+    )
+
+
+#: :func:`random_auction`'s size arguments, seed and bids per app
+AUCTION_PARAMS: tuple[Param, ...] = (
+    *_sizes("apps", 8, 8),
+    Param("bids_per_app", 20, Interval(1, MAX_GENERATED_BIDS, integer=True), "bids of each app"),
+)
+#: :func:`random_placement`'s size arguments and seed
+PLACEMENT_PARAMS: tuple[Param, ...] = _sizes("jobs", 8, 8)
+#: :func:`random_agent_auction`'s size arguments and seed
+AGENT_AUCTION_PARAMS: tuple[Param, ...] = _sizes("apps", 64, 256)
+
+
+def _check_gpus(machines: int, gpus_per_machine: int) -> None:
+    """machines x gpus_per_machine GPUs at most :data:`MAX_GPUS` (each is checked by its spec)."""
+    if machines * gpus_per_machine > MAX_GPUS:
+        raise OptionError(
+            "machines",
+            f"{machines} machines x {gpus_per_machine} GPUs = {machines * gpus_per_machine:,} "
+            f"GPUs exceed the limit of {MAX_GPUS:,}",
+        )
 
 
 def grid_cluster(
@@ -42,6 +81,7 @@ def grid_cluster(
     return Cluster(tuple(gpus))
 
 
+@checked(AUCTION_PARAMS)
 def random_auction(
     apps: int = 8,
     machines: int = 8,
@@ -60,8 +100,7 @@ def random_auction(
     contention * G / apps and bundles of at least d_max/2 GPUs, so the apps' demands add up to about
     contention x the cluster: the hard regime (weak LP relaxations). Sizes are bounded
     (``core/limits.py``: apps x bids_per_app <= MAX_GENERATED_BIDS)."""
-    check_sizes(apps, machines, gpus_per_machine, seed)
-    check_count(bids_per_app, "bids_per_app", MAX_GENERATED_BIDS)
+    _check_gpus(machines, gpus_per_machine)
     if apps * bids_per_app > MAX_GENERATED_BIDS:
         raise OptionError(
             "apps",
@@ -123,6 +162,7 @@ def random_auction(
     )
 
 
+@checked(PLACEMENT_PARAMS)
 def random_placement(
     jobs: int = 8,
     machines: int = 8,
@@ -135,7 +175,7 @@ def random_placement(
 ) -> PlacementInstance:
     """Random PM-scores (a tight body near 1 and a slow tail) and jobs of demand 1..max_demand.
     ``levels`` rounds scores to that many distinct values per class (like binned scores)."""
-    check_sizes(jobs, machines, gpus_per_machine, seed, apps_name="jobs")
+    _check_gpus(machines, gpus_per_machine)
     rng = np.random.default_rng(seed)
     G = machines * gpus_per_machine
     pm = {}
@@ -173,6 +213,7 @@ def random_placement(
     )
 
 
+@checked(AGENT_AUCTION_PARAMS)
 def random_agent_auction(
     apps: int = 64,
     machines: int = 256,
@@ -185,7 +226,7 @@ def random_agent_auction(
 ) -> AuctionInstance:
     """Agent-form auction: single-job apps (Eq. 1) with random demand caps, work, elapsed time,
     locality sensitivity (0, 1 or 3 x the bootstrap constants) and a PM class with two levels."""
-    check_sizes(apps, machines, gpus_per_machine, seed)
+    _check_gpus(machines, gpus_per_machine)
     rng = np.random.default_rng(seed)
     G = machines * gpus_per_machine
     pm = {"A": rng.choice(levels, G, p=[0.8] + [0.2 / (len(levels) - 1)] * (len(levels) - 1))}

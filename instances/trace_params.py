@@ -1,6 +1,6 @@
 """What the trace generators' argument specs (:class:`~fairplace.core.params.Param`) are made of:
-the ranges two generators share (an argument of the same meaning has one range), :func:`arg` and
-:func:`checked`, which makes a generator check its arguments by its specs. Each generator declares
+the ranges two generators share (an argument of the same meaning has one range) and :func:`arg`;
+``core.params.checked`` makes a generator check its arguments by its specs. Each generator declares
 its own tuple next to it, with its defaults (``workloads.THEMIS_PARAMS`` for ``themis-1`` /
 ``themis-2``, ``traces.SYNERGY_PARAMS`` for ``synergy``); ``trace_options``
 (``fairplace.simulate``, a sweep's tables, ``--trace-option``), the sweep schema and the CLI help
@@ -8,12 +8,8 @@ read them through ``instances.trace_generators``. Sizes are bounded by ``core/li
 
 from __future__ import annotations
 
-import functools
-import inspect
-from collections.abc import Callable
 from typing import Any
 
-from fairplace.core.errors import DataError, OptionError
 from fairplace.core.limits import MAX_GPUS, MAX_TIME, MAX_TRACE_JOBS
 from fairplace.core.params import Interval, Param
 
@@ -35,28 +31,3 @@ def arg(name: str, default: Any, constraint, doc: str, nullable: bool = False) -
     """The spec of a generator argument: errors name ``name`` (``trace_options.name`` where
     ``trace_options`` gave it), the flag is ``--trace-option name``."""
     return Param(name, default, constraint, doc, "--trace-option " + name, None, nullable)
-
-
-def checked(params: tuple[Param, ...], error: type[DataError] = OptionError):
-    """Decorate a generator so that it checks each argument given against its spec first
-    (:meth:`Param.check`; an ``error`` naming the argument)."""
-
-    def wrap(generator: Callable) -> Callable:
-        sig = inspect.signature(generator)
-
-        @functools.wraps(generator)
-        def gen(*args, **kwargs):
-            given = sig.bind(*args, **kwargs).arguments
-            for spec in params:
-                if spec.name in given:
-                    try:
-                        spec.check(given[spec.name])
-                    except OptionError as exc:
-                        if isinstance(exc, error):
-                            raise
-                        raise error(exc.path, exc.problem) from None
-            return generator(*args, **kwargs)
-
-        return gen
-
-    return wrap

@@ -32,9 +32,9 @@ from fairplace.core.limits import (
     check_csv_rows,
     check_seed,
 )
-from fairplace.core.params import Options, Param
+from fairplace.core.params import Options, Param, checked
 
-from .trace_params import GPUS, JOBS, RATE, arg, checked
+from .trace_params import GPUS, JOBS, RATE, arg
 
 COLUMNS = ("job_id", "num_gpus", "submit_time", "duration", "model")
 #: the optional columns (module docstring); a CSV header with any other column is an error

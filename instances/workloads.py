@@ -71,10 +71,10 @@ import pandas as pd
 
 from fairplace.core.errors import OptionError
 from fairplace.core.limits import MAX_TRACE_APPS
-from fairplace.core.params import Interval, Options, Pair, Param
+from fairplace.core.params import Interval, Options, Pair, Param, checked
 
 from .generators import LOCALITY_INSENSITIVE, LOCALITY_SENSITIVE
-from .trace_params import GPUS, HOURS, JOBS, SHARE, SIGMA, arg, checked
+from .trace_params import GPUS, HOURS, JOBS, SHARE, SIGMA, arg
 
 CATEGORY_MIX = MappingProxyType({"cv": 0.1, "nlp": 0.6, "speech": 0.3})
 

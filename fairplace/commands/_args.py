@@ -1,6 +1,6 @@
 """Checked argument types and output-path checks shared by the commands: a bad value is an argparse
 error (one line naming the flag, exit 2) before anything runs; a flag with a spec is checked by it
-(:func:`param`), the other ranges come from ``fairplace.core.limits``."""
+(:func:`param`)."""
 
 from __future__ import annotations
 
@@ -10,23 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from fairplace.core.errors import OptionError
-from fairplace.core.limits import MAX_SEED
 from fairplace.core.params import Options, Param
-
-
-def _integer(text: str, lo: int, hi: int) -> int:
-    try:
-        v = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected an integer, got {text!r}") from None
-    if not lo <= v <= hi:
-        raise argparse.ArgumentTypeError(f"must be in [{lo}, {hi}], got {text}")
-    return v
-
-
-def seed(text: str) -> int:
-    """A seed: an integer in [0, 2^63 - 1]."""
-    return _integer(text, 0, MAX_SEED)
 
 
 def number(text: str) -> int | float | str:

@@ -12,7 +12,7 @@ from fairplace.commands import _args
 from fairplace.commands._args import out_dir, out_file
 from fairplace.commands._table import frame, table
 from fairplace.core.errors import OptionError
-from fairplace.core.limits import JSON_BYTES, check_sizes, size_limit
+from fairplace.core.limits import JSON_BYTES, size_limit
 from fairplace.core.registry import Entry, Registry
 from fairplace.instances import generators, io
 
@@ -23,12 +23,26 @@ HELP = "list, show and generate instance suites, or generate one custom instance
 KINDS = Registry(
     "kind",
     {
-        "auction": Entry(generators.random_auction, None, "random auction", (), {"size": "apps"}),
+        "auction": Entry(
+            generators.random_auction,
+            None,
+            "random auction",
+            generators.AUCTION_PARAMS,
+            {"size": "apps"},
+        ),
         "placement": Entry(
-            generators.random_placement, None, "random placement", (), {"size": "jobs"}
+            generators.random_placement,
+            None,
+            "random placement",
+            generators.PLACEMENT_PARAMS,
+            {"size": "jobs"},
         ),
         "agent-auction": Entry(
-            generators.random_agent_auction, None, "random agent-form auction", (), {"size": "apps"}
+            generators.random_agent_auction,
+            None,
+            "random agent-form auction",
+            generators.AGENT_AUCTION_PARAMS,
+            {"size": "apps"},
         ),
     },
     where="--kind",
@@ -76,8 +90,9 @@ def add_arguments(p) -> None:
     gen.add_argument(
         "--gpus-per-machine", type=int, default=4, metavar="K", help="GPUs per machine (default 4)"
     )
+    seed = next(p for p in generators.AUCTION_PARAMS if p.name == "seed")  # every kind's
     gen.add_argument(
-        "--seed", type=_args.seed, default=0, metavar="S", help="random seed (default 0)"
+        "--seed", type=_args.param(seed), default=seed.default, metavar="S", help=seed.help()
     )
     gen.add_argument("--json", action="store_true", help="print the written paths as JSON")
 
@@ -136,18 +151,19 @@ FLAGS = {
 
 def _generate_one(args) -> str:
     """Write one random instance of ``args.kind`` to ``args.out``; load it back through the schema.
-    Sizes are bounded by the generators (``core/limits.py``)."""
+    Sizes are bounded by the generators' specs (``generators.AUCTION_PARAMS``, ...)."""
     entry = KINDS.get(args.kind)
     gen, size = entry.factory, entry.capabilities["size"]
+    given = {
+        size: args.apps,
+        "machines": args.machines,
+        "gpus_per_machine": args.gpus_per_machine,
+        "seed": args.seed,
+    }
     try:
-        check_sizes(args.apps, args.machines, args.gpus_per_machine, args.seed, apps_name=size)
+        KINDS.check(args.kind, given)  # by the generator's specs, before the output path
         out_file(args.out, (".json",), "-o")
-        inst = gen(
-            **{size: args.apps},
-            machines=args.machines,
-            gpus_per_machine=args.gpus_per_machine,
-            seed=args.seed,
-        )
+        inst = gen(**given)
     except OptionError as exc:
         raise OptionError(FLAGS.get(exc.path, exc.path), exc.problem) from None
     Path(args.out).parent.mkdir(parents=True, exist_ok=True)

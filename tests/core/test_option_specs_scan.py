@@ -185,3 +185,28 @@ def test_the_cli_reads_a_trace_option_as_its_spec_takes_it():
     with pytest.raises(OptionError) as exc:
         check_options("themis-1", _trace_options(["n_apps=20.5"]))
     assert exc.value.path == "trace_options.n_apps"
+
+
+# --- the instance generators' sizes and seed (``fairplace instances generate``) -----------------
+
+
+def test_each_invalid_size_of_an_instance_generator_is_rejected_naming_it():
+    import inspect
+
+    from fairplace.commands.instances import FLAGS, KINDS
+
+    for kind, entry in KINDS.items():
+        sig = inspect.signature(entry.factory).parameters
+        _one_spec_per_name(entry.params)
+        assert {"machines", "gpus_per_machine", "seed", entry.capabilities["size"]} <= {
+            p.name for p in entry.params
+        }
+        for spec in entry.params:
+            assert spec.default == sig[spec.name].default and spec.name in FLAGS, (kind, spec)
+            for value in spec.invalid_values():
+                with pytest.raises(OptionError) as exc:
+                    entry.factory(**{spec.name: value})
+                assert exc.value.path == spec.name, (kind, value)
+                with pytest.raises(OptionError) as exc:  # what the CLI checks, naming the flag
+                    KINDS.check(kind, {spec.name: value})
+                assert exc.value.path == spec.name, (kind, value)
