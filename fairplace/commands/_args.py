@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import argparse
 from collections.abc import Callable
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -28,10 +29,12 @@ def param(spec: Param) -> Callable[[str], Any]:
     """An argparse ``type`` for the flag of ``spec``: the text as a :func:`number` (or as is, for
     a spec of names), checked by :meth:`Param.check` (a bad value: one line naming the flag)."""
 
+    flag = replace(spec, nullable=False)  # None cannot be typed: the message leaves it out
+
     def parse(text: str) -> Any:
         value = text if isinstance(spec.constraint, Options) else number(text)
         try:
-            return spec.check(value, spec.flag)
+            return flag.check(value, spec.flag)
         except OptionError as exc:
             raise argparse.ArgumentTypeError(exc.problem) from None
 

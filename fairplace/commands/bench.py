@@ -18,7 +18,10 @@ from typing import Any
 
 import fairplace.benchmarks as pkg
 from fairplace.benchmarks import Case, as_case
+from fairplace.commands import _args
 from fairplace.commands._table import table
+from fairplace.core.limits import MAX_TIME
+from fairplace.core.params import Interval, Param
 from fairplace.core.progress import progress_bar
 
 HELP = "run the benchmarks, each next to its target"
@@ -28,6 +31,18 @@ EPILOG = (
     "0 otherwise (cases with no target and cases --quick skips never fail the run)"
 )
 log = logging.getLogger(__name__)
+
+
+#: ``--timeout``: each case in a spawned process, stopped after this many seconds
+TIMEOUT = Param(
+    "timeout",
+    None,
+    Interval(0.0, MAX_TIME, closed="right"),
+    "run each case in its own process and stop it after S seconds (an error entry; None: in "
+    "this process, no limit)",
+    flag="--timeout",
+    nullable=True,
+)
 
 
 def add_arguments(p) -> None:
@@ -53,11 +68,11 @@ def add_arguments(p) -> None:
         help="print the growth exponent (log-log slope) of PAL rounds, simulation and compact PA",
     )
     p.add_argument(
-        "--timeout",
-        type=float,
-        default=None,
+        TIMEOUT.flag,
+        type=_args.param(TIMEOUT),
+        default=TIMEOUT.default,
         metavar="S",
-        help="run each case in its own process and stop it after S seconds (an error entry)",
+        help=TIMEOUT.help(),
     )
 
 

@@ -50,6 +50,7 @@ from fairplace.runs.experiments import (  # noqa: F401 - the documented imports 
     run_strategyproofness,
     run_sweep_experiment,
 )
+from fairplace.runs.params import WORKERS
 
 
 def make_figures(exp: Experiment, outcome: Outcome):
@@ -218,6 +219,7 @@ def reproduce(
     keeps the cells already journaled there (``run_sweep(resume=True)``)."""
     if which not in (*PAPERS, "all"):
         raise OptionError("paper", f"unknown paper {which!r}; use themis, pal or all")
+    WORKERS.check(workers, WORKERS.flag)  # before any experiment runs (each would fail on it)
     papers = PAPERS if which == "all" else (which,)
     exps = [e for p in papers for e in load_experiments(p, size)]
     fulls = {(e.paper, e.key): e for p in papers for e in load_experiments(p, "full")}

@@ -1,8 +1,9 @@
 """The run commands' own flags and the strategy-proofness experiment's parameters are
-:class:`~fairplace.core.params.Param`\\s (issue 50 item 2): ``--workers`` (batch, sweep, reproduce)
-and ``--no-workers-timeout`` (batch) are checked and documented by their specs on the command line
-(exit 2 naming the flag) and again by the library functions (``run_batch``, ``run_sweep``), before
-any Dask cluster starts; :class:`~fairplace.runs.strategyproofness.Setup` and
+:class:`~fairplace.core.params.Param`\\s (issue 50 item 2): ``--workers`` (batch, sweep,
+reproduce), ``--no-workers-timeout`` (batch) and ``--timeout`` (bench) are checked and documented
+by their specs on the command line (exit 2 naming the flag) and again by the library functions
+(``run_batch``, ``run_sweep``, ``reproduce``), before any Dask cluster starts;
+:class:`~fairplace.runs.strategyproofness.Setup` and
 :func:`~fairplace.runs.strategyproofness.strategyproofness` reject each value their specs call
 invalid, naming the parameter, before any simulation runs."""
 
@@ -14,6 +15,7 @@ from dataclasses import fields
 import pytest
 
 from fairplace.cli import UsageError, build_parser, main
+from fairplace.commands.bench import TIMEOUT
 from fairplace.core.errors import OptionError
 from fairplace.runs import strategyproofness as sp
 from fairplace.runs.params import BATCH_WORKERS, NO_WORKERS_TIMEOUT, WORKERS
@@ -24,6 +26,7 @@ FLAGS = [
     ("batch", ["small"], NO_WORKERS_TIMEOUT),
     ("sweep", ["spec.toml"], WORKERS),
     ("reproduce", [], WORKERS),
+    ("bench", [], TIMEOUT),
 ]
 
 
@@ -56,6 +59,7 @@ def test_a_bad_workers_value_exits_2_naming_the_flag(capsys):
 
 def test_the_library_checks_the_same_specs_before_any_cluster_starts(tmp_path):
     from fairplace.runs.batch import run_batch
+    from fairplace.runs.reproduce import reproduce
     from fairplace.runs.sweep import run_sweep
 
     spec = {"schedulers": ["fifo"], "placements": ["pal"], "traces": ["workload-1"]}
@@ -70,6 +74,9 @@ def test_the_library_checks_the_same_specs_before_any_cluster_starts(tmp_path):
     for value in WORKERS.invalid_values():
         with pytest.raises(OptionError) as exc:
             run_sweep(spec, tmp_path / "s.csv", workers=value, progress=False)
+        assert exc.value.path == "--workers", value
+        with pytest.raises(OptionError) as exc:  # before any experiment runs
+            reproduce("themis", "tiny", out=tmp_path / "r", workers=value, progress=False)
         assert exc.value.path == "--workers", value
     assert not list(tmp_path.iterdir())  # nothing written
 
