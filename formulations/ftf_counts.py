@@ -240,11 +240,39 @@ def _priced_rows(
         miss = [n for n in few if n not in lpt]
         if miss:
             lpt.update(zip(miss, _lpt_makespans(works, miss).tolist(), strict=True))
-    big = [n for n in counts if n >= J]
+    big = _even_times3(works, [n for n in counts if n >= J], cap, sens, locality, machine_gpus)
     out = []
     for s in range(3):
-        even = iter(even_phase_times(works, big, cap, sens, s, locality, machine_gpus))
+        even = iter(big[s])
         out.append([math.inf if n <= 0 else lpt[n] if n < J else next(even) for n in counts])
+    return out
+
+
+def _even_times3(
+    works: list[float], counts: list[int], cap: int, sens: float, locality: tuple, mg: int | None
+) -> list[list[float]]:
+    """:func:`~fairplace.formulations.phase_times.even_phase_times` at spreads 0, 1, 2 in one
+    pass over ``counts`` (the same expressions: w x L / n_j with L = 1 for one GPU, the job's
+    own-machine locality for a share that fits a machine and is not the whole bundle, else the
+    spread's)."""
+    J = len(works)
+    L0 = job_locality(locality, 0, sens)
+    Ls = [job_locality(locality, s, sens) for s in range(3)]
+    out: list[list[float]] = [[], [], []]
+    w0 = works[0] if works else 0.0
+    for n in counts:
+        base, r = min(n // J, cap), n % J
+        nj, w = base, works[r]
+        own = nj <= 1 or (mg is not None and nj <= mg and nj < n)
+        if r:
+            nj1 = min(base + 1, cap)
+            own1 = nj1 <= 1 or (mg is not None and nj1 <= mg and nj1 < n)
+        for s in range(3):
+            v = w * ((L0 if own else Ls[s]) if nj > 1 else 1.0) / nj
+            if r:
+                x = w0 * ((L0 if own1 else Ls[s]) if nj1 > 1 else 1.0) / nj1
+                v = max(v, x)
+            out[s].append(v)
     return out
 
 
@@ -290,17 +318,22 @@ def spread_times(model: FTFModel, counts: list[int]) -> list[list[float]]:
     priced, later = _plan(model, memo)
     e = float(model.elapsed)
     out = [[e] * len(counts) for _ in range(3)]
-    for p, d in priced:
+    for p, d in priced:  # phase by phase, in t_shared's order
         rows = _priced_rows(opt, memo, p, counts, d, loc, split, mg)
-        for total, row in zip(out, rows, strict=True):
-            for a, x in enumerate(row):
-                total[a] += x
+        out = [
+            [a + x for a, x in zip(total, row, strict=True)]
+            for total, row in zip(out, rows, strict=True)
+        ]
     if later and isinstance(opt, SuccessiveHalving):  # later phases: successive halving's
         hi = max(counts, default=0)
-        for total, rows in zip(out, _later_rows(opt, model, later, hi), strict=True):
+        lo = counts[0] if counts else 0
+        run = counts == list(range(lo, lo + len(counts)))  # a row's counts: a slice
+        for s, rows in enumerate(_later_rows(opt, model, later, hi)):
+            total = out[s]
             for row in rows:
-                for a, n in enumerate(counts):
-                    total[a] += row[n]
+                at = row[lo : lo + len(counts)] if run else [row[n] for n in counts]
+                total = [a + x for a, x in zip(total, at, strict=True)]
+            out[s] = total
     return out
 
 
