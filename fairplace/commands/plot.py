@@ -5,25 +5,30 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from fairplace.commands import file_backend
+from fairplace.commands import _args, file_backend
 from fairplace.commands._args import out_dir
-from fairplace.core.errors import DataError, OptionError
+from fairplace.core.errors import DataError
+from fairplace.core.params import Options, Param
 
 HELP = "plot a results table (sweep, per-app/per-round frames, batch, strategy-proofness)"
 
 
 def add_arguments(p) -> None:
-    # heavy (pandas): imported on use; the kinds of analysis.auto.FIGURES
+    # heavy (pandas): imported on use; the kinds of analysis.auto.FIGURES (``--kind``'s spec)
     from fairplace.analysis.tables import SIGNATURES
 
-    kinds = list(dict.fromkeys(kind for kind, _ in SIGNATURES))
+    kind = Param(
+        "kind",
+        None,
+        Options(dict.fromkeys(k for k, _ in SIGNATURES)),
+        "table type (None: detected from its columns)",
+        flag="--kind",
+        nullable=True,
+    )
     p.add_argument("results", help="results table (.parquet or .csv)")
     p.add_argument("--out", default="fairplace-plots", metavar="DIR", help="folder for the PNGs")
     p.add_argument(
-        "--kind",
-        default=None,
-        metavar="KIND",
-        help=f"table type: {', '.join(kinds)} (default: detected from its columns)",
+        kind.flag, type=_args.param(kind), default=None, metavar="KIND", help=kind.help()
     )
     p.add_argument(
         "--json",
@@ -47,11 +52,9 @@ def read_table(path: str | Path):
 def run(args) -> int:
     file_backend()
     # heavy (pandas, matplotlib, seaborn): imported on use, after the backend is chosen
-    from fairplace.analysis.auto import FIGURES, figures_for
+    from fairplace.analysis.auto import figures_for
     from fairplace.analysis.report import png
 
-    if args.kind is not None and args.kind not in FIGURES:
-        raise OptionError("--kind", f"unknown table kind; known: {', '.join(FIGURES)}")
     out_dir(args.out)
     df = read_table(args.results)
     kind, made, skipped = figures_for(df, args.kind)

@@ -113,3 +113,13 @@ def test_the_experiment_rejects_each_invalid_x_seed_and_quick():
         with pytest.raises(OptionError) as exc:
             sp.strategyproofness(xs=[0], seeds=[0], quick=value)
         assert exc.value.path == "quick", value
+
+
+def test_plot_kind_is_a_spec_of_the_figure_kinds():
+    from fairplace.analysis.auto import FIGURES
+
+    action = _action("plot", "--kind")
+    assert all(action.type(kind) == kind for kind in FIGURES) and "apps" in action.help
+    for text in ("", "nope", "Sweep"):
+        with pytest.raises(argparse.ArgumentTypeError, match="expected one of"):
+            action.type(text)
