@@ -88,25 +88,35 @@ class Renewal:
         with as many free (``f``, sorted) GPUs of each label: gain per (block, machine) = GPUs it
         held there - GPUs another recipient held (``cat`` 0 / 2), + 1e-3 to stay put (one
         assignment problem); the GPUs picked per label best ``cat`` first, then lowest index."""
-        n_m, n_l, machine, label = self.n_m, self.n_l, self.machine, self.label
-        mf, lf, cf = machine[f], label[f], cat[f]
+        n_m, n_l, mach_l, label_l = self.n_m, self.n_l, self.mach_l, self.label_l
+        mf, lf, cf = self.machine[f], self.label[f], cat[f]
         cnt = np.bincount((mf * n_l + lf) * 3 + cf, minlength=n_m * n_l * 3).reshape(n_m, n_l, 3)
-        blocks, inv = np.unique(machine[own], return_inverse=True)
-        need = np.bincount(inv * n_l + label[own], minlength=blocks.size * n_l)
-        need = need.reshape(blocks.size, 1, n_l)
+        per: dict = {}  # block (machine) -> GPUs per label
+        for g in own.tolist():
+            row = per.get(mach_l[g])
+            if row is None:
+                row = per[mach_l[g]] = [0] * n_l
+            row[label_l[g]] += 1
+        blocks = sorted(per)
+        need_l = [per[m] for m in blocks]
+        need = np.array(need_l, np.int64).reshape(len(blocks), 1, n_l)
+        at = np.array(blocks, np.int64)
         mine = np.minimum(need, cnt[:, :, 0])  # (block, machine, label)
         oth = np.maximum(need - mine - cnt[:, :, 1], 0)
-        ok = (oth <= cnt[:, :, 2]).all(2) & (self.rack_of == self.rack_of[blocks][:, None])
-        g = mine.sum(2) - oth.sum(2) + 1e-3 * (self.arange_m == blocks[:, None])
+        ok = (oth <= cnt[:, :, 2]).all(2) & (self.rack_of == self.rack_of[at][:, None])
+        g = mine.sum(2) - oth.sum(2) + 1e-3 * (self.arange_m == at[:, None])
         rows, cols = linear_sum_assignment(np.where(ok, g, -1e9), maximize=True)
-        order = np.lexsort((f, cf, lf, mf))  # by machine, label, cat, index
-        sf, key = f[order], (mf * n_l + lf)[order]
-        nd = need.reshape(blocks.size, n_l)[rows]  # per assigned block: GPUs per label
-        i, lab = nd.nonzero()
-        k = nd[i, lab]
-        lo = np.searchsorted(key, cols[i] * n_l + lab)  # each (machine, label)'s first free GPU
-        first = np.cumsum(k) - k
-        return np.sort(sf[np.repeat(lo - first, k) + np.arange(int(k.sum()))])
+        free_on: dict = {}  # machine -> its free GPUs, best cat first, then lowest index
+        for x, c in zip(f.tolist(), cf.tolist(), strict=True):
+            free_on.setdefault(mach_l[x], []).append((c, x))
+        pick = []
+        for i, t in zip(rows.tolist(), cols.tolist(), strict=True):
+            left = list(need_l[i])
+            for _, x in sorted(free_on[t]):
+                if left[label_l[x]]:
+                    left[label_l[x]] -= 1
+                    pick.append(x)
+        return np.array(sorted(pick), np.int64)
 
     def _swap_pairs(self, out: dict, free: np.ndarray, before, takers: set, offer) -> bool:
         """Pairwise swaps between winners: a's block on machine m and b's on machine t (same
