@@ -22,7 +22,6 @@ from __future__ import annotations
 import contextlib
 import csv
 import math
-import numbers
 import os
 from collections.abc import Iterator, Mapping
 from contextvars import ContextVar
@@ -61,17 +60,6 @@ MAX_TRACE_JOBS = 1_000_000
 MAX_TRACE_APPS = 100_000
 #: simulations (cells) of one sweep
 MAX_SWEEP_CELLS = 100_000
-
-
-def check_seed(seed, name: str = "seed") -> int:
-    """A seed: an integer in [0, :data:`MAX_SEED`] (not a bool, not a float)."""
-    if (
-        isinstance(seed, bool)
-        or not isinstance(seed, numbers.Integral)
-        or not 0 <= int(seed) <= MAX_SEED
-    ):
-        raise OptionError(name, f"must be an integer in [0, 2^63 - 1], got {seed!r}")
-    return int(seed)
 
 
 _INT = {"type": "integer", "minimum": -MAX_SAFE_INT, "maximum": MAX_SAFE_INT}

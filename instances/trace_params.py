@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from fairplace.core.limits import MAX_GPUS, MAX_TIME, MAX_TRACE_JOBS
+from fairplace.core.limits import MAX_GPUS, MAX_SEED, MAX_TIME, MAX_TRACE_JOBS
 from fairplace.core.params import Interval, Param
 
 #: a GPU count
@@ -25,6 +25,9 @@ HOURS = Interval(0.0, 1e6, closed="neither")
 SIGMA = Interval(0.0, 5.0)
 #: an arrival rate per hour
 RATE = Interval(0.0, MAX_TIME, closed="right")
+
+#: a generator's ``seed``: the run's, never a trace option (``trace_generators._RESERVED``)
+SEED = Param("seed", 0, Interval(0, MAX_SEED, integer=True), "random seed")
 
 
 def arg(name: str, default: Any, constraint, doc: str, nullable: bool = False) -> Param:

@@ -21,7 +21,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from fairplace.core.errors import OptionError, TraceError
+from fairplace.core.errors import TraceError
 from fairplace.core.keys import first_unknown, unknown_key
 from fairplace.core.limits import (
     MAX_COUNT,
@@ -30,11 +30,10 @@ from fairplace.core.limits import (
     MAX_TIME,
     TRACE_ROWS,
     check_csv_rows,
-    check_seed,
 )
 from fairplace.core.params import Options, Param, checked
 
-from .trace_params import GPUS, JOBS, RATE, arg
+from .trace_params import GPUS, JOBS, RATE, SEED, arg
 
 COLUMNS = ("job_id", "num_gpus", "submit_time", "duration", "model")
 #: the optional columns (module docstring); a CSV header with any other column is an error
@@ -251,7 +250,7 @@ def synergy_seconds(u: np.ndarray, durations: str = "philly") -> np.ndarray:
     return np.exp(np.interp(u, qs, logd))
 
 
-@checked(SYNERGY_PARAMS, TraceError)
+@checked((*SYNERGY_PARAMS, SEED), TraceError)
 def synergy_trace(
     n_jobs: int = 1000,
     jobs_per_hour: float = 8.0,
@@ -265,10 +264,6 @@ def synergy_trace(
     :func:`synergy_seconds` (``durations``: ``"philly"`` or ``"gavel"``), model uniform over
     ``t_iter`` (model -> seconds per iteration); ``duration`` = seconds / t_iter. Both duration
     models take one uniform per job, so one seed gives the same arrivals, GPUs and models."""
-    try:
-        check_seed(seed)
-    except OptionError as exc:
-        raise TraceError(exc.path, exc.problem) from None
     if not t_iter:
         raise TraceError("t_iter", "needs at least one model -> seconds per iteration")
     rng = np.random.default_rng(seed)

@@ -74,7 +74,7 @@ from fairplace.core.limits import MAX_TRACE_APPS
 from fairplace.core.params import Interval, Options, Pair, Param, checked
 
 from .generators import LOCALITY_INSENSITIVE, LOCALITY_SENSITIVE
-from .trace_params import GPUS, HOURS, JOBS, SHARE, SIGMA, arg
+from .trace_params import GPUS, HOURS, JOBS, SEED, SHARE, SIGMA, arg
 
 CATEGORY_MIX = MappingProxyType({"cv": 0.1, "nlp": 0.6, "speech": 0.3})
 
@@ -184,7 +184,7 @@ THEMIS_PROFILE = "uniform"
 THEMIS_DECISION_TICK, THEMIS_BASELINE_LEASE = 60.0, 600.0
 
 
-@checked(THEMIS_PARAMS)
+@checked((*THEMIS_PARAMS, SEED))
 def themis_workload(
     workload: int = 2,
     n_apps: int | None = None,

@@ -146,6 +146,18 @@ def test_each_invalid_trace_option_is_rejected_naming_it(trace, spec):
     assert exc.value.path == f"trace_options.{spec.name}"
 
 
+def test_a_generators_seed_is_checked_by_its_spec():
+    from fairplace.core.errors import DataError
+    from fairplace.instances.trace_generators import TRACE_GENERATORS
+    from fairplace.instances.trace_params import SEED
+
+    for _, entry in TRACE_GENERATORS.items():
+        for value in SEED.invalid_values():
+            with pytest.raises(DataError) as exc:
+                entry.capabilities["generator"](seed=value)
+            assert exc.value.path == "seed", value
+
+
 def test_the_sweep_schema_of_a_trace_option_is_its_spec():
     import json
 
