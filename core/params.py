@@ -1,9 +1,10 @@
 """One declarative spec per parameter, in the style of scikit-learn's ``_param_validation``
 (``Interval``, ``StrOptions``): a :class:`Param` has a name, a type, a default, a range
 (:class:`Interval`), choices (:class:`Options`, names or integers), true/false (:class:`Boolean`), a
-``[low, high]`` pair of a range (:class:`Pair`), an object of a type (:class:`InstanceOf`, an option
-given from Python only) or any of these (:class:`AnyOf`), whether None is also valid (``nullable``), a one-line doc and its CLI flag. Everything else
-derives from it: the dataclass default, the one check (:meth:`Param.check`, an
+``[low, high]`` pair of a range (:class:`Pair`), a list of values of one (:class:`Items`), an object of
+a type (:class:`InstanceOf`, an option given from Python only) or any of these (:class:`AnyOf`),
+whether None is also valid (``nullable``), a one-line doc and its CLI flag. Everything else derives
+from it: the dataclass default, the one check (:meth:`Param.check`, an
 :class:`~fairplace.core.errors.OptionError` naming the parameter's path), the JSON Schema of the
 instance / sweep documents (:meth:`Param.schema`), the CLI help (:meth:`Param.help`) and, for the
 fuzz tests, values the check must reject (:meth:`Param.invalid_values`).
@@ -204,9 +205,7 @@ class Pair:
         )
 
     def describe(self) -> str:
-        kind = "an integer" if self.item.integer else "a number"
-        text = self.item.describe()
-        return f"[low, high] with low <= high, each {kind} {'in ' if text[0] in '[(' else ''}{text}"
+        return f"[low, high] with low <= high, each {_one(self.item)}"
 
     def schema(self) -> dict:
         """Two items of ``item``'s schema (JSON Schema cannot say low <= high)."""
@@ -222,10 +221,49 @@ class Pair:
 
 
 @dataclass(frozen=True)
+class Items:
+    """A list (or tuple) of ``min_items`` or more values of ``item``: the demands or PM-score
+    levels an instance generator draws from, its class names."""
+
+    item: Interval | Options | InstanceOf
+    min_items: int = 1
+
+    def contains(self, value: Any) -> bool:
+        return (
+            isinstance(value, (list, tuple))
+            and len(value) >= self.min_items
+            and all(self.item.contains(v) for v in value)
+        )
+
+    def describe(self) -> str:
+        return f"a list of {self.min_items} or more, each {_one(self.item)}"
+
+    def schema(self) -> dict:
+        return {"type": "array", "minItems": self.min_items, "items": self.item.schema()}
+
+    def outside(self) -> tuple:
+        """Too few items, an item outside ``item`` among good ones, a lone value, a mapping."""
+        c = self.item
+        picks = (*getattr(c, "values", ()), getattr(c, "left", None), getattr(c, "right", None))
+        good = next((v for v in (*picks, 1, "A") if v is not None and c.contains(v)), None)
+        short = [good] * (self.min_items - 1)
+        bad = [[*short, v] for v in c.outside() if not c.contains(v)][:4]
+        return (short, *bad, "x", 1, {"x": 1})
+
+
+def _one(c: Interval | Options | InstanceOf) -> str:
+    """One value of ``c`` in words: ``an integer in [1, 4]``, ``a number > 0``, ``one of a, b``."""
+    if not isinstance(c, Interval):
+        return c.describe()
+    text = c.describe()
+    return f"{'an integer' if c.integer else 'a number'} {'in ' if text[0] in '[(' else ''}{text}"
+
+
+@dataclass(frozen=True)
 class AnyOf:
     """Any of ``constraints`` (scikit-learn's list of constraints): a name or an object."""
 
-    constraints: tuple[Interval | Options | Boolean | InstanceOf | Pair, ...]
+    constraints: tuple[Interval | Options | Boolean | InstanceOf | Pair | Items, ...]
 
     def contains(self, value: Any) -> bool:
         return any(c.contains(value) for c in self.constraints)
@@ -250,7 +288,7 @@ class Param:
 
     name: str
     default: Any
-    constraint: Interval | Options | Boolean | InstanceOf | Pair | AnyOf
+    constraint: Interval | Options | Boolean | InstanceOf | Pair | Items | AnyOf
     doc: str
     flag: str | None = None
     path: str | None = None
@@ -276,10 +314,7 @@ class Param:
         if not c.contains(value):
             none = " or None" if self.nullable else ""
             if isinstance(c, Interval):
-                kind = "an integer" if c.integer else "a number"
-                text = c.describe()
-                text = f"in {text}" if text[0] in "[(" else text
-                problem = f"must be {kind} {text}{none}, got {value!r}"
+                problem = f"must be {_one(c)}{none}, got {value!r}"
             elif isinstance(c, Boolean):
                 problem = f"must be true or false{none}, got {value!r}"
             else:
@@ -291,7 +326,7 @@ class Param:
             raise (UnknownName if unknown else OptionError)(where or self.where, problem)
         if isinstance(c, Interval):
             return int(value) if c.integer else float(value)
-        if isinstance(c, Pair):
+        if isinstance(c, (Pair, Items)) and isinstance(c.item, Interval):
             return tuple(int(v) if c.item.integer else float(v) for v in value)
         return bool(value) if isinstance(c, Boolean) else value
 

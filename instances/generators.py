@@ -17,8 +17,22 @@ from fairplace.core.domain import (
     spread,
 )
 from fairplace.core.errors import OptionError
-from fairplace.core.limits import MAX_GENERATED_APPS, MAX_GENERATED_BIDS, MAX_GPUS, MAX_SEED
-from fairplace.core.params import LOCALITY_PENALTY, Interval, Param, checked
+from fairplace.core.limits import (
+    MAX_GENERATED_APPS,
+    MAX_GENERATED_BIDS,
+    MAX_GPUS,
+    MAX_RATIO,
+    MAX_SEED,
+)
+from fairplace.core.params import (
+    LOCALITY_PENALTY,
+    InstanceOf,
+    Interval,
+    Items,
+    Options,
+    Param,
+    checked,
+)
 
 #: THEMIS' bootstrap slowdown constants (machine / rack / cluster) and a placement-sensitive profile.
 LOCALITY_INSENSITIVE = (1.0, 1.1, 1.3)
@@ -43,15 +57,53 @@ def _sizes(count: str, default_count: int, default_machines: int) -> tuple[Param
     )
 
 
-#: :func:`random_auction`'s size arguments, seed and bids per app
+def _racks(default: int) -> Param:
+    return Param("machines_per_rack", default, _GPUS, "machines of a rack")
+
+
+_RHO_EMPTY = Param(
+    "rho_empty",
+    "finite",
+    Options(("finite", "null")),
+    "rho of an app granted nothing: finite (one more lease) or null (unbounded)",
+)
+
+#: :func:`random_auction`'s arguments (the sizes, seed and bids per app set from the CLI)
 AUCTION_PARAMS: tuple[Param, ...] = (
     *_sizes("apps", 8, 8),
     Param("bids_per_app", 20, Interval(1, MAX_GENERATED_BIDS, integer=True), "bids of each app"),
+    _racks(4),
+    Param("sensitive_fraction", 0.5, Interval(0.0, 1.0), "share of locality-sensitive apps"),
+    _RHO_EMPTY,
+    Param(
+        "contention",
+        None,
+        Interval(0.0, MAX_RATIO, closed="right"),
+        "the apps' demands / the cluster (None: d_max drawn from 1..16)",
+        nullable=True,
+    ),
 )
-#: :func:`random_placement`'s size arguments and seed
-PLACEMENT_PARAMS: tuple[Param, ...] = _sizes("jobs", 8, 8)
-#: :func:`random_agent_auction`'s size arguments and seed
-AGENT_AUCTION_PARAMS: tuple[Param, ...] = _sizes("apps", 64, 256)
+#: :func:`random_placement`'s arguments (the sizes and seed set from the CLI)
+PLACEMENT_PARAMS: tuple[Param, ...] = (
+    *_sizes("jobs", 8, 8),
+    Param("classes", ("A", "B", "C"), Items(InstanceOf((str,), "a class name")), "job classes"),
+    LOCALITY_PENALTY,
+    Param("levels", 4, _GPUS, "PM-score levels per class (None: unrounded)", nullable=True),
+    Param("max_demand", None, _GPUS, "largest job (None: 2 x gpus_per_machine)", nullable=True),
+)
+#: :func:`random_agent_auction`'s arguments (the sizes and seed set from the CLI)
+AGENT_AUCTION_PARAMS: tuple[Param, ...] = (
+    *_sizes("apps", 64, 256),
+    _racks(16),
+    Param(
+        "levels",
+        (1.0, 1.25),
+        Items(Interval(0.0, MAX_RATIO, closed="right"), min_items=2),
+        "PM-score levels of class A (the first on 80% of the GPUs)",
+    ),
+    Param("demands", (4, 8, 16, 32, 64), Items(_GPUS), "the demand caps d_max drawn from"),
+    _RHO_EMPTY,
+)
 
 
 def _check_gpus(machines: int, gpus_per_machine: int) -> None:

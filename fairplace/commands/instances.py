@@ -5,6 +5,7 @@
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 from pathlib import Path
 
 import fairplace
@@ -77,23 +78,25 @@ def add_arguments(p) -> None:
         help="generate one custom instance: auction (explicit bids), placement (PAL jobs) or "
         "agent-auction (THEMIS agents, bids made per offer)",
     )
+    # the auction's specs and defaults, for every kind (a placement's jobs and every kind's sizes
+    # have the same ranges); --apps is checked by the kind's spec (_generate_one), so that an
+    # error names --apps or --jobs, not both
+    spec = {p.name: p for p in generators.AUCTION_PARAMS}
+    apps = replace(spec["apps"], doc="apps (auctions) or jobs (placement)")
     gen.add_argument(
-        "--apps",
-        "--jobs",
-        dest="apps",
-        type=int,
-        default=8,
-        metavar="N",
-        help="apps (auctions) or jobs (placement) (default 8)",
-    )
-    gen.add_argument("--machines", type=int, default=8, metavar="M", help="machines (default 8)")
-    gen.add_argument(
-        "--gpus-per-machine", type=int, default=4, metavar="K", help="GPUs per machine (default 4)"
-    )
-    seed = next(p for p in generators.AUCTION_PARAMS if p.name == "seed")  # every kind's
-    gen.add_argument(
-        "--seed", type=_args.param(seed), default=seed.default, metavar="S", help=seed.help()
-    )
+        "--apps", "--jobs", dest="apps", type=_args.number, default=apps.default, metavar="N",
+        help=apps.help(),
+    )  # fmt: skip
+    for flag, name, metavar in (("--machines", "machines", "M"),
+                                ("--gpus-per-machine", "gpus_per_machine", "K"),
+                                ("--seed", "seed", "S")):  # fmt: skip
+        gen.add_argument(
+            flag,
+            type=_args.param(spec[name]),
+            default=spec[name].default,
+            metavar=metavar,
+            help=spec[name].help(),
+        )
     gen.add_argument("--json", action="store_true", help="print the written paths as JSON")
 
 
@@ -138,7 +141,8 @@ def _show(name: str, as_json: bool) -> int:
     return 0
 
 
-#: generator argument -> the flag that sets it (the generators name their arguments)
+#: generator argument -> the flag that sets it (the generators name their arguments; their other
+#: arguments are given from Python only)
 FLAGS = {
     "apps": "--apps",
     "jobs": "--jobs",

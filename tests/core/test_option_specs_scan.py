@@ -199,10 +199,10 @@ def test_the_cli_reads_a_trace_option_as_its_spec_takes_it():
     assert exc.value.path == "trace_options.n_apps"
 
 
-# --- the instance generators' sizes and seed (``fairplace instances generate``) -----------------
+# --- the instance generators' arguments (``fairplace instances generate`` sets the sizes, seed) --
 
 
-def test_each_invalid_size_of_an_instance_generator_is_rejected_naming_it():
+def test_each_invalid_argument_of_an_instance_generator_is_rejected_naming_it():
     import inspect
 
     from fairplace.commands.instances import FLAGS, KINDS
@@ -210,11 +210,10 @@ def test_each_invalid_size_of_an_instance_generator_is_rejected_naming_it():
     for kind, entry in KINDS.items():
         sig = inspect.signature(entry.factory).parameters
         _one_spec_per_name(entry.params)
-        assert {"machines", "gpus_per_machine", "seed", entry.capabilities["size"]} <= {
-            p.name for p in entry.params
-        }
+        assert set(sig) == {p.name for p in entry.params}, kind  # every argument has a spec
+        assert {"machines", "gpus_per_machine", "seed", entry.capabilities["size"]} <= set(FLAGS)
         for spec in entry.params:
-            assert spec.default == sig[spec.name].default and spec.name in FLAGS, (kind, spec)
+            assert spec.default == sig[spec.name].default, (kind, spec)
             for value in spec.invalid_values():
                 with pytest.raises(OptionError) as exc:
                     entry.factory(**{spec.name: value})
@@ -222,3 +221,19 @@ def test_each_invalid_size_of_an_instance_generator_is_rejected_naming_it():
                 with pytest.raises(OptionError) as exc:  # what the CLI checks, naming the flag
                     KINDS.check(kind, {spec.name: value})
                 assert exc.value.path == spec.name, (kind, value)
+
+
+def test_instances_generate_flags_are_the_generators_specs(capsys):
+    from fairplace.cli import main
+    from fairplace.instances.generators import AUCTION_PARAMS
+
+    with pytest.raises(SystemExit):
+        main(["instances", "generate", "--help"])
+    text = " ".join(capsys.readouterr().out.split())
+    for spec in AUCTION_PARAMS[1:4]:  # machines, gpus_per_machine, seed
+        assert spec.help() in text, spec.name
+    for flag in ("--machines", "--gpus-per-machine", "--seed"):
+        with pytest.raises(SystemExit) as exc:
+            main(["instances", "generate", "--kind", "auction", flag, "0.5", "-o", "x.json"])
+        assert exc.value.code == 2
+        assert f"{flag}: must be an integer" in capsys.readouterr().err

@@ -5,6 +5,7 @@ rejected everywhere with an error naming the parameter."""
 from __future__ import annotations
 
 import inspect
+import json
 import math
 
 import jsonschema
@@ -14,7 +15,7 @@ from hypothesis import strategies as st
 
 from fairplace.core.domain import GPU, Cluster, Job, PlacementInstance
 from fairplace.core.errors import OptionError
-from fairplace.core.params import LOCALITY_PENALTY, THEMIS_F, Interval, Options, Param
+from fairplace.core.params import LOCALITY_PENALTY, THEMIS_F, Interval, Items, Options, Param
 from fairplace.instances.io import from_dict
 from fairplace.instances.workloads import themis_workload
 from fairplace.sim import SimulationConfig, simulate
@@ -83,6 +84,25 @@ def test_options_constraint():
     for v in opt.invalid_values():
         with pytest.raises(OptionError, match="expected one of machine, level"):
             opt.check(v)
+
+
+@pytest.mark.parametrize(
+    "items",
+    [Items(Interval(0.0, 10.0, closed="right"), min_items=2), Items(Interval(1, 8, integer=True))],
+    ids=["numbers", "integers"],
+)
+def test_items_check_agrees_with_its_json_schema(items):
+    spec = Param("levels", [1, 2], items, "levels")
+    assert spec.check([1, 2]) == (1, 2) and spec.check((3, 4, 5)) == (3, 4, 5)
+    assert _schema_ok(spec.schema(), [1, 2])
+    for v in spec.invalid_values():
+        with pytest.raises(OptionError):
+            spec.check(v)
+        try:
+            json.dumps(v, allow_nan=False)
+        except (TypeError, ValueError):
+            continue  # not JSON
+        assert not _schema_ok(spec.schema(), v), v
 
 
 def test_one_default_for_L_and_f():
