@@ -37,7 +37,13 @@ def add_arguments(p) -> None:
     _args.allow_insecure(p)
     from fairplace.solvers.options import TIME_LIMIT  # heavy: imported on use (help text)
 
-    p.add_argument(TIME_LIMIT.flag, type=float, default=None, metavar="S", help=TIME_LIMIT.help())
+    p.add_argument(
+        TIME_LIMIT.flag,
+        type=_args.param(TIME_LIMIT),
+        default=None,
+        metavar="S",
+        help=TIME_LIMIT.help(),
+    )
     p.add_argument(
         "--out",
         default=None,

@@ -69,7 +69,7 @@ def add_arguments(p) -> None:
     )
     p.add_argument(
         TIME_LIMIT.flag,
-        type=float,
+        type=_args.param(TIME_LIMIT),
         default=None,
         metavar="S",
         help=f"{TIME_LIMIT.help()}; see below",

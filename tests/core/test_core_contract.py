@@ -217,8 +217,8 @@ def test_cli_bad_options_exit_2(tmp_path):
     f.write_text(json.dumps(AUCTION))
     for args, needle in (
         (["--solver", "nope"], "unknown solver 'nope'"),
-        (["--time-limit", "-1"], "time_limit"),
-        (["--time-limit", "abc"], "invalid float"),
+        (["--time-limit", "-1"], "--time-limit: must be a number > 0"),  # its spec's check
+        (["--time-limit", "abc"], "--time-limit: must be a number > 0"),
         (["--rounding", "ceil"], "--rounding: expected one of"),
     ):
         r = _cli("solve", str(f), *args)
