@@ -61,16 +61,22 @@ import numpy as np
 
 from fairplace.core.domain import AgentApp, AuctionInstance, Cluster, spread
 from fairplace.core.errors import OptionError
+from fairplace.core.params import THEMIS_F
 from fairplace.formulations.agents import RhoTable, ftf_model
 from fairplace.formulations.compact import compact_app
 from fairplace.formulations.ftf import FTFModel
-from fairplace.formulations.pa import ROUNDING_RULES
-from fairplace.formulations.valuation import VALUATIONS, lease_table
+from fairplace.formulations.valuation import lease_table
 from fairplace.solvers.options import SolveOptions
 
 from .estimate_error import RhoError
-
-LEFTOVER_RULES = ("random", "work-conserving")
+from .params import (
+    THEMIS_LEASE,
+    THEMIS_LEASE_TICK,
+    THEMIS_LEFTOVER,
+    THEMIS_PAYMENTS,
+    THEMIS_ROUNDING,
+    THEMIS_VALUATION,
+)
 
 
 @dataclass(frozen=True)
@@ -155,33 +161,13 @@ class Arbiter:
         return end
 
     def __post_init__(self):
-        if not 0.0 <= self.f < 1.0:
-            raise OptionError("f", f"must be in [0, 1), got {self.f!r}")
-        if self.lease <= 0:
-            raise OptionError("lease", f"must be > 0 seconds, got {self.lease!r}")
-        if self.lease_tick is not None and not 0 <= self.lease_tick <= self.lease:
+        specs = (THEMIS_F, THEMIS_LEASE, THEMIS_LEASE_TICK, THEMIS_PAYMENTS, THEMIS_ROUNDING)
+        for spec in (*specs, THEMIS_VALUATION, THEMIS_LEFTOVER):
+            spec.check(getattr(self, spec.name))  # an error naming scheduler_options.<name>
+        if self.lease_tick is not None and self.lease_tick > self.lease:
             raise OptionError(
-                "scheduler_options.lease_tick",
+                THEMIS_LEASE_TICK.where,
                 f"must be in [0, lease = {self.lease:g}] seconds, got {self.lease_tick!r}",
-            )
-        if not isinstance(self.payments, bool):
-            raise OptionError(
-                "scheduler_options.payments", f"must be true or false, got {self.payments!r}"
-            )
-        if self.rounding not in ROUNDING_RULES:
-            raise OptionError(
-                "scheduler_options.rounding",
-                f"expected one of {list(ROUNDING_RULES)}, got {self.rounding!r}",
-            )
-        if self.valuation not in VALUATIONS:
-            raise OptionError(
-                "scheduler_options.valuation",
-                f"expected one of {list(VALUATIONS)}, got {self.valuation!r}",
-            )
-        if self.leftover not in LEFTOVER_RULES:
-            raise OptionError(
-                "scheduler_options.leftover",
-                f"expected one of {LEFTOVER_RULES}, got {self.leftover!r}",
             )
 
     def n_participants(self, n_apps: int) -> int:

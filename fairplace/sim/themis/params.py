@@ -1,7 +1,7 @@
 """THEMIS' scheduler options as specs (:class:`~fairplace.core.params.Param`): what the scheduler
-registry declares for ``themis`` and what :class:`~fairplace.sim.themis.scheduler.Themis` checks its
-options by. Their own module, so that the registry and THEMIS both import them and neither imports
-the other back. The filter fraction f is ``fairplace.core.params.THEMIS_F``."""
+registry declares for ``themis`` and what :class:`~fairplace.sim.themis.scheduler.Themis` and its
+:class:`~fairplace.sim.themis.arbiter.Arbiter` check their options by. Their own module, importing
+neither, so that the registry and THEMIS both import them and neither imports the other back. The filter fraction f is ``fairplace.core.params.THEMIS_F``."""
 
 from __future__ import annotations
 
@@ -11,10 +11,10 @@ from fairplace.formulations.pa import ROUNDING_RULES
 from fairplace.formulations.valuation import VALUATIONS
 from fairplace.formulations.variants import AGENT_T_ID_VARIANTS
 
-from .arbiter import LEFTOVER_RULES
 from .estimate_error import ERROR_KINDS
 
 __all__ = [
+    "LEFTOVER_RULES",
     "PRICING",
     "RENEWAL",
     "THEMIS_APP_SPLIT",
@@ -135,8 +135,9 @@ THEMIS_RENEWAL = Param(
     path="scheduler_options.renewal",
 )
 
-#: who gets the GPUs the auction leaves (``arbiter.LEFTOVER_RULES``): the non-participants in
-#: seeded random order, or work-conserving
+#: who gets the GPUs the auction leaves: the non-participants in seeded random order, or
+#: work-conserving
+LEFTOVER_RULES = ("random", "work-conserving")
 THEMIS_LEFTOVER = Param(
     "leftover",
     "random",
