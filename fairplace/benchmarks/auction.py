@@ -33,7 +33,7 @@ from fairplace.formulations.agents import count_bundles, rho_table, subset_bids
 from fairplace.instances.generators import random_agent_auction
 from fairplace.solvers.compact import solve_compact_auction
 
-from . import Case
+from . import Case, cases
 
 
 def sizes_of(inst) -> dict:
@@ -104,26 +104,29 @@ def _bids(quick: bool) -> dict:
     }
 
 
-CASES = {
-    "auction_pf_compact_1024": Case(_pf, 10.0, {"gpus": 1024, "apps": 64}),
-    "auction_pa_compact_1024": Case(_pa(64), 30.0, {"gpus": 1024, "apps": 64}),
-    "auction_pa_compact_1024x16": Case(_pa(16), 30.0, {"gpus": 1024, "apps": 16}),
-    "auction_pa_compact_1024x32": Case(_pa(32), 30.0, {"gpus": 1024, "apps": 32}),
-    "auction_pa_compact_1024x128": Case(_pa(128), 30.0, {"gpus": 1024, "apps": 128}),
-    "auction_pa_compact_1024x256": Case(  # issue 51's goal: 5 s
-        _pa(256), 5.0, {"gpus": 1024, "apps": 256}, full_only="~40 s CPU on 2 threads"
-    ),
-    "auction_pa_compact_4096x64": Case(
-        _pa(64, 1024), 60.0, {"gpus": 4096, "apps": 64}, full_only="~20 s on 2 cores"
-    ),
-    "auction_pa_compact_4096x256": Case(
-        _pa(256, 1024), 60.0, {"gpus": 4096, "apps": 256}, full_only="~45 s CPU on 2 threads"
-    ),
-    "auction_pa_compact_contended_32": Case(
-        _pa(12, 8, machines_per_rack=4),
-        30.0,
-        {"gpus": 32, "apps": 12},
-        full_only="one ~18 s MILP-bound PA on 2 cores",
-    ),
-    "bid_generation": Case(_bids, 30.0, {"gpus": 256}),
-}
+CASES = cases(
+    __name__,
+    {
+        "auction_pf_compact_1024": Case(_pf, 10.0, {"gpus": 1024, "apps": 64}),
+        "auction_pa_compact_1024": Case(_pa(64), 30.0, {"gpus": 1024, "apps": 64}),
+        "auction_pa_compact_1024x16": Case(_pa(16), 30.0, {"gpus": 1024, "apps": 16}),
+        "auction_pa_compact_1024x32": Case(_pa(32), 30.0, {"gpus": 1024, "apps": 32}),
+        "auction_pa_compact_1024x128": Case(_pa(128), 30.0, {"gpus": 1024, "apps": 128}),
+        "auction_pa_compact_1024x256": Case(  # issue 51's goal: 5 s
+            _pa(256), 5.0, {"gpus": 1024, "apps": 256}, full_only="~40 s CPU on 2 threads"
+        ),
+        "auction_pa_compact_4096x64": Case(
+            _pa(64, 1024), 60.0, {"gpus": 4096, "apps": 64}, full_only="~20 s on 2 cores"
+        ),
+        "auction_pa_compact_4096x256": Case(
+            _pa(256, 1024), 60.0, {"gpus": 4096, "apps": 256}, full_only="~45 s CPU on 2 threads"
+        ),
+        "auction_pa_compact_contended_32": Case(
+            _pa(12, 8, machines_per_rack=4),
+            30.0,
+            {"gpus": 32, "apps": 12},
+            full_only="one ~18 s MILP-bound PA on 2 cores",
+        ),
+        "bid_generation": Case(_bids, 30.0, {"gpus": 256}),
+    },
+)

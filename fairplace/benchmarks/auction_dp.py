@@ -29,7 +29,7 @@ from fairplace.formulations.compact import CompactApp
 from fairplace.solvers.compact import solve_compact_auction
 from fairplace.solvers.options import SolveOptions
 
-from . import Case
+from . import Case, cases
 
 log = logging.getLogger(__name__)
 SAMPLE = Path(__file__).resolve().parents[2] / "tests" / "data" / "auction_dp_sample.json.gz"
@@ -124,6 +124,9 @@ def _captured(quick: bool) -> dict:
     }
 
 
-CASES = {
-    "auction_dp_captured": Case(_captured, None, {"auctions": 160}),
-}
+CASES = cases(
+    __name__,
+    {
+        "auction_dp_captured": Case(_captured, None, {"auctions": 160}),
+    },
+)

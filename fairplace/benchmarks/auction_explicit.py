@@ -11,7 +11,7 @@ from fairplace.instances.generators import random_auction
 from fairplace.solvers.auction import solve_auction
 from fairplace.solvers.options import SolveOptions
 
-from . import Case
+from . import Case, cases
 
 SIZES = {"8x32": (8, 8), "16x64": (16, 16), "64x512": (64, 128)}  # apps, machines (4 GPUs each)
 #: Demands add up to about this multiple of the cluster: the hard regime with weak LP relaxations.
@@ -77,12 +77,15 @@ _LONG = "minutes per seed on 2 cores"
 #: ``auction_pa_16x64``: the 5 s PA target on contended tables (demand ~2x the cluster, where the LP
 #: relaxation is weakest: difficulty follows contention, not size);
 #: ``*_light`` is the same size from the default generator (demand below the cluster).
-CASES = {
-    "auction_pf_8x32": Case(_case("8x32", False), None, _sizes("8x32")),
-    "auction_pa_8x32": Case(_case("8x32", True), None, _sizes("8x32")),
-    "auction_pf_16x64": Case(_case("16x64", False), None, _sizes("16x64")),
-    "auction_pa_16x64": Case(_case("16x64", True), 5.0, _sizes("16x64")),
-    "auction_pa_16x64_light": Case(_case("16x64", True, None), 5.0, _sizes("16x64")),
-    "auction_pf_64x512": Case(_case("64x512", False, None), None, _sizes("64x512"), _LONG),
-    "auction_pa_64x512": Case(_case("64x512", True, None), None, _sizes("64x512"), _LONG),
-}
+CASES = cases(
+    __name__,
+    {
+        "auction_pf_8x32": Case(_case("8x32", False), None, _sizes("8x32")),
+        "auction_pa_8x32": Case(_case("8x32", True), None, _sizes("8x32")),
+        "auction_pf_16x64": Case(_case("16x64", False), None, _sizes("16x64")),
+        "auction_pa_16x64": Case(_case("16x64", True), 5.0, _sizes("16x64")),
+        "auction_pa_16x64_light": Case(_case("16x64", True, None), 5.0, _sizes("16x64")),
+        "auction_pf_64x512": Case(_case("64x512", False, None), None, _sizes("64x512"), _LONG),
+        "auction_pa_64x512": Case(_case("64x512", True, None), None, _sizes("64x512"), _LONG),
+    },
+)

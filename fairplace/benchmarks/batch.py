@@ -32,7 +32,7 @@ from fairplace.instances import suites
 from fairplace.runs.batch import run_batch
 from fairplace.runs.dask_cluster import close_quietly, local_cluster
 
-from . import Case
+from . import Case, cases
 
 SIZES = {"instances": 24}
 
@@ -188,13 +188,16 @@ def cluster_startup(quick: bool, workers: int = 2) -> dict:
 
 _QUICK = "--quick runs batch_medium_24_speedup on the same instances"
 
-CASES = {
-    "dask_cluster_startup_2": Case(cluster_startup, None, {"workers": 2}),
-    "batch_medium_24_speedup": Case(speedup, None, SIZES),
-    "batch_medium_1_worker": Case(
-        lambda quick: measure(1, quick), None, SIZES | {"workers": 1}, _QUICK
-    ),
-    "batch_medium_2_workers": Case(
-        lambda quick: measure(2, quick), None, SIZES | {"workers": 2}, _QUICK
-    ),
-}
+CASES = cases(
+    __name__,
+    {
+        "dask_cluster_startup_2": Case(cluster_startup, None, {"workers": 2}),
+        "batch_medium_24_speedup": Case(speedup, None, SIZES),
+        "batch_medium_1_worker": Case(
+            lambda quick: measure(1, quick), None, SIZES | {"workers": 1}, _QUICK
+        ),
+        "batch_medium_2_workers": Case(
+            lambda quick: measure(2, quick), None, SIZES | {"workers": 2}, _QUICK
+        ),
+    },
+)

@@ -23,7 +23,7 @@ from fairplace.instances.variability import data_file, make_cluster, synthetic_p
 from fairplace.solvers.placement.job_queue import JobQueue
 from fairplace.solvers.placement.policies import ClusterState, make_policy
 
-from . import Case
+from . import Case, cases
 
 
 def philly_queue(cluster_size: int, seed: int = 0, load: float = 1.5, max_jobs=None) -> list[Job]:
@@ -145,12 +145,17 @@ def _gpus(n: int) -> dict:
 
 
 #: ``--quick``: 5 rounds per case instead of 30 (10 at 16,384 GPUs), the same sizes
-CASES = {
-    "pal_place_256": Case(_round_bench("pal", 64, "longhorn"), 0.01, _gpus(256)),
-    "pm_first_place_256": Case(_round_bench("pm-first", 64, "longhorn"), 0.01, _gpus(256)),
-    "pal_place_4096": Case(_round_bench("pal", 1024, "synthetic"), 0.02, _gpus(4096)),
-    "pal_place_16384": Case(_round_bench("pal", 4096, "synthetic", repeats=10), 0.1, _gpus(16384)),
-    "pm_first_place_4096": Case(_round_bench("pm-first", 1024, "synthetic"), 0.2, _gpus(4096)),
-    "binning_100k": Case(_binning, 5.0, _gpus(100_000)),
-    "placement_exact_256": Case(_exact, 5.0, {"gpus": 256, "jobs": 64}),
-}
+CASES = cases(
+    __name__,
+    {
+        "pal_place_256": Case(_round_bench("pal", 64, "longhorn"), 0.01, _gpus(256)),
+        "pm_first_place_256": Case(_round_bench("pm-first", 64, "longhorn"), 0.01, _gpus(256)),
+        "pal_place_4096": Case(_round_bench("pal", 1024, "synthetic"), 0.02, _gpus(4096)),
+        "pal_place_16384": Case(
+            _round_bench("pal", 4096, "synthetic", repeats=10), 0.1, _gpus(16384)
+        ),
+        "pm_first_place_4096": Case(_round_bench("pm-first", 1024, "synthetic"), 0.2, _gpus(4096)),
+        "binning_100k": Case(_binning, 5.0, _gpus(100_000)),
+        "placement_exact_256": Case(_exact, 5.0, {"gpus": 256, "jobs": 64}),
+    },
+)

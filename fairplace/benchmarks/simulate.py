@@ -25,7 +25,7 @@ from fairplace.instances.traces import synergy_trace
 from fairplace.instances.workloads import themis_workload
 from fairplace.sim import simulate
 
-from . import Case
+from . import Case, cases
 
 
 def _timed(**kw) -> dict:
@@ -114,33 +114,36 @@ def themis_w2(contention: int):
     return run
 
 
-CASES = {
-    "simulate_sia_philly_160": Case(sia_philly, 5.0, {"jobs": 160, "gpus": 64}),
-    "simulate_synergy_1000": Case(synergy, 60.0, {"jobs": 1000, "gpus": 256}),
-    # targets on one core of a quiet machine (issue 25)
-    "simulate_themis_w2_256": Case(
-        themis_w2(1),
-        60.0,
-        {"workload": 2, "base_gpus": 256, "contention": 1},
-        full_only="minutes on 2 cores",
-    ),
-    "simulate_themis_w2_256_x4": Case(
-        themis_w2(4),
-        120.0,
-        {"workload": 2, "base_gpus": 256, "contention": 4},
-        full_only="minutes on 2 cores",
-    ),
-    "simulate_synergy_10000_1024": Case(
-        synergy_10k, 10.0, {"jobs": 10_000, "gpus": 1024}, full_only="~30 s on 2 cores"
-    ),
-    # issue 51's goals (one process on a quiet 2-core machine): 20 s and 300 s of CPU
-    "simulate_synergy_100000_4096": Case(
-        synergy_100k, 20.0, {"jobs": 100_000, "gpus": 4096}, full_only="~1 min on 2 cores"
-    ),
-    "simulate_synergy_1000000_16384": Case(
-        synergy_case(1_000_000, 16384),
-        300.0,
-        {"jobs": 1_000_000, "gpus": 16384},
-        full_only="~10 min and ~2 GB on 2 cores",
-    ),
-}
+CASES = cases(
+    __name__,
+    {
+        "simulate_sia_philly_160": Case(sia_philly, 5.0, {"jobs": 160, "gpus": 64}),
+        "simulate_synergy_1000": Case(synergy, 60.0, {"jobs": 1000, "gpus": 256}),
+        # targets on one core of a quiet machine (issue 25)
+        "simulate_themis_w2_256": Case(
+            themis_w2(1),
+            60.0,
+            {"workload": 2, "base_gpus": 256, "contention": 1},
+            full_only="minutes on 2 cores",
+        ),
+        "simulate_themis_w2_256_x4": Case(
+            themis_w2(4),
+            120.0,
+            {"workload": 2, "base_gpus": 256, "contention": 4},
+            full_only="minutes on 2 cores",
+        ),
+        "simulate_synergy_10000_1024": Case(
+            synergy_10k, 10.0, {"jobs": 10_000, "gpus": 1024}, full_only="~30 s on 2 cores"
+        ),
+        # issue 51's goals (one process on a quiet 2-core machine): 20 s and 300 s of CPU
+        "simulate_synergy_100000_4096": Case(
+            synergy_100k, 20.0, {"jobs": 100_000, "gpus": 4096}, full_only="~1 min on 2 cores"
+        ),
+        "simulate_synergy_1000000_16384": Case(
+            synergy_case(1_000_000, 16384),
+            300.0,
+            {"jobs": 1_000_000, "gpus": 16384},
+            full_only="~10 min and ~2 GB on 2 cores",
+        ),
+    },
+)

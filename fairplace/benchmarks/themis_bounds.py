@@ -14,7 +14,7 @@ from fairplace.solvers.auction import solve_pf
 from fairplace.solvers.heuristics import solve_heuristic
 from fairplace.solvers.relaxation import solve_gavel, solve_relaxation
 
-from . import Case
+from . import Case, cases
 
 SIZES = {"apps": 16, "gpus": 64}
 
@@ -103,10 +103,13 @@ def gavel(quick: bool) -> dict:
     }
 
 
-CASES = {
-    "bounds_relaxation_16x64": Case(relaxation, None, SIZES),
-    "bounds_relaxation_16x64_contended": Case(lambda q: relaxation(q, 2.0), None, SIZES),
-    "bounds_heuristics_16x64": Case(heuristics, None, SIZES),
-    "bounds_heuristics_16x64_contended": Case(lambda q: heuristics(q, 2.0), None, SIZES),
-    "bounds_gavel_ftf_64": Case(gavel, None, {"jobs": 64}),
-}
+CASES = cases(
+    __name__,
+    {
+        "bounds_relaxation_16x64": Case(relaxation, None, SIZES),
+        "bounds_relaxation_16x64_contended": Case(lambda q: relaxation(q, 2.0), None, SIZES),
+        "bounds_heuristics_16x64": Case(heuristics, None, SIZES),
+        "bounds_heuristics_16x64_contended": Case(lambda q: heuristics(q, 2.0), None, SIZES),
+        "bounds_gavel_ftf_64": Case(gavel, None, {"jobs": 64}),
+    },
+)

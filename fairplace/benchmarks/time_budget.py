@@ -40,7 +40,7 @@ from fairplace.formulations import agents
 from fairplace.instances import io
 from fairplace.instances.generators import random_agent_auction
 
-from . import Case
+from . import Case, cases
 
 #: the auction every case here solves (a7)
 REPRODUCER: dict[str, Any] = {"apps": 7, "machines": 3, "gpus_per_machine": 4, "seed": 0}
@@ -214,31 +214,37 @@ def route_table(quick: bool) -> dict:
 
 
 #: the 1 s budget, with 0.2 s for Python work that cannot be interrupted (docs/solutions.md)
-CASES = {
-    "time_budget_agents_7x12_1s": Case(
-        reproducer, 1.2, {"apps": 7, "gpus": 12, "time_limit_seconds": 1}
-    ),
-    **{
-        f"time_budget_a7_{limit:g}s": Case(
-            overrun(limit),
-            round(1.1 * limit + 0.05, 3),
-            {"apps": 7, "gpus": 12, "time_limit_seconds": limit},
-        )
-        for limit in (0.5, 1.0, 2.0)
+CASES = cases(
+    __name__,
+    {
+        "time_budget_agents_7x12_1s": Case(
+            reproducer, 1.2, {"apps": 7, "gpus": 12, "time_limit_seconds": 1}
+        ),
+        **{
+            f"time_budget_a7_{limit:g}s": Case(
+                overrun(limit),
+                round(1.1 * limit + 0.05, 3),
+                {"apps": 7, "gpus": 12, "time_limit_seconds": limit},
+            )
+            for limit in (0.5, 1.0, 2.0)
+        },
+        **{
+            f"time_budget_a7_bids_{limit:g}s": Case(
+                overrun(limit, bids=True),
+                round(1.1 * limit + 0.05, 3),
+                {"apps": 7, "gpus": 12, "time_limit_seconds": limit},
+                full_only="loading 21,762 bids takes ~10 s per process",
+            )
+            for limit in (0.5, 1.0, 2.0)
+        },
+        "time_budget_a7_optimal_0.5s": Case(
+            optimal_at_half_a_second, 0.5, {"apps": 7, "gpus": 12, "time_limit_seconds": 0.5}
+        ),
+        "auction_route_agents": Case(
+            route_table,
+            None,
+            {"route_sizes": len(ROUTE_SIZES)},
+            full_only="the route table (~1 min)",
+        ),
     },
-    **{
-        f"time_budget_a7_bids_{limit:g}s": Case(
-            overrun(limit, bids=True),
-            round(1.1 * limit + 0.05, 3),
-            {"apps": 7, "gpus": 12, "time_limit_seconds": limit},
-            full_only="loading 21,762 bids takes ~10 s per process",
-        )
-        for limit in (0.5, 1.0, 2.0)
-    },
-    "time_budget_a7_optimal_0.5s": Case(
-        optimal_at_half_a_second, 0.5, {"apps": 7, "gpus": 12, "time_limit_seconds": 0.5}
-    ),
-    "auction_route_agents": Case(
-        route_table, None, {"route_sizes": len(ROUTE_SIZES)}, full_only="the route table (~1 min)"
-    ),
-}
+)

@@ -1,5 +1,6 @@
-"""``fairplace bench [--quick] [--json] [--scaling]``: run every ``CASES`` entry of
-``fairplace.benchmarks.*``, or (``--scaling``) the growth exponents of ``benchmarks/scaling.py``.
+"""``fairplace bench [--quick] [--json] [--scaling]``: run every case of
+:data:`~fairplace.benchmarks.registry.BENCH_REGISTRY` (``--only``: those a name selects), or
+(``--scaling``) the growth exponents of ``benchmarks/scaling.py``.
 
 Each finished case is one result object (name, module, target_seconds, seconds, ok, quick, sizes
 and the case's own numbers, or ``error`` / ``skipped``); ``--json`` prints it at once as one JSON
@@ -12,14 +13,13 @@ from __future__ import annotations
 
 import json
 import logging
-import pkgutil
-from importlib import import_module
 from typing import Any
 
-import fairplace.benchmarks as pkg
-from fairplace.benchmarks import Case, as_case
+from fairplace.benchmarks import QUICK, Case, as_case
 from fairplace.commands import _args
 from fairplace.commands._table import table
+from fairplace.core.errors import UnknownName
+from fairplace.core.keys import suggestion
 from fairplace.core.limits import MAX_TIME
 from fairplace.core.params import Interval, Param
 from fairplace.core.progress import progress_bar
@@ -47,11 +47,7 @@ TIMEOUT = Param(
 
 def add_arguments(p) -> None:
     p.epilog = EPILOG
-    p.add_argument(
-        "--quick",
-        action="store_true",
-        help="the same sizes with fewer repetitions; cases too long for that are skipped, saying so",
-    )
+    p.add_argument(QUICK.flag, action="store_true", help=QUICK.doc)
     p.add_argument(
         "--json", action="store_true", help="print one JSON line per case as it finishes"
     )
@@ -77,22 +73,23 @@ def add_arguments(p) -> None:
 
 
 def collect() -> list[tuple[str, str, Case]]:
-    """(module, case name, :class:`Case`) of every benchmark module; a module that fails to import
-    yields one case whose run raises the import error."""
-    out = []
-    for info in sorted(pkgutil.iter_modules(pkg.__path__), key=lambda m: m.name):
-        try:
-            mod = import_module(f"{pkg.__name__}.{info.name}")
-        except Exception as exc:  # noqa: BLE001 - report it as a failed case
+    """(module, case name, :class:`Case`) of every bench case, in the registry's order."""
+    from fairplace.benchmarks.registry import BENCH_REGISTRY  # imports every case's module
 
-            def broken(quick, exc=exc):
-                raise exc
+    return [(e.capabilities["module"], name, as_case(e)) for name, e in BENCH_REGISTRY.items()]
 
-            out.append((info.name, f"{info.name} (import)", Case(broken)))
-            continue
-        for name, entry in getattr(mod, "CASES", {}).items():
-            out.append((info.name, name, as_case(entry)))
-    return out
+
+def select(cases: list[tuple[str, str, Case]], only: str) -> list[tuple[str, str, Case]]:
+    """The case named ``only`` alone, else every case whose name contains it; none is an
+    :class:`UnknownName` naming ``--only`` and the nearest names."""
+    exact = [c for c in cases if c[1] == only]
+    picked = exact or [c for c in cases if only in c[1]]
+    if not picked:
+        names = [c[1] for c in cases]
+        near = suggestion(only, names)
+        hint = f"did you mean {near!r}?" if near else "see fairplace bench --list"
+        raise UnknownName("--only", f"no bench case named or containing {only!r}; {hint}")
+    return picked
 
 
 def _entry(
@@ -125,7 +122,9 @@ def run_case(module: str, name: str, run, target, quick: bool) -> dict:
 def _child(module: str, name: str, quick: bool, conn) -> None:
     """Run one case in a fresh process (``--timeout``) and send back (result, error)."""
     try:
-        case = as_case(import_module(f"fairplace.benchmarks.{module}").CASES[name])
+        from fairplace.benchmarks.registry import BENCH_REGISTRY
+
+        case = as_case(BENCH_REGISTRY.get(name))
         conn.send((dict(case.run(quick)), None))
     except Exception as exc:  # noqa: BLE001
         conn.send((None, f"{type(exc).__name__}: {exc}"))
@@ -202,9 +201,8 @@ def run(args) -> int:
     if args.scaling:
         return _scaling(args)
     cases = collect()
-    if args.only:  # a case's full name selects that case alone, else every name containing it
-        exact = [c for c in cases if c[1] == args.only]
-        cases = exact or [c for c in cases if args.only in c[1]]
+    if args.only:
+        cases = select(cases, args.only)
     if args.list:
         rows = [
             (name, case.target, _sizes_text(case.sizes), case.full_only or "", module)
@@ -220,7 +218,7 @@ def run(args) -> int:
                 log.info("bench: %s skipped (%s)", name, r["skipped"])
             else:
                 log.info("bench: %s ...", name)
-                if args.timeout is not None and not name.endswith("(import)"):
+                if args.timeout is not None:
                     r = run_case_isolated(module, name, case, args.quick, args.timeout)
                 else:
                     r = run_case(module, name, case.run, case, args.quick)

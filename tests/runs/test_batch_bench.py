@@ -16,10 +16,12 @@ RAN = (0, 1)
 
 
 def test_collect_finds_every_module_case():
+    from fairplace.benchmarks.registry import BENCH_REGISTRY
+
     cases = bench.collect()
     names = [name for _, name, _ in cases]
     assert "batch_medium_1_worker" in names and "batch_medium_2_workers" in names
-    assert len(set(names)) == len(names)
+    assert names == list(BENCH_REGISTRY) and {m for m, _, _ in cases} >= {"batch", "simulate"}
     for _, _, case in cases:
         assert callable(case.run)
         assert case.target is None or case.target > 0
@@ -37,8 +39,6 @@ def test_every_case_declares_the_sizes_its_name_states():
     assert _stated("auction_pa_compact_1024x256") == {1024, 256}
     assert _stated("binning_100k") == {100_000}
     for _, name, case in bench.collect():
-        if name.endswith("(import)"):
-            continue
         assert case.sizes, name
         assert _stated(name) <= set(case.sizes.values()), (name, case.sizes)
         assert case.full_only is None or case.full_only.strip(), name
@@ -121,8 +121,12 @@ def test_bench_json_runs_the_cluster_startup_case(capsys):
 
 
 def test_bench_table_and_list(capsys):
-    assert cli.main(["bench", "--only", "no-such-case"]) == 0
-    assert "name" in capsys.readouterr().out
+    # a name no case has or contains: exit 2 naming the flag (and the nearest name, if one is close)
+    assert cli.main(["bench", "--only", "no-such-case"]) == 2
+    err = capsys.readouterr().err
+    assert "--only: no bench case named or containing 'no-such-case'" in err
+    assert cli.main(["bench", "--list", "--only", "pal_plase_256"]) == 2
+    assert "did you mean 'pal_place_256'?" in capsys.readouterr().err
     assert cli.main(["bench", "--list", "--only", "batch"]) == 0
     assert "batch_medium_2_workers" in capsys.readouterr().out
     # a full name selects that case alone, though other names contain it
@@ -133,6 +137,24 @@ def test_bench_table_and_list(capsys):
 
 def test_isolated_cases_report_errors_and_timeouts():
     missing = bench.run_case_isolated("batch", "no-such-case", 1.0, True, timeout=60)
-    assert missing["ok"] is False and missing["error"].startswith("KeyError")
+    assert missing["ok"] is False and missing["error"].startswith("UnknownName: --only")
     slow = bench.run_case_isolated("batch", "batch_medium_1_worker", None, True, timeout=0.2)
     assert slow["seconds"] is None and slow["error"].startswith("TimeoutError")
+
+
+def test_bench_cases_are_one_registry_with_quick_as_their_option():
+    """Each module's ``CASES`` is a Registry; the bench registry merges them, a name in two
+    modules being an error; every case takes ``quick``, checked by its spec."""
+    from fairplace.benchmarks import cases, merged
+    from fairplace.benchmarks.registry import BENCH_REGISTRY
+    from fairplace.core.errors import OptionError
+
+    assert BENCH_REGISTRY.option_names("pal_place_256") == ("quick",)
+    assert BENCH_REGISTRY.check("pal_place_256", {"quick": True}) == {"quick": True}
+    with pytest.raises(OptionError, match="quick"):
+        BENCH_REGISTRY.check("pal_place_256", {"quick": "yes"})
+    one = cases("fairplace.benchmarks.x", {"a": Case(lambda q: {"seconds": 0.0, "q": q})})
+    assert one.make("a", {"quick": True}) == {"seconds": 0.0, "q": True}
+    assert one.get("a").capabilities["module"] == "x"
+    with pytest.raises(ValueError, match="'a' is in two modules"):
+        merged(one, one)
