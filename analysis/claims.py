@@ -43,7 +43,7 @@ import pandas as pd
 
 from fairplace.core.errors import DataError
 
-from .claims_pal import PAL_MEASURES, draws_tolerance
+from .claims_pal import PAL_MEASURES, draws_tolerance, measures
 from .claims_pal_waits import PAL_WAIT_MEASURES
 from .claims_schema import (  # noqa: F401 - the schema's names are also claims' own
     AT_THIS_SIZE,
@@ -312,23 +312,27 @@ def order_fraction(res: Frames, better: str, worse: str, tol: float = 1e-6):
     ), f"{int(round(ok * len(g)))}/{len(g)} instances; max rel gap {g['rel_gap'].max():.3g}"
 
 
-MEASURES: dict[str, Callable] = {
-    "geomean_gain": geomean_gain,
-    "min_gain": min_gain,
-    "gain_change": gain_change,
-    "gain_at": gain_at,
-    "max_rho_ratio": max_rho_ratio,
-    "max_rho_ratio_vs_load": max_rho_ratio_vs_load,
-    "sharing_incentive_only": sharing_incentive_only,
-    "max_of": max_of,
-    "best_param": best_param,
-    "liar_gain": liar_gain,
-    "liar_gain_bound": liar_gain_bound,
-    "tipping_point": tipping_point,
-    "order_fraction": order_fraction,
-    **PAL_MEASURES,  # PAL's rules: precision, extremes, the runs a claim is over (claims_pal)
-    **PAL_WAIT_MEASURES,  # PAL's wait times and per-job shapes (Figs. 12, 19: claims_pal_waits)
-}
+#: every measure a claim may name (``measure``): name -> ``f(frames, **args) -> (value, detail)``,
+#: PAL's merged in when it is built
+MEASURES = measures(
+    {
+        "geomean_gain": geomean_gain,
+        "min_gain": min_gain,
+        "gain_change": gain_change,
+        "gain_at": gain_at,
+        "max_rho_ratio": max_rho_ratio,
+        "max_rho_ratio_vs_load": max_rho_ratio_vs_load,
+        "sharing_incentive_only": sharing_incentive_only,
+        "max_of": max_of,
+        "best_param": best_param,
+        "liar_gain": liar_gain,
+        "liar_gain_bound": liar_gain_bound,
+        "tipping_point": tipping_point,
+        "order_fraction": order_fraction,
+    },
+    PAL_MEASURES,  # PAL's rules: precision, extremes, the runs a claim is over (claims_pal)
+    PAL_WAIT_MEASURES,  # PAL's wait times and per-job shapes (Figs. 12, 19: claims_pal_waits)
+)
 
 
 def _seed_frames(frames: Frames) -> dict:
@@ -436,7 +440,8 @@ def evaluate(
     unit = claim.get("unit", "")
     args = claim.get("args", {})
     if "draws" in claim:
-        fn = MEASURES.get(claim["measure"])
+        known = claim["measure"] in MEASURES
+        fn = MEASURES.get(claim["measure"]).factory if known else None
         row["draws"] = (
             f"{AT_THIS_SIZE}: no draws from {claim['draws']!r}"
             if draws is None or fn is None
@@ -445,8 +450,8 @@ def evaluate(
     if not_run is not None or frames is None:
         return row | {"outcome": "not run", "reason": not_run_reason(not_run or "")}
     try:
-        fn = MEASURES[claim["measure"]]
-        value, detail = fn(frames, **args)
+        fn = MEASURES.get(claim["measure"]).factory
+        value, detail = fn(frames, **MEASURES.check(claim["measure"], args))
         claim = draws_tolerance(claim, fn, frames, args)  # over cluster draws: their spread
         row["paper_range"] = range_text(claim)
     except (KeyError, DataError, ValueError, TypeError, ZeroDivisionError) as exc:

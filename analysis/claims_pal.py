@@ -22,13 +22,15 @@ judged").
 
 from __future__ import annotations
 
+import inspect
 import math
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 
 import numpy as np
 import pandas as pd
 
 from fairplace.core.errors import DataError
+from fairplace.core.registry import Entry, Registry
 
 from .tables import geomean_improvement, improvement, ok_rows
 
@@ -149,12 +151,35 @@ def round_seconds(res: Frames, policy: str, gpus: int, stat: str = "median", whe
     )
 
 
-PAL_MEASURES: dict[str, Callable] = {
-    "round_seconds": round_seconds,
-    "gain": gain,
-    "gain_shift": gain_shift,
-    "window_gain": window_gain,
-}
+def measures(table: Mapping[str, Callable], *more: Registry) -> Registry:
+    """Claim measures as a Registry: a name's entry is its function ``f(frames, **args)``, its
+    options the keyword parameters after ``frames`` (a claim's ``args``), its doc the first line
+    of its docstring; ``more``: registries of measures merged in (a name in two is a ValueError)."""
+    entries = {
+        name: Entry(
+            fn,
+            tuple(inspect.signature(fn).parameters)[1:],
+            (fn.__doc__ or "").strip().split("\n")[0],
+        )
+        for name, fn in table.items()
+    }
+    for reg in more:
+        for name, entry in reg.items():
+            if name in entries:
+                raise ValueError(f"claim measure {name!r} is defined twice")
+            entries[name] = entry
+    return Registry("claim measure", entries, where="measure", options_path="args")
+
+
+#: PAL's measures (merged into ``claims.MEASURES``)
+PAL_MEASURES = measures(
+    {
+        "round_seconds": round_seconds,
+        "gain": gain,
+        "gain_shift": gain_shift,
+        "window_gain": window_gain,
+    }
+)
 
 
 def precision_tolerance(claim: dict) -> float | None:

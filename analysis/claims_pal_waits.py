@@ -21,14 +21,13 @@ number, 256 within half a GPU; docs/pal-setups.md):
 from __future__ import annotations
 
 import math
-from collections.abc import Callable
 
 import numpy as np
 import pandas as pd
 
 from fairplace.core.errors import DataError
 
-from .claims_pal import _detail, _stat, window_jobs
+from .claims_pal import _detail, _stat, measures, window_jobs
 
 Frames = dict[str, pd.DataFrame]
 #: two mean waits within this relative difference are equal (sums of the same floats in another order)
@@ -152,10 +151,13 @@ def busy_gpus(res: Frames, t_from: float, stat: str = "min", where=None):
     return float(top), f"{stat} over placements of the mean GPUs held after {t_from:g} s: {det}"
 
 
-PAL_WAIT_MEASURES: dict[str, Callable] = {
-    "wait_gain": wait_gain,
-    "wait_ratio": wait_ratio,
-    "gain_gap": gain_gap,
-    "wait_trend": wait_trend,
-    "busy_gpus": busy_gpus,
-}
+#: PAL's wait-time and GPUs-in-use measures (merged into ``claims.MEASURES``)
+PAL_WAIT_MEASURES = measures(
+    {
+        "wait_gain": wait_gain,
+        "wait_ratio": wait_ratio,
+        "gain_gap": gain_gap,
+        "wait_trend": wait_trend,
+        "busy_gpus": busy_gpus,
+    }
+)

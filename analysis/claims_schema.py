@@ -7,6 +7,7 @@ from __future__ import annotations
 import math
 
 from fairplace.core.errors import DataError
+from fairplace.core.params import Options, Param
 
 from .claims_pal import precision_tolerance
 
@@ -14,8 +15,13 @@ from .claims_pal import precision_tolerance
 OUTCOMES = ("reproduces", "direction only", "does not reproduce", "not run")
 #: outcomes of a package check (kind "check"): inside its range passes, anything else fails
 CHECK_OUTCOMES = ("passes", "fails", "not run")
-#: a claim's kind: the paper's own claim, or the package's own check
+#: a claim's kind: the paper's own claim, or the package's own check (words its spec checks,
+#: :data:`CLAIM_KIND`; the outcome rule reads them)
 KINDS = ("paper", "check")
+#: a claim's ``kind`` (:data:`KINDS`)
+CLAIM_KIND = Param(
+    "kind", "paper", Options(KINDS), "the paper's own claim, or the package's own check"
+)
 DIRECTIONS = ("higher", "lower")
 #: keys a claim may have (anything else is a typo and raises DataError naming it)
 CLAIM_KEYS = {
@@ -35,9 +41,7 @@ def check_kind(claim: dict, required: bool = True) -> str:
             raise DataError(f"{cid}.kind", f"missing: say {' or '.join(map(repr, KINDS))} (the "
                             "paper's own claim, or the package's own check)")  # fmt: skip
         return "paper"
-    kind = claim["kind"]
-    if kind not in KINDS:
-        raise DataError(f"{cid}.kind", f"expected one of {KINDS}, got {kind!r}")
+    kind = CLAIM_KIND.check(claim["kind"], f"{cid}.kind")
     if kind == "paper":
         if not str(claim.get("paper", "")).strip():
             raise DataError(f"{cid}.paper", "a paper claim gives the paper's own words")

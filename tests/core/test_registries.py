@@ -1,11 +1,15 @@
 """Every set of names is a :class:`~fairplace.core.registry.Registry` built once (issue 50 item 1).
 
-A module-level registry of names is found two ways: by name (a public name that the package uses for
-sets of names, or one ending in ``_REGISTRY``), and by shape (a public mapping from names to
-functions or classes, which selects code by name). Each must be a ``Registry``; there is no
-``Lazy("module:attr")`` name in the package. That no module re-exports another's names (except a
-package ``__init__``) is ``tests/sim/test_sim_layout.py::test_a_module_exports_only_its_own_public_names``.
-"""
+The rule: a set of names that selects code (a name -> a function, a class, a case to run) is a
+``Registry``; a set of allowed words that code only compares against (THEMIS' ``pricing``, a
+claim's ``kind``) is a tuple, the values of an ``Options`` spec of a
+:class:`~fairplace.core.params.Param` of the same module, which checks it. A module-level set of
+names is found two ways: by name (a public name that the package uses for sets of names, or one
+ending in ``_REGISTRY``), and by shape (a public mapping from names to functions or classes, which
+selects code by name). Each is a ``Registry`` or, found by name, an ``Options`` spec's words; there
+are no exceptions and no ``Lazy("module:attr")`` name in the package. That no module re-exports
+another's names (except a package ``__init__``) is
+``tests/sim/test_sim_layout.py::test_a_module_exports_only_its_own_public_names``."""
 
 from __future__ import annotations
 
@@ -16,6 +20,7 @@ import tomllib
 from collections.abc import Mapping
 from pathlib import Path
 
+from fairplace.core.params import Options, Param
 from fairplace.core.registry import Registry
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -24,37 +29,10 @@ PACKAGE_DIR = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["setu
 ]
 #: the names the package gives its sets of names
 REGISTRY_NAMES = {
-    "SOLVERS", "TRACE_GENERATORS", "SETUPS", "PRICING", "RENEWAL", "ROUNDING_RULES",
-    "PAPER_INSTANCES", "SUITES", "CHOOSERS", "CASES", "COMMANDS", "RUNNERS", "KINDS",
+    "SOLVERS", "TRACE_GENERATORS", "SETUPS", "PRICING", "RENEWAL", "LEFTOVER_RULES",
+    "ROUNDING_RULES", "PAPER_INSTANCES", "SUITES", "CHOOSERS", "CASES", "COMMANDS", "RUNNERS",
+    "KINDS", "MEASURES", "PAL_MEASURES", "PAL_WAIT_MEASURES",
 }  # fmt: skip
-#: owned by files other work is changing now (THEMIS' pricing and renewal rules are tuples, checked
-#: by their specs in sim/themis/params.py; the claims' measures and kinds): converted with those
-#: files, listed here only
-ELSEWHERE = {
-    ("fairplace.sim.themis.params", "PRICING"),
-    ("fairplace.sim.themis.params", "RENEWAL"),
-    ("fairplace.analysis.claims", "MEASURES"),
-    ("fairplace.analysis.claims_schema", "KINDS"),
-    ("fairplace.analysis.claims_pal", "PAL_MEASURES"),
-    ("fairplace.analysis.claims_pal_waits", "PAL_WAIT_MEASURES"),
-}
-#: not converted yet (issue 50 item 1 is open for them): the bench cases (found by import_module;
-#: benchmarks/auction.py is being changed by other work)
-NOT_YET = {
-    *(
-        (f"fairplace.benchmarks.{m}", "CASES")
-        for m in (
-            "auction",
-            "auction_dp",
-            "auction_explicit",
-            "batch",
-            "placement",
-            "simulate",
-            "themis_bounds",
-            "time_budget",
-        )
-    ),  # fmt: skip
-}
 
 
 def _sources():
@@ -92,7 +70,17 @@ def _selects_code(value) -> bool:
     )
 
 
+def _option_words(mod) -> set[tuple]:
+    """The values of the ``Options`` specs of ``mod``'s module-level Params."""
+    return {
+        tuple(v.constraint.values)
+        for v in vars(mod).values()
+        if isinstance(v, Param) and isinstance(v.constraint, Options)
+    }
+
+
 def _registries_of_names():
+    """(module, name, value, allowed words) of every set of names found, by name or by shape."""
     for module, path in _sources():
         names = _assigned(path)
         wanted = {n for n in names if n in REGISTRY_NAMES or n.endswith("_REGISTRY")}
@@ -102,18 +90,52 @@ def _registries_of_names():
         for name in sorted(names):
             value = getattr(mod, name)
             if name in wanted or _selects_code(value):
-                yield module, name, value
+                yield module, name, value, _option_words(mod)
+
+
+def _is_option_words(value, words: set[tuple]) -> bool:
+    """A tuple of two or more words that an ``Options`` spec of its module checks."""
+    return (
+        isinstance(value, tuple)
+        and len(value) >= 2
+        and all(isinstance(v, str) for v in value)
+        and value in words
+    )
 
 
 def test_every_registry_of_names_is_a_registry():
-    found = {(m, n): v for m, n, v in _registries_of_names()}
+    found = {(m, n): (v, w) for m, n, v, w in _registries_of_names()}
     assert ("fairplace.solvers.registry", "SOLVER_REGISTRY") in found
-    bad = {key for key, v in found.items() if not isinstance(v, Registry)}
-    assert bad - ELSEWHERE - NOT_YET == set()
-    # an entry leaves the lists once converted
-    assert {
-        k for k in ELSEWHERE | NOT_YET if k in found and isinstance(found[k], Registry)
-    } == set()
+    assert ("fairplace.benchmarks.registry", "BENCH_REGISTRY") in found
+    assert ("fairplace.analysis.claims", "MEASURES") in found
+    bad = {
+        key
+        for key, (v, words) in found.items()
+        if not isinstance(v, Registry) and not _is_option_words(v, words)
+    }
+    assert bad == set()
+
+
+def test_a_set_of_allowed_words_is_an_options_spec():
+    """THEMIS' pricing / renewal / leftover rules and a claim's kind are words their specs check,
+    compared against where they are read; the measures and bench cases select code: Registries."""
+    from fairplace.analysis import claims, claims_schema
+    from fairplace.benchmarks.registry import BENCH_REGISTRY
+    from fairplace.sim.themis import params
+
+    found = {(m, n): v for m, n, v, _ in _registries_of_names()}
+    words = {k: v for k, v in found.items() if not isinstance(v, Registry)}
+    assert set(words) == {
+        ("fairplace.sim.themis.params", "PRICING"),
+        ("fairplace.sim.themis.params", "RENEWAL"),
+        ("fairplace.sim.themis.params", "LEFTOVER_RULES"),
+        ("fairplace.analysis.claims_schema", "KINDS"),
+    }
+    assert params.THEMIS_PRICING.constraint.values == params.PRICING
+    assert claims_schema.CLAIM_KIND.constraint.values == claims_schema.KINDS
+    assert "gain" in claims.MEASURES and "wait_gain" in claims.MEASURES  # PAL's, merged in
+    assert claims.MEASURES.option_names("tipping_point") == ("jump",)
+    assert "pal_place_256" in BENCH_REGISTRY
 
 
 def test_no_lazy_names_in_the_package():
