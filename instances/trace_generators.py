@@ -122,7 +122,7 @@ def check_options(trace: str, options: Mapping[str, Any], prefix: str = "trace_o
     allowed = generator_params(trace)
     for k, v in options.items():
         if k not in allowed:
-            near = suggestion(k, allowed)  # the nearest known key (issue 48), else the list
+            near = suggestion(k, allowed)  # the nearest known key, else the list
             hint = f"did you mean {near!r}?" if near else f"known: {', '.join(sorted(allowed))}"
             raise OptionError(f"{prefix}.{k}", f"not an option of the {trace!r} generator; {hint}")
         spec = TRACE_GENERATORS.get(trace).spec(k)

@@ -4,7 +4,7 @@
 * ``auction_pa_compact_1024``: full PA on the same instance (PF + leave-one-out), target 30 s;
 * ``auction_pa_compact_1024x128``: the same with 128 apps (contended: every app pays), target 30 s;
 * ``auction_pa_compact_1024x{16,32,256}``: full PA, 1,024 GPUs x 16 / 32 / 256 apps (light to heavy
-  contention), target 30 s each, 5 s at 256 apps (issue 51's goal; 64 and 128 apps are the two cases above);
+  contention), target 30 s each, 5 s at 256 apps (the scale goal; 64 and 128 apps are the two cases above);
   at 256 apps the per-machine LP (~140k columns) took minutes and its integral cells could not be
   placed (106 apps need a whole machine of good GPUs, 98 exist); the machine-aggregated LP
   (~29k columns) takes ~1 s and the PF closes in ~11 branch-and-bound LPs; ~3/4 of the
@@ -112,7 +112,7 @@ CASES = cases(
         "auction_pa_compact_1024x16": Case(_pa(16), 30.0, {"gpus": 1024, "apps": 16}),
         "auction_pa_compact_1024x32": Case(_pa(32), 30.0, {"gpus": 1024, "apps": 32}),
         "auction_pa_compact_1024x128": Case(_pa(128), 30.0, {"gpus": 1024, "apps": 128}),
-        "auction_pa_compact_1024x256": Case(  # issue 51's goal: 5 s
+        "auction_pa_compact_1024x256": Case(  # the scale goal: 5 s
             _pa(256), 5.0, {"gpus": 1024, "apps": 256}, full_only="~40 s CPU on 2 threads"
         ),
         "auction_pa_compact_4096x64": Case(

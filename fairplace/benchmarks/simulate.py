@@ -7,7 +7,7 @@
   then LAS on the same workload: ``themis_las_ratio`` = THEMIS' CPU seconds / LAS';
 * ``simulate_synergy_10000_1024`` / ``simulate_synergy_100000_4096`` /
   ``simulate_synergy_1000000_16384``: Synergy-style traces at the same load per GPU (8 jobs/hour
-  per 256 GPUs), FIFO + PAL (issue 51's scale: targets 20 s and 300 s); they report their peak
+  per 256 GPUs), FIFO + PAL (the scale goals: 20 s and 300 s of CPU); they report their peak
   memory (``max_rss_mb`` of the process: run one with ``--timeout`` for a process of its own) and
   CPU seconds; the 1,000,000-job case is full mode only (minutes, ~2 GB).
 
@@ -119,23 +119,23 @@ CASES = cases(
     {
         "simulate_sia_philly_160": Case(sia_philly, 5.0, {"jobs": 160, "gpus": 64}),
         "simulate_synergy_1000": Case(synergy, 60.0, {"jobs": 1000, "gpus": 256}),
-        # targets on one core of a quiet machine (issue 25)
+        # the speed goals (one process on a quiet 2-core machine): 30 s at x1, 90 s at x4
         "simulate_themis_w2_256": Case(
             themis_w2(1),
-            60.0,
+            30.0,
             {"workload": 2, "base_gpus": 256, "contention": 1},
             full_only="minutes on 2 cores",
         ),
         "simulate_themis_w2_256_x4": Case(
             themis_w2(4),
-            120.0,
+            90.0,
             {"workload": 2, "base_gpus": 256, "contention": 4},
             full_only="minutes on 2 cores",
         ),
         "simulate_synergy_10000_1024": Case(
             synergy_10k, 10.0, {"jobs": 10_000, "gpus": 1024}, full_only="~30 s on 2 cores"
         ),
-        # issue 51's goals (one process on a quiet 2-core machine): 20 s and 300 s of CPU
+        # the scale goals (one process on a quiet 2-core machine): 20 s and 300 s of CPU
         "simulate_synergy_100000_4096": Case(
             synergy_100k, 20.0, {"jobs": 100_000, "gpus": 4096}, full_only="~1 min on 2 cores"
         ),

@@ -5,7 +5,7 @@ alone on the same cluster with the same scheduler, placement policy, PM-scores a
 (``simulate(..., isolated=True)``; ARCHITECTURE.md lists it next to THEMIS' N_avg, Gavel's 1/m share
 and the static N/G share).
 
-``solo`` (THEMIS' T_id made consistent with the simulator, issue 45): T_id(app) = the JCT of the app
+``solo`` (THEMIS' T_id made consistent with the simulator): T_id(app) = the JCT of the app
 simulated alone on its 1/N_avg share, n = max(1, round(R_C / N_avg)) GPUs (N_avg: the time-averaged
 number of active apps over the app's life in the shared run, as in the analytical ``themis``
 variant), the first n GPUs of the run's cluster (same machines, PM-scores and binned scores), with
