@@ -264,7 +264,7 @@ class Themis:
     def _keep_previous(self, grant: dict, before: np.ndarray) -> dict:
         """Swap granted GPUs within groups of interchangeable GPUs (same machine and same decision
         scores: the same bundle value for every app) so that apps get back the GPUs they held."""
-        key = self._group_key
+        key, held = self._group_key, before.tolist()
         by_group: dict = {}
         for a, idx in grant.items():
             for g in idx.tolist():
@@ -275,7 +275,7 @@ class Themis:
             pool = sorted(g for _, g in items)
             left = []
             for a in owners:  # first: a GPU of the group this app held before
-                mine = [g for g in pool if before[g] == a]
+                mine = [g for g in pool if held[g] == a]
                 if mine:
                     out[a].append(mine[0])
                     pool.remove(mine[0])
@@ -291,11 +291,12 @@ class Themis:
         held before, then GPUs on machines it already uses, then the lowest indices."""
         pool = set(spare.tolist())
         out = {}
+        held, mi = before.tolist(), self._mi_list
         for a, n in sorted(counts.items()):
-            mine = sorted(g for g in pool if before[g] == a)[:n]
+            mine = sorted(g for g in pool if held[g] == a)[:n]
             pool -= set(mine)
-            machines = set(self._mi[mine].tolist()) if mine else set()
-            rest = sorted(pool, key=lambda g: (int(self._mi[g]) not in machines, g))
+            machines = {mi[g] for g in mine}
+            rest = sorted(pool, key=lambda g: (mi[g] not in machines, g))
             take = mine + rest[: n - len(mine)]
             pool -= set(take)
             out[a] = np.asarray(sorted(take), np.int64)
@@ -309,6 +310,7 @@ class Themis:
 
     def bind(self, cluster: Cluster) -> None:
         self._mi = cluster.machine_index
+        self._mi_list = self._mi.tolist()  # per-GPU look-ups in Python loops
         self._ri = cluster.rack_index
         self.splitter = AppScheduler(cluster.machine_index, self.app_split, self.move_cost)
 
