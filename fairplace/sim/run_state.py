@@ -65,6 +65,9 @@ class RunState:
     json_vals: dict = field(default_factory=dict)
     json_texts: dict = field(default_factory=dict)
     json_keys: dict = field(default_factory=dict)
+    #: GPU tuples (a placement policy's) -> their JSON text, and job keys -> their JSON text + ":"
+    json_gpus: dict = field(default_factory=dict)
+    json_heads: dict = field(default_factory=dict)
     #: the holdings by job id (job id -> sorted tuple) after a placement policy's decision
     held_ids: dict = field(default_factory=dict)
     #: what the view shows as ``waiting_since`` (:meth:`waiting_view`), kept up to date in place
@@ -97,6 +100,10 @@ class RunState:
         last = self.last_rec[0]
         if record is last or (record == last and list(record) == list(last)):  # keys, order
             return self.last_rec[1]
+        text = self._tuples_json(record)
+        if text is not None:
+            self.last_rec = (record, text)
+            return text
         vals, texts, keys = self.json_vals, self.json_texts, self.json_keys
         # C-level passes: the jobs whose GPUs are not the object encoded last time
         stale = list(compress(record, map(is_not, record.values(), map(vals.get, record))))
@@ -112,6 +119,36 @@ class RunState:
             self.json_keys = {k: keys[k] for k in record}
         self.last_rec = (record, "{" + ",".join(map(texts.__getitem__, record)) + "}")
         return self.last_rec[1]
+
+    def _tuples_json(self, record: Mapping) -> str | None:
+        """The JSON of a record whose GPUs are tuples (a placement policy's): each job's key text
+        and each GPU tuple's text looked up (a tuple's text is kept by value: a job placed again
+        on the same GPUs, or any job on a GPU a single-GPU job held, encodes nothing), the
+        missing ones encoded together (:func:`_items`); None when a job's GPUs are not a tuple
+        (an allocating scheduler's lists). Both tables are trimmed when they outgrow the
+        record."""
+        gpus = list(record.values())
+        if list(map(type, gpus)).count(tuple) != len(gpus):
+            return None
+        heads, texts = self.json_heads, self.json_gpus
+        try:
+            got = list(map(texts.get, gpus))
+        except TypeError:  # a tuple holding a list: not a key
+            return None
+        if None in got:
+            miss = list(dict.fromkeys(g for g, t in zip(gpus, got, strict=True) if t is None))
+            texts.update(zip(miss, (t[1:] for t in _items([""] * len(miss), miss)), strict=True))
+            got = list(map(texts.__getitem__, gpus))
+        ks = list(map(heads.get, record))
+        if None in ks:
+            miss = [k for k, t in zip(record, ks, strict=True) if t is None]
+            heads.update((k, _key_text(k) + ":") for k in miss)
+            ks = list(map(heads.__getitem__, record))
+        if len(heads) > 2 * len(record) + 4096:  # keep the running jobs' keys only
+            self.json_heads = {k: heads[k] for k in record}
+        if len(texts) > 4 * len(record) + 65536:
+            self.json_gpus = dict(zip(gpus, got, strict=True))
+        return "{" + ",".join(map(str.__add__, ks, got)) + "}"
 
     @classmethod
     def start(cls, w: Workload, groups, grid_origin: str) -> RunState:

@@ -278,9 +278,12 @@ def test_recorded_allocation_json_is_json_dumps_of_each_record(records, data):
 
     s = RunState.__new__(RunState)  # only the JSON bookkeeping is exercised
     s.last_rec, s.json_vals, s.json_texts, s.json_keys = (None, "{}"), {}, {}, {}
+    s.json_gpus, s.json_heads = {}, {}
     for rec in records:
         if data.draw(st.booleans()):
             rec = {k: [np.int64(g) for g in v] for k, v in reversed(list(rec.items()))}
+        if data.draw(st.booleans()):  # a placement policy's: tuples (sorted or not)
+            rec = {k: tuple(v) for k, v in rec.items()}
         for _ in range(data.draw(st.integers(1, 2))):  # twice: the same object again
             assert s.allocation_json(rec) == json.dumps(rec, separators=(",", ":"), default=int)
 
