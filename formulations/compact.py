@@ -23,7 +23,7 @@ of the big-M rows, capacity knapsack rows, symmetry rows on interchangeable mach
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from functools import cached_property
 
 import numpy as np
@@ -33,6 +33,7 @@ from fairplace.core.domain import AgentApp, AuctionInstance, Cluster
 from . import compact_milp
 from .agents import Group, RhoTable, free_gpus, groups, rho_table
 from .compact_agg import Aggregation, aggregation
+from .compact_cache import OfferCache
 from .pf import PFValue
 from .program import MILP
 
@@ -113,10 +114,9 @@ _OFFER_CACHES = ("classes", "offer_memo", "_level_cache", "_feasible_cache")
 
 class _per_offer(cached_property):
     """A cached property of :class:`CompactProgram` that depends on the cluster, the offer and the
-    classes in play alone: computed once per (offer, classes) and shared, through
-    :meth:`Cluster.memo <fairplace.core.domain.Cluster.memo>`, by every program on the same offer.
-    THEMIS re-auctions the same free GPUs often (W2 x1 seed 0: 6,128 distinct offers in 28,594
-    auctions of several bidders). Arrays in it are read-only: they are shared."""
+    classes in play alone: computed once per (offer, classes) and shared, through the program's
+    :class:`~fairplace.formulations.compact_cache.OfferCache`, by every program on the same offer
+    (without a cache: by the program and its variants). Arrays in it are read-only: they are shared."""
 
     def __get__(self, obj, objtype=None):
         if obj is None:
@@ -150,6 +150,9 @@ class CompactProgram:
     #: spread-0 cells on machine kinds x patterns instead of per machine (``compact_agg``); falls
     #: back to per machine when a kind has too many patterns (``agg`` is None)
     aggregate: bool = False
+    #: what programs on the same offer share (the caller's, for its run; None: this program and
+    #: its variants alone); not part of the program's value
+    cache: OfferCache | None = field(default=None, compare=False, repr=False)
 
     def excluding(self, apps) -> CompactProgram:
         """The same program without ``apps`` (a PF_{-i}), sharing what does not depend on who
@@ -179,11 +182,13 @@ class CompactProgram:
 
     @cached_property
     def offer_memo(self) -> dict:
-        """A dict shared by every program on this offer and classes (``Cluster.memo``): the
+        """A dict shared by every program on this offer and classes (:attr:`cache`): the
         :class:`_per_offer` properties, and what a solver derives from the offer alone (key it by
         whatever else the value depends on; arrays in it are shared, so not to be changed)."""
+        if self.cache is None:
+            return {}
         offer = self.offer if type(self.offer) is tuple else tuple(np.asarray(self.offer).tolist())
-        return self.cluster.memo(("compact offer", offer, self.classes))
+        return self.cache.memo(self.cluster, offer, self.classes)
 
     def shared(self, key, make):
         """``make()`` computed once per offer and classes and kept in :attr:`offer_memo` under

@@ -9,8 +9,9 @@ from dataclasses import dataclass, replace
 
 from fairplace.core.errors import OptionError
 from fairplace.core.limits import MAX_SEED
-from fairplace.core.params import Boolean, Interval, Param
+from fairplace.core.params import Boolean, Interval, Options, Param
 from fairplace.core.registry import Entry
+from fairplace.formulations.pa import ROUNDING_RULES
 
 _N = Interval(0, None, integer=True)  # a count or seed: an integer >= 0
 #: one spec per :class:`SolveOptions` field, in field order: the defaults, the check, the JSON
@@ -164,6 +165,16 @@ SEED = Param(
     "seed for randomised rules and policies",
     flag="--seed",
 )
+#: PA's rounding of c_i (``formulations/pa.py``): every auction solver's option
+ROUNDING = Param(
+    "rounding",
+    "floor",
+    Options(ROUNDING_RULES),
+    "auctions: PA's rounding of each app's c_i share of its PF bundle",
+    flag="--rounding",
+)
+#: the leave-one-out solves of PA's payments (False: c_i = 1, the PF allocation kept)
+PAYMENTS = Param("payments", True, Boolean(), "compute PA's payments c_i (False: c_i = 1)")
 #: the names of the options every solver takes besides the SolveOptions fields
 COMMON_OPTIONS = (SEED.name,)
 #: their specs

@@ -19,15 +19,13 @@ from fairplace.core.errors import UnknownName
 from fairplace.core.registry import Entry, Registry
 
 from . import auction, backends, heuristics, placement, relaxation
-from .options import SEED, SolveOptions, SolverEntry
+from .options import PAYMENTS, ROUNDING, SEED, SolveOptions, SolverEntry
 from .placement import policies
 from .solver_params import (
     BACKEND,
     BACKFILL,
     BIN,
     BUDGET,
-    PAYMENTS,
-    ROUNDING,
     SCORES,
     TIE_BREAK,
     WARM_START,

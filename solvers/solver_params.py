@@ -1,6 +1,7 @@
 """The specs (:class:`~fairplace.core.params.Param`) of the solver-specific options, one per option
 name where the name means the same thing for every solver that takes it (``seed``, common to all,
-is ``options.SEED``; the relaxations' ``method`` is theirs, ``solvers/relaxation.py``). A
+is ``options.SEED``; the auctions' ``rounding`` and ``payments`` are ``options.ROUNDING`` /
+``options.PAYMENTS``, which the compact solver's settings read too; the relaxations' ``method`` is theirs, ``solvers/relaxation.py``). A
 :class:`~.options.SolverEntry` lists the specs it takes; ``fairplace.solve`` checks each value
 against its spec before any solver runs (an :class:`~fairplace.core.errors.OptionError` naming the
 option), and ``fairplace solve --rounding`` / ``--seed`` read their help from them. Options given
@@ -14,7 +15,6 @@ from collections.abc import Mapping
 from fairplace.core.limits import MAX_COUNT
 from fairplace.core.params import AnyOf, Boolean, InstanceOf, Interval, Options, Param
 from fairplace.core.solution import Solution
-from fairplace.formulations.pa import ROUNDING_RULES
 
 from .backends import BACKEND_REGISTRY, Backend
 from .budget import Budget
@@ -29,23 +29,11 @@ __all__ = [
     "EXACT",
     "EXACT_OBJECTIVE",
     "N_MIN",
-    "PAYMENTS",
-    "ROUNDING",
     "SCORES",
     "TIE_BREAK",
     "WARM_START",
 ]
 
-#: PA's rounding of c_i (``formulations/pa.py``)
-ROUNDING = Param(
-    "rounding",
-    "floor",
-    Options(ROUNDING_RULES),
-    "auctions: PA's rounding of each app's c_i share of its PF bundle",
-    flag="--rounding",
-)
-#: the leave-one-out solves of PA's payments (False: c_i = 1, the PF allocation kept)
-PAYMENTS = Param("payments", True, Boolean(), "compute PA's payments c_i (False: c_i = 1)")
 #: PA's tie-break among PF optima (on a back end that takes a warm start)
 TIE_BREAK = Param("tie_break", True, Boolean(), "break ties among PF optima (warm-start back ends)")
 #: the time budget of the whole solve (``solvers/budget.py``): ``fairplace.solve`` starts one from

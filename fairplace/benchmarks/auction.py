@@ -31,7 +31,7 @@ from dataclasses import replace
 
 from fairplace.formulations.agents import count_bundles, rho_table, subset_bids
 from fairplace.instances.generators import random_agent_auction
-from fairplace.solvers.compact import solve_compact_auction
+from fairplace.solvers.compact import CompactAuctionOptions, solve_compact_auction
 
 from . import Case, cases
 
@@ -44,7 +44,7 @@ def sizes_of(inst) -> dict:
 def _pf(quick: bool) -> dict:
     inst = random_agent_auction()
     t0 = time.perf_counter()
-    sol = solve_compact_auction(inst, payments_=False)
+    sol = solve_compact_auction(inst, config=CompactAuctionOptions(payments=False))
     return {
         "seconds": time.perf_counter() - t0,
         "sizes": sizes_of(inst),

@@ -2,7 +2,7 @@
 
 * ``auction_dp_captured``: every auction of the stored sample ``tests/data/auction_dp_sample.json.gz``
   (160 auctions captured from THEMIS Workload 2 runs, small scale x1 / x2 / x4 and paper scale
-  x4, by ``papers/themis/experiments/auction_exactness.py``: 2-7 bidders on homogeneous offers of 1-18 GPUs) solved by ``solve_compact_auction`` with the DP route
+  x4, by ``papers/themis/experiments/auction_exactness.py``: 2-7 bidders on homogeneous offers of 1-18 GPUs) solved by ``auction_on_offer`` with the DP route
   (``route="auto"``, ``solvers/compact/dp.py``) and with the route before it (``route="compact"``:
   enumeration or LP / MILP); ``seconds`` is the DP route's total, ``speedup`` the ratio of the two
   totals (best of 3 repetitions each, interleaved; ``--quick``: 2), each auction on new app
@@ -23,10 +23,11 @@ from pathlib import Path
 
 import numpy as np
 
-from fairplace.core.domain import GPU, AuctionInstance, Cluster
+from fairplace.core.domain import GPU, Cluster
 from fairplace.formulations.agents import RhoTable
 from fairplace.formulations.compact import CompactApp
-from fairplace.solvers.compact import solve_compact_auction
+from fairplace.formulations.compact_cache import OfferCache
+from fairplace.solvers.compact import CompactAuctionOptions, auction_on_offer
 from fairplace.solvers.options import SolveOptions
 
 from . import Case, cases
@@ -86,14 +87,17 @@ def fresh(apps: tuple[CompactApp, ...]) -> tuple[CompactApp, ...]:
     )
 
 
-def solve_captured(a: dict, **kw):
-    """``solve_compact_auction`` on a captured auction as the simulator called it, on
-    :func:`fresh` app objects (``kw``: the route's options)."""
-    return solve_compact_auction(
-        AuctionInstance(a["cluster"], ()), OPTS, a["rounding"], a["seed"], a["payments"],
-        offer=np.asarray(a["offer"], dtype=np.int64), apps=fresh(a["apps"]), ids=a["ids"],
+def solve_captured(a: dict, cache: OfferCache | None = None, **kw):
+    """The Solution of a captured auction solved as the simulator solves it
+    (:func:`~fairplace.solvers.compact.auction_on_offer`), on :func:`fresh` app objects (``kw``:
+    the route's options; ``cache``: the offers' shared views, kept over a run)."""
+    config = CompactAuctionOptions(
+        rounding=a["rounding"], seed=a["seed"], payments=a["payments"],
         exact_payments=a["exact_payments"], **kw,
     )  # fmt: skip
+    offer = np.asarray(a["offer"], dtype=np.int64)
+    res = auction_on_offer(a["cluster"], offer, fresh(a["apps"]), OPTS, config, cache=cache)
+    return res.solution(a["cluster"], a["ids"], config.name)
 
 
 def _captured(quick: bool) -> dict:
@@ -103,11 +107,12 @@ def _captured(quick: bool) -> dict:
     routes = {"dp": {"route": "auto"}, "compact": {"route": "compact"}}
     best = dict.fromkeys(routes, float("inf"))
     used: dict[str, int] = {}
+    cache = OfferCache()  # the offers' shared views, as over a simulation
     for rep in range(2 if quick else 3):  # the first warms the offers' shared views
         for name, kw in routes.items():
             t0 = time.perf_counter()
             for a in auctions:
-                sol = solve_captured(a, **kw)
+                sol = solve_captured(a, cache, **kw)
                 if rep == 0 and name == "dp":
                     r = sol.extra["pf_route"]
                     used[r] = used.get(r, 0) + 1

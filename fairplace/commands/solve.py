@@ -50,9 +50,12 @@ def add_arguments(p) -> None:
     p.epilog = EPILOG
     p.formatter_class = argparse.RawDescriptionHelpFormatter
 
-    from fairplace.solvers.options import SEED, TIME_LIMIT  # heavy: imported on use (help text)
+    from fairplace.solvers.options import (  # heavy: imported on use (help text)
+        ROUNDING,
+        SEED,
+        TIME_LIMIT,
+    )
     from fairplace.solvers.registry import solver_table
-    from fairplace.solvers.solver_params import ROUNDING
 
     table = solver_table()
     # compact reads agent-form apps only: never offered for bid-table auctions

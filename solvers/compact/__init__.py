@@ -2,8 +2,10 @@
 
 The pieces: ``compact.pf`` (PF: LP first, then the MILP), ``compact.lp`` (placing an LP's integral
 cells: greedy pack, placement MILP), ``compact.pa_payments`` (leave-one-out payments c_i), ``compact.packing``
-(greedy placements, ``floor`` rounding). This module runs the whole auction and keeps the public
-names importable from ``fairplace.solvers.compact``.
+(greedy placements, ``floor`` rounding), ``compact.config`` (the settings, one spec each). This
+module runs the whole auction at the index level (:func:`auction_on_offer`: bidders by position,
+GPUs by cluster index; what the simulator's arbiter calls) and names bidders and GPUs only at the
+``Solution`` boundary (:func:`solve_compact_auction`, the registry's ``compact``).
 
 ``time_limit`` is the budget of the whole auction, as in ``solvers/auction.py`` (``solvers/budget.py``):
 every LP / MILP gets what is left, none starts once it is spent; apps whose PF_{-i} was not solved
@@ -15,26 +17,29 @@ from __future__ import annotations
 import math
 import time
 from collections import Counter
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from dataclasses import replace as dc_replace
 from typing import Any
 
 import numpy as np
 
-from fairplace.core.domain import AuctionInstance
+from fairplace.core.domain import AuctionInstance, Cluster
 from fairplace.core.errors import OptionError
 from fairplace.core.solution import Solution
 from fairplace.formulations import pa
 from fairplace.formulations.agents import free_gpus
 from fairplace.formulations.compact import CompactApp, CompactProgram, compact_apps
+from fairplace.formulations.compact_cache import OfferCache
 from fairplace.formulations.compact_milp import Choice
 from fairplace.solvers.compact.packing import best_subbundle, pack
 
-from ..auction import auction_gap, pf_bound, unsolved
+from ..auction import auction_gap, pf_bound
 from ..budget import Budget, budget_for
 from ..options import SolveOptions
+from .config import ROUTES, CompactAuctionOptions
 from .dp import dp_suits, solve_dp
-from .enumeration import ENUM_LIMIT, enumerate_auction
+from .enumeration import enumerate_auction
 from .enumeration import leave_one_out as enum_loo
 from .pa_payments import NOT_RUN, _others, _without_solve, payments
 from .pf import REDUCED_MAX_MACHINES, solve_compact_pf
@@ -42,15 +47,18 @@ from .pf import REDUCED_MAX_MACHINES, solve_compact_pf
 #: most joint choices of one leave-one-out problem enumerated for the payments of a PF solved by
 #: the LP / MILP route (``_enum_payments``); above it every PF_{-i} takes the LP route
 LOO_ENUM_LIMIT = 60000
-#: ``solve_compact_auction(route=...)``: ``auto`` (the DP where it suits), ``dp``, ``compact``
-ROUTES = ("auto", "dp", "compact")
 
 __all__ = [
     "NOT_RUN",
     "REDUCED_MAX_MACHINES",
+    "ROUTES",
     "Choice",
     "CompactApp",
+    "CompactAuctionOptions",
+    "CompactAuctionResult",
     "CompactProgram",
+    "OfferCache",
+    "auction_on_offer",
     "pack",
     "payments",
     "round_compact",
@@ -72,124 +80,168 @@ def round_compact(
     return pa.round_shares({i: gpus for i, (_, gpus) in choice.items()}, c, rule, seed, floor_pick)
 
 
+@dataclass(frozen=True)
+class CompactAuctionResult:
+    """One compact auction at the index level: bidders by their position in ``apps``, GPUs by
+    cluster index (int64 arrays, ascending). ``allocation``: PA's final GPUs per bidder;
+    ``pf_allocation`` / ``payments`` / ``leftover``: the PF bundles, c_i and the PF GPUs PA left
+    (None when no PF point was found); ``extra``: ``Solution.extra`` with bidders by position.
+    :meth:`solution` names them (the :class:`~fairplace.core.solution.Solution` boundary)."""
+
+    status: str
+    seconds: float
+    objective: float | None
+    bound: float | None
+    message: str
+    allocation: dict[int, np.ndarray]
+    pf_allocation: dict[int, np.ndarray] | None
+    payments: dict[int, float] | None
+    leftover: np.ndarray | None
+    extra: dict[str, Any]
+
+    def solution(self, cluster: Cluster, ids: Sequence[str], name: str) -> Solution:
+        """The auction ``Solution``: bidder i named ``ids[i]``, GPU indices as ``cluster``'s ids."""
+        x = self.extra
+        listed = [ids[i] for i in x["payments_inexact"]]
+        extra = x | {
+            "unserved_unbounded": [ids[i] for i in x["unserved_unbounded"]],
+            "rho": {ids[i]: r for i, r in x["rho"].items()},
+            "cells": {ids[i]: c for i, c in x["cells"].items()},
+            "payments_inexact": listed if self.pf_allocation is not None else sorted(listed),
+        }
+        pf, pay, left = self.pf_allocation, self.payments, self.leftover
+        return Solution(
+            kind="auction",
+            status=self.status,
+            solver=name,
+            seconds=self.seconds,
+            objective=self.objective,
+            bound=self.bound,
+            gap=None if self.objective is None else auction_gap(self.objective, self.bound),
+            allocation={ids[i]: cluster.ids(g) for i, g in self.allocation.items()},
+            pf_allocation=None if pf is None else {ids[i]: cluster.ids(g) for i, g in pf.items()},
+            payments=None if pay is None else {ids[i]: c for i, c in pay.items()},
+            leftover=None if left is None else cluster.ids(left),
+            message=self.message,
+            extra=extra,
+        )
+
+
 def solve_compact_auction(
     inst: AuctionInstance,
     opts: SolveOptions = SolveOptions(),
-    rounding: str = "floor",
-    seed: int = 0,
-    payments_: bool = True,
-    name: str = "compact",
-    offer=None,
-    apps: tuple[CompactApp, ...] | None = None,
-    ids: list[str] | None = None,
-    reduced: bool | None = None,
+    config: CompactAuctionOptions = CompactAuctionOptions(),
     budget: Budget | None = None,
-    aggregate: bool = True,
-    enum_limit: int = ENUM_LIMIT,
-    exact_payments: bool = True,
-    route: str = "auto",
+    cache: OfferCache | None = None,
 ) -> Solution:
-    """PF + PA over the agent-form apps of ``inst`` (or the given compact ``apps``) on ``offer``.
-    ``reduced``: formulation of full-MILP fallbacks (None: by offer size, see :func:`solve_compact_pf`;
-    True / False force the tightened / plain one; the optima are the same). ``aggregate``: spread-0
-    cells over machine kinds and patterns (``formulations/compact_agg.py``; False: per machine,
-    the formulation before it; same optima). ``budget`` (default:
-    ``opts.time_limit`` from now) bounds the whole auction (module docstring). ``enum_limit``:
-    small auctions (at most that many joint choices) are solved by enumeration, PF and payments
-    (``compact.enumeration``; ``extra['pf_route']``); 0 forces the LP / MILP route (with
-    ``route="auto"``: no DP either).
-    ``exact_payments=False`` with the ``lottery`` rounding (a simulator that reads only the
-    allocation): a PF_{-i} of the LP route is solved only as far as app i's draw needs it; where
-    its bounds already put c_i above the draw (:func:`.pa_payments.lottery_floor`, route
-    ``lottery``: i keeps its bundle) or at most the draw (:func:`.pa_payments.lottery_ceiling`,
-    ``lottery_drop``: it loses it), the outcome is that of the exact c_i and the payment is
-    reported as NaN. The allocation is the exact payments' allocation. Every other rule
-    (``partial``, THEMIS' default, reads every c_i) gets every c_i exact whatever
-    ``exact_payments`` says: only the lottery's draws let a PF_{-i} stay open. ``route``:
-    ``auto`` = PF and every PF_{-i} by the DP (``compact.dp``) where ``dp_suits`` (a small
-    homogeneous offer) and ``enum_limit`` > 0, else as ``compact``: enumeration or LP / MILP;
-    ``dp`` = the DP on any homogeneous offer (else as ``compact``)."""
-    if route not in ROUTES:
-        raise OptionError("route", f"expected one of {ROUTES}, got {route!r}")
+    """PF + PA over the agent-form apps of ``inst`` on its free GPUs (:func:`auction_on_offer`),
+    bidders named by their app ids and GPUs by id. ``budget`` (default: ``opts.time_limit`` from
+    now) counts the rho tables' set-up too."""
+    t0 = time.perf_counter()
+    budget = budget_for(opts, budget)
+    offer = free_gpus(inst)
+    apps = compact_apps(inst, offer)
+    res = auction_on_offer(inst.cluster, offer, apps, opts, config, budget, cache)
+    res = dc_replace(res, seconds=time.perf_counter() - t0)
+    return res.solution(inst.cluster, [a.id for a in inst.agents], config.name)
+
+
+def auction_on_offer(
+    cluster: Cluster,
+    offer: np.ndarray,
+    apps: tuple[CompactApp, ...],
+    opts: SolveOptions = SolveOptions(),
+    config: CompactAuctionOptions = CompactAuctionOptions(),
+    budget: Budget | None = None,
+    cache: OfferCache | None = None,
+) -> CompactAuctionResult:
+    """PF + PA of the compact ``apps`` (bidders 0..n-1) on the ``offer`` GPU indices of
+    ``cluster``, settled as ``config`` says (:class:`.config.CompactAuctionOptions`: the route, the
+    rounding, exact or lottery-only payments). ``budget`` (default: ``opts.time_limit`` from now)
+    bounds the whole auction (module docstring); ``cache``: what programs on the same offer share
+    (``formulations/compact_cache.py``; a caller running many auctions keeps one; default: one
+    for this auction). With the ``lottery`` rounding and ``exact_payments=False``, a PF_{-i}
+    whose bounds already put c_i above app i's draw (:func:`.pa_payments.lottery_floor`, route
+    ``lottery``: i keeps its bundle) or at most it (:func:`.pa_payments.lottery_ceiling`,
+    ``lottery_drop``: it loses it) stays open: the allocation is the exact payments' one and the
+    payment is NaN."""
     t0 = time.perf_counter()
     budget = budget_for(opts, budget)
     if opts.mip_allow_restart is None:  # as in solvers/auction.py (see SolveOptions)
         opts = opts.with_(mip_allow_restart=False)
-    cl = inst.cluster
-    if apps is None:
-        apps = compact_apps(inst, offer)
-        ids = [a.id for a in inst.agents]
-    if offer is None:
-        offer = free_gpus(inst)
-    ids = ids or [a.table.app_id for a in apps]
+    cache = OfferCache() if cache is None else cache
+    n, rounding = len(apps), config.rounding
     log: dict = {}
-    pf_ = _compact_pf(cl, offer, apps, opts, reduced, budget, aggregate, enum_limit, log, route)
-    res, choice, prog, enum, plain = pf_
+    res, choice, prog, enum, plain = _compact_pf(
+        cluster, offer, apps, opts, config, budget, log, cache
+    )
     if choice is None:
-        sol = unsolved(
-            name, res, time.perf_counter() - t0, rounding, ids if payments_ else [], True
+        extra = {
+            "rounding": rounding, "unserved_unbounded": [], "rho": {}, "pf_status": res.status,
+            "unbounded_served_bound": None, "loo_solves": 0, "milp_solves": 1,
+            "payments_inexact": list(range(n)) if config.payments else [],
+            "cells": {}, "loo_routes": {}, "pf_route": log["route"],
+        }  # fmt: skip
+        seconds = time.perf_counter() - t0
+        return CompactAuctionResult(
+            res.status, seconds, None, None, res.message, {}, None, None, None, extra
         )
-        extra = {"cells": {}, "loo_routes": {}, "pf_route": log["route"]}
-        return dc_replace(sol, extra={**sol.extra, **extra})
-    pay = _PA(res.status, {i: 1.0 for i in range(len(apps))}, int(enum is None))
-    if payments_ and enum is not None:  # every PF_{-i} from the same enumeration
+    pay = _PA(res.status, {i: 1.0 for i in range(n)}, int(enum is None))
+    if config.payments and enum is not None:  # every PF_{-i} from the same enumeration
         pay.c.update(enum.payments())
         pay.k = len(choice)
         pay.routes = dict.fromkeys(choice, log["route"])  # "enumeration" or "dp"
-    elif payments_ and not (
-        plain is not None and _enum_payments(pay, plain, choice, ids, res.status)
+    elif config.payments and not (
+        plain is not None and _enum_payments(pay, plain, choice, n, res.status)
     ):
         draws = None
-        if not exact_payments and rounding == "lottery":
-            draws = pa.lottery_draws(choice, seed)
-        _lp_payments(
-            pay, prog, choice, opts, reduced, budget, ids, res.status, log.get("live_lp"), draws
-        )
+        if not config.exact_payments and rounding == "lottery":
+            draws = pa.lottery_draws(choice, config.seed)
+        live = log.get("live_lp")
+        _lp_payments(pay, prog, choice, opts, config.reduced, budget, n, res.status, live, draws)
     # NaN (``exact_payments=False``): the lottery keeps / drops the bundle whatever c_i is
     shares = {
         i: (0.0 if pay.routes.get(i) == "lottery_drop" else 1.0) if math.isnan(c) else c
         for i, c in pay.c.items()
     }
-    final = round_compact(prog, choice, shares, rounding, seed)
+    final = round_compact(prog, choice, shares, rounding, config.seed)
     used = {g for i in final for g in final[i]}
     pf_gpus = [g for i in sorted(choice) for g in choice[i][1]]
     val = prog.value(choice)
     bound, served_max = pf_bound(prog, res, val)
-    return Solution(
-        kind="auction",
+    return CompactAuctionResult(
         status=pay.status,
-        solver=name,
         seconds=time.perf_counter() - t0,
         objective=val.log_sum,
         bound=bound,
-        gap=auction_gap(val.log_sum, bound),
-        allocation={ids[i]: cl.ids(g) for i, g in final.items()},
-        pf_allocation={ids[i]: cl.ids(choice[i][1]) for i in sorted(choice)},
-        payments={ids[i]: pay.c[i] for i in range(len(apps))} if payments_ else None,
-        leftover=cl.ids(sorted(g for g in pf_gpus if g not in used)),
         message=res.message,
-        extra=_extra(
-            apps, ids, choice, res.status, served_max, log["route"], pay, payments_, rounding
-        ),
+        allocation={i: _gpus(g) for i, g in final.items()},
+        pf_allocation={i: _gpus(choice[i][1]) for i in sorted(choice)},
+        payments=dict(pay.c) if config.payments else None,
+        leftover=_gpus(sorted(g for g in pf_gpus if g not in used)),
+        extra=_extra(apps, choice, res.status, served_max, log["route"], pay, config),
     )
 
 
-def _extra(
-    apps, ids, choice, pf_status, served_max, pf_route, pay: _PA, payments_, rounding
-) -> dict:
-    """The compact auction's ``Solution.extra`` (``fairplace.core.solution.COMPACT_EXTRA``)."""
+def _gpus(idx) -> np.ndarray:
+    return np.asarray(idx, dtype=np.int64)
+
+
+def _extra(apps, choice, pf_status, served_max, pf_route, pay: _PA, config) -> dict:
+    """The compact auction's ``Solution.extra`` (``fairplace.core.solution.COMPACT_EXTRA``),
+    bidders by position."""
     return {
-        "rounding": rounding,
+        "rounding": config.rounding,
         "unserved_unbounded": [
-            ids[i] for i, a in enumerate(apps) if a.w_empty is None and i not in choice
+            i for i, a in enumerate(apps) if a.w_empty is None and i not in choice
         ],
-        "rho": {ids[i]: float(apps[i].table.rho[choice[i][0]]) for i in choice},
+        "rho": {i: float(apps[i].table.rho[choice[i][0]]) for i in choice},
         "pf_status": pf_status,
         "unbounded_served_bound": served_max,
-        "cells": {ids[i]: list(choice[i][0]) for i in choice},
+        "cells": {i: list(choice[i][0]) for i in choice},
         # how the PF was settled (``compact.pf.PF_ROUTES``; "full" after an LP failure too)
         "pf_route": pf_route,
-        "loo_solves": pay.k if payments_ else 0,
+        "loo_solves": pay.k if config.payments else 0,
         "milp_solves": pay.n_solves,
         # how each PF_{-i} was settled, counted per route (``compact.pa_payments.ROUTES``)
         "loo_routes": dict(sorted(Counter(pay.routes.values()).items())),
@@ -199,19 +251,20 @@ def _extra(
     }
 
 
-def _compact_pf(
-    cl, offer, apps, opts, reduced, budget, aggregate, enum_limit, log: dict, route="auto"
-):
+def _compact_pf(cl, offer, apps, opts, config, budget, log: dict, cache):
     """(raw result, PF choice or None, program, the DP / enumeration or None, the enumerated
-    program or None): by the DP where ``route`` takes it, else by enumeration when the auction
-    is small enough, else the LP / MILP route (``log``: how, and why a faster one failed). The
-    enumerated program (built when ``enum_limit`` > 0) serves the leave-one-out enumeration of
+    program or None): by the DP where ``config.route`` takes it, else by enumeration when the
+    auction is small enough, else the LP / MILP route (``log``: how, and why a faster one failed).
+    The enumerated program (built when ``enum_limit`` > 0) serves the leave-one-out enumeration of
     an LP / MILP route PF."""
     enum = plain = None
+    route, enum_limit, aggregate = config.route, config.enum_limit, config.aggregate
     try_dp = route == "dp" or (route == "auto" and enum_limit > 0)
     if try_dp and budget.options(opts) is not None:
         offer = tuple(np.asarray(offer).tolist())
-        plain = CompactProgram(cl, offer, tuple(apps), reduced=False, aggregate=aggregate)
+        plain = CompactProgram(
+            cl, offer, tuple(apps), reduced=False, aggregate=aggregate, cache=cache
+        )
         if dp_suits(plain) if route == "auto" else len(plain.types) == 1:
             dp = solve_dp(plain)
             if dp is not None:
@@ -222,14 +275,16 @@ def _compact_pf(
     if enum_limit > 0 and budget.options(opts) is not None:
         offer = tuple(int(g) for g in offer)
         if plain is None:
-            plain = CompactProgram(cl, offer, tuple(apps), reduced=False, aggregate=aggregate)
+            plain = CompactProgram(
+                cl, offer, tuple(apps), reduced=False, aggregate=aggregate, cache=cache
+            )
         enum = enumerate_auction(plain, enum_limit)
     if enum is not None:
         log["route"] = "enumeration"
         return enum.result(), enum.choice, enum.prog, enum, plain
     res, choice, prog = solve_compact_pf(
-        cl, offer, apps, opts, reduced=reduced, budget=budget, aggregate=aggregate, log=log,
-        program=plain,
+        cl, offer, apps, opts, reduced=config.reduced, budget=budget, aggregate=aggregate,
+        log=log, program=plain, cache=cache,
     )  # fmt: skip
     if log["route"] == "full" and log["why"]:  # a faster route failed: say why
         res = dc_replace(res, message=f"{res.message} (full MILP: {'; '.join(log['why'])})")
@@ -246,10 +301,10 @@ class _PA:
     n_solves: int
     k: int = 0
     routes: dict[int, str] = field(default_factory=dict)
-    inexact: list[str] = field(default_factory=list)
+    inexact: list[int] = field(default_factory=list)  # bidder positions
 
 
-def _enum_payments(pay: _PA, plain: CompactProgram, choice, ids, pf_status: str) -> bool:
+def _enum_payments(pay: _PA, plain: CompactProgram, choice, n: int, pf_status: str) -> bool:
     """Every PF_{-i} by enumerating the auction without i (``compact.enumeration.leave_one_out``)
     when each has at most :data:`LOO_ENUM_LIMIT` joint choices, after the c_i = 1 checks that need
     no solve; False (``pay`` untouched) when one is larger. c_i are the LP / MILP route's (the
@@ -266,12 +321,12 @@ def _enum_payments(pay: _PA, plain: CompactProgram, choice, ids, pf_status: str)
     pay.k = len(todo)  # leave-one-out problems, as the LP route counts them
     pay.routes = routes | dict.fromkeys(todo, "enumeration")
     if pf_status != "optimal":  # every c_i is relative to a non-optimal PF
-        pay.inexact = list(ids)
+        pay.inexact = list(range(n))
     return True
 
 
 def _lp_payments(
-    pay: _PA, prog, choice, opts, reduced, budget, ids, pf_status: str, live=None, draws=None
+    pay: _PA, prog, choice, opts, reduced, budget, n: int, pf_status: str, live=None, draws=None
 ) -> None:
     """Every PF_{-i} on the PF's formulation (``prog.aggregate``; :func:`.pa_payments.payments`;
     ``live``: the PF's solved LP model; ``draws``: the lottery's draws, see there)."""
@@ -288,22 +343,20 @@ def _lp_payments(
     )
     pay.n_solves += pay.k - sum(s == NOT_RUN for s in st.values())
     pay.c.update(ci)
-    pay.inexact = [ids[i] for i, s in sorted(st.items()) if s != "optimal"]
+    pay.inexact = [i for i, s in sorted(st.items()) if s != "optimal"]
     if pf_status != "optimal":  # every c_i is relative to a non-optimal PF
-        pay.inexact = list(ids)
+        pay.inexact = list(range(n))
     for s in st.values():
         if s != "optimal":
             pay.status = "time_limit" if s in ("time_limit", NOT_RUN) else s
 
 
 def solve_compact(inst: AuctionInstance, opts: SolveOptions, **kw) -> Solution:
-    """Registry entry ``compact``: the compact arbiter on an agent-form auction."""
+    """Registry entry ``compact``: the compact arbiter on an agent-form auction (the options
+    ``rounding``, ``seed``, ``payments``, ``budget``; ``solvers/registry.py``)."""
     if inst.apps:
         raise OptionError(
             "solver", "solver 'compact' needs every app in agent form (found apps with 'bids')"
         )
-    kw.pop("name", None)
-    known: dict[str, Any] = {k: kw[k] for k in ("rounding", "seed", "budget") if k in kw}
-    if "payments" in kw:
-        known["payments_"] = kw["payments"]
-    return solve_compact_auction(inst, opts, name="compact", **known)
+    known = {k: kw[k] for k in ("rounding", "seed", "payments") if k in kw}
+    return solve_compact_auction(inst, opts, CompactAuctionOptions(**known), kw.get("budget"))

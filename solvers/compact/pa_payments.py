@@ -181,6 +181,7 @@ class _LeaveOneOut:
             reduced=self.reduced,
             budget=self.budget,
             aggregate=prog.aggregate,
+            cache=prog.cache,
         )
         if ch is None:
             return i, res.status, None

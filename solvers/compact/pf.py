@@ -10,6 +10,7 @@ import numpy as np
 
 from fairplace.core.domain import Cluster
 from fairplace.formulations.compact import CompactApp, CompactProgram
+from fairplace.formulations.compact_cache import OfferCache
 from fairplace.formulations.compact_milp import Choice
 from fairplace.formulations.program import RawResult
 
@@ -54,6 +55,7 @@ def solve_compact_pf(
     aggregate: bool = True,
     log: dict | None = None,
     program: CompactProgram | None = None,
+    cache: OfferCache | None = None,
 ):
     """(raw result, decoded choice or None, program) of the compact PF (optionally without some apps).
 
@@ -77,7 +79,8 @@ def solve_compact_pf(
     :data:`PF_ROUTES` settled the PF) and ``why`` (why each faster route did not; an LP that HiGHS
     leaves without an optimum, even from scratch, is one: the full MILP then decides, checked
     against the LP bound, ``checked_milp``). ``program``: the plain program of these arguments
-    if the caller has built it (its feasible cells and counts are then reused)."""
+    if the caller has built it (its feasible cells and counts are then reused); ``cache``: what
+    programs on the same offer share (``formulations/compact_cache.py``; default ``program``'s)."""
     log = {} if log is None else log
     why = log.setdefault("why", [])
     log["route"] = "not_run"
@@ -86,9 +89,12 @@ def solve_compact_pf(
         msg = "time limit reached before the PF was started"
         return RawResult("time_limit", None, None, None, 0.0, msg), None, None
     offer = tuple(int(g) for g in offer)
+    if cache is None and program is not None:
+        cache = program.cache
     plain = CompactProgram(
-        cluster, offer, tuple(apps), frozenset(exclude), reduced=False, aggregate=aggregate
-    )
+        cluster, offer, tuple(apps), frozenset(exclude), reduced=False, aggregate=aggregate,
+        cache=cache,
+    )  # fmt: skip
     if program is not None and program == plain:
         plain = program
     racks = plain.variant(rack_cells=True)

@@ -21,8 +21,8 @@ def test_one_blas_thread_limits_and_restores():
 def test_compact_payments_run_on_one_blas_thread(monkeypatch):
     """The leave-one-out solves (2 threads) see one BLAS thread, whatever the process had."""
     from fairplace.instances.generators import random_agent_auction
+    from fairplace.solvers.compact import CompactAuctionOptions, solve_compact_auction
     from fairplace.solvers.compact import pa_payments as compact_pa
-    from fairplace.solvers.compact import solve_compact_auction
 
     seen = []
     run = compact_pa.leave_one_out
@@ -33,5 +33,5 @@ def test_compact_payments_run_on_one_blas_thread(monkeypatch):
 
     monkeypatch.setattr(compact_pa, "leave_one_out", spy)
     inst = random_agent_auction(apps=12, machines=8, machines_per_rack=4)
-    sol = solve_compact_auction(inst, enum_limit=0)  # the LP / MILP route
+    sol = solve_compact_auction(inst, config=CompactAuctionOptions(enum_limit=0))  # LP / MILP
     assert sol.status == "optimal" and seen and all(s == {1} for s in seen)

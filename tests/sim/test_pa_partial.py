@@ -24,7 +24,7 @@ from fairplace.sim.themis import Themis
 from fairplace.sim.themis.arbiter import Arbiter
 from fairplace.sim.themis.params import THEMIS_ROUNDING
 from fairplace.solvers.auction import solve_auction
-from fairplace.solvers.compact import solve_compact_auction
+from fairplace.solvers.compact import CompactAuctionOptions, solve_compact_auction
 
 
 def _one_gpu_each(c):
@@ -169,7 +169,7 @@ def test_compact_and_explicit_routes_keep_the_same_counts():
     for seed in range(20):
         inst = _instance(seed, n_apps=4)  # test_themis_compact's random agent auctions
         e = solve_auction(to_explicit(inst), rounding="partial", seed=seed)
-        c = solve_compact_auction(inst, rounding="partial", seed=seed)
+        c = solve_compact_auction(inst, config=CompactAuctionOptions("partial", seed))
         size_e = {a: len(g) for a, g in e.pf_allocation.items()}
         size_c = {a: len(g) for a, g in c.pf_allocation.items()}
         if size_e != size_c or any(
@@ -198,9 +198,9 @@ def test_partial_reads_exact_payments_in_the_simulators_mode(seed, empty):
     inst = random_agent_auction(
         apps=int(rng.integers(3, 7)), machines=4, machines_per_rack=2, seed=seed, rho_empty=empty
     )
-    kw = dict(rounding="partial", seed=seed, enum_limit=0)
-    exact = solve_compact_auction(inst, **kw)
-    sim = solve_compact_auction(inst, exact_payments=False, **kw)
+    cfg = CompactAuctionOptions(rounding="partial", seed=seed, enum_limit=0)
+    exact = solve_compact_auction(inst, config=cfg)
+    sim = solve_compact_auction(inst, config=cfg.with_(exact_payments=False))
     assert not any(math.isnan(c) for c in sim.payments.values())
     assert not {"lottery", "lottery_drop"} & set(sim.extra["loo_routes"])
     assert sim.payments == pytest.approx(exact.payments, abs=1e-9)
@@ -219,9 +219,8 @@ def test_the_lottery_still_leaves_payments_open():
             seed=seed,
             rho_empty=empty,
         )
-        sol = solve_compact_auction(
-            inst, rounding="lottery", seed=seed, enum_limit=0, exact_payments=False
-        )
+        cfg = CompactAuctionOptions("lottery", seed, enum_limit=0, exact_payments=False)
+        sol = solve_compact_auction(inst, config=cfg)
         opened += sum(math.isnan(c) for c in sol.payments.values())
         if opened:
             break

@@ -11,7 +11,7 @@ import pytest
 
 import fairplace
 from fairplace.core.errors import OptionError
-from fairplace.formulations.agents import RhoTable
+from fairplace.formulations.agents import RhoTable, free_gpus
 from fairplace.formulations.compact import CompactApp, compact_apps
 from fairplace.instances.generators import random_agent_auction
 from fairplace.instances.workloads import themis_workload
@@ -85,7 +85,7 @@ def test_strategic_exaggerates_the_placement_preference():
 def test_a_factor_on_the_whole_table_would_change_nothing():
     """Why the error acts on the remaining time: PF maximises sum log 1/rho_i, so scaling one app's
     whole table drops out of the argmax and of every c_i (the module docstring)."""
-    from fairplace.solvers.compact import solve_compact_auction
+    from fairplace.solvers.compact import CompactAuctionOptions, auction_on_offer
 
     inst = random_agent_auction(apps=3, machines=3, gpus_per_machine=4, seed=2)
     capps = compact_apps(inst)
@@ -94,8 +94,10 @@ def test_a_factor_on_the_whole_table_would_change_nothing():
         replace(c, table=replace(c.table, rho=c.table.rho * k))
         for c, k in zip(capps, (0.7, 1.0, 1.3), strict=True)
     )
+    cfg, offer = CompactAuctionOptions(rounding="fractional"), free_gpus(inst)
     sols = [
-        solve_compact_auction(inst, apps=a, ids=ids, rounding="fractional") for a in (capps, scaled)
+        auction_on_offer(inst.cluster, offer, a, config=cfg).solution(inst.cluster, ids, "compact")
+        for a in (capps, scaled)
     ]
     assert sols[0].pf_allocation == sols[1].pf_allocation
     for i in ids:

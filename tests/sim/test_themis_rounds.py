@@ -7,7 +7,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from fairplace.core.domain import AgentApp, AgentJob, AuctionInstance
+from fairplace.core.domain import AgentApp, AgentJob
 from fairplace.core.errors import OptionError
 from fairplace.formulations.agents import table_rho
 from fairplace.instances.generators import grid_cluster
@@ -162,7 +162,7 @@ def test_tie_broken_by_share_rho_of_the_longest_waiting():
 def test_single_bidder_takes_its_best_bundle_and_pays_nothing(it, d, held, offer, loc, room):
     """One bidder: the shortcut (its best bundle, c = 1) has the compact PA auction's PF value."""
     from fairplace.formulations.compact import compact_app
-    from fairplace.solvers.compact import solve_compact_auction
+    from fairplace.solvers.compact import auction_on_offer
 
     offer = [g for g in offer if g not in held]
     if not offer:
@@ -176,8 +176,7 @@ def test_single_bidder_takes_its_best_bundle_and_pays_nothing(it, d, held, offer
     out = Arbiter(f=0.5, fill=False).auction_round(CL, [state], ids, 0.0, 0)
     assert out.payments == {"A": 1.0}
     capp = compact_app(app, CL, np.asarray(sorted(offer)), room)
-    inst = AuctionInstance(CL, ())
-    ref = solve_compact_auction(inst, offer=np.asarray(sorted(offer)), apps=(capp,), ids=["A"])
+    ref = auction_on_offer(CL, np.asarray(sorted(offer)), (capp,)).solution(CL, ["A"], "compact")
     assert ref.status == "optimal"
     got = table_rho(capp.table, app, CL, CL.indices(out.auction.get("A", [])))
     want = table_rho(capp.table, app, CL, CL.indices(ref.pf_allocation.get("A", [])))

@@ -12,13 +12,13 @@ from hypothesis import assume, given, note, settings
 from hypothesis import strategies as st
 
 from fairplace.benchmarks.auction_dp import load_captured, solve_captured
-from fairplace.core.domain import AuctionInstance, spread
+from fairplace.core.domain import spread
 from fairplace.core.errors import OptionError
 from fairplace.formulations import pa
 from fairplace.formulations.agents import RhoTable
 from fairplace.formulations.compact import CompactApp, CompactProgram
 from fairplace.instances.generators import grid_cluster
-from fairplace.solvers.compact import solve_compact_auction
+from fairplace.solvers.compact import CompactAuctionOptions, auction_on_offer
 from fairplace.solvers.compact.dp import dp_suits, solve_dp
 from fairplace.solvers.compact.enumeration import enumerate_auction
 from fairplace.solvers.options import SolveOptions
@@ -26,6 +26,12 @@ from fairplace.solvers.options import SolveOptions
 SAMPLE = Path(__file__).parents[1] / "data" / "auction_dp_sample.json.gz"
 REL = 1e-9
 OPTS = SolveOptions(parallel=False, mip_allow_restart=False)
+
+
+def _on_offer(cl, offer, apps, **config):
+    """The auction of compact ``apps`` on ``offer`` as a Solution, bidders named by their tables."""
+    res = auction_on_offer(cl, offer, apps, OPTS, CompactAuctionOptions(**config))
+    return res.solution(cl, [a.table.app_id for a in apps], "compact")
 
 
 def _close(a: float, b: float) -> bool:
@@ -159,7 +165,7 @@ def test_dp_equals_the_enumeration_on_random_homogeneous_offers(seed, monotone):
         assert dp.loo[i].n_unbounded_served == e.loo[i].n_unbounded_served
         assert _close(dp.loo[i].log_sum, e.loo[i].log_sum)
     _check_valid(prog, dp.choice)
-    sol = solve_compact_auction(AuctionInstance(cl, ()), OPTS, "partial", offer=offer, apps=apps)
+    sol = _on_offer(cl, offer, apps, rounding="partial")
     # the DP route unless its graph is above EDGE_LIMIT (then the compact route: same optima)
     assert sol.extra["pf_route"] == "dp" or solve_dp(prog) is None
     assert _close(sol.objective, e.value.log_sum)
@@ -185,12 +191,12 @@ def test_routes_and_where_the_dp_suits():
     assert not dp_suits(mixed)  # two PM levels in the offer: the compact route
     with pytest.raises(ValueError, match="homogeneous"):
         solve_dp(mixed)
-    sol = solve_compact_auction(AuctionInstance(cl, ()), OPTS, offer=np.arange(16), apps=apps)
+    sol = _on_offer(cl, np.arange(16), apps)
     assert sol.extra["pf_route"] != "dp"
     same = np.arange(15)
-    sol = solve_compact_auction(AuctionInstance(cl, ()), OPTS, offer=same, apps=apps)
+    sol = _on_offer(cl, same, apps)
     assert sol.extra["pf_route"] == "dp" and sol.extra["loo_routes"] == {"dp": 2}
-    off = solve_compact_auction(AuctionInstance(cl, ()), OPTS, offer=same, apps=apps, enum_limit=0)
+    off = _on_offer(cl, same, apps, enum_limit=0)
     assert off.extra["pf_route"] not in ("dp", "enumeration")  # enum_limit=0: the LP / MILP route
     assert _close(off.objective, sol.objective)
     big = grid_cluster(25, 4, pm={"A": np.ones(100)})  # 100 GPUs: two bidders only
@@ -199,5 +205,5 @@ def test_routes_and_where_the_dp_suits():
         prog = CompactProgram(big, tuple(range(100)), (CompactApp(t1, "A"),) * n, reduced=False)
         assert dp_suits(prog) is want
     with pytest.raises(OptionError, match="route"):
-        solve_compact_auction(AuctionInstance(cl, ()), OPTS, offer=same, apps=apps, route="x")
+        _on_offer(cl, same, apps, route="x")
     assert math.isfinite(sol.objective)

@@ -13,7 +13,7 @@ from fairplace.formulations.agents import free_gpus
 from fairplace.formulations.compact import CompactProgram, compact_apps
 from fairplace.instances.generators import random_agent_auction
 from fairplace.solvers.backends import highs
-from fairplace.solvers.compact import solve_compact_auction
+from fairplace.solvers.compact import CompactAuctionOptions, solve_compact_auction
 from fairplace.solvers.options import SolveOptions
 
 
@@ -84,8 +84,9 @@ def test_aggregated_auction_equals_per_machine_auction(seed, machines, pf_route)
     GPUs at the better one: most machines share one of five profiles), on each route of the
     aggregated PF: the LP's cells, the LP branch and bound, the full MILP."""
     inst = random_agent_auction(apps=10, machines=machines, machines_per_rack=4, seed=seed)
-    a = solve_compact_auction(inst, enum_limit=0)  # the LP / MILP route
-    b = solve_compact_auction(inst, aggregate=False, enum_limit=0)
+    lp_route = CompactAuctionOptions(enum_limit=0)  # the LP / MILP route
+    a = solve_compact_auction(inst, config=lp_route)
+    b = solve_compact_auction(inst, config=lp_route.with_(aggregate=False))
     assert a.status == b.status == "optimal"
     assert a.extra["pf_route"] == pf_route
     assert abs(a.objective - b.objective) < 1e-8

@@ -17,7 +17,9 @@ from fairplace.instances.generators import grid_cluster
 from fairplace.solvers.brute_force import brute_force_payments, brute_force_pf
 from fairplace.solvers.compact import (
     LOO_ENUM_LIMIT,
+    CompactAuctionOptions,
     _others,
+    auction_on_offer,
     solve_compact_auction,
     solve_compact_pf,
 )
@@ -30,6 +32,12 @@ REL = 1e-9
 
 def _close(a: float, b: float) -> bool:
     return abs(a - b) <= REL * (1.0 + abs(b))
+
+
+def _on_offer(cl, offer, apps, **config):
+    """The auction of compact ``apps`` on ``offer`` as a Solution, bidders named by their tables."""
+    res = auction_on_offer(cl, offer, apps, config=CompactAuctionOptions(**config))
+    return res.solution(cl, [a.table.app_id for a in apps], "compact")
 
 
 def random_compact(seed: int, monotone: bool):
@@ -117,12 +125,10 @@ def test_enumeration_equals_the_milp_route(seed, monotone):
     e = enumerate_auction(prog, 10**6)
     assume(e is not None)  # a rare draw beyond the subset guard (SUBSET_LIMIT): not enumerated
     ids = [a.table.app_id for a in apps]
-    inst = AuctionInstance(cl, ())
-    kw = {"offer": offer, "apps": apps, "ids": ids}
-    en = solve_compact_auction(inst, **kw, enum_limit=10**6, route="compact")  # not the DP
+    en = _on_offer(cl, offer, apps, enum_limit=10**6, route="compact")  # not the DP
     # the plain program's cells: "<= v" for every spread; the aggregated one reads a spread-0
     # slot at the least level >= its own, the same optimum only when rho rises with the level
-    mi = solve_compact_auction(inst, **kw, enum_limit=0, aggregate=monotone)
+    mi = _on_offer(cl, offer, apps, enum_limit=0, aggregate=monotone)
     assert en.extra["pf_route"] == "enumeration" and mi.extra["pf_route"] != "enumeration"
     assert set(en.extra) == set(mi.extra) == COMPACT_EXTRA
     assert en.status == mi.status == "optimal"
@@ -227,8 +233,10 @@ def test_size_guard_falls_back_to_the_milp_route():
     full = enumerate_auction(prog)
     rows = math.prod(compact_enum._options(prog, i, 10**9).n.size for i in prog.active)
     assert full is not None and enumerate_auction(prog, rows - 1) is None
-    sol = solve_compact_auction(inst, enum_limit=rows - 1, route="compact")  # not the DP
-    en = solve_compact_auction(inst, enum_limit=rows, route="compact")
+    sol = solve_compact_auction(
+        inst, config=CompactAuctionOptions(enum_limit=rows - 1, route="compact")
+    )  # not the DP
+    en = solve_compact_auction(inst, config=CompactAuctionOptions(enum_limit=rows, route="compact"))
     assert sol.extra["pf_route"] != "enumeration" and en.extra["pf_route"] == "enumeration"
     assert _close(en.objective, sol.objective)
 
@@ -246,9 +254,7 @@ def test_spent_budget_starts_no_enumeration():
 
 def test_enumeration_is_deterministic():
     cl, offer, apps, _ = random_compact(11, monotone=True)
-    kw = {"offer": offer, "apps": apps}
-    a = solve_compact_auction(AuctionInstance(cl, ()), **kw)
-    b = solve_compact_auction(AuctionInstance(cl, ()), **kw)
+    a, b = _on_offer(cl, offer, apps), _on_offer(cl, offer, apps)
     assert a.pf_allocation == b.pf_allocation and a.payments == b.payments
     assert a.allocation == b.allocation
 
@@ -261,11 +267,8 @@ def test_leave_one_out_enumeration_after_an_lp_route_pf(seed, monotone):
     leave-one-out solves (``enum_limit=0``) and to the whole enumeration's PF_{-i}."""
     cl, offer, apps, _ = random_compact(seed, monotone)
     prog = CompactProgram(cl, tuple(int(g) for g in offer), apps, reduced=False)
-    ids = [a.table.app_id for a in apps]
-    kw = {"offer": offer, "apps": apps, "ids": ids, "aggregate": False}
-    inst = AuctionInstance(cl, ())
-    lp = solve_compact_auction(inst, **kw, enum_limit=0)
-    en = solve_compact_auction(inst, **kw, enum_limit=1, route="compact")  # not the DP
+    lp = _on_offer(cl, offer, apps, aggregate=False, enum_limit=0)
+    en = _on_offer(cl, offer, apps, aggregate=False, enum_limit=1, route="compact")  # not the DP
     assume(lp.extra["pf_route"] != "empty")  # no app can use the offer: nothing to pay
     assert lp.status == en.status == "optimal"
     assert en.extra["pf_route"] == lp.extra["pf_route"] != "enumeration"

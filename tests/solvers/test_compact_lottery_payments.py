@@ -1,4 +1,4 @@
-"""Payments only as far as the lottery needs them (``solve_compact_auction(exact_payments=False)``,
+"""Payments only as far as the lottery needs them (``CompactAuctionOptions(exact_payments=False)``,
 what THEMIS' simulator asks for): the same allocation as with exact payments; an app whose PF_{-i}
 was left open keeps its bundle iff its exact c_i is above its draw."""
 
@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from fairplace.instances.generators import random_agent_auction
-from fairplace.solvers.compact import pa_payments, solve_compact_auction
+from fairplace.solvers.compact import CompactAuctionOptions, pa_payments, solve_compact_auction
 
 CASES = [(seed, empty) for seed in (0, 1, 2, 3, 5, 6, 7, 8) for empty in ("finite", "null")]
 
@@ -22,9 +22,9 @@ def _auction(seed: int, empty: str):
 
 def _both(seed: int, empty: str, draw_seed: int):
     inst = _auction(seed, empty)
-    kw = dict(rounding="lottery", seed=draw_seed, enum_limit=0)  # the LP / MILP route
-    return solve_compact_auction(inst, **kw), solve_compact_auction(
-        inst, exact_payments=False, **kw
+    cfg = CompactAuctionOptions(rounding="lottery", seed=draw_seed, enum_limit=0)  # LP / MILP
+    return solve_compact_auction(inst, config=cfg), solve_compact_auction(
+        inst, config=cfg.with_(exact_payments=False)
     )
 
 
@@ -72,7 +72,8 @@ def _bounds_and_exact(name: str, decide: float, **also):
     real = getattr(pa_payments, name)
     for seed, empty in CASES:
         inst = _auction(seed, empty)
-        exact = solve_compact_auction(inst, rounding="lottery", enum_limit=0)
+        cfg = CompactAuctionOptions(rounding="lottery", enum_limit=0)
+        exact = solve_compact_auction(inst, config=cfg)
         ids, seen = list(exact.payments), []
 
         def spy(prog, i, *args, seen=seen):
@@ -83,7 +84,7 @@ def _bounds_and_exact(name: str, decide: float, **also):
             mp.setattr(pa_payments, name, spy)
             for other, f in also.items():
                 mp.setattr(pa_payments, other, f)
-            solve_compact_auction(inst, rounding="lottery", enum_limit=0, exact_payments=False)
+            solve_compact_auction(inst, config=cfg.with_(exact_payments=False))
         out += [(bound, exact.payments[ids[i]]) for i, bound in seen]
     return out
 

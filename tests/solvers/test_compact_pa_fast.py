@@ -10,10 +10,12 @@ from fairplace.formulations.agents import free_gpus
 from fairplace.formulations.compact import CompactProgram, compact_apps
 from fairplace.instances.generators import random_agent_auction
 from fairplace.solvers.backends import get_backend
-from fairplace.solvers.compact import pa_payments, solve_compact_auction
+from fairplace.solvers.compact import CompactAuctionOptions, pa_payments, solve_compact_auction
 from fairplace.solvers.compact.lp import lp_cells
 from fairplace.solvers.compact.packing import PACK_RULES, pack
 from fairplace.solvers.options import SolveOptions
+
+LP_ROUTE = CompactAuctionOptions(enum_limit=0)  # the LP / MILP route
 
 
 @pytest.mark.parametrize("seed", range(6))
@@ -21,7 +23,7 @@ def test_lp_route_payments_equal_full_milps(seed, monkeypatch):
     """PF objective = HiGHS on the whole (per-machine) program; c_i = those of every PF_{-i}
     solved from scratch as its own MILP."""
     inst = random_agent_auction(apps=8, machines=4, machines_per_rack=2, seed=seed)
-    fast = solve_compact_auction(inst, enum_limit=0)  # PF LP, leave-one-out LPs, rc fixing
+    fast = solve_compact_auction(inst, config=LP_ROUTE)  # PF LP, leave-one-out LPs, rc fixing
     offer = tuple(int(g) for g in free_gpus(inst))
     plain = CompactProgram(inst.cluster, offer, compact_apps(inst, offer), reduced=False)
     opt = get_backend("highs").solve(plain.milp, SolveOptions())
@@ -29,7 +31,7 @@ def test_lp_route_payments_equal_full_milps(seed, monkeypatch):
     monkeypatch.setattr(pa_payments._LeaveOneOut, "lp_chains", lambda self, todo, par: [
         (i, None, "full") for i in todo
     ])  # fmt: skip
-    full = solve_compact_auction(inst, enum_limit=0)
+    full = solve_compact_auction(inst, config=LP_ROUTE)
     assert set(full.extra["loo_routes"]) <= {"full", "best_values"}
     for a, c in full.payments.items():
         assert abs(fast.payments[a] - c) <= 1e-9, (a, fast.extra["loo_routes"])

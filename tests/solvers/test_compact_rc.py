@@ -147,8 +147,8 @@ def test_leave_one_out_equals_the_full_milp(target_gap, monkeypatch):
 def test_payments_equal_full_milps_when_leave_one_out_lps_split():
     """The whole auction: every c_i equals c_i of PF_{-i} solved as its own full MILP, and the
     dive / fixing path did run."""
+    from fairplace.solvers.compact import CompactAuctionOptions, solve_compact_auction
     from fairplace.solvers.compact import pa_payments as compact_pa
-    from fairplace.solvers.compact import solve_compact_auction
 
     inst = random_agent_auction(apps=20, machines=12, machines_per_rack=4, seed=1)
     calls = []
@@ -160,7 +160,7 @@ def test_payments_equal_full_milps_when_leave_one_out_lps_split():
 
     with pytest.MonkeyPatch.context() as mp:
         mp.setattr(compact_pa, "leave_one_out", spy)
-        sol = solve_compact_auction(inst, enum_limit=0)  # the LP / MILP route
+        sol = solve_compact_auction(inst, config=CompactAuctionOptions(enum_limit=0))  # LP / MILP
     assert sol.status == "optimal" and calls
     routes = sol.extra["loo_routes"]  # every PF app's PF_{-i}, counted by how it was settled
     assert sum(routes.values()) == len(sol.pf_allocation)
@@ -173,11 +173,12 @@ def test_payments_equal_full_milps_when_leave_one_out_lps_split():
 def test_chains_on_threads_are_deterministic_and_equal_one_chain():
     """The leave-one-out chains (two here, on 2 threads) give the same payments on every run,
     and those of a single chain (parallel=False) up to float noise."""
-    from fairplace.solvers.compact import solve_compact_auction
+    from fairplace.solvers.compact import CompactAuctionOptions, solve_compact_auction
 
     inst = random_agent_auction(apps=20, machines=12, machines_per_rack=4, seed=2)
-    a, b = solve_compact_auction(inst, enum_limit=0), solve_compact_auction(inst, enum_limit=0)
-    one = solve_compact_auction(inst, SolveOptions(parallel=False), enum_limit=0)
+    lp = CompactAuctionOptions(enum_limit=0)  # the LP / MILP route
+    a, b = solve_compact_auction(inst, config=lp), solve_compact_auction(inst, config=lp)
+    one = solve_compact_auction(inst, SolveOptions(parallel=False), lp)
     assert a.status == b.status == one.status == "optimal"
     assert a.payments == b.payments
     assert all(abs(a.payments[k] - one.payments[k]) < 1e-9 for k in one.payments)

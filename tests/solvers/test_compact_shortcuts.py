@@ -101,8 +101,8 @@ def _full_path_payments(inst, sol):
 def test_payment_shortcuts_give_the_full_path_payments(seed):
     """Every shortcut of the payments (c_i = 1 from best values or from the leave-one-out LP,
     LP cells placed greedily / by matching) gives c_i of PF_{-i} solved as a full MILP."""
+    from fairplace.solvers.compact import CompactAuctionOptions, solve_compact_auction
     from fairplace.solvers.compact import pa_payments as compact_pa
-    from fairplace.solvers.compact import solve_compact_auction
 
     rng = np.random.default_rng(seed)
     inst = random_agent_auction(
@@ -117,7 +117,7 @@ def test_payment_shortcuts_give_the_full_path_payments(seed):
 
     with pytest.MonkeyPatch.context() as mp:
         mp.setattr(compact_pa, "_lp_proves_one", spy)
-        sol = solve_compact_auction(inst, enum_limit=0)  # the LP / MILP route
+        sol = solve_compact_auction(inst, config=CompactAuctionOptions(enum_limit=0))  # LP / MILP
     assert sol.status == "optimal"
     want = _full_path_payments(inst, sol)
     for a, c in want.items():

@@ -12,8 +12,10 @@ from fairplace.formulations.agents import to_explicit
 from fairplace.formulations.compact import CompactProgram, compact_apps
 from fairplace.instances.generators import grid_cluster
 from fairplace.solvers.auction import solve_auction
-from fairplace.solvers.compact import solve_compact_auction, solve_compact_pf
+from fairplace.solvers.compact import CompactAuctionOptions, solve_compact_auction, solve_compact_pf
 from fairplace.solvers.compact.packing import PACK_RULES, pack
+
+LP_ROUTE = CompactAuctionOptions(enum_limit=0)  # the LP / MILP route
 
 
 def _instance(seed: int, n_apps: int = 3, held: bool = True) -> AuctionInstance:
@@ -81,7 +83,7 @@ def test_compact_and_explicit_may_pick_different_tied_optima(seed):
 @given(st.integers(0, 10_000))
 def test_allocation_is_feasible_and_consistent(seed):
     inst = _instance(seed, n_apps=4)
-    sol = solve_compact_auction(inst, rounding="floor")
+    sol = solve_compact_auction(inst, config=CompactAuctionOptions(rounding="floor"))
     held = {g for a in inst.agents for g in a.held}
     used = [g for gs in sol.pf_allocation.values() for g in gs]
     assert len(used) == len(set(used)) and not set(used) & held
@@ -155,7 +157,7 @@ def test_leave_one_out_lp_chain_equals_separate_solves():
     from fairplace.solvers.compact import _others
 
     inst = random_agent_auction(apps=16, machines=8, machines_per_rack=4, seed=1)
-    sol = solve_compact_auction(inst, enum_limit=0)  # the LP / MILP route
+    sol = solve_compact_auction(inst, config=LP_ROUTE)
     assert sol.status == "optimal"
     apps, offer = compact_apps(inst), free_gpus(inst)
     _, choice, prog = solve_compact_pf(inst.cluster, offer, apps, lp_first=False)
@@ -186,8 +188,8 @@ def test_time_limited_payments_are_marked_inexact(monkeypatch):
 
     monkeypatch.setattr(compact, "payments", spent_after_pf)
     inst = random_agent_auction(apps=6, machines=4, machines_per_rack=2, seed=1)
-    sol = solve_compact_auction(inst, budget=budget, enum_limit=0)  # the LP / MILP route
-    full = solve_compact_auction(inst, enum_limit=0)
+    sol = solve_compact_auction(inst, config=LP_ROUTE, budget=budget)
+    full = solve_compact_auction(inst, config=LP_ROUTE)
     assert set(sol.extra) == COMPACT_EXTRA
     assert sol.status == "time_limit" and sol.extra["pf_status"] == "optimal"
     assert sol.pf_allocation == full.pf_allocation and sol.objective == full.objective
@@ -247,8 +249,8 @@ def test_reduced_formulation_keeps_pf_and_payments():
                 x = sub.start_vector({j: v for j, v in choice.items() if j != i})
                 assert sub.to_milp().is_feasible(x)
     assert np.allclose(opt[True], opt[False], rtol=0, atol=1e-9)
-    a = solve_compact_auction(inst, enum_limit=0)  # the LP / MILP route
-    b = solve_compact_auction(inst, reduced=False, enum_limit=0)
+    a = solve_compact_auction(inst, config=LP_ROUTE)
+    b = solve_compact_auction(inst, config=LP_ROUTE.with_(reduced=False))
     assert a.status == b.status == "optimal"
     assert abs(a.objective - b.objective) < 1e-9
     assert all(abs(a.payments[k] - b.payments[k]) < 1e-9 for k in b.payments)

@@ -35,6 +35,11 @@ Rho tables are cached per app from its last auction (Theorem 3.3): :class:`Round
 them, the driver passes them back as ``cache``; a leftover recipient's new rho estimate is read from
 its cached table when it has one.
 
+:meth:`Arbiter.auction_round` names GPUs by id; :meth:`Arbiter.round_on_offer` is the same round on
+GPU indices (the offer in, every decision out), what THEMIS' scheduler calls: the auction
+(:func:`fairplace.solvers.compact.auction_on_offer`) works on indices too, so ids are made only for
+:meth:`auction_round`'s outcome.
+
 Example driver loop::
 
     arbiter = Arbiter(f=0.8, lease=600, leftover="random", seed=0)
@@ -56,14 +61,16 @@ import time
 from collections import Counter
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
+from typing import Generic, TypeVar
 
 import numpy as np
 
-from fairplace.core.domain import AgentApp, AuctionInstance, Cluster, spread
+from fairplace.core.domain import AgentApp, Cluster, spread
 from fairplace.core.errors import OptionError
 from fairplace.core.params import THEMIS_F
 from fairplace.formulations.agents import RhoTable, ftf_model
 from fairplace.formulations.compact import compact_app
+from fairplace.formulations.compact_cache import OfferCache
 from fairplace.formulations.ftf import FTFModel
 from fairplace.formulations.valuation import lease_table
 from fairplace.solvers.options import SolveOptions
@@ -92,25 +99,46 @@ class AppState:
     rho_spread: int | None = None  # spread of the GPUs ``rho`` was priced on (None: ``held``'s)
 
 
-@dataclass(frozen=True)
-class RoundOutcome:
-    """Decisions of one round (GPU ids per app id)."""
+#: how a round names GPUs: ids (``str``, :meth:`Arbiter.auction_round`) or cluster indices (``int``)
+GpuT = TypeVar("GpuT", str, int)
 
-    allocation: dict[str, list[str]]  # everything granted this round (auction + leftover)
-    auction: dict[str, list[str]]  # the PA allocation of the participants
-    pf_allocation: dict[str, list[str]]
+
+@dataclass(frozen=True)
+class RoundOutcome(Generic[GpuT]):
+    """Decisions of one round per app id: GPU ids (:meth:`Arbiter.auction_round`) or cluster
+    indices (:meth:`Arbiter.round_on_offer`; :meth:`named` makes the ids)."""
+
+    allocation: dict[str, list[GpuT]]  # everything granted this round (auction + leftover)
+    auction: dict[str, list[GpuT]]  # the PA allocation of the participants
+    pf_allocation: dict[str, list[GpuT]]
     payments: dict[str, float]
-    leftover_given: dict[str, list[str]]  # leftover GPUs per non-participant
-    unallocated: list[str]  # offered GPUs nobody took
+    leftover_given: dict[str, list[GpuT]]  # leftover GPUs per non-participant
+    unallocated: list[GpuT]  # offered GPUs nobody took
     participants: list[str]
     ranking: list[tuple[str, float]]  # (app id, current rho), worst first
     lease_expiry: float
     tables: dict[str, RhoTable] = field(default_factory=dict)
     rho_after: dict[str, float] = field(default_factory=dict)
     status: str = "optimal"
-    filled: dict[str, list[str]] = field(default_factory=dict)  # step 5: GPUs nobody else took
+    filled: dict[str, list[GpuT]] = field(default_factory=dict)  # step 5: GPUs nobody else took
     bid_seconds: float = 0.0  # the bidders' rho tables (AGENTs, §6.2.3), all bidders together
     arbiter_seconds: float = 0.0  # the rest of the round: ranking, PA, leftover, fill
+
+    def named(self: RoundOutcome[int], cluster: Cluster) -> RoundOutcome[str]:
+        """The same decisions with GPU indices of ``cluster`` as its GPU ids."""
+
+        def ids(by_app: dict[str, list[int]]) -> dict[str, list[str]]:
+            return {a: cluster.ids(g) for a, g in by_app.items()}
+
+        return replace(
+            self,  # type: ignore[arg-type]
+            allocation=ids(self.allocation),
+            auction=ids(self.auction),
+            pf_allocation=ids(self.pf_allocation),
+            leftover_given=ids(self.leftover_given),
+            unallocated=cluster.ids(self.unallocated),
+            filled=ids(self.filled),
+        )
 
 
 @dataclass(frozen=True)
@@ -145,6 +173,9 @@ class Arbiter:
     #: errors in the AGENTs' rho estimates (Fig. 17, ``fairplace.sim.themis.estimate_error``): the ranking
     #: and the bids read the reported values; None: the truth
     rho_error: RhoError | None = None
+    #: what the auctions' programs on the same offer share, kept for this arbiter's run (a memo:
+    #: no outcome depends on it)
+    offers: OfferCache = field(default_factory=OfferCache, compare=False, repr=False)
 
     @property
     def tick(self) -> float:
@@ -185,8 +216,25 @@ class Arbiter:
         round_index: int = 0,
         cache: Mapping[str, RhoTable] | None = None,
         n_active: int | None = None,
-    ) -> RoundOutcome:
-        """Run one round; pure apart from the solver (same inputs and seed -> same outcome)."""
+    ) -> RoundOutcome[str]:
+        """Run one round on the ``free_gpus`` ids; pure apart from the solver (same inputs and
+        seed -> same outcome)."""
+        offer = cluster.indices(free_gpus)
+        out = self.round_on_offer(cluster, apps, offer, t_now, round_index, cache, n_active)
+        return out.named(cluster)
+
+    def round_on_offer(
+        self,
+        cluster: Cluster,
+        apps: Sequence[AppState],
+        offer: np.ndarray,
+        t_now: float,
+        round_index: int = 0,
+        cache: Mapping[str, RhoTable] | None = None,
+        n_active: int | None = None,
+    ) -> RoundOutcome[int]:
+        """:meth:`auction_round` on the ``offer`` GPU indices of ``cluster``: every decision in
+        GPU indices."""
         t0 = time.perf_counter()
         cache = dict(cache or {})
         states = [
@@ -199,28 +247,27 @@ class Arbiter:
         if self.rho_error is not None:  # the current rho each AGENT reports (Fig. 17)
             states = self.rho_error.reported(cluster, states, seed, self._rho_now)
         ranking, part, rest = self._filter(cluster, states, seed, n_active)
-        offer = cluster.indices(free_gpus)
+        offer = np.asarray(offer, dtype=np.int64)
         if not (offer[1:] > offer[:-1]).all():  # in cluster order, once each
             offer = np.unique(offer)
-        free = cluster.ids(offer)
         n_all = len(states) if n_active is None else n_active
         auction, pf, pay, tables, status, bid_s = self._auction(cluster, part, offer, seed, n_all)
         used = {g for gs in auction.values() for g in gs}
-        left = [g for g in free if g not in used]
+        left = [g for g in offer.tolist() if g not in used]
         given, rho_after = self._leftover(cluster, rest, left, seed, cache)
         allocation = {a: list(g) for a, g in auction.items() if g}
         for a, g in given.items():
             allocation.setdefault(a, []).extend(g)
         taken = {g for gs in given.values() for g in gs}
         unallocated = [g for g in left if g not in taken]
-        filled: dict[str, list[str]] = {}
+        filled: dict[str, list[int]] = {}
         if self.fill and unallocated:
             filled, unallocated = self._fill(states, ranking, allocation, unallocated)
         return RoundOutcome(
             allocation=allocation,
             auction={a: list(g) for a, g in auction.items()},
-            pf_allocation=dict(pf or {}),
-            payments=dict(pay or {}),
+            pf_allocation=pf,
+            payments=pay,
             leftover_given=given,
             unallocated=unallocated,
             participants=[s.app.id for s in part],
@@ -261,9 +308,9 @@ class Arbiter:
         self, cluster: Cluster, part: list[AppState], offer: np.ndarray, seed: int, n_all: int = 0
     ):
         """Step 3: the PA auction of ``part`` on ``offer``; (allocation, PF allocation, payments,
-        rho tables, status) by app id (one bidder: its best bundle at c = 1, no MILP), and the
-        seconds the bids took."""
-        from fairplace.solvers.compact import solve_compact_auction
+        rho tables, status) by app id, GPU indices (one bidder: its best bundle at c = 1, no MILP),
+        and the seconds the bids took."""
+        from fairplace.solvers.compact import CompactAuctionOptions, auction_on_offer
         from fairplace.solvers.compact.packing import best_subbundle
 
         if not part or not offer.size:
@@ -282,7 +329,7 @@ class Arbiter:
         tables = {s.app.id: a.table for s, a in zip(part, capps, strict=True)}  # rho: the cache
         if len(part) == 1:  # PF = the bidder's best bundle; PA: c = 1 (no one else to pay)
             best = best_subbundle(capps[0], cluster, tuple(offer.tolist()), offer.size)
-            auction = {ids[0]: cluster.ids(best[1]) if best else []}
+            auction = {ids[0]: list(best[1]) if best else []}
             return auction, dict(auction), {ids[0]: 1.0}, tables, "optimal", bid_s
         if self.valuation != "held":  # the same order of bundles per app, rho(empty) finite
             r_c, n, kind = len(cluster), n_all or len(part), self.valuation
@@ -290,11 +337,14 @@ class Arbiter:
                 replace(a, table=lease_table(a.table, m, r_c, self.lease, n, kind))
                 for a, m in zip(capps, models, strict=True)
             )
-        sol = solve_compact_auction(
-            AuctionInstance(cluster, ()), self.options, self.rounding, seed, self.payments,
-            offer=offer, apps=capps, ids=ids, exact_payments=self.exact_payments,
-        )  # fmt: skip
-        return sol.allocation, sol.pf_allocation, sol.payments, tables, sol.status, bid_s
+        config = CompactAuctionOptions(
+            self.rounding, seed, self.payments, exact_payments=self.exact_payments
+        )
+        res = auction_on_offer(cluster, offer, capps, self.options, config, cache=self.offers)
+        auction = {ids[i]: g.tolist() for i, g in res.allocation.items()}
+        pf = {ids[i]: g.tolist() for i, g in (res.pf_allocation or {}).items()}
+        pay = {ids[i]: c for i, c in (res.payments or {}).items()}
+        return auction, pf, pay, tables, res.status, bid_s
 
     def _fill(self, states, ranking, allocation: dict, unallocated: list):
         """Step 5: GPUs nobody took to the apps that can use more, worst rho first; (what each
@@ -311,11 +361,12 @@ class Arbiter:
 
     # --- helpers ----------------------------------------------------------------------------------
     @staticmethod
-    def _rho_of(cluster: Cluster, app: AgentApp, gpus: Sequence[str], model=None) -> float:
-        if not gpus:
+    def _rho_of(cluster: Cluster, app: AgentApp, gpus: Sequence[int], model=None) -> float:
+        """rho of ``app`` on the GPU indices ``gpus`` (Eq. 1 / 2; rho(empty) for none)."""
+        if not len(gpus):
             return math.inf if app.rho_empty is None else float(app.rho_empty)
         model = ftf_model(app, cluster) if model is None else model
-        idx = cluster.indices(gpus)
+        idx = np.asarray(gpus, dtype=np.int64)
         s = spread(cluster.machine_index, cluster.rack_index, idx)
         return model.rho(len(idx), len(cluster), s, float(cluster.pm_vector(app.cls)[idx].max()))
 
@@ -328,7 +379,9 @@ class Arbiter:
         return float(model.rho(n, len(cluster), 0, 1.0))
 
     def _rho_now(self, cluster: Cluster, s: AppState) -> float:
-        return float(s.rho) if s.rho is not None else self._rho_of(cluster, s.app, s.held, s.model)
+        if s.rho is not None:
+            return float(s.rho)
+        return self._rho_of(cluster, s.app, cluster.indices(s.held), s.model)
 
     @staticmethod
     def _room(s: AppState) -> int:
@@ -337,9 +390,10 @@ class Arbiter:
             return max(int(s.room), 0)
         return max(ftf_model(s.app).app_demand_max - len(s.held), 0)
 
-    def _leftover(self, cluster, rest, left, seed, cache):
-        """Hand ``left`` GPU ids to the non-participants ``rest``; ({id: gpus}, {id: new rho})."""
-        given: dict[str, list[str]] = {}
+    def _leftover(self, cluster, rest, left: list[int], seed, cache):
+        """Hand ``left`` GPU indices to the non-participants ``rest``; ({id: GPU indices},
+        {id: new rho})."""
+        given: dict[str, list[int]] = {}
         rho_after: dict[str, float] = {}
         pool = list(left)
         if not pool or not rest:
@@ -355,7 +409,7 @@ class Arbiter:
                     given[s.app.id] = take
                     pool = pool[len(take) :]
         else:  # work-conserving: greedy on the largest -log rho improvement
-            held = {s.app.id: list(s.held) for s in rest}
+            held = {s.app.id: cluster.indices(s.held).tolist() for s in rest}
             while pool:
                 best = None
                 for s in rest:
@@ -379,12 +433,11 @@ class Arbiter:
                 continue
             t = cache.get(s.app.id)
             n = len(given[s.app.id])
+            idx = np.concatenate([cluster.indices(s.held), np.asarray(given[s.app.id], np.int64)])
             if t is not None and n <= t.n_max:  # Theorem 3.3: update from the cached table
-                idx = cluster.indices(list(s.held) + given[s.app.id])
                 sp_ = spread(cluster.machine_index, cluster.rack_index, idx)
                 v = float(cluster.pm_vector(s.app.cls)[idx].max())
                 rho_after[s.app.id] = float(t.rho[n, sp_, min(t.level(v), t.levels.size - 1)])
             else:
-                gpus = list(s.held) + given[s.app.id]
-                rho_after[s.app.id] = self._rho_of(cluster, s.app, gpus, s.model)
+                rho_after[s.app.id] = self._rho_of(cluster, s.app, idx, s.model)
         return given, rho_after

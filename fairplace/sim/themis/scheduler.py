@@ -180,10 +180,10 @@ class Themis:
             states = self.agents.states(
                 wanting.tolist(), view, w, self.owner, before, room, self.decide_cluster, running
             )
-            out = self.arbiter.auction_round(
+            out = self.arbiter.round_on_offer(  # GPU indices in and out
                 self.decide_cluster,
                 states,
-                cluster.ids(free),
+                free,
                 t,
                 self.k,
                 cache=self.cache,
@@ -195,7 +195,7 @@ class Themis:
             )
             end = out.lease_expiry
             pos = {w.app_ids[a]: a for a in wanting}
-            won = {pos[a]: cluster.indices(g) for a, g in out.auction.items() if g}
+            won = {pos[a]: np.asarray(g, np.int64) for a, g in out.auction.items() if g}
             extra: dict = {}
             for part in (out.leftover_given, out.filled):
                 for a, g in part.items():

@@ -7,7 +7,7 @@ auctions captured from THEMIS simulations: mismatches of the PF objective and of
         [--json R.json]
 
 ``capture``: per ``scale:contention:seeds`` simulate THEMIS Workload 2 (``themis-2``, ``themis``,
-``packed-sticky``) and keep the inputs of every ``solve_compact_auction`` call with two bidders
+``packed-sticky``) and keep the inputs of every ``auction_on_offer`` call with two bidders
 or more (a monkeypatch in this script only), serialised (``dump``; read by ``benchmarks.auction_dp.load_captured``: the cluster once,
 rho tables as exact floats). ``replay``: re-solve each captured auction three times —
 ``route="auto"`` (the DP where it suits), today's solver (``route="compact"``: enumeration or
@@ -47,31 +47,32 @@ def capture(
 ) -> tuple[float, list[dict]]:
     """(seconds, captured auctions) of one THEMIS simulation; ``seen`` gains them, and is
     written to ``path`` every 1,000 auctions (a long run stopped keeps what it captured)."""
-    real, start = compact.solve_compact_auction, len(seen)
+    real, start = compact.auction_on_offer, len(seen)
 
     sim_seed = seed
 
-    def wrap(inst, opts=compact.SolveOptions(), rounding="floor", seed=0, payments_=True, **kw):
-        if kw.get("apps") is not None and len(kw["apps"]) >= 2:
+    def wrap(cluster, offer, apps, opts=compact.SolveOptions(), config=None, *args, **kw):
+        config = compact.CompactAuctionOptions() if config is None else config
+        if len(apps) >= 2:
             seen.append(
                 {
-                    "cluster": inst.cluster,
-                    "offer": [int(g) for g in kw["offer"]],
-                    "apps": kw["apps"],
-                    "ids": list(kw["ids"]),
-                    "rounding": rounding,
-                    "seed": int(seed),
-                    "payments": bool(payments_),
-                    "exact_payments": bool(kw.get("exact_payments", True)),
+                    "cluster": cluster,
+                    "offer": [int(g) for g in offer],
+                    "apps": apps,
+                    "ids": [a.table.app_id for a in apps],
+                    "rounding": config.rounding,
+                    "seed": config.seed,
+                    "payments": config.payments,
+                    "exact_payments": config.exact_payments,
                     "time_limit": opts.time_limit,
                     "where": f"{scale}:x{contention}:s{sim_seed}",
                 }
             )
             if path is not None and len(seen) % 1000 == 0:
                 dump(seen, path)
-        return real(inst, opts, rounding, seed, payments_, **kw)
+        return real(cluster, offer, apps, opts, config, *args, **kw)
 
-    compact.solve_compact_auction = wrap  # rounds.py imports it from the module on each call
+    compact.auction_on_offer = wrap  # the arbiter imports it from the module on each call
     try:
         t = time.perf_counter()
         fairplace.simulate(
@@ -80,7 +81,7 @@ def capture(
         )  # fmt: skip
         return time.perf_counter() - t, seen[start:]
     finally:
-        compact.solve_compact_auction = real
+        compact.auction_on_offer = real
 
 
 def dump(auctions: list[dict], path: str) -> None:

@@ -5,7 +5,7 @@ Two steps:
 ``capture``: runs ``fairplace.simulate(themis_workload(w, contention=c, seed=s, **WL), "themis",
 "packed-sticky", **SIM)`` for every workload w, contention c and seed s given, and records the input
 of every auction round (cluster, offered GPU indices, each bidder's rho table, options, rounding and
-seed: exactly what ``fairplace/sim/themis/arbiter.py`` hands to ``solve_compact_auction``) by wrapping that
+seed: exactly what ``fairplace/sim/themis/arbiter.py`` hands to ``auction_on_offer``) by wrapping that
 function; nothing in ``fairplace/sim`` is changed. One JSON object per line (gzip if the name ends
 in .gz). A round whose solve raises is recorded with ``"raised"`` and ends that simulation.
 
@@ -109,7 +109,7 @@ def to_doc(cluster, offer, apps, ids, opts, rounding, seed, source=None) -> dict
 
 
 def from_doc(doc: dict) -> dict:
-    """The arguments of ``solve_compact_auction`` (and the cluster) from :func:`to_doc`'s dict."""
+    """The arguments of ``auction_on_offer`` (and the ids) from :func:`to_doc`'s dict."""
     from fairplace.core.domain import GPU, Cluster
     from fairplace.formulations.agents import RhoTable
     from fairplace.formulations.compact import CompactApp
@@ -141,19 +141,14 @@ def read_cases(path) -> list[dict]:
 
 
 def round_doc(solve, args, kw) -> dict:
-    """:func:`to_doc` of one call ``solve(*args, **kw)`` of ``solve_compact_auction``."""
-    from fairplace.formulations.agents import free_gpus
-    from fairplace.formulations.compact import compact_apps
-
+    """:func:`to_doc` of one call ``solve(*args, **kw)`` of ``auction_on_offer`` (bidders named
+    by their tables)."""
     b = inspect.signature(solve).bind(*args, **kw)
     b.apply_defaults()
     p = b.arguments
-    inst = p["inst"]
-    offer = free_gpus(inst) if p["offer"] is None else p["offer"]
-    apps = compact_apps(inst, offer) if p["apps"] is None else p["apps"]
-    ids = p["ids"] or ([a.id for a in inst.agents] if p["apps"] is None else None)
-    ids = ids or [a.table.app_id for a in apps]
-    return to_doc(inst.cluster, offer, apps, ids, p["opts"], p["rounding"], p["seed"])
+    apps, config = p["apps"], p["config"]
+    ids = [a.table.app_id for a in apps]
+    return to_doc(p["cluster"], p["offer"], apps, ids, p["opts"], config.rounding, config.seed)
 
 
 # --- capture ------------------------------------------------------------------------------------------
@@ -162,7 +157,7 @@ class _Enough(Exception):
 
 
 class _Recorder:
-    """Stands in for ``solve_compact_auction`` during one simulation: records the chosen rounds."""
+    """Stands in for ``auction_on_offer`` during one simulation: records the chosen rounds."""
 
     def __init__(self, solve, out, source: dict, max_rounds, skip: int, every: int):
         self.solve, self.out, self.source = solve, out, source
@@ -200,12 +195,12 @@ def capture(
     import fairplace.solvers.compact as compact
     from fairplace.instances.workloads import themis_workload
 
-    solve = compact.solve_compact_auction
+    solve = compact.auction_on_offer
     total = 0
     for w, c, s in itertools.product(workloads, contentions, seeds):
         source = {"workload": w, "contention": c, "seed": s, "wl": wl, "sim": sim}
         rec = _Recorder(solve, out, source, max_rounds, skip, every)
-        compact.solve_compact_auction = rec
+        compact.auction_on_offer = rec
         t0, how = time.perf_counter(), "finished"
         try:
             trace = themis_workload(w, contention=c, seed=s, **wl)
@@ -215,7 +210,7 @@ def capture(
         except Exception as e:  # a crash: its round is recorded, on to the next simulation
             how = f"raised {e!r}"[:200]
         finally:
-            compact.solve_compact_auction = solve
+            compact.auction_on_offer = solve
         dt = time.perf_counter() - t0
         print(f"W{w} x{c} seed {s}: {rec.kept} of {rec.n} rounds, {dt:.1f} s, {how}", flush=True)
         total += rec.kept
@@ -284,11 +279,10 @@ def compare(
     ``problems`` (empty when they agree), the seconds of both and the compact routes; ``audit``:
     also ``lps``, the :func:`lp_audit` counts of the compact auction; ``enum_limit`` 0: the LP /
     MILP route even where the enumeration (``solvers/compact/enumeration.py``) would settle the round;
-    ``route``: ``solve_compact_auction``'s (``compact``: no DP, ``solvers/compact/dp.py``)."""
-    from fairplace.core.domain import AuctionInstance
+    ``route``: ``auction_on_offer``'s (``compact``: no DP, ``solvers/compact/dp.py``)."""
     from fairplace.formulations import pa
     from fairplace.formulations.compact import CompactProgram
-    from fairplace.solvers.compact import solve_compact_auction, solve_compact_pf
+    from fairplace.solvers.compact import CompactAuctionOptions, auction_on_offer, solve_compact_pf
 
     a = from_doc(doc)
     cl, offer, apps, ids, opts = a["cluster"], a["offer"], a["apps"], a["ids"], a["opts"]
@@ -297,17 +291,13 @@ def compare(
     t0, lps = time.perf_counter(), Counter()
     try:
         with lp_audit(lps) if audit else contextlib.nullcontext():
-            sol = solve_compact_auction(
-                AuctionInstance(cl, ()),
-                opts,
+            config = CompactAuctionOptions(
                 a["rounding"],
                 a["seed"],
-                offer=offer,
-                apps=apps,
-                ids=ids,
                 route=route,
                 **({} if enum_limit is None else {"enum_limit": enum_limit}),
             )
+            sol = auction_on_offer(cl, offer, apps, opts, config).solution(cl, ids, "compact")
     except Exception as e:
         row.update(problems=[f"compact raised {e!r}"], compact_s=time.perf_counter() - t0)
         return row

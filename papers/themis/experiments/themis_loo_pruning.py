@@ -23,9 +23,8 @@ from pathlib import Path
 
 import numpy as np
 
-from fairplace.core.domain import AuctionInstance
 from fairplace.formulations.compact import CompactProgram
-from fairplace.solvers.compact import solve_compact_auction
+from fairplace.solvers.compact import CompactAuctionOptions, auction_on_offer
 from fairplace.solvers.compact.enumeration import Options, _Fits, _Table
 from fairplace.solvers.compact.pa_payments import _others
 
@@ -94,10 +93,8 @@ def main(path: str) -> None:
         cl, offer, apps, ids = a["cluster"], a["offer"], a["apps"], a["ids"]
         if len(apps) < 3:
             continue
-        sol = solve_compact_auction(
-            AuctionInstance(cl, ()), a["opts"], a["rounding"], a["seed"], True,
-            offer=offer, apps=apps, ids=ids,
-        )  # fmt: skip
+        config = CompactAuctionOptions(a["rounding"], a["seed"], True)
+        sol = auction_on_offer(cl, offer, apps, a["opts"], config).solution(cl, ids, "compact")
         if sol.extra["pf_route"] == "enumeration":
             continue
         plain = CompactProgram(

@@ -5,7 +5,7 @@ THEMIS simulations: how many it takes, how many it leaves to the LP / MILP route
     python papers/themis/experiments/themis_measure_enumeration.py OUT.json 0,1,2 [--sim-milp]
 
 Per seed: simulate THEMIS Workload 2 (small scale, 8 apps; ``packed-sticky``) with every auction
-captured, then replay each captured auction through ``solve_compact_auction`` twice (default
+captured, then replay each captured auction through ``auction_on_offer`` twice (default
 route, and ``enum_limit=0``: the LP / MILP route), timing each. Disagreement: a different PF
 objective or number of unbounded apps served (rel. 1e-9), or a payment c_i of the MILP route
 that differs from its PF's others' value over the enumeration's PF_{-i} (``pa.payment``,
@@ -39,21 +39,22 @@ def workload(seed: int):
 
 def simulate(seed: int, enum_limit: int | None = None):
     """(seconds, captured auctions) of one simulation (``enum_limit``: forced on every auction)."""
-    real, seen = compact.solve_compact_auction, []
+    real, seen = compact.auction_on_offer, []
 
-    def wrap(inst, opts=compact.SolveOptions(), rounding="floor", seed=0, **kw):
-        seen.append((inst, opts, rounding, seed, kw))
+    def wrap(cluster, offer, apps, opts=compact.SolveOptions(), config=None, *args, **kw):
+        config = compact.CompactAuctionOptions() if config is None else config
+        seen.append((cluster, offer, apps, opts, config))
         if enum_limit is not None:
-            kw = {**kw, "enum_limit": enum_limit}
-        return real(inst, opts, rounding, seed, **kw)
+            config = config.with_(enum_limit=enum_limit)
+        return real(cluster, offer, apps, opts, config, *args, **kw)
 
-    compact.solve_compact_auction = wrap  # rounds.py imports it from the module on each call
+    compact.auction_on_offer = wrap  # the arbiter imports it from the module on each call
     try:
         t = time.perf_counter()
         fairplace.simulate(workload(seed), "themis", "packed-sticky", progress=False)
         return time.perf_counter() - t, seen
     finally:
-        compact.solve_compact_auction = real
+        compact.auction_on_offer = real
 
 
 def close(a, b):
@@ -62,18 +63,19 @@ def close(a, b):
 
 def replay(auction):
     """(route, seconds default, seconds MILP route, disagreement or None)."""
-    inst, opts, rounding, seed, kw = auction
+    cl, offer, apps, opts, config = auction
+    ids = [a.table.app_id for a in apps]
     t = time.perf_counter()
-    en = compact.solve_compact_auction(inst, opts, rounding, seed, **kw)
+    en = compact.auction_on_offer(cl, offer, apps, opts, config).solution(cl, ids, "compact")
     t_en = time.perf_counter() - t
     t = time.perf_counter()
-    mi = compact.solve_compact_auction(inst, opts, rounding, seed, enum_limit=0, **kw)
+    lp = config.with_(enum_limit=0)
+    mi = compact.auction_on_offer(cl, offer, apps, opts, lp).solution(cl, ids, "compact")
     t_mi = time.perf_counter() - t
     route = en.extra["pf_route"]
     if route != "enumeration":
         return route, t_en, t_mi, None
-    ids, apps = kw["ids"], kw["apps"]
-    prog = CompactProgram(inst.cluster, tuple(int(g) for g in kw["offer"]), apps, reduced=False)
+    prog = CompactProgram(cl, tuple(int(g) for g in offer), apps, reduced=False)
     e = enumerate_auction(prog, 10**9)
     why = []
     if en.extra["unserved_unbounded"] != mi.extra["unserved_unbounded"]:
