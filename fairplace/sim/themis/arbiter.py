@@ -61,7 +61,7 @@ import time
 from collections import Counter
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
-from typing import Generic, TypeVar
+from typing import Any, Generic, TypeVar, cast
 
 import numpy as np
 
@@ -130,15 +130,13 @@ class RoundOutcome(Generic[GpuT]):
         def ids(by_app: dict[str, list[int]]) -> dict[str, list[str]]:
             return {a: cluster.ids(g) for a, g in by_app.items()}
 
-        return replace(
-            self,  # type: ignore[arg-type]
-            allocation=ids(self.allocation),
-            auction=ids(self.auction),
-            pf_allocation=ids(self.pf_allocation),
-            leftover_given=ids(self.leftover_given),
-            unallocated=cluster.ids(self.unallocated),
-            filled=ids(self.filled),
-        )
+        by_id: dict[str, Any] = {
+            k: ids(getattr(self, k))
+            for k in ("allocation", "auction", "pf_allocation", "leftover_given", "filled")
+        }
+        by_id["unallocated"] = cluster.ids(self.unallocated)
+        out = replace(self, **by_id)
+        return cast("RoundOutcome[str]", out)
 
 
 @dataclass(frozen=True)
@@ -361,7 +359,9 @@ class Arbiter:
 
     # --- helpers ----------------------------------------------------------------------------------
     @staticmethod
-    def _rho_of(cluster: Cluster, app: AgentApp, gpus: Sequence[int], model=None) -> float:
+    def _rho_of(
+        cluster: Cluster, app: AgentApp, gpus: Sequence[int] | np.ndarray, model=None
+    ) -> float:
         """rho of ``app`` on the GPU indices ``gpus`` (Eq. 1 / 2; rho(empty) for none)."""
         if not len(gpus):
             return math.inf if app.rho_empty is None else float(app.rho_empty)
