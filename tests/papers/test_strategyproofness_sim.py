@@ -19,8 +19,9 @@ from fairplace.instances.generators import random_agent_auction
 from fairplace.runs import strategyproofness as sp
 from fairplace.runs.experiments import load_claims, load_experiments, run_experiment
 from fairplace.sim.themis import Themis
-from fairplace.sim.themis.arbiter import AppState, Arbiter
+from fairplace.sim.themis.arbiter import Arbiter
 from fairplace.sim.themis.estimate_error import RhoError
+from fairplace.sim.themis.outcome import AppState
 
 TINY = sp.Setup(gpu_hours=2.0)  # 15 min on the big machine: a few leases per run
 

@@ -16,7 +16,7 @@ from fairplace.instances.workloads import themis_workload
 from fairplace.sim import simulate
 from fairplace.sim.themis.agents import Agents
 from fairplace.sim.themis.apps import running_jobs
-from fairplace.sim.themis.arbiter import AppState
+from fairplace.sim.themis.outcome import AppState
 
 
 def test_agent_states_equal_the_constructors_and_bundle_rho(monkeypatch):

@@ -107,7 +107,7 @@ def test_a_factor_on_the_whole_table_would_change_nothing():
 def test_the_ranking_reads_the_reported_current_rho():
     """Step 1 (the ARBITER asks every app for its current rho): e0 + k (rho - e0), inf stays inf."""
     from fairplace.formulations.agents import ftf_model
-    from fairplace.sim.themis.arbiter import AppState
+    from fairplace.sim.themis.outcome import AppState
 
     inst = random_agent_auction(apps=2, machines=2, gpus_per_machine=4, seed=1)
     cl, (a, b) = inst.cluster, inst.agents

@@ -11,7 +11,8 @@ from fairplace.core.domain import AgentApp, AgentJob
 from fairplace.core.errors import OptionError
 from fairplace.formulations.agents import table_rho
 from fairplace.instances.generators import grid_cluster
-from fairplace.sim.themis.arbiter import AppState, Arbiter
+from fairplace.sim.themis.arbiter import Arbiter
+from fairplace.sim.themis.outcome import AppState
 
 CL = grid_cluster(4, 4, 2)
 

@@ -16,7 +16,8 @@ from fairplace.formulations.pa import round_shares
 from fairplace.instances.generators import grid_cluster
 from fairplace.sim.running import HeldGPUs
 from fairplace.sim.themis.apps import AppScheduler
-from fairplace.sim.themis.arbiter import AppState, Arbiter
+from fairplace.sim.themis.arbiter import Arbiter
+from fairplace.sim.themis.outcome import AppState
 
 CL = grid_cluster(4, 4, 2)
 

@@ -13,7 +13,8 @@ from fairplace.core.domain import AgentApp, AgentJob
 from fairplace.core.errors import OptionError
 from fairplace.formulations.valuation import lease_gain_rho, lease_rho
 from fairplace.instances.generators import grid_cluster
-from fairplace.sim.themis.arbiter import AppState, Arbiter
+from fairplace.sim.themis.arbiter import Arbiter
+from fairplace.sim.themis.outcome import AppState
 
 CL = grid_cluster(2, 4, 2)  # 2 machines x 4 GPUs, one rack
 IDS = [g.id for g in CL.gpus]

@@ -13,8 +13,9 @@ The scheduler registry (:mod:`fairplace.sim.schedulers.registry`) names it ``the
 
 from .agents import Agents
 from .apps import AppScheduler, StepAverage, best_fit, even_split
-from .arbiter import AppState, Arbiter, RoundOutcome
+from .arbiter import Arbiter
 from .estimate_error import ERROR_KINDS, RhoError
+from .outcome import AppState, RoundOutcome
 from .params import LEFTOVER_RULES, PRICING, RENEWAL
 from .renewal import back_to_held
 from .scheduler import OVERHEAD_KEYS, Themis, binned_cluster

@@ -23,7 +23,7 @@ from fairplace.formulations.phase_times import keep_works
 
 from ..protocols import SchedView
 from .apps import StepAverage, _groups_of
-from .arbiter import AppState
+from .outcome import AppState
 
 
 def _filled(kind, /, **values):
