@@ -347,6 +347,15 @@ class Param:
         return tuple(v for v in values if not self.accepts(v))
 
 
+def scheduler_option(
+    name: str, default: Any, constraint, doc: str, nullable: bool = False
+) -> Param:
+    """A scheduler's option: set by ``--scheduler-option NAME=VALUE``, named
+    ``scheduler_options.NAME`` in errors (the registries' ``options_path``)."""
+    flag, path = f"--scheduler-option {name}", f"scheduler_options.{name}"
+    return Param(name, default, constraint, doc, flag=flag, path=path, nullable=nullable)
+
+
 def checked(params: tuple[Param, ...], error: type[DataError] = OptionError):
     """Decorate a function (a trace or instance generator) so that it checks each argument given
     against its spec first (:meth:`Param.check`; an ``error`` naming the argument)."""
@@ -383,13 +392,11 @@ LOCALITY_PENALTY = Param(
 )
 
 #: THEMIS' filter (§5.1): each round the ceil((1 - f) N) apps with the worst rho bid.
-THEMIS_F = Param(
+THEMIS_F = scheduler_option(
     "f",
     0.8,
     Interval(0.0, 1.0, closed="left"),
     "THEMIS filter: each round the ceil((1 - f) N) apps with the worst rho bid",
-    flag="--scheduler-option f",
-    path="scheduler_options.f",
 )
 
 #: one decision clock for every scheduler (THEMIS §6.2 judges every scheduler on the same events):

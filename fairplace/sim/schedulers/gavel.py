@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from fairplace.core.params import Interval, Param
+from fairplace.core.params import Interval, scheduler_option
 from fairplace.formulations.ftf import IdealTime
 from fairplace.formulations.gavel import GavelFTFProgram as Program
 from fairplace.solvers.relaxation import solve_gavel
@@ -16,13 +16,11 @@ __all__ = ["GAVEL_TOL", "GavelFTF"]
 
 
 #: the bisection's tolerance on max rho (for a program the water-filling does not solve)
-GAVEL_TOL = Param(
+GAVEL_TOL = scheduler_option(
     "tol",
     1e-4,
     Interval(0.0, 1.0, closed="right"),
     "Gavel: the bisection's tolerance on max rho",
-    flag="--scheduler-option tol",
-    path="scheduler_options.tol",
 )
 
 

@@ -15,7 +15,7 @@ import heapq
 import numpy as np
 
 from fairplace.core.limits import MAX_TIME
-from fairplace.core.params import Interval, Param
+from fairplace.core.params import Interval, scheduler_option
 
 from ..protocols import SchedView
 
@@ -32,22 +32,18 @@ __all__ = [
 ]
 
 #: LAS' queue threshold: attained service (GPU-seconds) above which a job is in queue 1
-LAS_THRESHOLD = Param(
+LAS_THRESHOLD = scheduler_option(
     "threshold",
     3200.0,
     Interval(0.0, MAX_TIME, closed="right"),
     "LAS: GPU-seconds of attained service that move a job to the second queue",
-    flag="--scheduler-option threshold",
-    path="scheduler_options.threshold",
 )
 #: Tiresias' starvation guard: a queue-1 job waiting starve_factor x its run time is promoted
-LAS_STARVE_FACTOR = Param(
+LAS_STARVE_FACTOR = scheduler_option(
     "starve_factor",
     None,
     Interval(0.0, MAX_TIME, closed="right"),
     "LAS: promote a job waiting this many times its run time so far (None: never)",
-    flag="--scheduler-option starve_factor",
-    path="scheduler_options.starve_factor",
     nullable=True,
 )
 

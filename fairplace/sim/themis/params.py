@@ -6,7 +6,7 @@ neither, so that the registry and THEMIS both import them and neither imports th
 from __future__ import annotations
 
 from fairplace.core.limits import MAX_TIME
-from fairplace.core.params import Boolean, InstanceOf, Interval, Options, Param
+from fairplace.core.params import Boolean, InstanceOf, Interval, Options, scheduler_option
 from fairplace.formulations.pa import ROUNDING_RULES
 from fairplace.formulations.valuation import VALUATIONS
 from fairplace.formulations.variants import AGENT_T_ID_VARIANTS
@@ -34,148 +34,122 @@ __all__ = [
 
 #: the T_id THEMIS' apps bid with (rho = T_sh / T_id): the T_id choice has one name, ``rho_variant``,
 #: here as in ``SimulationConfig`` (what the metrics report); only the agent-form variants
-THEMIS_RHO_VARIANT = Param(
+THEMIS_RHO_VARIANT = scheduler_option(
     "rho_variant",
     "themis",
     Options(AGENT_T_ID_VARIANTS),
     "the T_id THEMIS' apps bid with (rho = T_sh / T_id)",
-    flag="--scheduler-option rho_variant",
-    path="scheduler_options.rho_variant",
 )
 
 #: THEMIS' lease (§6.2: 10 minutes): how long a won GPU stays with its app; a round is a lease
-THEMIS_LEASE = Param(
+THEMIS_LEASE = scheduler_option(
     "lease",
     600.0,
     Interval(0.0, MAX_TIME, closed="right"),
     "THEMIS lease in s: how long a won GPU stays with its app (a round)",
-    flag="--scheduler-option lease",
-    path="scheduler_options.lease",
 )
 
 #: errors of ±X in the AGENTs' rho estimates (§6.3, Fig. 17; ``fairplace.sim.themis.estimate_error``):
 #: the ranking and the bids read them, the metrics the truth
-THEMIS_RHO_ERROR = Param(
+THEMIS_RHO_ERROR = scheduler_option(
     "rho_error",
     0.0,
     Interval(0.0, 1.0, closed="left"),
     "THEMIS: size X of the AGENTs' errors in their remaining time (0.2: within 0.8x..1.2x)",
-    flag="--scheduler-option rho_error",
-    path="scheduler_options.rho_error",
 )
 
 #: how the AGENTs' estimates err: per app (the paper), per app and auction, or all apps
 #: exaggerating their placement preference by X (Fig. 18's lie, told by every app)
-THEMIS_RHO_ERROR_KIND = Param(
+THEMIS_RHO_ERROR_KIND = scheduler_option(
     "rho_error_kind",
     "random",
     Options(ERROR_KINDS),
     "THEMIS: how the AGENTs' rho estimates err (with rho_error > 0)",
-    flag="--scheduler-option rho_error_kind",
-    path="scheduler_options.rho_error_kind",
 )
 
 #: THEMIS' app scheduler (§4.2.2 step 5): ``restart-aware`` moves as few jobs as it can (a job grows
 #: only when that saves more than the move costs), ``even`` re-splits every running job evenly
-THEMIS_APP_SPLIT = Param(
+THEMIS_APP_SPLIT = scheduler_option(
     "app_split",
     "restart-aware",
     Options(("restart-aware", "even")),
     "how a THEMIS app splits its GPUs among its jobs",
-    flag="--scheduler-option app_split",
-    path="scheduler_options.app_split",
 )
 
 #: THEMIS' PA rounding (``formulations/pa.py``): ``partial`` keeps c_i |G_i,pf| GPUs of each PF
 #: bundle (the paper's G_i = c_i G_i,pf); ``lottery`` the whole bundle with probability c_i
-THEMIS_ROUNDING = Param(
+THEMIS_ROUNDING = scheduler_option(
     "rounding",
     "partial",
     Options(ROUNDING_RULES),
     "THEMIS' PA rounding of each bidder's c_i share of its PF bundle",
-    flag="--scheduler-option rounding",
-    path="scheduler_options.rounding",
 )
 
 #: what THEMIS' bidders are valued by in the auction (formulations/valuation.py,
 #: docs/themis-valuation.md): the bundle for this lease, then the fair share — ``lease`` = one lease
 #: plus the time it saves, ``lease-rho`` = rho under that model (both finite when the app holds
 #: nothing); ``held`` = Eq. 1 / 2, held until the app ends (rho(empty) = inf)
-THEMIS_VALUATION = Param(
+THEMIS_VALUATION = scheduler_option(
     "valuation",
     "lease",
     Options(VALUATIONS),
     "what THEMIS' auction values a bundle by (this lease, then the fair share; held: Eq. 1)",
-    flag="--scheduler-option valuation",
-    path="scheduler_options.valuation",
 )
 
 #: How the ARBITER's AGENTs price bundles: ``locality`` (THEMIS as published, S = L(spread)) or
 #: ``pm-score`` (S = L(spread) x max binned PM-score: a variability-aware THEMIS).
 PRICING = ("locality", "pm-score")
-THEMIS_PRICING = Param(
+THEMIS_PRICING = scheduler_option(
     "pricing",
     "locality",
     Options(PRICING),
     "how THEMIS' AGENTs price a bundle: by locality (the paper) or also its binned PM-scores",
-    flag="--scheduler-option pricing",
-    path="scheduler_options.pricing",
 )
 
 #: Which GPUs an auction winner gets among those the ARBITER's bundle leaves open:
 #: ``held-machines`` (its bundle moved machine for machine onto machines it held, same rack and
 #: scores: ``renewal.back_to_held``), ``within-machine`` (swaps within one machine only, the control).
 RENEWAL = ("held-machines", "within-machine")
-THEMIS_RENEWAL = Param(
+THEMIS_RENEWAL = scheduler_option(
     "renewal",
     "held-machines",
     Options(RENEWAL),
     "which open GPUs a THEMIS winner gets: its bundle moved onto machines it held, or within one",
-    flag="--scheduler-option renewal",
-    path="scheduler_options.renewal",
 )
 
 #: who gets the GPUs the auction leaves: the non-participants in seeded random order, or
 #: work-conserving
 LEFTOVER_RULES = ("random", "work-conserving")
-THEMIS_LEFTOVER = Param(
+THEMIS_LEFTOVER = scheduler_option(
     "leftover",
     "random",
     Options(LEFTOVER_RULES),
     "how THEMIS gives the GPUs its auction leaves to the non-participants",
-    flag="--scheduler-option leftover",
-    path="scheduler_options.leftover",
 )
 
 #: leases ending within one tick are re-auctioned together (None: 60 s, or the lease if shorter;
 #: 0: not rounded); at most the lease (``Arbiter`` checks that)
-THEMIS_LEASE_TICK = Param(
+THEMIS_LEASE_TICK = scheduler_option(
     "lease_tick",
     None,
     Interval(0.0, MAX_TIME),
     "THEMIS: s to which lease ends are rounded up (None: min(60, lease); 0: not rounded)",
-    flag="--scheduler-option lease_tick",
-    path="scheduler_options.lease_tick",
     nullable=True,
 )
 
 #: False: every bidder keeps its whole PF bundle (c_i = 1): a control, not THEMIS' PA
-THEMIS_PAYMENTS = Param(
+THEMIS_PAYMENTS = scheduler_option(
     "payments",
     True,
     Boolean(),
     "THEMIS' PA payments (False: every bidder keeps its PF bundle, a control)",
-    flag="--scheduler-option payments",
-    path="scheduler_options.payments",
 )
 
 #: §6.3's liar: the only app whose estimates err (None: every app, Fig. 17)
-THEMIS_LIAR = Param(
+THEMIS_LIAR = scheduler_option(
     "liar",
     None,
     InstanceOf((str,), "an app id"),
     "THEMIS: the only app whose rho estimates err (None: every app)",
-    flag="--scheduler-option liar",
-    path="scheduler_options.liar",
     nullable=True,
 )
