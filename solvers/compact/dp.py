@@ -31,6 +31,7 @@ which succeeds because the three inequalities hold.
 
 from __future__ import annotations
 
+import bisect
 import math
 import time
 from dataclasses import dataclass
@@ -39,6 +40,7 @@ from typing import Any
 import numpy as np
 
 from fairplace.formulations import pa
+from fairplace.formulations.agents import RhoTable
 from fairplace.formulations.compact import CompactProgram
 from fairplace.formulations.compact_milp import Choice
 from fairplace.formulations.pf import PFValue
@@ -59,6 +61,8 @@ EDGE_LIMIT = 5_000
 #: :data:`MAX_GPUS_TWO` (captured W2 paper x1 auctions, 2 bidders on up to 145 GPUs: the DP
 #: 0.8-1.8 ms against 1.4-2.3 ms for the enumeration, in every offer size)
 MAX_GPUS, MAX_APPS, MAX_GPUS_TWO = 64, 12, 256
+#: most table entries whose -log an app's options take by ``math.log`` (numpy's ufunc above)
+SMALL_TABLE = 48
 
 
 def dp_suits(prog: CompactProgram) -> bool:
@@ -86,7 +90,23 @@ class DPResult:
     def payments(self) -> dict[int, float]:
         """c_i = others' value in PF / PF_{-i} (``pa.payment``) of every app with a PF bundle."""
         prog, choice = self.prog, self.choice
-        return {i: pa.payment(prog.value_without(choice, i), self.loo[i]) for i in choice}
+        # the others' value in PF = ``prog.value_without(choice, i)``: the same terms, same order
+        terms = []
+        for j in prog.active:
+            a = prog.apps[j]
+            if j in choice:
+                terms.append((j, a.w_empty is None, -float(np.log(a.table.rho[choice[j][0]]))))
+            elif a.w_empty is not None:
+                terms.append((j, False, a.w_empty))
+        out = {}
+        for i in choice:
+            served, log_sum = 0, 0.0
+            for j, unb, w in terms:
+                if j != i:
+                    log_sum += w
+                    served += unb
+            out[i] = pa.payment(PFValue(served, log_sum), self.loo[i])
+        return out
 
     def result(self) -> RawResult:
         """The PF as a solver result (objective in the MILP's units: big_m * served + log-sum)."""
@@ -95,70 +115,111 @@ class DPResult:
         return RawResult("optimal", None, obj, obj, self.seconds)
 
 
-def _options(prog: CompactProgram, lay: Layout, i: int, tup: bool) -> tuple[float, list[Opt]]:
-    """(value of nothing: w_i0, or 0 when unbounded; options, valued by their gain over nothing) of
-    app i: per (n, place type) its best cell that fits the offer and beats nothing, where a place
-    type whose only place holds the whole of the next wider one counts as that one (one rack in
-    the offer: spread 1 = spread 2), and without the options worth no more than one with fewer
-    GPUs and a looser place type."""
-    a = prog.apps[i]
-    if a.held_machine >= 0:
-        m0 = [lay.machine_pos[a.held_machine]] if a.held_machine in lay.machine_pos else []
+def _places(lay: Layout, hm: int, hr: int) -> tuple[tuple, tuple[int, int, int], tuple]:
+    """(positions per place type, effective type per type, most GPUs per type) of an app that
+    holds machine ``hm`` / rack ``hr`` (-1: none): one machine (its held one), one rack (its held
+    one), the offer; a place type whose only place holds the whole of the next wider one counts
+    as that one (one rack in the offer: spread 1 = spread 2)."""
+    if hm >= 0:
+        m0: tuple[int, ...] = (lay.machine_pos[hm],) if hm in lay.machine_pos else ()
     else:
-        m0 = lay.machines
-    if a.held_rack >= 0:
-        r1 = [lay.rack_pos[a.held_rack]] if a.held_rack in lay.rack_pos else []
+        m0 = tuple(lay.machines)
+    if hr >= 0:
+        r1: tuple[int, ...] = (lay.rack_pos[hr],) if hr in lay.rack_pos else ()
     else:
-        r1 = lay.racks
-    places = (tuple(m0), tuple(r1), (0,))
-    # a place type equal to the next wider one: its only place holds all the wider one holds
-    same = [
-        len(m0) == 1
-        and len(r1) == 1
-        and lay.rack_size[r1[0]] == 1
-        and lay.block_of[m0[0]] == r1[0],
-        len(r1) == 1 and lay.start[r1[0]] == lay.start[0],
-    ]
-    eff = [2, 2, 2]
-    if same[1]:
-        eff[1] = 2
-    else:
-        eff[1] = 1
-    eff[0] = eff[1] if same[0] else 0
-    t = a.table
-    base = 0.0 if a.w_empty is None else a.w_empty  # values: gains over nothing, base + gain
-    # the program's cells (``CompactApp.cells``: better than nothing, not dominated) that fit
-    # (``CompactProgram.feasible_cells``: level v at least the offer's, n GPUs in a place)
-    lev = t.level(prog.types[0][prog.classes.index(a.cls)])
+        r1 = tuple(lay.racks)
     st = lay.start
+    # a place type equal to the next wider one: its only place holds all the wider one holds
+    e1 = 2 if len(r1) == 1 and st[r1[0]] == st[0] else 1
+    one_machine = len(r1) == 1 and lay.rack_size[r1[0]] == 1
+    e0 = e1 if len(m0) == 1 and one_machine and lay.block_of[m0[0]] == r1[0] else 0
     fit = (
-        lay.most[0] if a.held_machine < 0 else max((st[p] for p in m0), default=0),
-        lay.most[1] if a.held_rack < 0 else max((st[p] for p in r1), default=0),
+        lay.most[0] if hm < 0 else max((st[p] for p in m0), default=0),
+        lay.most[1] if hr < 0 else max((st[p] for p in r1), default=0),
         st[0],
     )
-    best: dict[tuple[int, int], tuple[float, tuple[int, int, int]]] = {}
+    return (m0, r1, (0,)), (e0, e1, 2), fit
+
+
+def _options(
+    prog: CompactProgram, lay: Layout, i: int, tup: bool, memo: dict | None = None
+) -> tuple[float, list[Opt]]:
+    """(value of nothing: w_i0, or 0 when unbounded; options, valued by their gain over nothing) of
+    app i: per (n, effective place type, :func:`_places`) its best cell that fits the offer and
+    beats nothing, without the options worth no more than one with fewer GPUs and a looser place
+    type (``memo``: :func:`_places` per held machine and rack, shared by one DP's apps)."""
+    a = prog.apps[i]
+    key = (a.held_machine, a.held_rack)
+    got = None if memo is None else memo.get(key)
+    if got is None:
+        got = _places(lay, *key)
+        if memo is not None:
+            memo[key] = got
+    places, eff, fit = got
+    t = a.table
+    we = a.w_empty
+    base = 0.0 if we is None else we  # values: gains over nothing, base + gain
+    # the program's cells (``CompactApp.cells``: better than nothing, not dominated) that fit
+    # (``CompactProgram.feasible_cells``: level v at least the offer's, n GPUs in a place), by
+    # CompactApp.cells' rule on the columns v >= lev and rows n <= fit[s] only (a cell's test
+    # reads fewer GPUs of its column, a looser spread or level of its row): the same cells
+    lv = memo.get(a.cls) if memo is not None else None
+    if lv is None:  # RhoTable.level's key of the offer's score for the class
+        lv = RhoTable._key(prog.types[0][prog.classes.index(a.cls)])
+        if memo is not None:
+            memo[a.cls] = lv
     rho = t.rho
-    for cell in a.cells:
-        n, s, v = cell
-        if v < lev or n > fit[s]:
-            continue
-        w = -math.log(rho[cell])
-        key = (n, eff[s])
-        if key not in best or w > best[key][0]:
-            best[key] = (w, cell)
-    keep = []
-    top = [-np.inf] * 3  # top[s]: best w over the kept options of fewer GPUs and type >= s
-    for n, s in sorted(best, key=lambda k: (k[0], -k[1])):
-        w, cell = best[(n, s)]
-        if w > max(top[s:]):
-            keep.append((n, s, cell, w))
-            top[s] = max(top[s], w)
-    unb = a.w_empty is None
-    opts = [
-        Opt(n, s, cell, (int(unb), w - base) if tup else w - base, places[s])
-        for n, s, cell, w in keep
-        if places[s]
-    ]
+    top_n, n_lev = min(max(fit), rho.shape[0] - 1), rho.shape[2]
+    lev = bisect.bisect_left(t.levels.tolist(), lv) if n_lev > 1 else int(t.levels[0] < lv)
+    size = 3 * n_lev
+    part = rho[: top_n + 1]
+    wf = None
+    if top_n * size <= SMALL_TABLE:  # a few cells: Python's log is quicker than numpy's calls
+        try:
+            wf = [-math.log(x) for x in part.ravel().tolist()]
+        except ValueError:  # a zero or negative rho: numpy's -inf / nan, as CompactApp.cells
+            pass
+    if wf is None:
+        wf = (-np.log(part)).ravel().tolist()  # w[n, s, v] at (n * 3 + s) * n_lev + v
+    best: dict[tuple[int, int], tuple[float, tuple[int, int, int]]] = {}
+    v_lo = max(t.held_level, 0, lev)
+    low0 = -math.inf if we is None else we
+    for s in range(t.held_spread if t.held_count else 0, 3):
+        e, hi = -eff[s], min(fit[s], top_n) + 1  # key (n, -type): sorted, looser types first
+        for v in range(v_lo, n_lev):
+            low, loose_v = low0, v + 1 < n_lev
+            for x in range((size + s * n_lev + v), hi * size, size):  # n = 1, 2, ...
+                val = wf[x]
+                if val <= low + 1e-12:
+                    continue  # no better than fewer GPUs (or nothing)
+                low = val
+                if s < 2 and wf[x + n_lev] >= val - 1e-12:
+                    continue  # a less restrictive cell is worth as much
+                if loose_v and wf[x + 1] >= val - 1e-12:
+                    continue
+                n = x // size
+                old = best.get((n, e))
+                if old is None or val > old[0]:
+                    best[(n, e)] = (val, (n, s, v))
+    opts = []
+    unb = int(we is None)
+    t0 = t1 = t2 = -math.inf  # t[s]: best w kept of fewer GPUs (or as many, looser) and type s
+    for n, e in sorted(best):
+        w, cell = best[(n, e)]
+        if e == -2:
+            if not w > t2:
+                continue
+            t2 = w
+        elif e == -1:
+            if not (w > t1 and w > t2):
+                continue
+            t1 = w
+        else:
+            if not (w > t0 and w > t1 and w > t2):
+                continue
+            t0 = w
+        if places[-e]:
+            opts.append(Opt(n, -e, cell, (unb, w - base) if tup else w - base, places[-e]))
     return base, opts
 
 
@@ -169,7 +230,7 @@ def solve_dp(prog: CompactProgram, limit: int = EDGE_LIMIT, every: bool = False)
 
     Values are gains over nothing (>= 0; the apps' values of nothing are added at the end). One
     forward pass builds the layered graph (layer j: the canonical states after the apps before
-    j; an edge per distinct move of app j) with F_j; one backward pass over its edges gives
+    j, the last layer raw; an edge per distinct move of app j) with F_j; one backward pass gives
     V_j. (A suffix bound with a greedy incumbent prunes next to nothing here: every PF_{-i}
     shares the graph, so only states below the least of them could go.)"""
     t0 = time.perf_counter()
@@ -180,7 +241,8 @@ def solve_dp(prog: CompactProgram, limit: int = EDGE_LIMIT, every: bool = False)
     k = len(apps)
     tup = any(prog.apps[i].w_empty is None for i in apps)
     zero: Any = (0, 0.0) if tup else 0.0
-    table = [_options(prog, lay, i, tup) for i in apps]
+    memo: dict = {}
+    table = [_options(prog, lay, i, tup, memo) for i in apps]
     opts_of = [opts for _, opts in table]
     most = [max((o.n for o in opts), default=0) for opts in opts_of]
     cap = [sum(most[j:]) for j in range(k + 1)]
@@ -191,37 +253,40 @@ def solve_dp(prog: CompactProgram, limit: int = EDGE_LIMIT, every: bool = False)
     n_edges = 0
     for j in range(k - 1):  # the last app: its best move per state, below (no next states)
         opts, cn = opts_of[j], cap[j + 1]
+        # the last layer stays raw (the moves applied to canonical states, uncapped): it only
+        # feeds the last app, which checks every capacity (``_last``), and is canonicalised
+        # once, on the PF's path (``place``); the others are canonical (merged states)
+        raw = j == k - 2
         nxt: dict = {}
         out: dict = {}
         seen: dict = {}  # canonical form of each raw next state (the same one is met often)
         for c, v in forward[j].items():
-            t = canon(c, cn) if c[0] > cn else c  # within the cap: canonical already
+            t = c if raw or c[0] <= cn else canon(c, cn)  # within the cap: canonical already
             ev: list[tuple[Any, Any, Opt | None, int]] = [(t, zero, None, 0)]
+            old = nxt.get(t)
+            if old is None or v > old:
+                nxt[t] = v
             g, rest = c[0], c[1:]
             for o in opts:  # by GPUs, ascending
                 if o.n > g:
                     break
-                if o.s == 2:  # the offer: only G changes
-                    st = (g - o.n, *rest)
-                    t = seen.get(st)
-                    if t is None:
-                        t = seen[st] = canon(st, cn)
-                    ev.append((t, o.w, o, 0))
-                    continue
-                for p, st in moves(lay, c, o):
-                    t = seen.get(st)
-                    if t is None:
-                        t = seen[st] = canon(st, cn)
-                    ev.append((t, o.w, o, p))
+                w = o.w
+                nv = (v[0] + w[0], v[1] + w[1]) if tup else v + w
+                for p, st in ((0, (g - o.n, *rest)),) if o.s == 2 else moves(lay, c, o):
+                    if raw:
+                        t = st
+                    else:
+                        t = seen.get(st)
+                        if t is None:
+                            t = seen[st] = canon(st, cn)
+                    ev.append((t, w, o, p))
+                    old = nxt.get(t)
+                    if old is None or nv > old:
+                        nxt[t] = nv
             out[c] = ev
             n_edges += len(ev)
             if n_edges > limit:
                 return None
-            for t, w, _, _ in ev:
-                nv = (v[0] + w[0], v[1] + w[1]) if tup else v + w
-                old = nxt.get(t)
-                if old is None or nv > old:
-                    nxt[t] = nv
         edges.append(out)
         forward.append(nxt)
     back: list[dict] = [{} for _ in range(k)]
@@ -244,8 +309,10 @@ def solve_dp(prog: CompactProgram, limit: int = EDGE_LIMIT, every: bool = False)
     path, c = [], s0
     for j in range(k):  # the PF's option and canonical place per app
         e = best_edge[j][c]
-        path.append(e)
         c = e[0]
+        if j == k - 2:  # a raw state of the last layer: its canonical form for ``place``
+            e = (canon(c, cap[j + 1]), *e[1:])
+        path.append(e)
     base = [b for b, _ in table]
     loo: dict[int, PFValue] = {}
     for j in range(k):  # PF_{-i}: app i takes nothing and earns nothing
@@ -269,9 +336,10 @@ def solve_dp(prog: CompactProgram, limit: int = EDGE_LIMIT, every: bool = False)
 
 def _last(lay: Layout, opts: list[Opt], states: dict, zero) -> tuple[dict, dict]:
     """V and the best edge of the last app in each of ``states``: its largest gain that fits (a
-    place with n GPUs left: G for the offer, the slack of a rack, the residual of a machine —
-    canonical values, each at most the ones above it); no next state (None)."""
+    place with n GPUs left: G for the offer, the slack of a rack, the residual of a machine and
+    its rack's slack,     each checked: ``states`` may be raw); no next state (None)."""
     vals, edges = {}, {}
+    block_of = lay.block_of
     for c in states:
         top = zero
         arg: tuple[None, Any, Opt | None, int] = (None, zero, None, 0)
@@ -281,7 +349,13 @@ def _last(lay: Layout, opts: list[Opt], states: dict, zero) -> tuple[dict, dict]
                 break
             if not o.w > top:
                 continue
-            p = 0 if o.s == 2 else next((q for q in o.places if c[q] >= o.n), -1)
+            n = o.n
+            if o.s == 2:
+                p = 0
+            elif o.s == 1:
+                p = next((q for q in o.places if c[q] >= n), -1)
+            else:  # the machine and its rack (a raw state: not capped by its rack's slack)
+                p = next((q for q in o.places if c[q] >= n and c[block_of[q]] >= n), -1)
             if p >= 0:
                 top, arg = o.w, (None, o.w, o, p)
         vals[c], edges[c] = top, arg

@@ -10,11 +10,16 @@ within their rack, the blocks of racks no app holds sorted: interchangeable plac
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
 
 from fairplace.formulations.compact import CompactProgram
 from fairplace.formulations.compact_milp import Choice
+
+
+def _rack(prog: CompactProgram, m: int) -> int:
+    """The rack of machine ``m`` (its first GPU's)."""
+    cl = prog.cluster
+    return int(cl.rack_index[cl.machine_slots[m, 0]])
 
 
 class Layout:
@@ -32,13 +37,13 @@ class Layout:
         held_m = {prog.apps[i].held_machine for i in prog.active} - {-1}
         held_m &= cm.keys()
         held_r = {prog.apps[i].held_rack for i in prog.active} - {-1}
-        held_r |= {prog._rack_of[m] for m in held_m}
-        key = ("dp layout", frozenset(held_m), frozenset(held_r))
+        held_r |= {_rack(prog, m) for m in held_m}
+        key = ("dp layout 2", frozenset(held_m), frozenset(held_r))
         return prog.shared(key, lambda: cls(prog, held_m, held_r))
 
     def __init__(self, prog: CompactProgram, held_m: set[int], held_r: set[int]):
         cm, _ = prog.capacity
-        rack_of = prog._rack_of
+        self.rack_of = rack_of = {m: _rack(prog, m) for m in cm}  # offered machine -> rack
         by_rack: dict[int, list[int]] = {}
         for m in sorted(cm):
             by_rack.setdefault(rack_of[m], []).append(m)
@@ -136,8 +141,7 @@ class Layout:
         return tuple(out)
 
 
-@dataclass(frozen=True)
-class Opt:
+class Opt(NamedTuple):
     """One (n, s) option of an app: its best cell, value and the state positions it may use."""
 
     n: int
@@ -204,7 +208,7 @@ def place(prog: CompactProgram, lay: Layout, apps, path, cap) -> Choice:
     free: dict[int, list[int]] = {}
     for g in prog.groups:
         free.setdefault(g.machine, []).extend(g.gpus)
-    rack_of = prog._rack_of
+    rack_of = lay.rack_of
     taken: dict[int, list[int]] = {}
     for s in (0, 1, 2):
         for i, (si, q) in where.items():
