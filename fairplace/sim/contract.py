@@ -75,6 +75,7 @@ class Contract:
         self.policy = label(policy, "placement policy")
         self.allocates = allocates
         self.in_queue = np.zeros(self.J, bool)  # the last order, as a mask over jobs
+        self.slot = np.zeros(self.J, np.int64)  # each job's position in the last order
         self.queue = np.zeros(0, np.int64)
         self.max_stalled, self.grace = max_stalled, grace
         self.stalled, self.stall_since = 0, 0.0
@@ -122,11 +123,13 @@ class Contract:
                 f"ordered {self.job(j)} (index {j}), which is not active (not arrived yet, "
                 "waiting for its app's previous phase, or finished): order only view.active"
             )
-        mask = self.in_queue
+        mask, slot = self.in_queue, self.slot
         mask[self.queue] = False
         mask[o] = True
         self.queue = o
-        if np.count_nonzero(mask) != o.size:
+        at = np.arange(o.size)
+        slot[o] = at  # a job ordered twice keeps only its last position
+        if np.count_nonzero(slot[o] != at):  # O(queue), not O(jobs)
             u, c = np.unique(o, return_counts=True)
             raise self._sched_error(f"ordered {self.job(u[c > 1][0])} twice")
         return o

@@ -42,7 +42,6 @@ decision was kept, or when the scheduler allocates itself; a probe or a debug re
 
 from __future__ import annotations
 
-import heapq
 import math
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
@@ -174,6 +173,8 @@ class Driver:
             flat = np.concatenate(gpus).astype(np.int64, copy=False)
         else:  # tuples of ints: one pass, not an array per job
             flat = np.fromiter(chain.from_iterable(gpus), np.int64, int(k.sum()))
+        if flat.size == k.size:  # single GPUs only: on one machine (L = 1), V of that GPU
+            return k, self.raw_rows[self.cls_row[c], flat]
         at = np.cumsum(k) - k
         m, r = self.mi[flat], self.ri[flat]
         one_m = np.minimum.reduceat(m, at) == np.maximum.reduceat(m, at)
@@ -183,18 +184,22 @@ class Driver:
         return k, L * vmax
 
     def _groups(self):
+        """The phase groups (one per app and phase): (each job's group, jobs per group, group ->
+        the jobs of its app's next phase, whether a job waits for its app's previous phase), from
+        the sorted group keys ``app * (max phase + 2) + phase`` (no Python step per job)."""
         w = self.w
-        key = w.app * (int(w.phase.max()) + 2) + w.phase
-        _, gid = np.unique(key, return_inverse=True)
-        left = np.bincount(gid).astype(np.int64)
+        key = w.app * (int(w.phase.max()) + 2) + w.phase if len(w) else np.zeros(0, np.int64)
+        keys, gid = np.unique(key, return_inverse=True)
+        gid = gid.reshape(-1)
+        left = np.bincount(gid, minlength=keys.size).astype(np.int64)
+        has_next = np.flatnonzero(np.isin(keys + 1, keys))  # (the next phase: the next key)
         nxt = {}
-        prev_of = {(int(a), int(p)): int(g) for a, p, g in zip(w.app, w.phase, gid, strict=True)}
-        for (a, p), g in prev_of.items():
-            if (a, p + 1) in prev_of:
-                nxt[g] = np.flatnonzero(gid == prev_of[(a, p + 1)])
-        blocked = np.array(
-            [p > 0 and (int(a), int(p) - 1) in prev_of for a, p in zip(w.app, w.phase, strict=True)]
-        )
+        if has_next.size:
+            members = np.argsort(gid, kind="stable")  # each group's jobs, ascending
+            ends = np.cumsum(left)
+            for g, h in zip(has_next.tolist(), (has_next + 1).tolist(), strict=True):
+                nxt[g] = members[ends[h] - left[h] : ends[h]]
+        blocked = (w.phase > 0) & np.isin(key - 1, keys)
         return gid, left, nxt, blocked
 
     # -- main loop -----------------------------------------------------------------------------
@@ -209,7 +214,7 @@ class Driver:
         while s.n_done < s.n_tracked:
             s.release_due(self.w)
             if s.active.size == 0:  # idle: the next arrival (THEMIS alone: its exact time)
-                nxt_release = s.pending[0][0]
+                nxt_release = s.pending.next()
                 s.t = nxt_release if exact else acc.grid(s.t0, nxt_release, s.t, R)
                 continue
             view = self._view(s)
@@ -307,7 +312,7 @@ class Driver:
         if changed:
             c = np.asarray(changed, np.int64)
             self._restart(c, was, new, t, s.tr, s.started, s.ready)
-            k, sd = self.slowdowns(c, [new[j] for j in changed])
+            k, sd = self.slowdowns(c, list(map(new.__getitem__, changed)))
             s.rate[c] = k / w.demand[c] / (w.t_iter[c] * sd)  # elastic if k < N_j
             s.inv_s[c] = 1.0 / sd
         return len(gone), int((~was).sum()), int(was.sum())
@@ -317,7 +322,7 @@ class Driver:
         (an allocating scheduler: its resource-available events)."""
         t, t0, R, ck, run = s.t, s.t0, self.cfg.round_length, self.contract, s.run
         t_next = t + R
-        nxt_rel = s.pending[0][0] if s.pending else np.inf
+        nxt_rel = s.pending.next()
         if self.allocates:  # resource-available events: completions, arrivals, the grid
             nxt_ev = getattr(self.scheduler, "next_event", None)  # per-allocation leases
             t_next = min(
@@ -343,7 +348,7 @@ class Driver:
         ``next_change`` on the decision's outcome (queue)); the next tick when a queue decision is
         not known to be a fixed point (:meth:`_probe`). Sets ``s.fixed``."""
         t, ck, run = s.t, self.contract, s.run
-        nxt_rel = s.pending[0][0] if s.pending else np.inf
+        nxt_rel = s.pending.next()
         ev = min(nxt_rel, acc.next_completion(run.idx, t, s.rem, s.rate, s.ready))
         if self.allocates:
             s.fixed = not changed
@@ -413,23 +418,30 @@ class Driver:
         """Jobs ``finished`` leave the active set; the last job of a phase to finish releases the
         next (in finishing order: several may finish between two decisions)."""
         w, tr = self.w, s.tr
-        if len(finished) > 1:
-            finished = sorted(finished, key=lambda j: (tr.finish[j], j))
+        f = np.asarray(finished, np.int64)
+        if f.size > 1:  # in finishing order (time, then index)
+            f = f[np.lexsort((f, tr.finish[f]))]
+        finished = f.tolist()
         held = s.held_ids
+        for i in map(w.ids.__getitem__, finished):
+            held.pop(i, None)
         for j in finished:
-            held.pop(w.ids[j], None)
             del s.jobs[j]
-            s.is_active[j] = False
-            a = w.app[j]
-            s.app_active[a] -= 1
-            s.n_apps -= int(s.app_active[a] == 0)
-            s.left[s.gid[j]] -= 1
-            if s.left[s.gid[j]] == 0 and s.gid[j] in s.nxt:
-                for k in s.nxt[s.gid[j]]:
-                    s.release[k] = max(w.submit[k], tr.finish[j])
-                    s.wait[k] = min(s.waiting_since[k], s.release[k])
-                    heapq.heappush(s.pending, (float(s.release[k]), int(k)))
-        n_fin = int(s.tracked[finished].sum())
+        s.is_active[f] = False
+        apps = w.app[f]
+        np.subtract.at(s.app_active, apps, 1)
+        s.n_apps -= int(np.count_nonzero(s.app_active[np.unique(apps)] == 0))
+        groups = s.gid[f]
+        np.subtract.at(s.left, groups, 1)
+        if s.nxt:  # the last job of a phase to finish releases the next phase
+            last = dict(zip(groups.tolist(), finished, strict=True))
+            for g, j in last.items():
+                if s.left[g] == 0 and g in s.nxt:
+                    for k in s.nxt[g]:
+                        s.release[k] = max(w.submit[k], tr.finish[j])
+                        s.wait[k] = min(s.waiting_since[k], s.release[k])
+                        s.pending.push(float(s.release[k]), int(k))
+        n_fin = int(s.tracked[f].sum())
         s.n_done += n_fin
         s.active = s.active[s.is_active[s.active]]  # (sorted, as np.flatnonzero(is_active))
         if self.progress is not None and n_fin:
@@ -438,15 +450,10 @@ class Driver:
     # -- pieces ---------------------------------------------------------------------------------
     def _idle_waiting(self, t, t1, busy0, unmet0, j_run, k_run, fin, stop, pending) -> float:
         """GPU-seconds in [t, t1] of idle GPUs while released jobs want more
-        (:func:`accounting.idle_while_waiting`); releases before t1 are read off the heap and put
-        back (completions inside [t, t1] may have released a next phase)."""
-        early = []
-        while pending and pending[0][0] < t1:
-            early.append(heapq.heappop(pending))
-        for item in early:
-            heapq.heappush(pending, item)
-        at = np.array([r for r, _ in early], float)
-        dem = self.w.demand[np.array([j for _, j in early], np.int64)].astype(float)
+        (:func:`accounting.idle_while_waiting`); the releases before t1 are read, not removed
+        (completions inside [t, t1] may have released a next phase)."""
+        at, early = pending.before(t1)
+        dem = self.w.demand[early].astype(float)
         kf = k_run[fin].astype(float)
         return acc.idle_while_waiting(
             t, t1, float(self.G - busy0), unmet0, stop[fin], kf,

@@ -17,6 +17,8 @@ round(R_C / N_avg) GPUs under THEMIS without lease ends; THEMIS workloads by def
 
 from __future__ import annotations
 
+from typing import NamedTuple
+
 import numpy as np
 import pandas as pd
 
@@ -90,13 +92,18 @@ def _rho(arrival, finish, work, dmax, t_iso, steps, G, phases=None) -> dict[str,
     share = G / navg
     themis = work / np.minimum(share, dmax)
     if phases is not None:  # sum_p W_p / min(share, d_p), phase after phase (as Python's sum)
-        has = np.fromiter(map(bool, phases), bool, len(phases))
-        owner = np.repeat(np.arange(len(phases)), [len(p) for p in phases])
-        flat = [x for p in phases for x in p]
-        w_p = np.array([float(w) for w, _ in flat])
-        d_p = np.array([float(int(d)) for _, d in flat])
-        total = np.zeros(len(phases))
-        if flat:
+        if isinstance(phases, PhaseTable):
+            owner, w_p, d_p = phases.app, phases.work, phases.demand.astype(float)
+            n_apps = t_sh.size
+        else:  # per app: ((W_p, d_p), ...)
+            n_apps = len(phases)
+            owner = np.repeat(np.arange(n_apps), [len(p) for p in phases])
+            flat = [x for p in phases for x in p]
+            w_p = np.array([float(w) for w, _ in flat])
+            d_p = np.array([float(int(d)) for _, d in flat])
+        has = np.bincount(owner, minlength=n_apps) > 0
+        total = np.zeros(n_apps)
+        if owner.size:
             np.add.at(total, owner, w_p / np.minimum(share[owner], d_p))
         themis = np.where(has, total, themis)
     tid = {
@@ -112,12 +119,30 @@ def _rho(arrival, finish, work, dmax, t_iso, steps, G, phases=None) -> dict[str,
     return out
 
 
-def app_phases(w: Workload) -> list[tuple[tuple[float, int], ...]]:
-    """Per app: ((W_p, d_p), ...) over its phases (serial GPU-seconds, total GPUs of the phase)."""
+class PhaseTable(NamedTuple):
+    """One row per (app, phase), sorted by app then phase: the app's index, the phase's work W_p
+    (serial GPU-seconds) and total demand d_p (GPUs)."""
+
+    app: np.ndarray
+    work: np.ndarray
+    demand: np.ndarray
+
+
+def phase_table(w: Workload) -> PhaseTable:
+    """The apps' phases as columns (:class:`PhaseTable`; no Python object per app)."""
     df = pd.DataFrame({"app": w.app, "phase": w.phase, "work": w.work * w.demand, "d": w.demand})
     g = df.groupby(["app", "phase"], sort=True)[["work", "d"]].sum()
-    app = g.index.get_level_values(0).to_numpy()
-    work, d = g["work"].tolist(), g["d"].tolist()
+    return PhaseTable(
+        g.index.get_level_values(0).to_numpy(np.int64),
+        g["work"].to_numpy(float),
+        g["d"].to_numpy(np.int64),
+    )
+
+
+def app_phases(w: Workload) -> list[tuple[tuple[float, int], ...]]:
+    """Per app: ((W_p, d_p), ...) over its phases (serial GPU-seconds, total GPUs of the phase)."""
+    app, work, d = phase_table(w)
+    work, d = work.tolist(), d.tolist()
     cut = np.flatnonzero(np.diff(app)) + 1
     out: list = [()] * len(w.app_ids)
     for a, b in zip(np.r_[0, cut].tolist(), np.r_[cut, app.size].tolist(), strict=True):
@@ -180,7 +205,7 @@ def app_frame(w: Workload, tr: Timeline, jobs: pd.DataFrame, G: int) -> pd.DataF
     work = pd.Series(w.iters * w.t_iter * w.demand).groupby(w.app).sum().to_numpy()
     dmax = w.app_demand_max()
     rho = _rho(
-        arrival, finish, work, dmax, tr.t_isolated, active_step(arrival, finish), G, app_phases(w)
+        arrival, finish, work, dmax, tr.t_isolated, active_step(arrival, finish), G, phase_table(w)
     )
     run = g["run_time"].sum().to_numpy()
     st = pd.Series(tr.score_time).groupby(w.app).sum().to_numpy()

@@ -1,5 +1,5 @@
 """The state of one simulation run between the driver's steps (:class:`fairplace.sim.engine.Driver`):
-the clock, the jobs' progress and rates, the release heap, the active set and the incremental
+the clock, the jobs' progress and rates, the releases to come, the active set and the incremental
 decision memory. The steps read and update it; nothing here decides anything."""
 
 from __future__ import annotations
@@ -24,8 +24,8 @@ from .workload import Workload
 class RunState:
     """Arrays over the workload's jobs (``rem``: iterations left; ``rate``: iterations per second;
     ``inv_s``: 1 / slowdown; ``ready``: when a job's checkpoint + restart is paid; ``attained``:
-    GPU-seconds; ``waiting_since``: when a job last stopped holding GPUs), the release heap
-    ``pending`` of (release, job), the active jobs (``is_active``, ``active``, per app
+    GPU-seconds; ``waiting_since``: when a job last stopped holding GPUs), the releases to
+    come ``pending`` (:class:`Releases`), the active jobs (``is_active``, ``active``, per app
     ``app_active``, ``n_apps``), the phase groups of successive halving (``gid``, ``left``,
     ``nxt``), the previous queue / decision / recorded allocation and whether the last decision
     changed nothing (``fixed``)."""
@@ -44,7 +44,7 @@ class RunState:
     gid: np.ndarray
     left: np.ndarray
     nxt: dict
-    pending: list
+    pending: Releases
     is_active: np.ndarray
     app_active: np.ndarray
     tracked: np.ndarray
@@ -121,19 +121,19 @@ class RunState:
         return self.last_rec[1]
 
     def _tuples_json(self, record: Mapping) -> str | None:
-        """The JSON of a record whose GPUs are tuples (a placement policy's): each job's key text
-        and each GPU tuple's text looked up (a tuple's text is kept by value: a job placed again
-        on the same GPUs, or any job on a GPU a single-GPU job held, encodes nothing), the
-        missing ones encoded together (:func:`_items`); None when a job's GPUs are not a tuple
-        (an allocating scheduler's lists). Both tables are trimmed when they outgrow the
-        record."""
+        """The JSON of a record whose GPUs are tuples (a placement policy's, as the contract
+        returns it): each GPU tuple's text looked up by value (a job placed again on the same
+        GPUs, or any job on a single GPU seen before, encodes nothing) and each job's
+        ``,"id":`` text, the missing ones encoded together (:func:`_items`), the pieces joined
+        once; None for other GPU containers (an allocating scheduler's lists). Both tables are
+        trimmed when they outgrow the record."""
         gpus = list(record.values())
-        if list(map(type, gpus)).count(tuple) != len(gpus):
+        if not gpus or type(gpus[0]) is not tuple:
             return None
         heads, texts = self.json_heads, self.json_gpus
         try:
             got = list(map(texts.get, gpus))
-        except TypeError:  # a tuple holding a list: not a key
+        except TypeError:  # a list, or a tuple holding one: not a key
             return None
         if None in got:
             miss = list(dict.fromkeys(g for g, t in zip(gpus, got, strict=True) if t is None))
@@ -142,13 +142,16 @@ class RunState:
         ks = list(map(heads.get, record))
         if None in ks:
             miss = [k for k, t in zip(record, ks, strict=True) if t is None]
-            heads.update((k, _key_text(k) + ":") for k in miss)
+            heads.update((k, "," + _key_text(k) + ":") for k in miss)
             ks = list(map(heads.__getitem__, record))
         if len(heads) > 2 * len(record) + 4096:  # keep the running jobs' keys only
             self.json_heads = {k: heads[k] for k in record}
         if len(texts) > 4 * len(record) + 65536:
             self.json_gpus = dict(zip(gpus, got, strict=True))
-        return "{" + ",".join(map(str.__add__, ks, got)) + "}"
+        parts = [""] * (2 * len(ks))  # ,"id":[gpus] job after job, joined without a call each
+        parts[0::2], parts[1::2] = ks, got
+        parts[0] = "{" + parts[0][1:]
+        return "".join(parts) + "}"
 
     @classmethod
     def start(cls, w: Workload, groups, grid_origin: str) -> RunState:
@@ -158,8 +161,7 @@ class RunState:
         gid, left, nxt, blocked = groups
         J = len(w)
         release = np.where(blocked, np.inf, w.submit)
-        pending = [(float(r), j) for j, r in enumerate(release.tolist()) if r < math.inf]
-        heapq.heapify(pending)
+        pending = Releases(release)
         t0 = 0.0 if grid_origin == "zero" else float(np.min(release))
         tr = Timeline.empty(release, len(w.app_ids))
         tr.t0 = t0
@@ -192,20 +194,71 @@ class RunState:
 
     def release_due(self, w: Workload) -> None:
         """Jobs released by now become active, each with its policy-facing ``Job`` object."""
-        pending, t, app = self.pending, self.t, w.app
-        if not (pending and pending[0][0] <= t):
+        if not self.pending.next() <= self.t:
             return
-        new = []
-        while pending and pending[0][0] <= t:
-            j = heapq.heappop(pending)[1]
-            new.append(j)
-            self.is_active[j] = True
-            a = app[j]
-            self.n_apps += int(self.app_active[a] == 0)
-            self.app_active[a] += 1
-        if new:  # sorted, as np.flatnonzero(is_active), without reading every job
-            self.jobs.update(zip(new, w.jobs(new), strict=True))
-            self.active = np.sort(np.concatenate([self.active, np.asarray(new, np.int64)]))
+        new = self.pending.pop_due(self.t)
+        self.is_active[new] = True
+        apps = np.unique(w.app[new])
+        self.n_apps += int(np.count_nonzero(self.app_active[apps] == 0))
+        np.add.at(self.app_active, w.app[new], 1)
+        # sorted, as np.flatnonzero(is_active), without reading every job
+        self.jobs.update(zip(new.tolist(), w.jobs(new.tolist()), strict=True))
+        self.active = np.sort(np.concatenate([self.active, new]))
+
+
+class Releases:
+    """The releases to come, popped in (release time, job) order: the jobs' own release times as
+    one sorted array read from a cursor (no Python object per job), and the phases released
+    during the run (``push``) on a heap."""
+
+    def __init__(self, release: np.ndarray):
+        ok = np.flatnonzero(release < math.inf)
+        o = np.argsort(release[ok], kind="stable")  # ties: by job index, as the heap's tuples
+        self.jobs, self.times = ok[o], np.ascontiguousarray(release[ok][o], dtype=float)
+        self.i = 0
+        self.heap: list[tuple[float, int]] = []
+
+    def __len__(self) -> int:
+        return self.jobs.size - self.i + len(self.heap)
+
+    def next(self) -> float:
+        """The earliest release to come (inf: none)."""
+        a = float(self.times[self.i]) if self.i < self.times.size else math.inf
+        return min(a, self.heap[0][0]) if self.heap else a
+
+    def push(self, release: float, j: int) -> None:
+        heapq.heappush(self.heap, (float(release), int(j)))
+
+    def pop_due(self, t: float) -> np.ndarray:
+        """Remove and return the jobs released at or before ``t``, in (release, job) order."""
+        e = self.i + int(np.searchsorted(self.times[self.i :], t, side="right"))
+        jobs = self.jobs[self.i : e]
+        self.i = e
+        if self.heap and self.heap[0][0] <= t:
+            more = []
+            while self.heap and self.heap[0][0] <= t:
+                more.append(heapq.heappop(self.heap))
+            items = sorted(
+                [*zip(self.times[e - jobs.size : e].tolist(), jobs.tolist(), strict=True), *more]
+            )
+            jobs = np.fromiter((j for _, j in items), np.int64, len(items))
+        return jobs
+
+    def before(self, t: float) -> tuple[np.ndarray, np.ndarray]:
+        """(release times, jobs) of the releases to come before ``t`` (none removed), in
+        (release, job) order."""
+        e = self.i + int(np.searchsorted(self.times[self.i :], t, side="left"))
+        times, jobs = self.times[self.i : e], self.jobs[self.i : e]
+        if self.heap and self.heap[0][0] < t:
+            items = sorted(
+                [
+                    *zip(times.tolist(), jobs.tolist(), strict=True),
+                    *(x for x in self.heap if x[0] < t),
+                ]
+            )
+            times = np.array([r for r, _ in items], float)
+            jobs = np.array([j for _, j in items], np.int64)
+        return times, jobs
 
 
 #: ``json.dumps`` of a list of lists of integers (nothing else: no nesting, floats, strings)

@@ -122,22 +122,26 @@ def workload_from_trace(
     name = frame.attrs.get("name", "<trace>")
     models = models or {}
     n = len(frame)
-    model = tuple(frame["model"].astype(str))
+    model = tuple(frame["model"].astype(str).tolist())
+    # each model once, in order of its first row (the row a lookup error names)
+    code, uniq = pd.factorize(pd.Series(model, dtype=object))
+    first = dict(zip(uniq.tolist(), np.unique(code, return_index=True)[1].tolist(), strict=True))
     if "t_iter" in frame.columns:
         t_iter = frame["t_iter"].to_numpy(dtype=float)
     else:
-        t_iter = np.array(
-            [float(_lookup(models, m, "t_iter", k, name)) for k, m in enumerate(model)]
-        )
+        t_of = [float(_lookup(models, m, "t_iter", k, name)) for m, k in first.items()]
+        t_iter = np.asarray(t_of, float)[code] if n else np.zeros(0)
     if "cls" in frame.columns:
-        cls = tuple(None if pd.isna(c) else str(c) for c in frame["cls"])
+        cls = tuple(None if pd.isna(c) else str(c) for c in frame["cls"].tolist())
     else:
-        cls = tuple(str(_lookup(models, m, "cls", k, name)) for k, m in enumerate(model))
+        c_of = [str(_lookup(models, m, "cls", k, name)) for m, k in first.items()]
+        cls = tuple(map(c_of.__getitem__, code.tolist()))
     if "locality" in frame.columns:
         l_m = frame["locality"].to_numpy(dtype=float)
     else:
         by = locality_by_model or {}
-        l_m = np.array([locality(m, by, locality_penalty) for m in model], dtype=float)
+        l_of = [float(locality(m, by, locality_penalty)) for m in first]
+        l_m = np.asarray(l_of, float)[code] if n else np.zeros(0)
     l_r = frame["locality_rack"].to_numpy(dtype=float) if "locality_rack" in frame else l_m.copy()
     demand = frame["num_gpus"].to_numpy(dtype=np.int64)
     if max_gpus is not None and (demand > max_gpus).any():
@@ -146,14 +150,15 @@ def workload_from_trace(
             f"{name}: row {k + 1} column 'num_gpus'",
             f"job needs {demand[k]} GPUs but the cluster has {max_gpus}",
         )
-    apps = frame["app_id"].astype(str) if "app_id" in frame else frame["job_id"].astype(str)
+    ids = tuple(frame["job_id"].astype(str).tolist())
+    apps = frame["app_id"].astype(str).tolist() if "app_id" in frame else ids
     app_ids = tuple(dict.fromkeys(apps))
     pos = {a: k for k, a in enumerate(app_ids)}
     phase = frame["phase"].to_numpy(dtype=np.int64) if "phase" in frame else np.zeros(n, np.int64)
     return Workload(
-        ids=tuple(frame["job_id"].astype(str)),
+        ids=ids,
         app_ids=app_ids,
-        app=np.array([pos[a] for a in apps], dtype=np.int64),
+        app=np.fromiter(map(pos.__getitem__, apps), np.int64, n),
         phase=phase,
         submit=frame["submit_time"].to_numpy(dtype=float),
         demand=demand,
