@@ -42,6 +42,18 @@ def _smallest(idx: np.ndarray, key: np.ndarray, n: int) -> np.ndarray:
     return idx[np.concatenate([low, rest])]
 
 
+def layout(cluster: Cluster) -> tuple[int, bool]:
+    """(the most GPUs on one machine, whether GPU indices are grouped by machine:
+    :func:`.pool_index.contiguous`) of ``cluster``, computed once per cluster (``Cluster.memo``)."""
+    memo = cluster.memo(("placement pool layout",))
+    out = memo.get("layout")
+    if out is None:
+        mi, M = cluster.machine_index, len(cluster.machines)
+        P = int(np.bincount(mi, minlength=M).max()) if len(cluster) else 0
+        out = memo["layout"] = (P, contiguous(mi))
+    return out
+
+
 class FreePool:
     """Free GPUs of ``cluster`` with per-class scores; mutable, one placement round."""
 
@@ -66,7 +78,7 @@ class FreePool:
         self.mi = mi
         M = len(cluster.machines)
         self.slots = cluster.machine_slots  # (M, P); G = padding sentinel; read only
-        self.P = int(np.bincount(mi, minlength=M).max()) if G else 0
+        self.P, grouped = layout(cluster)
         self.free = np.append(np.asarray(free, dtype=bool), False)  # sentinel is never free
         self.nfree_m = np.bincount(mi[self.free[:G]], minlength=M)
         self.n_free = int(self.free[:G].sum())
@@ -81,7 +93,7 @@ class FreePool:
         self._log: list[tuple[np.ndarray, int]] = []  # (GPUs, +1 / -1) per take / release
         self._index: dict[object, ClassIndex] = {}
         # cell-ordered picks (pool_index) are exact when GPUs are grouped by machine
-        self._fast = G > 0 and contiguous(mi) and (G >= 2048 if index is None else bool(index))
+        self._fast = G > 0 and grouped and (G >= 2048 if index is None else bool(index))
         self._fast_match = self._fast and (G >= 8192 if index is None else True)
 
     # ---- state changes -------------------------------------------------------------------------

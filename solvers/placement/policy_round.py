@@ -145,7 +145,7 @@ class PolicyBase:
         ``previous`` (a decision of this policy on the same cluster and scores, used only if
         :attr:`resumable`): the jobs that head both processing orders get the same GPUs as then
         (a job's pick depends only on the picks before it), so only the rest is placed again."""
-        jobs, in_queue = _validate(state, queue)
+        jobs, in_queue = _validate(state, queue, _known_allocation(state, previous))
         G = len(state.cluster)
         # a JobQueue's processing order from its arrays (no pass over the jobs)
         jq = queue if isinstance(queue, JobQueue) and not self.sticky else None
@@ -343,16 +343,28 @@ def _common_head(a: tuple, b: tuple, n: int) -> int:
 _ID, _GPUS = attrgetter("id"), attrgetter("gpus")
 
 
-def _validate(state: ClusterState, queue: Sequence[Job]) -> tuple[list[Job], set | None]:
+def _known_allocation(state: ClusterState, previous: Decision | None) -> Mapping | None:
+    """``previous``'s allocation when it was placed on ``state``'s cluster (then its GPUs are
+    valid there: in range, none twice), else None."""
+    if previous is None or previous.trail is None or previous.trail[3][0] is not state.cluster:
+        return None
+    return previous.allocation
+
+
+def _validate(
+    state: ClusterState, queue: Sequence[Job], known: Mapping | None = None
+) -> tuple[list[Job], set | None]:
     """The queue as a list and its set of job ids (None for a :class:`JobQueue`: checked when it
-    was made); a DataError naming the first bad field."""
+    was made); a DataError naming the first bad field. A running allocation inside ``known`` (a
+    previous decision's on this cluster, less the jobs that finished since) is valid as it is."""
     G = len(state.cluster)
     for c, v in state.scores.items():
         if np.shape(v) != (G,):
             raise DataError(f"scores[{c!r}]", f"expected shape ({G},), got {np.shape(v)}")
     jobs = list(queue)
     if isinstance(queue, JobQueue):
-        _check_allocation(state, G)
+        if known is None or not state.allocation.items() <= known.items():
+            _check_allocation(state, G)
         return jobs, None
     in_queue = set(map(_ID, jobs))
     gpus = list(map(_GPUS, jobs))
@@ -363,7 +375,8 @@ def _validate(state: ClusterState, queue: Sequence[Job]) -> tuple[list[Job], set
     else:
         bad = jobs
     check_jobs(bad)
-    _check_allocation(state, G)
+    if known is None or not state.allocation.items() <= known.items():
+        _check_allocation(state, G)
     return jobs, in_queue
 
 

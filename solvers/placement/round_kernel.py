@@ -19,7 +19,7 @@ import numpy as np
 from fairplace.core.errors import OptionError
 from fairplace.formulations.lv import choose_cell
 
-from .pool_index import contiguous
+from .free_pool import layout
 
 try:  # optional: built by setup.py when a C compiler is present
     from . import _round_kernel as _ext  # type: ignore[attr-defined]  # C extension, no stub
@@ -108,7 +108,7 @@ def gpu_tuples(cluster) -> tuple[tuple[int, ...], tuple[tuple[int], ...]]:
 
 def covers(pool) -> bool:
     """True if the kernel can place on ``pool``'s cluster: GPUs grouped by machine, sizes in range."""
-    return 0 < pool.G < 2**23 and contiguous(pool.mi) and len(pool.cluster.machines) < 2**24
+    return 0 < pool.G < 2**23 and layout(pool.cluster)[1] and len(pool.cluster.machines) < 2**24
 
 
 def _choose_cell(w: float, a: float, L: float) -> bool:
