@@ -76,6 +76,63 @@ def lagrangian_bound(milp: MILP, y: np.ndarray) -> tuple[float, np.ndarray]:
     return float(milp.offset + rows.sum() + cols.sum()), d
 
 
+def block_owners(prog: CompactProgram, milp: MILP) -> tuple[np.ndarray, np.ndarray]:
+    """(owner app of each column, of each row; -1 where shared): an app's columns are contiguous
+    from its ``z`` up to the next app's (``compact_milp.milp_layout``), the aggregated machine
+    columns after them are shared; a row is an app's when all its columns are."""
+    _, meta = prog.layout
+    col = np.full(milp.n_cols, -1, dtype=np.int64)
+    end = milp.n_cols - (len(prog.agg.m_cols) if prog.agg is not None else 0)
+    starts = [e["z"] for e in meta] + [end]
+    for k, e in enumerate(meta):
+        col[starts[k] : starts[k + 1]] = e["i"]
+    A = milp.A.tocsr()
+    own = col[A.indices]
+    full = np.diff(A.indptr) > 0
+    row = np.full(milp.n_rows, -1, dtype=np.int64)
+    if A.nnz:
+        at = A.indptr[:-1][full]
+        lo, hi = np.minimum.reduceat(own, at), np.maximum.reduceat(own, at)
+        row[full] = np.where(lo == hi, lo, -1)
+    return col, row
+
+
+def reprice(
+    milp: MILP, y: np.ndarray, owners: tuple[np.ndarray, np.ndarray], skip: int, back: int, opts
+) -> np.ndarray:
+    """Row prices for PF_{-skip} from those ``y`` of PF_{-back}'s LP: app ``skip``'s own rows at
+    0 (its columns are 0, so 0 minimises their term of UB(y)), app ``back``'s own rows at the
+    duals of its block LP  max (c - A_s' y_s) x  s.t. its own rows and bounds  (A_s, y_s: the
+    other rows), which minimise UB over those prices with the rest held (LP duality). Any prices
+    give a valid bound (:func:`lagrangian_bound`); these make it close to PF_{-skip}'s LP."""
+    col, row = owners
+    y = y.copy()
+    y[row == skip] = 0.0
+    rows = np.flatnonzero(row == back)
+    cols = np.flatnonzero(col == back)
+    if not rows.size or not cols.size:
+        return y
+    rest = y.copy()
+    rest[rows] = 0.0
+    A = milp.A.tocsc()[:, cols]
+    block = MILP(
+        c=milp.c[cols] - A.T @ rest,
+        A=A.tocsr()[rows],
+        row_lb=milp.row_lb[rows],
+        row_ub=milp.row_ub[rows],
+        col_lb=milp.col_lb[cols],
+        col_ub=milp.col_ub[cols],
+        integrality=np.zeros(cols.size, dtype=bool),
+        sense=milp.sense,
+    )
+    h = highs.build(block, opts.with_(time_limit=None))
+    h.run()
+    if highs.read(h, block, 0.0).status != "optimal":
+        return y
+    y[rows] = np.asarray(h.getSolution().row_dual, dtype=float)
+    return y
+
+
 def fix_by_reduced_cost(
     milp: MILP, y: np.ndarray, incumbent: float, margin: float = FIX_MARGIN
 ) -> tuple[np.ndarray, np.ndarray, float]:
@@ -163,6 +220,7 @@ def leave_one_out(
     skip: int,
     starts: tuple[dict, ...] = (),
     signs=None,
+    y: np.ndarray | None = None,
 ):
     """(RawResult, choice) of PF_{-skip}, or None (budget spent, or HiGHS did not finish).
 
@@ -175,7 +233,9 @@ def leave_one_out(
     :data:`TARGET_GAP` of the LP bound, one small MILP closes it; otherwise the first small MILP
     keeps the points within TARGET_GAP of the bound, and only if it has none does a dive look for
     a better incumbent.
-    ``signs``: :func:`row_signs` of ``milp``."""
+    ``signs``: :func:`row_signs` of ``milp``. ``y``: row prices to fix by instead of ``h``'s
+    duals (another leave-one-out LP's, :func:`lagrangian_bound` holds for any prices; ``h`` is
+    then not read): no target MILP and no dive, None unless a start exists and the MILP closes."""
     t0 = time.perf_counter()
     _, meta = prog.layout
     (e,) = [e for e in meta if e["i"] == skip]
@@ -185,7 +245,9 @@ def leave_one_out(
     col_ub = milp.col_ub.copy()
     col_ub[mine] = 0.0
     loo = replace(milp, c=c, col_ub=col_ub)
-    y = np.asarray(h.getSolution().row_dual, dtype=float)
+    shared = y is not None
+    if y is None:
+        y = np.asarray(h.getSolution().row_dual, dtype=float)
     best = best_start(prog, loo, starts)
     ub_y, _ = lagrangian_bound(loo, y)
     tol = max(opts.mip_abs_gap, opts.mip_rel_gap * abs(ub_y), 1e-9)
@@ -196,6 +258,8 @@ def leave_one_out(
         if hit is not None:
             return _done(hit, t0)
     target = ub_y - TARGET_GAP
+    if shared and (best is None or best[0] < target):  # the caller solves the LP instead
+        return None
     if best is None or best[0] < target:
         # a poor start: every point within TARGET_GAP of the bound survives fixing at the target;
         # if the small MILP's optimum reaches the target, it is PF_{-i}
