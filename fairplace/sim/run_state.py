@@ -148,7 +148,7 @@ class RunState:
             self.json_heads = {k: heads[k] for k in record}
         if len(texts) > 4 * len(record) + 65536:
             self.json_gpus = dict(zip(gpus, got, strict=True))
-        parts = [""] * (2 * len(ks))  # ,"id":[gpus] job after job, joined without a call each
+        parts: list = [""] * (2 * len(ks))  # ,"id":[gpus] job after job, joined at once
         parts[0::2], parts[1::2] = ks, got
         parts[0] = "{" + parts[0][1:]
         return "".join(parts) + "}"
