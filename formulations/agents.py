@@ -238,12 +238,34 @@ class Group:
     gpus: tuple[int, ...]
 
 
+def one_type(cluster: Cluster, classes: Sequence[str | None]) -> tuple[float, ...] | None:
+    """The PM scores (one per class in ``classes``, rounded to 12 digits) of every GPU of
+    ``cluster`` when each class has one score on the whole cluster (a :class:`Group`'s
+    ``scores``), else None."""
+    levels = [cluster.pm_levels(c) for c in classes]
+    if any(lv.size != 1 for lv in levels):
+        return None
+    return tuple(lv.item() for lv in levels) if levels else (1.0,)
+
+
 def groups(
     cluster: Cluster, offer: Sequence[int] | np.ndarray, classes: Sequence[str | None]
 ) -> tuple[Group, ...]:
     """Partition of the offer into (machine, PM levels of every class in ``classes``) groups."""
-    V = np.stack([cluster.pm_vector(c) for c in classes]) if classes else np.ones((1, len(cluster)))
     idx = np.asarray(offer, dtype=np.int64)
+    one = one_type(cluster, classes)
+    if one is not None:  # one score per class on the whole cluster: a group per machine
+        by_m: dict[int, list[int]] = {}
+        rack: dict[int, int] = {}
+        ms, rs = cluster.machine_index[idx].tolist(), cluster.rack_index[idx].tolist()
+        for g, m, r in zip(idx.tolist(), ms, rs, strict=True):
+            got = by_m.get(m)
+            if got is None:
+                by_m[m], rack[m] = [g], r
+            else:
+                got.append(g)
+        return tuple(Group(m, rack[m], one, tuple(sorted(by_m[m]))) for m in sorted(by_m))
+    V = np.stack([cluster.pm_vector(c) for c in classes]) if classes else np.ones((1, len(cluster)))
     scores = np.round(V[:, idx], 12).T.tolist()  # one rounding for the whole offer
     buckets: dict[tuple, list[int]] = {}
     for g, m, sc in zip(idx.tolist(), cluster.machine_index[idx].tolist(), scores, strict=True):

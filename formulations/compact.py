@@ -31,7 +31,7 @@ import numpy as np
 from fairplace.core.domain import AgentApp, AuctionInstance, Cluster
 
 from . import compact_milp
-from .agents import Group, RhoTable, free_gpus, groups, rho_table
+from .agents import Group, RhoTable, free_gpus, groups, one_type, rho_table
 from .compact_agg import Aggregation, aggregation
 from .compact_cache import OfferCache
 from .pf import PFValue
@@ -353,6 +353,9 @@ class CompactProgram:
     @_per_offer
     def types(self) -> tuple[tuple[float, ...], ...]:
         """Distinct PM score tuples (one per class in play) of the offered GPUs."""
+        one = one_type(self.cluster, self.classes) if len(self.offer) else None
+        if one is not None:  # one score per class on the whole cluster: no groups needed
+            return (one,)
         return tuple(sorted({g.scores for g in self.groups}))
 
     @_per_offer

@@ -148,8 +148,11 @@ def partial_counts(sizes: Mapping[int, int], c: Mapping[int, float], seed: int) 
     todo = [i for i in apps if rem[i] > 0 and k[i] < sizes[i]]
     extra = max(0, min(total - sum(k.values()), len(todo)))
     if 0 < extra < len(todo):  # who gets one more: the largest remainders, ties by the draw
-        draw = dict(zip(apps, np.random.default_rng(seed).random(len(apps)).tolist(), strict=True))
-        todo.sort(key=lambda i: (-rem[i], draw[i]))
+        todo.sort(key=lambda i: -rem[i])  # stable: the draw is read only for a tie at the cut
+        if rem[todo[extra - 1]] == rem[todo[extra]]:
+            rng = np.random.default_rng(seed)
+            draw = dict(zip(apps, rng.random(len(apps)).tolist(), strict=True))
+            todo.sort(key=lambda i: (-rem[i], draw[i]))
     for i in todo[:extra]:
         k[i] += 1
     return k

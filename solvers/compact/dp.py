@@ -340,24 +340,27 @@ def _last(lay: Layout, opts: list[Opt], states: dict, zero) -> tuple[dict, dict]
     its rack's slack,     each checked: ``states`` may be raw); no next state (None)."""
     vals, edges = {}, {}
     block_of = lay.block_of
+    none: tuple[None, Any, Opt | None, int] = (None, zero, None, 0)
     for c in states:
-        top = zero
-        arg: tuple[None, Any, Opt | None, int] = (None, zero, None, 0)
-        g = c[0]
+        top, arg, g = zero, none, c[0]
         for o in opts:  # by GPUs, ascending
-            if o.n > g:
+            n, s, _, w, places = o
+            if n > g:
                 break
-            if not o.w > top:
+            if not w > top:
                 continue
-            n = o.n
-            if o.s == 2:
-                p = 0
-            elif o.s == 1:
-                p = next((q for q in o.places if c[q] >= n), -1)
+            if s == 2:
+                top, arg = w, (None, w, o, 0)
+            elif s == 1:
+                for q in places:
+                    if c[q] >= n:
+                        top, arg = w, (None, w, o, q)
+                        break
             else:  # the machine and its rack (a raw state: not capped by its rack's slack)
-                p = next((q for q in o.places if c[q] >= n and c[block_of[q]] >= n), -1)
-            if p >= 0:
-                top, arg = o.w, (None, o.w, o, p)
+                for q in places:
+                    if c[q] >= n and c[block_of[q]] >= n:
+                        top, arg = w, (None, w, o, q)
+                        break
         vals[c], edges[c] = top, arg
     return vals, edges
 

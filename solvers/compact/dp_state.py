@@ -12,14 +12,33 @@ from __future__ import annotations
 
 from typing import Any, NamedTuple
 
+import numpy as np
+
 from fairplace.formulations.compact import CompactProgram
 from fairplace.formulations.compact_milp import Choice
 
 
-def _rack(prog: CompactProgram, m: int) -> int:
-    """The rack of machine ``m`` (its first GPU's)."""
-    cl = prog.cluster
-    return int(cl.rack_index[cl.machine_slots[m, 0]])
+def offer_view(prog: CompactProgram) -> tuple[dict[int, int], dict[int, int], dict[int, tuple]]:
+    """(offered GPUs per machine, machine -> rack, machine -> its offered GPUs ascending), machines
+    ascending: what the DP reads of the offer, straight from the cluster's arrays (no groups: the
+    offer is homogeneous); computed once per offer (``CompactProgram.shared``)."""
+
+    def make():
+        cl = prog.cluster
+        idx = np.asarray(prog.offer, dtype=np.int64)
+        on: dict[int, list[int]] = {}
+        rack: dict[int, int] = {}
+        ms, rs = cl.machine_index[idx].tolist(), cl.rack_index[idx].tolist()
+        for g, m, r in zip(idx.tolist(), ms, rs, strict=True):
+            got = on.get(m)
+            if got is None:
+                on[m], rack[m] = [g], r
+            else:
+                got.append(g)
+        gpus = {m: tuple(sorted(on[m])) for m in sorted(on)}
+        return {m: len(g) for m, g in gpus.items()}, rack, gpus
+
+    return prog.shared("dp offer", make)
 
 
 class Layout:
@@ -33,19 +52,20 @@ class Layout:
         """The layout of ``prog``'s offer with its apps' held machines and racks named; shared by
         the programs on the same offer with the same named places (``CompactProgram.shared``:
         THEMIS re-auctions the same free GPUs often). Not to be changed."""
-        cm, _ = prog.capacity
-        held_m = {prog.apps[i].held_machine for i in prog.active} - {-1}
-        held_m &= cm.keys()
-        held_r = {prog.apps[i].held_rack for i in prog.active} - {-1}
-        held_r |= {_rack(prog, m) for m in held_m}
-        key = ("dp layout 2", frozenset(held_m), frozenset(held_r))
-        return prog.shared(key, lambda: cls(prog, held_m, held_r))
+        view = offer_view(prog)
+        cm, rack_of = view[0], view[1]
+        apps = prog.apps
+        held_m = {apps[i].held_machine for i in prog.active} & cm.keys()
+        held_r = {apps[i].held_rack for i in prog.active} - {-1}
+        held_r |= {rack_of[m] for m in held_m}
+        key = ("dp layout 3", frozenset(held_m), frozenset(held_r))
+        return prog.shared(key, lambda: cls(view, held_m, held_r))
 
-    def __init__(self, prog: CompactProgram, held_m: set[int], held_r: set[int]):
-        cm, _ = prog.capacity
-        self.rack_of = rack_of = {m: _rack(prog, m) for m in cm}  # offered machine -> rack
+    def __init__(self, view: tuple, held_m: set[int], held_r: set[int]):
+        cm, rack_of, self.gpus = view  # ``offer_view``
+        self.rack_of = rack_of  # offered machine -> rack
         by_rack: dict[int, list[int]] = {}
-        for m in sorted(cm):
+        for m in cm:  # ascending
             by_rack.setdefault(rack_of[m], []).append(m)
         named = [r for r in sorted(by_rack) if r in held_r]
         anon = [r for r in sorted(by_rack) if r not in held_r]
@@ -205,9 +225,7 @@ def place(prog: CompactProgram, lay: Layout, apps, path, cap) -> Choice:
             raise RuntimeError("compact DP: a chosen place has no real counterpart")
         where[apps[j]] = (o.s, real)
         cells[apps[j]] = o.cell
-    free: dict[int, list[int]] = {}
-    for g in prog.groups:
-        free.setdefault(g.machine, []).extend(g.gpus)
+    free = {m: list(g) for m, g in lay.gpus.items()}
     rack_of = lay.rack_of
     taken: dict[int, list[int]] = {}
     for s in (0, 1, 2):

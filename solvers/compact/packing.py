@@ -5,6 +5,8 @@ a greedy, else a maximum flow, which exists by Hall's condition)."""
 
 from __future__ import annotations
 
+import bisect
+
 import numpy as np
 from scipy.sparse import csr_matrix
 from scipy.sparse.csgraph import maximum_flow
@@ -22,6 +24,9 @@ def best_subbundle(
     t = app.table
     if cap <= 0 or not bundle:
         return None
+    every = cluster.pm_levels(app.cls)
+    if every.size == 1:  # one PM level on the whole cluster: every GPU of the bundle at one level
+        return _best_one_level(app, cluster, bundle, cap, every.item())
     idx = np.asarray(bundle, np.int64)
     # RhoTable.level, vectorised over the bundle
     scores = np.round(cluster.pm_vector(app.cls)[idx], 12) - 1e-12
@@ -52,6 +57,42 @@ def best_subbundle(
         if fit is not None:
             pool = ok & (place[s] == fit)
             return app.cells[k], tuple(int(g) for g in idx[pool][:n])
+    return None
+
+
+def _best_one_level(
+    app: CompactApp, cluster: Cluster, bundle: tuple[int, ...], cap: int, score: float
+) -> tuple[tuple[int, int, int], tuple[int, ...]] | None:
+    """:func:`best_subbundle` where every GPU has the PM ``score`` (rounded to 12 digits, as
+    ``Cluster.pm_levels``): level L = ``RhoTable.level`` for all, so a cell (n, s, v) with v >= L
+    takes the first n GPUs of the bundle (in its order) on the lowest machine / rack id that holds
+    n of them (its held one, when it holds one), and v < L none; in plain Python."""
+    t = app.table
+    lev = bisect.bisect_left(t.levels.tolist(), score - 1e-12)
+    rho = t.rho
+    best_rho = float(rho[0, t.held_spread, max(t.held_level, 0)])
+    vals = {k: float(rho[c]) for k, c in enumerate(app.cells) if c[0] <= cap and c[2] >= lev}
+    order = sorted((k for k, r in vals.items() if r < best_rho), key=lambda k: (vals[k], k))
+    gpus = list(bundle)
+    held = (app.held_machine, app.held_rack, -1)
+    counts_of: dict[int, tuple[list, dict[int, int]]] = {}
+    for k in order:
+        n, s, _ = app.cells[k]
+        got = counts_of.get(s)
+        if got is None:
+            at = cluster.machine_index if s == 0 else cluster.rack_index
+            where = at[gpus].tolist() if s < 2 else [0] * len(gpus)
+            counts: dict[int, int] = {}
+            for p in where:
+                if held[s] < 0 or p == held[s]:
+                    counts[p] = counts.get(p, 0) + 1
+            got = counts_of[s] = (where, counts)
+        where, counts = got
+        fit = min((p for p, c in counts.items() if c >= n), default=None)
+        if fit is not None:
+            return app.cells[k], tuple(
+                int(g) for g, p in zip(gpus, where, strict=True) if p == fit
+            )[:n]
     return None
 
 
