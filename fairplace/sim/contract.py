@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import operator
 from collections.abc import Mapping
+from functools import cached_property
 from itertools import chain
 
 import numpy as np
@@ -70,7 +71,9 @@ class Contract:
         grace: float,
     ):
         self.ids, self.demand, self.G, self.J = ids, demand, int(G), len(demand)
-        self.pos = {i: k for k, i in enumerate(ids)}
+        #: job id -> index of the jobs in the last order (kept as the queue changes: a decision's
+        #: ids are looked up in it, not in a table of every job)
+        self.live: dict = {}
         self.sched = label(scheduler, "scheduler")
         self.policy = label(policy, "placement policy")
         self.allocates = allocates
@@ -84,6 +87,11 @@ class Contract:
         self.seen: dict[int, tuple[np.ndarray, tuple, list]] = {}
         #: the previous decision of ``allocate``: (its jobs, its arrays, job indices, result)
         self.last: tuple | None = None
+
+    @cached_property
+    def pos(self) -> dict:
+        """Job id -> index of every job (made when an error names a job by its id)."""
+        return {i: k for k, i in enumerate(self.ids)}
 
     def _sched_error(self, rule: str) -> ExtensionError:
         return ExtensionError("scheduler", f"{self.sched} {rule}")
@@ -123,8 +131,9 @@ class Contract:
                 f"ordered {self.job(j)} (index {j}), which is not active (not arrived yet, "
                 "waiting for its app's previous phase, or finished): order only view.active"
             )
-        mask, slot = self.in_queue, self.slot
-        mask[self.queue] = False
+        mask, slot, old = self.in_queue, self.slot, self.queue
+        added = o[~mask[o]]
+        mask[old] = False
         mask[o] = True
         self.queue = o
         at = np.arange(o.size)
@@ -132,6 +141,11 @@ class Contract:
         if np.count_nonzero(slot[o] != at):  # O(queue), not O(jobs)
             u, c = np.unique(o, return_counts=True)
             raise self._sched_error(f"ordered {self.job(u[c > 1][0])} twice")
+        live, ids = self.live, self.ids
+        for j in old[~mask[old]].tolist():  # left the queue
+            del live[ids[j]]
+        added = added.tolist()
+        live.update(zip(map(ids.__getitem__, added), added, strict=True))
         return o
 
     def time(self, value, call: str, after: float | None = None) -> float:
@@ -248,20 +262,18 @@ class Contract:
                 f"returned {_what(dec)}: expected a Decision (fairplace.solvers.placement.policies.Decision) "
                 "whose allocation maps job ids to GPU indices"
             )
-        pos = self.pos
-        try:
-            new_key = dict(zip(map(pos.__getitem__, a), a.values(), strict=True))
+        try:  # ids of queued jobs (the last order's: ``live``)
+            new_key = dict(zip(map(self.live.__getitem__, a), a.values(), strict=True))
         except (KeyError, TypeError):
-            bad = next(i for i in a if not _known(i, pos))
-            raise self._policy_error(f"placed {bad!r}, which is not the id of a job") from None
+            pos = self.pos
+            bad = next((i for i in a if not _known(i, pos)), _NONE)
+            if bad is not _NONE:
+                raise self._policy_error(f"placed {bad!r}, which is not the id of a job") from None
+            j = pos[next(i for i in a if i not in self.live)]
+            raise self._policy_error(f"placed {self.job(j)}, which is not in its queue") from None
         vals = list(new_key.values())
         n = len(vals)
         js = np.fromiter(new_key, np.int64, n)
-        queued = self.in_queue[js]
-        if np.count_nonzero(queued) != n:
-            raise self._policy_error(
-                f"placed {self.job(js[~queued][0])}, which is not in its queue"
-            )
         record = a
         if type(a) is not dict or list(map(type, vals)).count(tuple) != n:
             vals = self._tuples(vals, js)  # lists, arrays, ...: tuples of Python ints
@@ -373,6 +385,9 @@ class Contract:
             f"stopped (bound: DriverConfig.max_stalled decisions over more than checkpoint + "
             f"restart = {self.grace:g} s)",
         )
+
+
+_NONE = object()  # no such id
 
 
 def _known(i, pos: dict) -> bool:
