@@ -136,6 +136,8 @@ def partial_counts(sizes: Mapping[int, int], c: Mapping[int, float], seed: int) 
     q_i = c_i ``sizes[i]`` (c_i default 1), K = floor(sum q + 1/2) in all, ties of remainders (to
     9 decimals) by draw k of ``default_rng(seed)`` for the k-th app in sorted order."""
     apps = sorted(sizes)
+    if all(c.get(i, 1.0) == 1.0 for i in apps):  # q_i = |G_i|: every app keeps its bundle
+        return {i: sizes[i] for i in apps}
     q: dict[int, float] = {}
     for i in apps:
         ci = float(c.get(i, 1.0))

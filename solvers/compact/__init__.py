@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import math
 import time
-from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from dataclasses import replace as dc_replace
@@ -38,7 +37,7 @@ from ..auction import auction_gap, pf_bound
 from ..budget import Budget, budget_for
 from ..options import SolveOptions
 from .config import ROUTES, CompactAuctionOptions
-from .dp import dp_suits, solve_dp
+from .dp import DPResult, dp_suits, solve_dp
 from .enumeration import enumerate_auction
 from .enumeration import leave_one_out as enum_loo
 from .pa_payments import NOT_RUN, _others, _without_solve, payments
@@ -207,7 +206,7 @@ def auction_on_offer(
     final = round_compact(prog, choice, shares, rounding, config.seed)
     used = {g for i in final for g in final[i]}
     pf_gpus = [g for i in sorted(choice) for g in choice[i][1]]
-    val = prog.value(choice)
+    val = enum.pf_value() if isinstance(enum, DPResult) else prog.value(choice)
     bound, served_max = pf_bound(prog, res, val)
     return CompactAuctionResult(
         status=pay.status,
@@ -244,11 +243,19 @@ def _extra(apps, choice, pf_status, served_max, pf_route, pay: _PA, config) -> d
         "loo_solves": pay.k if config.payments else 0,
         "milp_solves": pay.n_solves,
         # how each PF_{-i} was settled, counted per route (``compact.pa_payments.ROUTES``)
-        "loo_routes": dict(sorted(Counter(pay.routes.values()).items())),
+        "loo_routes": dict(sorted(_count(pay.routes.values()).items())),
         # c_i of these apps rests on a PF_{-i} not solved to optimality (time limit: the best
         # incumbent; no point at all: c_i = 1)
         "payments_inexact": pay.inexact,
     }
+
+
+def _count(values) -> dict:
+    """{value: how often} (``collections.Counter``'s counts, quicker for a few values)."""
+    out: dict = {}
+    for v in values:
+        out[v] = out.get(v, 0) + 1
+    return out
 
 
 def _compact_pf(cl, offer, apps, opts, config, budget, log: dict, cache):

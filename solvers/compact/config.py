@@ -70,7 +70,9 @@ class CompactAuctionOptions:
 
     def __post_init__(self):
         for spec in CONFIG_PARAMS:
-            object.__setattr__(self, spec.name, spec.check(getattr(self, spec.name)))
+            value = getattr(self, spec.name)
+            if value is not spec.default:  # a default is valid (its spec's check returns it)
+                object.__setattr__(self, spec.name, spec.check(value))
 
     def with_(self, **changes) -> CompactAuctionOptions:
         """A copy with ``changes`` (checked as at construction)."""

@@ -35,6 +35,7 @@ import bisect
 import math
 import time
 from dataclasses import dataclass
+from functools import cached_property
 from typing import Any
 
 import numpy as np
@@ -87,10 +88,11 @@ class DPResult:
     states: int  # canonical states of the forward pass
     seconds: float
 
-    def payments(self) -> dict[int, float]:
-        """c_i = others' value in PF / PF_{-i} (``pa.payment``) of every app with a PF bundle."""
+    @cached_property
+    def _terms(self) -> list[tuple[int, bool, float]]:
+        """(app, unbounded and served, its term of the log-sum) of every active app that adds one:
+        ``CompactProgram.value``'s terms, in its order (the same sums, the same floats)."""
         prog, choice = self.prog, self.choice
-        # the others' value in PF = ``prog.value_without(choice, i)``: the same terms, same order
         terms = []
         for j in prog.active:
             a = prog.apps[j]
@@ -98,8 +100,22 @@ class DPResult:
                 terms.append((j, a.w_empty is None, -float(np.log(a.table.rho[choice[j][0]]))))
             elif a.w_empty is not None:
                 terms.append((j, False, a.w_empty))
+        return terms
+
+    def pf_value(self) -> PFValue:
+        """``prog.value(choice)``: the PF's (served, log-sum) summed as the program sums it."""
+        served, log_sum = 0, 0.0
+        for _, unb, w in self._terms:
+            log_sum += w
+            served += unb
+        return PFValue(served, log_sum)
+
+    def payments(self) -> dict[int, float]:
+        """c_i = others' value in PF / PF_{-i} (``pa.payment``) of every app with a PF bundle."""
+        # the others' value in PF = ``prog.value_without(choice, i)``: the same terms, same order
+        terms = self._terms
         out = {}
-        for i in choice:
+        for i in self.choice:
             served, log_sum = 0, 0.0
             for j, unb, w in terms:
                 if j != i:
@@ -170,7 +186,7 @@ def _options(
             memo[a.cls] = lv
     rho = t.rho
     top_n, n_lev = min(max(fit), rho.shape[0] - 1), rho.shape[2]
-    lev = bisect.bisect_left(t.levels.tolist(), lv) if n_lev > 1 else int(t.levels[0] < lv)
+    lev = bisect.bisect_left(t.levels.tolist(), lv) if n_lev > 1 else int(t.levels.item(0) < lv)
     size = 3 * n_lev
     part = rho[: top_n + 1]
     wf = None
@@ -184,7 +200,23 @@ def _options(
     best: dict[tuple[int, int], tuple[float, tuple[int, int, int]]] = {}
     v_lo = max(t.held_level, 0, lev)
     low0 = -math.inf if we is None else we
-    for s in range(t.held_spread if t.held_count else 0, 3):
+    s_lo = t.held_spread if t.held_count else 0
+    if n_lev == 1:  # one level (a one-level cluster): the loop below, w[n, s] at 3 n + s
+        for s in range(s_lo, 3) if v_lo == 0 else ():
+            e, hi = -eff[s], min(fit[s], top_n) + 1
+            thr = low0 + 1e-12
+            for x in range(3 + s, hi * 3, 3):
+                val = wf[x]
+                if val <= thr:
+                    continue
+                thr = val + 1e-12
+                if s < 2 and wf[x + 1] >= val - 1e-12:
+                    continue
+                n = x // 3
+                old = best.get((n, e))
+                if old is None or val > old[0]:
+                    best[(n, e)] = (val, (n, s, 0))
+    for s in range(s_lo, 3) if n_lev > 1 else ():
         e, hi = -eff[s], min(fit[s], top_n) + 1  # key (n, -type): sorted, looser types first
         for v in range(v_lo, n_lev):
             low, loose_v = low0, v + 1 < n_lev
@@ -201,8 +233,8 @@ def _options(
                 old = best.get((n, e))
                 if old is None or val > old[0]:
                     best[(n, e)] = (val, (n, s, v))
-    opts = []
-    unb = int(we is None)
+    opts: list[Opt] = []
+    unb, new_opt = int(we is None), tuple.__new__
     t0 = t1 = t2 = -math.inf  # t[s]: best w kept of fewer GPUs (or as many, looser) and type s
     for n, e in sorted(best):
         w, cell = best[(n, e)]
@@ -219,7 +251,8 @@ def _options(
                 continue
             t0 = w
         if places[-e]:
-            opts.append(Opt(n, -e, cell, (unb, w - base) if tup else w - base, places[-e]))
+            w = (unb, w - base) if tup else w - base
+            opts.append(new_opt(Opt, (n, -e, cell, w, places[-e])))  # Opt(...), quicker
     return base, opts
 
 

@@ -25,6 +25,8 @@ def test_each_field_is_a_spec_and_an_invalid_value_names_it():
     default = CompactAuctionOptions()
     for spec in CONFIG_PARAMS:
         assert getattr(default, spec.name) == spec.default
+        # a field at its default is not re-checked: its spec's check must give it back as is
+        assert spec.check(spec.default) is spec.default
         for value in spec.invalid_values():
             with pytest.raises(OptionError) as exc:
                 CompactAuctionOptions(**{spec.name: value})
