@@ -374,17 +374,19 @@ def _last(lay: Layout, opts: list[Opt], states: dict, zero) -> tuple[dict, dict]
     vals, edges = {}, {}
     block_of = lay.block_of
     none: tuple[None, Any, Opt | None, int] = (None, zero, None, 0)
+    # best first (a stable sort: equal gains in their order, fewer GPUs first): the first option
+    # that fits is the one the ascending scan keeps (the first of the largest gain)
+    best_first = sorted(opts, key=lambda o: o.w, reverse=True)
     for c in states:
         top, arg, g = zero, none, c[0]
-        for o in opts:  # by GPUs, ascending
+        for o in best_first:
             n, s, _, w, places = o
-            if n > g:
-                break
-            if not w > top:
+            if n > g or not w > top:
                 continue
             if s == 2:
                 top, arg = w, (None, w, o, 0)
-            elif s == 1:
+                break
+            if s == 1:
                 for q in places:
                     if c[q] >= n:
                         top, arg = w, (None, w, o, q)
@@ -394,6 +396,8 @@ def _last(lay: Layout, opts: list[Opt], states: dict, zero) -> tuple[dict, dict]
                     if c[q] >= n and c[block_of[q]] >= n:
                         top, arg = w, (None, w, o, q)
                         break
+            if arg is not none:
+                break
         vals[c], edges[c] = top, arg
     return vals, edges
 

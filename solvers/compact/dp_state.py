@@ -67,6 +67,7 @@ class Layout:
         by_rack: dict[int, list[int]] = {}
         for m in cm:  # ascending
             by_rack.setdefault(rack_of[m], []).append(m)
+        self.by_rack = by_rack  # rack -> its offered machines, ascending
         named = [r for r in sorted(by_rack) if r in held_r]
         anon = [r for r in sorted(by_rack) if r not in held_r]
         width = max((len(by_rack[r]) for r in anon), default=0)
@@ -124,16 +125,20 @@ class Layout:
                 self.sorted_from[p] = lo
 
     def canon(self, st, cap: int) -> tuple:
-        """The canonical state of ``st`` when the apps still to come take at most ``cap`` GPUs."""
+        """The canonical state of ``st`` when the apps still to come take at most ``cap`` GPUs.
+        (A part is sorted before it is capped: capping, x -> min(x, c), keeps the order.)"""
         if self.one_rack:  # the rack's slack is G (module docstring): only machines to sort
             g = st[0] if st[0] < cap else cap
             lo = self.sorted_lo
-            out = [g, g] + [x if x < g else g for x in st[2:lo]]
-            if len(st) - lo > 1:
-                out += sorted([x if x < g else g for x in st[lo:]], reverse=True)
-            else:
-                out += [x if x < g else g for x in st[lo:]]
-            return tuple(out)
+            head = st[2:lo]
+            if head and max(head) > g:
+                head = [x if x < g else g for x in head]
+            tail = st[lo:]
+            if len(tail) > 1:
+                tail = sorted(tail, reverse=True)
+            if tail and tail[0] > g:
+                tail = [x if x < g else g for x in tail]
+            return (g, g, *head, *tail)
         g = st[0] if st[0] < cap else cap
         out = [g]
         for sl_p, nm_lo, an_lo, hi in self.named_blocks:
@@ -141,18 +146,22 @@ class Layout:
             out.append(sl)
             out += [x if x < sl else sl for x in st[nm_lo:an_lo]]
             if hi - an_lo > 1:
-                out += sorted([x if x < sl else sl for x in st[an_lo:hi]], reverse=True)
+                part = sorted(st[an_lo:hi], reverse=True)
+                out += [x if x < sl else sl for x in part] if part[0] > sl else part
             elif hi > an_lo:
                 out.append(st[an_lo] if st[an_lo] < sl else sl)
         if self.n_anon:
             w1 = 1 + self.width
             blocks = []
+            zero = (0,) * w1
             for p in range(self.anon_start, self.size, w1):
                 sl = st[p] if st[p] < g else g
                 if sl <= 0:
-                    blocks.append((0,) * w1)
+                    blocks.append(zero)
                 else:
-                    ms = sorted([x if x < sl else sl for x in st[p + 1 : p + w1]], reverse=True)
+                    ms = sorted(st[p + 1 : p + w1], reverse=True)
+                    if ms and ms[0] > sl:
+                        ms = [x if x < sl else sl for x in ms]
                     blocks.append((sl, *ms))
             if len(blocks) > 1:
                 blocks.sort(reverse=True)
@@ -225,8 +234,8 @@ def place(prog: CompactProgram, lay: Layout, apps, path, cap) -> Choice:
             raise RuntimeError("compact DP: a chosen place has no real counterpart")
         where[apps[j]] = (o.s, real)
         cells[apps[j]] = o.cell
-    free = {m: list(g) for m, g in lay.gpus.items()}
-    rack_of = lay.rack_of
+    gpus = lay.gpus
+    left = {m: len(g) for m, g in gpus.items()}  # GPUs left per machine, taken from the front
     taken: dict[int, list[int]] = {}
     for s in (0, 1, 2):
         for i, (si, q) in where.items():
@@ -236,25 +245,25 @@ def place(prog: CompactProgram, lay: Layout, apps, path, cap) -> Choice:
             if s == 0:
                 ms = [lay.pos_machine[q]]
             elif s == 1:
-                r = lay.pos_rack[q]
-                ms = [m for m in free if rack_of[m] == r]
+                ms = lay.by_rack[lay.pos_rack[q]]
             else:
-                ms = list(free)
+                ms = gpus
             got: list[int] = []
             while need:
-                fit, most = (1 << 30, 0), (0, 0)  # (GPUs left, machine): best fit, fullest
+                fit_f = fit_m = most_f = most_m = 0  # best fit (GPUs left, machine), fullest
                 for m in ms:
-                    f = len(free[m])
-                    if need <= f < fit[0]:
-                        fit = (f, m)
-                    if f > most[0]:
-                        most = (f, m)
-                m = fit[1] if fit[0] < 1 << 30 else most[1]
-                k = min(need, len(free[m]))
+                    f = left[m]
+                    if need <= f and (f < fit_f or not fit_f):
+                        fit_f, fit_m = f, m
+                    if f > most_f:
+                        most_f, most_m = f, m
+                m, f = (fit_m, fit_f) if fit_f else (most_m, most_f)
+                k = need if need < f else f
                 if k == 0:
                     raise RuntimeError("compact DP: no GPUs left for a chosen place")
-                got += free[m][:k]
-                del free[m][:k]
+                at = len(gpus[m]) - f
+                got += gpus[m][at : at + k]
+                left[m] = f - k
                 need -= k
             taken[i] = got
     return {i: (cells[i], tuple(sorted(taken[i]))) for i in sorted(taken)}
