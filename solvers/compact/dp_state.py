@@ -18,10 +18,11 @@ from fairplace.formulations.compact import CompactProgram
 from fairplace.formulations.compact_milp import Choice
 
 
-def offer_view(prog: CompactProgram) -> tuple[dict[int, int], dict[int, int], dict[int, tuple]]:
-    """(offered GPUs per machine, machine -> rack, machine -> its offered GPUs ascending), machines
-    ascending: what the DP reads of the offer, straight from the cluster's arrays (no groups: the
-    offer is homogeneous); computed once per offer (``CompactProgram.shared``)."""
+def offer_view(prog: CompactProgram) -> tuple[dict, dict, dict, dict]:
+    """(offered GPUs per machine, machine -> rack, machine -> its offered GPUs ascending, rack ->
+    its offered machines ascending), machines and racks ascending: what the DP reads of the
+    offer, straight from the cluster's arrays (no groups: the offer is homogeneous); computed
+    once per offer (``CompactProgram.shared``)."""
 
     def make():
         cl = prog.cluster
@@ -36,7 +37,11 @@ def offer_view(prog: CompactProgram) -> tuple[dict[int, int], dict[int, int], di
             else:
                 got.append(g)
         gpus = {m: tuple(sorted(on[m])) for m in sorted(on)}
-        return {m: len(g) for m, g in gpus.items()}, rack, gpus
+        by_rack: dict[int, list[int]] = {}
+        for m in gpus:  # ascending
+            by_rack.setdefault(rack[m], []).append(m)
+        by_rack = {r: by_rack[r] for r in sorted(by_rack)}
+        return {m: len(g) for m, g in gpus.items()}, rack, gpus, by_rack
 
     return prog.shared("dp offer", make)
 
@@ -53,23 +58,20 @@ class Layout:
         the programs on the same offer with the same named places (``CompactProgram.shared``:
         THEMIS re-auctions the same free GPUs often). Not to be changed."""
         view = offer_view(prog)
-        cm, rack_of = view[0], view[1]
+        cm, rack_of, _, by_rack = view
         apps = prog.apps
         held_m = {apps[i].held_machine for i in prog.active} & cm.keys()
-        held_r = {apps[i].held_rack for i in prog.active} - {-1}
+        held_r = {apps[i].held_rack for i in prog.active} & by_rack.keys()  # those offered
         held_r |= {rack_of[m] for m in held_m}
         key = ("dp layout 3", frozenset(held_m), frozenset(held_r))
         return prog.shared(key, lambda: cls(view, held_m, held_r))
 
     def __init__(self, view: tuple, held_m: set[int], held_r: set[int]):
-        cm, rack_of, self.gpus = view  # ``offer_view``
+        cm, rack_of, self.gpus, by_rack = view  # ``offer_view``
         self.rack_of = rack_of  # offered machine -> rack
-        by_rack: dict[int, list[int]] = {}
-        for m in cm:  # ascending
-            by_rack.setdefault(rack_of[m], []).append(m)
         self.by_rack = by_rack  # rack -> its offered machines, ascending
-        named = [r for r in sorted(by_rack) if r in held_r]
-        anon = [r for r in sorted(by_rack) if r not in held_r]
+        named = [r for r in by_rack if r in held_r]
+        anon = [r for r in by_rack if r not in held_r]
         width = max((len(by_rack[r]) for r in anon), default=0)
         self.machine_pos: dict[int, int] = {}
         self.rack_pos: dict[int, int] = {}
