@@ -75,56 +75,49 @@ class Layout:
         width = max((len(by_rack[r]) for r in anon), default=0)
         self.machine_pos: dict[int, int] = {}
         self.rack_pos: dict[int, int] = {}
-        pos = 1
+        self.rack_size: dict[int, int] = {}  # sl position -> the rack's machines
+        self.block_of: dict[int, int] = {}  # machine position -> its rack's sl position
+        self.sorted_from: dict[int, int] = {}  # machine position -> its sorted part's first
+        st = [sum(cm.values())]  # the start: real capacities (padding zeros)
         self.named_blocks = []  # (sl position, named machine positions, anon machine positions)
-        for r in named:
-            ms = sorted(by_rack[r], key=lambda m: (m not in held_m, m))
-            self.rack_pos[r] = pos
-            k = sum(m in held_m for m in ms)
-            for j, m in enumerate(ms):
-                self.machine_pos[m] = pos + 1 + j
-            self.named_blocks.append((pos, pos + 1, pos + 1 + k, pos + 1 + len(ms)))
-            pos += 1 + len(ms)
-        self.anon_start, self.width = pos, width
-        for r in anon:
-            self.rack_pos[r] = pos
-            for j, m in enumerate(by_rack[r]):
-                self.machine_pos[m] = pos + 1 + j
-            pos += 1 + width
-        self.size = pos
+        for r in named:  # held machines first, then the others, each ascending
+            ms = [m for m in by_rack[r] if m in held_m] + [m for m in by_rack[r] if m not in held_m]
+            pos = len(st)
+            lo = pos + 1 + sum(m in held_m for m in ms)
+            self.rack_pos[r], self.rack_size[pos] = pos, len(ms)
+            st.append(sum(cm[m] for m in ms))
+            for m in ms:
+                p = len(st)
+                self.machine_pos[m], self.block_of[p] = p, pos
+                if p >= lo:
+                    self.sorted_from[p] = lo
+                st.append(cm[m])
+            self.named_blocks.append((pos, pos + 1, lo, pos + 1 + len(ms)))
+        self.anon_start, self.width = len(st), width
+        for r in anon:  # blocks of one width; every slot, padding too, is of the block (sorting
+            ms = by_rack[r]  # moves residuals between racks)
+            pos = len(st)
+            self.rack_pos[r], self.rack_size[pos] = pos, len(ms)
+            st.append(sum(cm[m] for m in ms))
+            for j in range(width):
+                p = pos + 1 + j
+                self.block_of[p], self.sorted_from[p] = pos, pos + 1
+                if j < len(ms):
+                    self.machine_pos[ms[j]] = p
+                st.append(cm[ms[j]] if j < len(ms) else 0)
+        self.size = len(st)
+        self.start = tuple(st)
         # one rack in the offer: its slack sl >= G always (every placement takes from G as much
         # as from sl or more, and they start equal), so capped it is G
         self.one_rack = len(by_rack) == 1
         self.sorted_lo = self.named_blocks[0][2] if named else self.anon_start + 1
-        self.rack_size = {self.rack_pos[r]: len(by_rack[r]) for r in by_rack}
         self.n_anon = len(anon)
         self.pos_machine = {p: m for m, p in self.machine_pos.items()}
         self.pos_rack = {p: r for r, p in self.rack_pos.items()}
-        self.block_of = {}  # machine position -> its rack's sl position
-        for m, p in self.machine_pos.items():
-            self.block_of[p] = self.rack_pos[rack_of[m]]
-        for b in range(self.anon_start, pos, 1 + width):  # unnamed racks: every slot, padding
-            for p in range(b + 1, b + 1 + width):  # too (sorting moves residuals between racks)
-                self.block_of[p] = b
-        # the start: real capacities (padding zeros)
-        st = [0] * pos
-        st[0] = sum(cm.values())
-        for m, c in cm.items():
-            st[self.machine_pos[m]] = c
-            st[self.rack_pos[rack_of[m]]] += c
-        self.start = tuple(st)
         self.most = (max(cm.values(), default=0), max(st[p] for p in self.rack_pos.values()))
         # positions the DP may place on per spread, before dedup: all machines, all racks
         self.machines = sorted(self.block_of)
         self.racks = sorted(self.rack_pos.values())
-        self.sorted_from = {}  # machine position -> first position of its block's sorted part
-        for _, _, lo, hi in self.named_blocks:
-            for p in range(lo, hi):
-                self.sorted_from[p] = lo
-        for b in range(self.n_anon):
-            lo = self.anon_start + b * (1 + width) + 1
-            for p in range(lo, lo + width):
-                self.sorted_from[p] = lo
 
     def canon(self, st, cap: int) -> tuple:
         """The canonical state of ``st`` when the apps still to come take at most ``cap`` GPUs.
