@@ -18,7 +18,8 @@ PA needs PF_{-i} for every app i holding a PF bundle. Made cheap by:
   LP the next ones of its chain skip theirs: its row duals, repriced on the two apps' own rows
   (``compact.rc.reprice``: the bound is then within a few 1e-4 of their own LP's), fix columns for
   the small MILP (route ``priced``; any prices give a valid bound, so c_i stays exact). 1,024 GPUs
-  x 256 apps: 229 of 256 LPs skipped, ~12 -> ~2 s CPU of LPs, the MILPs ~25% slower;
+  x 256 apps: ~220 of 256 LPs skipped, ~12 -> ~2 s CPU of LPs, the MILPs ~25% slower; only after
+  a split LP (where the LP's cells are placed, as at 4,096 GPUs, the LP route is cheaper);
 * warm starts: PF minus i is feasible for PF_{-i} and is handed to HiGHS as the first incumbent;
 * only what the lottery reads (``draws``; THEMIS' simulator): app i keeps its bundle iff its draw
   is below c_i. The leave-one-out LP bounds c_i from below (:func:`lottery_floor`), the best
@@ -292,8 +293,7 @@ class _LeaveOneOut:
             self.budget,
         )
         lp = rerun(h, lp_model)  # not optimal even from scratch: the full solve
-        if lp.status == "optimal":  # prices for the next apps with i's PF cell (``_priced``)
-            duals[self.choice[i][0]] = (i, np.asarray(h.getSolution().row_dual, dtype=float))
+        y = np.asarray(h.getSolution().row_dual, dtype=float) if lp.status == "optimal" else None
         if lp.x is not None:  # value under i's zero gains: drop i's selectors
             x = lp.x.copy()
             x[cols] = 0.0
@@ -323,6 +323,9 @@ class _LeaveOneOut:
                         return i, DROPPED, "lottery_drop"
                 hit = leave_one_out(prog, milp, h, lp_model, opts, budget, i, starts, self.signs)
                 route = "fixing"
+                if hit is not None and y is not None:  # prices for the next apps with i's cell
+                    duals[self.choice[i][0]] = (i, y)  # (only after a split LP: where the LP's
+                    # cells are placed, as everywhere at 4,096 GPUs x 256 apps, LPs are cheaper)
             if hit is not None:
                 solved[i] = hit[1]
         if hit is None:
