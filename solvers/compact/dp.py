@@ -251,8 +251,8 @@ def _options(
                 continue
             t0 = w
         if places[-e]:
-            w = (unb, w - base) if tup else w - base
-            opts.append(new_opt(Opt, (n, -e, cell, w, places[-e])))  # Opt(...), quicker
+            gain = (unb, w - base) if tup else w - base
+            opts.append(new_opt(Opt, (n, -e, cell, gain, places[-e])))  # Opt(...), quicker
     return base, opts
 
 
