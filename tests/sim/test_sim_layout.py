@@ -96,7 +96,7 @@ def test_themis_imports_no_scheduler_registry():
     for path in (SIM / "themis").rglob("*.py"):
         bad = {m for m in _imports(path) if m.startswith("fairplace.sim.schedulers")}
         assert bad == set(), (path, bad)
-    assert "fairplace.sim.themis.arbiter" in _imports(SIM / "themis" / "agents.py")  # resolves
+    assert "fairplace.sim.themis.outcome" in _imports(SIM / "themis" / "agents.py")  # resolves
 
 
 def test_the_view_and_protocols_import_nothing_of_the_simulator():
