@@ -6,7 +6,8 @@
  * ascending (pool_index.contiguous), so "by GPU index" orders whole cells (one machine's GPUs of
  * one score level of a class).
  *
- * Per class: levels (equal scores) and cells (runs of the class's score order), free counts per
+ * Per class: levels (equal scores) and cells (runs of the class's score order; cells() makes
+ * them once per cluster and scores, the caller keeps them across rounds), free counts per
  * cell (cf) and per level, and two-level bitsets over the cells: BA (cf > 0), BN[v] (cf > 0 and v
  * free GPUs on the machine), BC[v] (cf == v). PAL's packed query keeps, per (class, n), a min
  * segment tree over machines keyed by (n-th lowest free level, free GPUs, machine), refreshed
@@ -73,12 +74,14 @@ static inline int64_t bits_next(const Bits *b, int64_t i, int64_t hi) {
 /* ---- per-class state ----------------------------------------------------------------------- */
 typedef struct {
     const int64_t *order;
-    int32_t *lev;    /* level of each GPU */
-    double *lval;    /* value of each level */
+    /* the static layout (cells(): kept by the caller across rounds on the same scores) */
+    const int32_t *lev;  /* level of each GPU */
+    const double *lval;  /* value of each level */
     int32_t nlev;
-    int32_t *cell_of, *cstart, *cm, *clev, *lcell;
+    const int32_t *cell_of, *cstart, *cm, *clev, *lcell;
     int32_t ncell;
-    int32_t *mcell, *mcn; /* cells of each machine (<= P) */
+    const int32_t *mcell, *mcn; /* cells of each machine (<= P) */
+    /* the round's state */
     int32_t *cf;
     int64_t *lfree;
     int32_t lo; /* lowest level that may have a free GPU */
@@ -106,58 +109,95 @@ typedef struct {
 
 #define KEY_INF INT64_MAX
 
-static int cls_init(Pool *pl, Cls *c, const int64_t *order, const double *srt) {
+/* offsets (bytes) of the static layout of one class in the buffer cells() makes: an int32
+ * header (levels L, cells C), then each array at a place fixed by (G, M, P) */
+typedef struct {
+    size_t lval, lev, cell_of, cstart, cm, clev, lcell, mcell, mcn, size;
+} Layout;
+
+static Layout layout_of(int64_t G, int64_t M, int64_t P) {
+    Layout o;
+    size_t at = 8;
+    o.lval = at, at += sizeof(double) * (size_t)(G + 1);
+    o.lev = at, at += sizeof(int32_t) * (size_t)(G + 1);
+    o.cell_of = at, at += sizeof(int32_t) * (size_t)(G + 1);
+    o.cstart = at, at += sizeof(int32_t) * (size_t)(G + 2);
+    o.cm = at, at += sizeof(int32_t) * (size_t)(G + 1);
+    o.clev = at, at += sizeof(int32_t) * (size_t)(G + 1);
+    o.lcell = at, at += sizeof(int32_t) * (size_t)(G + 2);
+    o.mcell = at, at += sizeof(int32_t) * (size_t)(M * P + 1);
+    o.mcn = at, at += sizeof(int32_t) * (size_t)(M + 1);
+    o.size = at;
+    return o;
+}
+
+/* levels (runs of equal scores in the score order) and cells (one machine's GPUs of one level)
+ * of a class: depend only on the cluster and the scores */
+static void cells_fill(char *buf, const Layout *o, int64_t G, int64_t M, int64_t P,
+                       const int64_t *mi, const int64_t *order, const double *srt) {
+    double *lval = (double *)(buf + o->lval);
+    int32_t *lev = (int32_t *)(buf + o->lev), *cell_of = (int32_t *)(buf + o->cell_of);
+    int32_t *cstart = (int32_t *)(buf + o->cstart), *cm = (int32_t *)(buf + o->cm);
+    int32_t *clev = (int32_t *)(buf + o->clev), *lcell = (int32_t *)(buf + o->lcell);
+    int32_t *mcell = (int32_t *)(buf + o->mcell), *mcn = (int32_t *)(buf + o->mcn);
+    memset(mcn, 0, sizeof(int32_t) * (size_t)(M + 1));
+    int32_t L = 0, C = 0;
+    for (int64_t p = 0; p < G; p++) {
+        int64_t g = order[p];
+        int newlev = p == 0 || srt[p] != srt[p - 1];
+        if (newlev) {
+            lval[L] = srt[p];
+            lcell[L] = C;
+            L++;
+        }
+        if (newlev || mi[g] != mi[order[p - 1]]) {
+            cstart[C] = (int32_t)p;
+            cm[C] = (int32_t)mi[g];
+            clev[C] = L - 1;
+            C++;
+        }
+        lev[g] = L - 1;
+        cell_of[g] = C - 1;
+    }
+    cstart[C] = (int32_t)G;
+    lcell[L] = C;
+    for (int32_t x = 0; x < C; x++) {
+        int32_t m = cm[x];
+        if (mcn[m] < P) mcell[m * P + mcn[m]++] = x;
+    }
+    ((int32_t *)buf)[0] = L;
+    ((int32_t *)buf)[1] = C;
+}
+
+/* a class's round state over its static layout ``blob`` (cells()) */
+static int cls_init(Pool *pl, Cls *c, const int64_t *order, const char *blob) {
     int64_t G = pl->G, P = pl->P, M = pl->M;
+    Layout o = layout_of(G, M, P);
     memset(c, 0, sizeof(*c));
     c->order = order;
-    c->lev = malloc(sizeof(int32_t) * (G + 1));
-    c->lval = malloc(sizeof(double) * (G + 1));
-    c->cell_of = malloc(sizeof(int32_t) * (G + 1));
-    c->cstart = malloc(sizeof(int32_t) * (G + 2));
-    c->cm = malloc(sizeof(int32_t) * (G + 1));
-    c->clev = malloc(sizeof(int32_t) * (G + 1));
-    c->lcell = malloc(sizeof(int32_t) * (G + 2));
-    c->mcell = malloc(sizeof(int32_t) * (M * P + 1));
-    c->mcn = calloc((size_t)M + 1, sizeof(int32_t));
+    c->nlev = ((const int32_t *)blob)[0];
+    c->ncell = ((const int32_t *)blob)[1];
+    c->lval = (const double *)(blob + o.lval);
+    c->lev = (const int32_t *)(blob + o.lev);
+    c->cell_of = (const int32_t *)(blob + o.cell_of);
+    c->cstart = (const int32_t *)(blob + o.cstart);
+    c->cm = (const int32_t *)(blob + o.cm);
+    c->clev = (const int32_t *)(blob + o.clev);
+    c->lcell = (const int32_t *)(blob + o.lcell);
+    c->mcell = (const int32_t *)(blob + o.mcell);
+    c->mcn = (const int32_t *)(blob + o.mcn);
+    int32_t L = c->nlev, C = c->ncell;
     c->BN = calloc((size_t)P + 1, sizeof(Bits));
     c->BC = calloc((size_t)P + 1, sizeof(Bits));
     c->tree = calloc((size_t)P + 1, sizeof(int64_t *));
     c->dirty = calloc((size_t)P + 1, sizeof(uint8_t *));
     c->dlist = calloc((size_t)P + 1, sizeof(int32_t *));
     c->dcount = calloc((size_t)P + 1, sizeof(int64_t));
-    if (!c->lev || !c->lval || !c->cell_of || !c->cstart || !c->cm || !c->clev || !c->lcell ||
-        !c->mcell || !c->mcn || !c->BN || !c->BC || !c->tree || !c->dirty || !c->dlist ||
-        !c->dcount)
-        return 0;
-    int32_t L = 0, C = 0;
-    for (int64_t p = 0; p < G; p++) {
-        int64_t g = order[p];
-        int newlev = p == 0 || srt[p] != srt[p - 1];
-        if (newlev) {
-            c->lval[L] = srt[p];
-            c->lcell[L] = C;
-            L++;
-        }
-        if (newlev || pl->mi[g] != pl->mi[order[p - 1]]) {
-            c->cstart[C] = (int32_t)p;
-            c->cm[C] = (int32_t)pl->mi[g];
-            c->clev[C] = L - 1;
-            C++;
-        }
-        c->lev[g] = L - 1;
-        c->cell_of[g] = C - 1;
-    }
-    c->cstart[C] = (int32_t)G;
-    c->lcell[L] = C;
-    c->nlev = L;
-    c->ncell = C;
     c->cf = calloc((size_t)C + 1, sizeof(int32_t));
     c->lfree = calloc((size_t)L + 1, sizeof(int64_t));
-    if (!c->cf || !c->lfree) return 0;
-    for (int32_t x = 0; x < C; x++) {
-        int32_t m = c->cm[x];
-        if (c->mcn[m] < P) c->mcell[m * P + c->mcn[m]++] = x;
-    }
+    if (!c->BN || !c->BC || !c->tree || !c->dirty || !c->dlist || !c->dcount || !c->cf ||
+        !c->lfree)
+        return 0;
     for (int64_t g = 0; g < G; g++)
         if (pl->free[g]) {
             c->cf[c->cell_of[g]]++;
@@ -182,8 +222,7 @@ static int cls_init(Pool *pl, Cls *c, const int64_t *order, const double *srt) {
 }
 
 static void cls_free(Cls *c, int64_t P) {
-    free(c->lev); free(c->lval); free(c->cell_of); free(c->cstart); free(c->cm); free(c->clev);
-    free(c->lcell); free(c->mcell); free(c->mcn); free(c->cf); free(c->lfree);
+    free(c->cf); free(c->lfree);
     bits_free(&c->BA);
     bits_free(&c->LV);
     for (int64_t v = 1; v <= P; v++) {
@@ -556,7 +595,7 @@ static int record(PyObject *alloc, PyObject *id, int64_t *g, int64_t n, PyObject
 
 static PyObject *S_gpus, *S_cls;
 
-/* the class index of cls, initialising its state on first use (class_data(cls) -> (order, sorted)) */
+/* the class index of cls, initialising its state on first use (class_data(cls) -> (order, cells)) */
 typedef struct {
     PyObject *index; /* dict cls -> int */
     PyObject *data;  /* callable */
@@ -596,7 +635,7 @@ static long class_of(Pool *pl, Classes *cs, PyObject *cls) {
     if (!t) return -1;
     if (!PyTuple_Check(t) || PyTuple_GET_SIZE(t) != 2) {
         Py_DECREF(t);
-        PyErr_SetString(PyExc_TypeError, "place: class_data must return (order, sorted)");
+        PyErr_SetString(PyExc_TypeError, "place: class_data must return (order, cells)");
         return -1;
     }
     if (PyObject_GetBuffer(PyTuple_GET_ITEM(t, 0), &cs->ob[k], PyBUF_C_CONTIGUOUS) < 0) {
@@ -611,8 +650,10 @@ static long class_of(Pool *pl, Classes *cs, PyObject *cls) {
     Py_DECREF(t); /* the buffers keep the arrays alive */
     pl->ncls++;
     memset(&pl->cls[k], 0, sizeof(Cls));
-    if (cs->ob[k].len != pl->G * 8 || cs->sb[k].len != pl->G * 8) {
-        PyErr_SetString(PyExc_ValueError, "place: a class order has the wrong size");
+    if (cs->ob[k].len != pl->G * 8 || (size_t)cs->sb[k].len != layout_of(pl->G, pl->M, pl->P).size) {
+        PyErr_SetString(PyExc_ValueError,
+                        "place: a class order or cell layout has the wrong size (cells() of"
+                        " another cluster?)");
         return -1;
     }
     if (!cls_init(pl, &pl->cls[k], cs->ob[k].buf, cs->sb[k].buf)) {
@@ -626,6 +667,52 @@ static long class_of(Pool *pl, Classes *cs, PyObject *cls) {
     }
     Py_DECREF(iv);
     return k;
+}
+
+static const char cells_doc[] =
+    "cells(mi, M, P, order, sorted) -> bytes\n\n"
+    "The static layout of one class for ``place`` (its score levels and cells, one machine's GPUs"
+    " of one level): ``mi`` the machine of each GPU (int64, < M, at most P GPUs per machine),"
+    " ``order`` the class's score order (int64, a permutation of the GPUs), ``sorted`` the scores"
+    " in that order (float64). Depends only on the cluster and the scores: made once, kept by the"
+    " caller for the rounds on them.";
+
+static PyObject *cells(PyObject *self, PyObject *args) {
+    Py_buffer bmi, bo, bs;
+    Py_ssize_t M, P;
+    if (!PyArg_ParseTuple(args, "y*nny*y*", &bmi, &M, &P, &bo, &bs)) return NULL;
+    PyObject *res = NULL;
+    uint8_t *seen = NULL;
+    int64_t G = bmi.len / (Py_ssize_t)sizeof(int64_t);
+    const int64_t *mi = bmi.buf, *order = bo.buf;
+    if (bmi.len != G * 8 || bo.len != G * 8 || bs.len != G * 8 || G < 1 || G >= (1 << 23) ||
+        M < 1 || M >= (1 << 24) || P < 1 || P >= (1 << 16)) {
+        PyErr_SetString(PyExc_ValueError, "cells: inconsistent arguments");
+        goto done;
+    }
+    seen = calloc((size_t)G, 1);
+    if (!seen) {
+        PyErr_NoMemory();
+        goto done;
+    }
+    for (int64_t p = 0; p < G; p++) {
+        int64_t g = order[p];
+        if (g < 0 || g >= G || seen[g] || mi[g] < 0 || mi[g] >= M) {
+            PyErr_SetString(PyExc_ValueError,
+                            "cells: order must be a permutation of the GPUs, mi in 0..M-1");
+            goto done;
+        }
+        seen[g] = 1;
+    }
+    Layout o = layout_of(G, M, P);
+    res = PyBytes_FromStringAndSize(NULL, (Py_ssize_t)o.size);
+    if (res) cells_fill(PyBytes_AS_STRING(res), &o, G, M, P, mi, order, bs.buf);
+done:
+    free(seen);
+    PyBuffer_Release(&bmi);
+    PyBuffer_Release(&bo);
+    PyBuffer_Release(&bs);
+    return res;
 }
 
 static const char scan_doc[] =
@@ -727,7 +814,7 @@ static const char place_doc[] =
     " ``jobs`` (a list or tuple; read only for ``locality`` and ``model``), their ``gpus`` and class"
     " ``codes`` (int64, indices into the tuple ``classes``), ``perm`` (int64: the job at each"
     " position of the processing order; None: the jobs' order), ``ids`` the job ids by position,"
-    " ``class_data(cls)`` -> (score order int64, sorted scores float64), ``locality(job)`` ->"
+    " ``class_data(cls)`` -> (score order int64, its ``cells``), ``locality(job)`` ->"
     " L_across of a job whose own ``locality`` is None (a function of its ``model``: asked once"
     " per model), ``ints`` / ``ones`` the tuples (0, .., G-1) and ((0,), .., (G-1,)); the picks go"
     " into ``alloc`` (job id -> sorted GPU tuple). Returns the last position decided and whether"
@@ -843,13 +930,23 @@ static PyObject *place(PyObject *self, PyObject *args) {
                 e++;
             }
             Cls *c = &pl.cls[ci]; /* after class_of: pl.cls may have moved */
-            int64_t run = e - k, got = 0;
-            int32_t ls;
+            int64_t run = e - k, got = 0, sp = 0;
+            int32_t ls, sx = -1;
             while (got < run && pl.n_free > 0) {
                 int64_t g;
-                if (pm_first(&pl, c, 1, r.singles, &g, &ls) != 1) {
-                    PyErr_SetString(PyExc_RuntimeError, "place: internal error (single pick)");
-                    goto done;
+                if (sx >= 0 && c->cf[sx] > 0) {
+                    /* the cell of the last pick still has a free GPU: taking that pick lowered
+                     * its key (free GPUs on the machine, or of the level there) and changed no
+                     * other cell of the level, so it is still the first (pm_first's pick) */
+                    while (!pl.free[c->order[sp]]) sp++;
+                    g = c->order[sp];
+                } else {
+                    if (pm_first(&pl, c, 1, r.singles, &g, &ls) != 1) {
+                        PyErr_SetString(PyExc_RuntimeError, "place: internal error (single pick)");
+                        goto done;
+                    }
+                    sx = c->cell_of[g];
+                    sp = c->cstart[sx]; /* the cell's GPUs before g are taken (cell_emit) */
                 }
                 take(&pl, g);
                 if (record(alloc, PyTuple_GET_ITEM(ids, k + got), &g, 1, ints, ones) < 0)
@@ -907,6 +1004,7 @@ done:
 static PyMethodDef methods[] = {
     {"place", place, METH_VARARGS, place_doc},
     {"scan", scan, METH_O, scan_doc},
+    {"cells", cells, METH_VARARGS, cells_doc},
     {NULL, NULL, 0, NULL},
 };
 

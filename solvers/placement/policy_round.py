@@ -229,10 +229,12 @@ class PolicyBase:
         for j, g in held.items():  # running jobs not reached before a stop keep their GPUs
             if j not in alloc:
                 alloc[j] = _sorted_ids(g)
-        lost = running.keys() - alloc.keys()  # (set operations: no step per job)
+        # running jobs without GPUs next round, in their order: O(running), not O(placed)
+        lost = [j for j in running if j not in alloc]
         if lost:
-            lost &= set(ids) if in_queue is None else in_queue
-        preempted = tuple(j for j in running if j in lost) if lost else ()
+            queued = set(ids) if in_queue is None else in_queue
+            lost = [j for j in lost if j in queued]
+        preempted = tuple(lost)
         return Decision(
             alloc,
             preempted,

@@ -66,14 +66,25 @@ def run(pool, order, start, spec, backfill, policy, ids, alloc, fields=None) -> 
         gpus, codes, classes, perm = fields
     ints, ones = gpu_tuples(pool.cluster)
 
-    def class_data(cls):  # each class's score order, sorted once (FreePool's sorted_cache)
-        order_ = np.ascontiguousarray(pool._order(cls), dtype=np.int64)
-        return order_, np.ascontiguousarray(pool._sorted_scores(cls), dtype=np.float64)
-
-    k, stopped = _ext.place(
+    mi, M, P = (
         np.ascontiguousarray(pool.mi, dtype=np.int64),
         len(pool.cluster.machines),
         max(pool.P, 1),
+    )
+
+    def class_data(cls):  # a class's score order and cells, made once (the pool's kept cache)
+        key = ("__kernel cells__", cls)
+        got = pool._cache.get(key)
+        if got is None:
+            order_ = np.ascontiguousarray(pool._order(cls), dtype=np.int64)
+            srt = np.ascontiguousarray(pool._sorted_scores(cls), dtype=np.float64)
+            got = pool._cache[key] = (order_, _ext.cells(mi, M, P, order_, srt))
+        return got
+
+    k, stopped = _ext.place(
+        mi,
+        M,
+        P,
         pool.free[: pool.G].view(np.uint8),
         order if isinstance(order, (list, tuple)) else list(order),
         gpus,

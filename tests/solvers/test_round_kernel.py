@@ -190,6 +190,36 @@ def test_subclass_overriding_a_pick_runs_in_python(monkeypatch):
     assert Mine().place(state, [Job("a", 2, "A")]).kernel == "python"
 
 
+@needs_kernel
+def test_cells_checks_its_arguments():
+    """The kernel's per-class layout (made once per cluster and scores, kept across rounds)
+    refuses an order that is not a permutation of the GPUs and machines out of range."""
+    ext = round_kernel._ext
+    mi, srt = np.array([0, 0, 1, 1], np.int64), np.array([0.1, 0.2, 0.2, 0.4])
+    assert isinstance(ext.cells(mi, 2, 2, np.arange(4, dtype=np.int64), srt), bytes)
+    with pytest.raises(ValueError, match="permutation"):
+        ext.cells(mi, 2, 2, np.array([0, 1, 1, 3], np.int64), srt)
+    with pytest.raises(ValueError, match="permutation"):
+        ext.cells(mi, 1, 2, np.arange(4, dtype=np.int64), srt)
+    with pytest.raises(ValueError, match="inconsistent"):
+        ext.cells(mi, 2, 2, np.arange(3, dtype=np.int64), srt)
+
+
+@needs_kernel
+def test_rounds_on_new_scores_of_one_cluster_equal_python_path(monkeypatch):
+    """Rounds on one cluster whose scores change between rounds (the kept layouts follow)."""
+    from fairplace.benchmarks.placement import _state, philly_queue
+
+    state = _state(64, "longhorn")
+    queue = philly_queue(len(state.cluster))
+    rng = np.random.default_rng(1)
+    other = {c: rng.permutation(v) for c, v in state.scores.items()}
+    pol = make_policy("pal", backfill=True)
+    for scores in (state.scores, other, state.scores):
+        s = ClusterState(state.cluster, scores, {})
+        _same(_place(monkeypatch, "python", pol, s, queue), _place(monkeypatch, "c", pol, s, queue))
+
+
 def test_kernel_choice_is_checked(monkeypatch):
     monkeypatch.setenv(round_kernel.ENV, "fast")
     with pytest.raises(OptionError, match="FAIRPLACE_KERNEL"):
