@@ -12,7 +12,7 @@ from functools import cached_property
 
 import numpy as np
 
-from fairplace.core.params import LOCALITY_PENALTY
+from fairplace.core.shared_params import LOCALITY_PENALTY
 
 #: Spread levels of a GPU set (ARCHITECTURE.md): one machine, several machines in one rack, several racks.
 SPREAD_MACHINE, SPREAD_RACK, SPREAD_CLUSTER = 0, 1, 2

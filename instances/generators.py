@@ -24,15 +24,8 @@ from fairplace.core.limits import (
     MAX_RATIO,
     MAX_SEED,
 )
-from fairplace.core.params import (
-    LOCALITY_PENALTY,
-    InstanceOf,
-    Interval,
-    Items,
-    Options,
-    Param,
-    checked,
-)
+from fairplace.core.params import InstanceOf, Interval, Items, Options, Param, checked
+from fairplace.core.shared_params import LOCALITY_PENALTY
 
 #: THEMIS' bootstrap slowdown constants (machine / rack / cluster) and a placement-sensitive profile.
 LOCALITY_INSENSITIVE = (1.0, 1.1, 1.3)

@@ -36,7 +36,7 @@ from fairplace.core.limits import (
     check_file_bytes,
     check_instance_sizes,
 )
-from fairplace.core.params import LOCALITY_PENALTY
+from fairplace.core.shared_params import LOCALITY_PENALTY
 
 from .schema import SCHEMAS
 

@@ -23,10 +23,10 @@ from dataclasses import dataclass
 from types import MappingProxyType
 
 from fairplace.core.errors import DataError
-from fairplace.core.params import LOCALITY_PENALTY
+from fairplace.core.shared_params import LOCALITY_PENALTY
 
 #: PAL's constant inter-node locality penalty (§IV-D, Synergy simulations and the artifact): the
-#: default of the one spec, :data:`fairplace.core.params.LOCALITY_PENALTY`.
+#: default of the one spec, :data:`fairplace.core.shared_params.LOCALITY_PENALTY`.
 DEFAULT_LOCALITY = LOCALITY_PENALTY.default
 
 #: The artifact's per-class design-time locality table (``lf_model`` in its PAL placement).

@@ -13,7 +13,7 @@ import copy
 
 from fairplace.core.errors import OptionError
 from fairplace.core.limits import MAX_COUNT, MAX_GPUS, MAX_RATIO, MAX_RHO, MAX_TIME
-from fairplace.core.params import LOCALITY_PENALTY
+from fairplace.core.shared_params import LOCALITY_PENALTY
 from fairplace.formulations.variants import (
     FUTURE_JOBS,
     PHASE_MODELS,

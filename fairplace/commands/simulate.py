@@ -7,7 +7,8 @@ import math
 
 from fairplace.commands import _args
 from fairplace.core.errors import DataError, OptionError
-from fairplace.core.params import BASELINE_LEASE, DECISION_TICK, LOCALITY_PENALTY, Boolean, Param
+from fairplace.core.params import Boolean, Param
+from fairplace.core.shared_params import BASELINE_LEASE, DECISION_TICK, LOCALITY_PENALTY
 
 HELP = "trace-driven cluster simulation (scheduler x placement x trace)"
 

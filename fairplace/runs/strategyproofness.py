@@ -39,7 +39,8 @@ import fairplace
 from fairplace.core.domain import GPU, Cluster
 from fairplace.core.errors import OptionError
 from fairplace.core.limits import MAX_GPUS, MAX_TRACE_APPS
-from fairplace.core.params import THEMIS_F, Boolean, Interval, Param
+from fairplace.core.params import Boolean, Interval, Param
+from fairplace.core.shared_params import THEMIS_F
 from fairplace.instances.generators import LOCALITY_SENSITIVE
 from fairplace.sim.config import SIM_PARAM
 from fairplace.sim.themis.params import THEMIS_LEASE

@@ -22,7 +22,7 @@ from fairplace import sim
 from fairplace.core.errors import OptionError
 from fairplace.core.keys import unknown_key
 from fairplace.core.limits import annotation_schema
-from fairplace.core.params import LOCALITY_PENALTY
+from fairplace.core.shared_params import LOCALITY_PENALTY
 from fairplace.instances.trace_generators import arg_schemas
 from fairplace.sim.config import SIM_PARAM, field_schemas
 from fairplace.sim.schedulers import SCHEDULER_REGISTRY

@@ -11,15 +11,8 @@ from typing import TYPE_CHECKING, Any, ClassVar
 
 from fairplace.core.errors import OptionError
 from fairplace.core.limits import MAX_COUNT, MAX_GPUS, MAX_SEED, MAX_TIME
-from fairplace.core.params import (
-    BASELINE_LEASE,
-    DECISION_TICK,
-    LOCALITY_PENALTY,
-    Boolean,
-    Interval,
-    Options,
-    Param,
-)
+from fairplace.core.params import Boolean, Interval, Options, Param
+from fairplace.core.shared_params import BASELINE_LEASE, DECISION_TICK, LOCALITY_PENALTY
 from fairplace.instances.models import ITER_TIME_TABLES, LOCALITY_MODELS
 from fairplace.instances.variability import PROFILE_NAMES
 

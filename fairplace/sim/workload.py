@@ -10,7 +10,7 @@ import pandas as pd
 
 from fairplace.core.domain import Job, locality
 from fairplace.core.errors import TraceError
-from fairplace.core.params import LOCALITY_PENALTY
+from fairplace.core.shared_params import LOCALITY_PENALTY
 
 
 @dataclass(frozen=True)

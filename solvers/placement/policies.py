@@ -31,8 +31,9 @@ from typing import cast
 
 import numpy as np
 
-from fairplace.core.params import LOCALITY_PENALTY, Boolean, Options, Param
+from fairplace.core.params import Boolean, Options, Param
 from fairplace.core.registry import Entry, Registry
+from fairplace.core.shared_params import LOCALITY_PENALTY
 from fairplace.core.solution import Solution
 from fairplace.formulations.lv import choose_cell
 from fairplace.formulations.placement import slowdowns

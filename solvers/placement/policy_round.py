@@ -23,7 +23,7 @@ import numpy as np
 
 from fairplace.core.domain import Cluster, Job, locality, slowdown, spread
 from fairplace.core.errors import DataError
-from fairplace.core.params import LOCALITY_PENALTY
+from fairplace.core.shared_params import LOCALITY_PENALTY
 
 from . import round_kernel
 from .free_pool import FreePool

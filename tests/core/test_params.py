@@ -15,7 +15,8 @@ from hypothesis import strategies as st
 
 from fairplace.core.domain import GPU, Cluster, Job, PlacementInstance
 from fairplace.core.errors import OptionError
-from fairplace.core.params import LOCALITY_PENALTY, THEMIS_F, Interval, Items, Options, Param
+from fairplace.core.params import Interval, Items, Options, Param
+from fairplace.core.shared_params import LOCALITY_PENALTY, THEMIS_F
 from fairplace.instances.io import from_dict
 from fairplace.instances.workloads import themis_workload
 from fairplace.sim import SimulationConfig, simulate

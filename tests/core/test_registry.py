@@ -10,8 +10,8 @@ from hypothesis import strategies as st
 
 import fairplace
 from fairplace.core.errors import OptionError, UnknownName
-from fairplace.core.params import THEMIS_F
 from fairplace.core.registry import Entry, Registry
+from fairplace.core.shared_params import THEMIS_F
 from fairplace.sim.schedulers import FIFO, LAS, SCHEDULER_REGISTRY, SCHEDULERS
 from fairplace.solvers.placement.policies import POLICY_REGISTRY, make_policy
 

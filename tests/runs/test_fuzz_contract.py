@@ -22,7 +22,7 @@ from hypothesis import strategies as st
 from test_sim_contract import TRACE as CONTRACT_TRACE
 
 from fairplace.cli import main
-from fairplace.core.params import LOCALITY_PENALTY, THEMIS_F
+from fairplace.core.shared_params import LOCALITY_PENALTY, THEMIS_F
 from fairplace.runs.sweep import SPEC_KEYS
 
 FUZZ = settings(

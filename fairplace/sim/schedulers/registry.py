@@ -5,8 +5,8 @@ imports it back."""
 
 from __future__ import annotations
 
-from fairplace.core.params import THEMIS_F
 from fairplace.core.registry import Entry, Registry
+from fairplace.core.shared_params import THEMIS_F
 
 from ..protocols import AllocatingScheduler, Scheduler
 from ..themis import Themis

@@ -66,7 +66,7 @@ import numpy as np
 
 from fairplace.core.domain import AgentApp, Cluster, spread
 from fairplace.core.errors import OptionError
-from fairplace.core.params import THEMIS_F
+from fairplace.core.shared_params import THEMIS_F
 from fairplace.formulations.agents import RhoTable, ftf_model
 from fairplace.formulations.compact import compact_app
 from fairplace.formulations.compact_cache import OfferCache

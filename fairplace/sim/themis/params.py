@@ -1,7 +1,7 @@
 """THEMIS' scheduler options as specs (:class:`~fairplace.core.params.Param`): what the scheduler
 registry declares for ``themis`` and what :class:`~fairplace.sim.themis.scheduler.Themis` and its
 :class:`~fairplace.sim.themis.arbiter.Arbiter` check their options by. Their own module, importing
-neither, so that the registry and THEMIS both import them and neither imports the other back. The filter fraction f is ``fairplace.core.params.THEMIS_F``."""
+neither, so that the registry and THEMIS both import them and neither imports the other back. The filter fraction f is ``fairplace.core.shared_params.THEMIS_F``."""
 
 from __future__ import annotations
 
