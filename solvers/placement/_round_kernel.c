@@ -715,6 +715,45 @@ done:
     return res;
 }
 
+static const char gather_doc[] =
+    "gather(seq, idx) -> tuple\n\n"
+    "``tuple(seq[i] for i in idx)`` for a list or tuple ``seq`` and int64 positions ``idx``, in"
+    " one pass (a round's job ids in processing order).";
+
+static PyObject *gather(PyObject *self, PyObject *args) {
+    PyObject *seq;
+    Py_buffer bi;
+    if (!PyArg_ParseTuple(args, "Oy*", &seq, &bi)) return NULL;
+    PyObject *res = NULL;
+    const int64_t *idx = bi.buf;
+    Py_ssize_t n = bi.len / (Py_ssize_t)sizeof(int64_t);
+    if (!PyList_Check(seq) && !PyTuple_Check(seq)) {
+        PyErr_SetString(PyExc_TypeError, "gather: seq must be a list or tuple");
+        goto done;
+    }
+    Py_ssize_t N = PySequence_Fast_GET_SIZE(seq);
+    if (bi.len != n * (Py_ssize_t)sizeof(int64_t)) {
+        PyErr_SetString(PyExc_ValueError, "gather: idx must be int64");
+        goto done;
+    }
+    for (Py_ssize_t i = 0; i < n; i++)
+        if (idx[i] < 0 || idx[i] >= N) {
+            PyErr_SetString(PyExc_IndexError, "gather: a position is out of range");
+            goto done;
+        }
+    res = PyTuple_New(n);
+    if (!res) goto done;
+    PyObject **items = PySequence_Fast_ITEMS(seq);
+    for (Py_ssize_t i = 0; i < n; i++) {
+        PyObject *v = items[idx[i]];
+        Py_INCREF(v);
+        PyTuple_SET_ITEM(res, i, v);
+    }
+done:
+    PyBuffer_Release(&bi);
+    return res;
+}
+
 static const char scan_doc[] =
     "scan(jobs) -> (gpus, codes, classes)\n\n"
     "Each job's ``gpus`` (int64 bytes; a demand beyond int64 reads as the largest int64) and class"
@@ -1005,6 +1044,7 @@ static PyMethodDef methods[] = {
     {"place", place, METH_VARARGS, place_doc},
     {"scan", scan, METH_O, scan_doc},
     {"cells", cells, METH_VARARGS, cells_doc},
+    {"gather", gather, METH_VARARGS, gather_doc},
     {NULL, NULL, 0, NULL},
 };
 

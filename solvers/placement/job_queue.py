@@ -11,11 +11,14 @@ without reading an attribute of each job.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from functools import cached_property
 
 import numpy as np
 
 from fairplace.core.domain import Job
 from fairplace.core.errors import DataError
+
+from . import round_kernel
 
 
 def class_key(c) -> tuple[bool, str]:
@@ -67,6 +70,11 @@ class JobTable:
     def __len__(self) -> int:
         return self.ids.size
 
+    @cached_property
+    def id_tuple(self) -> tuple:
+        """The ids as a tuple (made once: a round takes its ids from it, :meth:`JobQueue.ids_at`)."""
+        return tuple(self.ids.tolist())
+
     def queue(self, jobs: Sequence[Job], rows, checked: bool = False) -> JobQueue:
         """The queue ``jobs``, whose k-th job is the table's row ``rows[k]`` (the caller's word:
         not checked job by job); rows must be distinct rows of the table (``checked``: the caller
@@ -104,6 +112,11 @@ class JobQueue(tuple):
 
     def __reduce__(self):
         return (JobQueue, (tuple(self), self.table, self.rows))
+
+    def ids_at(self, pos: np.ndarray) -> tuple:
+        """The ids of the jobs at queue positions ``pos``, as a tuple: one pass over the chosen
+        ids (no intermediate arrays or lists)."""
+        return round_kernel.gather(self.table.id_tuple, self.rows[pos])
 
     def fields(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """Per job of the queue: (ids as an object array, GPU demands, class codes), made once."""

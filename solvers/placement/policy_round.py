@@ -151,8 +151,8 @@ class PolicyBase:
         jq = queue if isinstance(queue, JobQueue) and not self.sticky else None
         rows = None if jq is None else self._order_rows(jq, G)
         if jq is not None and rows is not None:
-            id_arr, demand, codes = jq.fields()
-            ids = tuple(id_arr[rows].tolist())
+            _, demand, codes = jq.fields()
+            ids = jq.ids_at(rows)
         if in_queue is None and self.sticky:
             in_queue = set(map(_ID, jobs))
         running: dict[str, Any]

@@ -117,6 +117,14 @@ def gpu_tuples(cluster) -> tuple[tuple[int, ...], tuple[tuple[int], ...]]:
     return memo["ints"], memo["ones"]
 
 
+def gather(seq, idx) -> tuple:
+    """``tuple(seq[i] for i in idx)`` for a list or tuple ``seq`` and integer positions ``idx``:
+    one pass in the compiled kernel when built."""
+    if _ext is not None:
+        return _ext.gather(seq, np.ascontiguousarray(idx, dtype=np.int64))
+    return tuple(map(seq.__getitem__, np.asarray(idx).tolist()))
+
+
 def covers(pool) -> bool:
     """True if the kernel can place on ``pool``'s cluster: GPUs grouped by machine, sizes in range."""
     return 0 < pool.G < 2**23 and layout(pool.cluster)[1] and len(pool.cluster.machines) < 2**24

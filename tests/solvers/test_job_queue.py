@@ -70,3 +70,23 @@ def test_a_job_queue_is_checked_when_made():
         table.queue([jobs[0], jobs[0]], [0, 0])
     with pytest.raises(DataError, match="out of range"):
         table.queue([jobs[0]], [7])
+
+
+@pytest.mark.parametrize("compiled", [True, False])
+def test_ids_at_gives_the_ids_at_queue_positions(monkeypatch, compiled):
+    from fairplace.solvers.placement import round_kernel
+
+    if not compiled:
+        monkeypatch.setattr(round_kernel, "_ext", None)
+    elif not round_kernel.available():
+        pytest.skip("the compiled round kernel is not built")
+    jobs = _queue(30, seed=3)
+    table = JobTable.of(jobs)
+    rows = np.random.default_rng(0).permutation(30)[:20]
+    q = table.queue([jobs[r] for r in rows], rows)
+    pos = np.array([19, 0, 5, 5, 12])
+    assert q.ids_at(pos) == tuple(jobs[rows[p]].id for p in pos.tolist())
+    assert q.ids_at(np.zeros(0, dtype=np.int64)) == ()
+    if compiled:
+        with pytest.raises(IndexError, match="out of range"):
+            round_kernel.gather(table.id_tuple, np.array([30]))
