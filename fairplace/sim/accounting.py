@@ -155,23 +155,25 @@ def advance(j, k, t, t1, rem, rate, inv_s, ready, attained, tr: Timeline, stampi
     """Progress the running jobs ``j`` (holding ``k`` GPUs each) over [t, t1]; completions stamped at
     their exact times. Returns (mask of ``j`` that finished, iterations done by each of ``j``, when
     each of ``j`` stopped holding its GPUs in [t, t1]: its exact completion, else t1)."""
+    rem_j, rate_j = rem[j], rate[j]  # (j: distinct jobs, each array read once)
     begin = np.maximum(ready[j], t)
-    finish_at = begin + rem[j] / rate[j]
+    finish_at = begin + rem_j / rate_j
     fin = finish_at <= t1 * (1 + 1e-15)
     stop = np.where(fin, finish_at, t1)
     prog_t = np.maximum(stop - begin, 0.0)
-    prog = np.where(fin, rem[j], rate[j] * prog_t)
+    prog = np.where(fin, rem_j, rate_j * prog_t)
     held = np.maximum(stop - t, 0.0)
-    rem[j] -= prog
+    rem[j] = rem_j - prog
     rem[j[fin]] = 0.0
     tr.done_iters[j] += prog
     tr.held[j] += held
     tr.run[j] += prog_t
     tr.score_time[j] += prog_t * inv_s[j]
-    attained[j] += held * k
-    tr.gpu_seconds[j] += held * k
+    gpu_s = held * k
+    attained[j] += gpu_s
+    tr.gpu_seconds[j] += gpu_s
     tr.restart_gpu_seconds[j] += (held - prog_t) * k  # held before ready: the restart paid
-    tr.busy_gpu_seconds += float(np.sum(held * k))
+    tr.busy_gpu_seconds += float(np.add.reduce(gpu_s))  # (np.sum's reduction, no wrapper)
     tr.finish[j[fin]] = stamp(finish_at[fin], tr.t0, R, stamping)
     return fin, prog, stop
 
@@ -184,14 +186,42 @@ def idle_while_waiting(t, t1, idle, unmet, freed_at, freed, unmet_gone, arrive_a
     times = np.concatenate([freed_at, arrive_at])
     if not times.size:
         return max(min(idle, unmet), 0.0) * (t1 - t)
+    if times.size <= _FEW_EVENTS:
+        return _idle_few(t, t1, idle, unmet, times, freed, unmet_gone, arrive)
     d_idle = np.concatenate([freed, np.zeros(arrive_at.size)])
     d_unmet = np.concatenate([-unmet_gone, arrive])
     order = np.argsort(times, kind="stable")
-    edges = np.concatenate([[t], np.clip(times[order], t, t1), [t1]])
+    edges = np.concatenate([[t], np.minimum(np.maximum(times[order], t), t1), [t1]])
     level_idle = idle + np.concatenate([[0.0], np.cumsum(d_idle[order])])
     level_unmet = unmet + np.concatenate([[0.0], np.cumsum(d_unmet[order])])
     level = np.maximum(np.minimum(level_idle, level_unmet), 0.0)
-    return float(np.sum(level * np.diff(edges)))
+    return float(np.add.reduce(level * (edges[1:] - edges[:-1])))
+
+
+#: up to this many events in an interval, :func:`idle_while_waiting` steps through them in Python
+#: floats (a few numpy calls instead of a dozen; the same numbers, summed by the same reduction)
+_FEW_EVENTS = 64
+
+
+def _idle_few(t, t1, idle, unmet, times, freed, unmet_gone, arrive) -> float:
+    """:func:`idle_while_waiting`'s integral over few events: the same operations on the same
+    values in the same order (a stable sort by time; running sums from the first change; the
+    products summed by ``np.add.reduce``, the reduction ``np.sum`` makes)."""
+    n_freed = freed.size
+    d_idle = freed.tolist() + [0.0] * (times.size - n_freed)
+    d_unmet = (-unmet_gone).tolist() + arrive.tolist()
+    at = times.tolist()
+    order = sorted(range(len(at)), key=at.__getitem__)  # stable, as argsort(kind="stable")
+    prev, li, lu, c_idle, c_unmet = t, idle + 0.0, unmet + 0.0, 0.0, 0.0
+    terms = []
+    for i, k in enumerate(order):
+        e = min(max(at[k], t), t1)
+        terms.append(max(min(li, lu), 0.0) * (e - prev))
+        c_idle = d_idle[k] if i == 0 else c_idle + d_idle[k]
+        c_unmet = d_unmet[k] if i == 0 else c_unmet + d_unmet[k]
+        prev, li, lu = e, idle + c_idle, unmet + c_unmet
+    terms.append(max(min(li, lu), 0.0) * (t1 - prev))
+    return float(np.add.reduce(np.array(terms)))
 
 
 def isolated(tr: Timeline, w, G: int, m: int, app_dmax, j, prog) -> None:

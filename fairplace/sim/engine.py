@@ -430,7 +430,9 @@ class Driver:
         s.is_active[f] = False
         apps = w.app[f]
         np.subtract.at(s.app_active, apps, 1)
-        s.n_apps -= int(np.count_nonzero(s.app_active[np.unique(apps)] == 0))
+        gone = apps[s.app_active[apps] == 0]  # apps left without an active job (distinct: a set)
+        if gone.size:
+            s.n_apps -= len(set(gone.tolist()))
         groups = s.gid[f]
         np.subtract.at(s.left, groups, 1)
         if s.nxt:  # the last job of a phase to finish releases the next phase

@@ -11,7 +11,7 @@ import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from itertools import compress
-from operator import is_not
+from operator import is_not, not_
 
 import numpy as np
 
@@ -135,13 +135,13 @@ class RunState:
             got = list(map(texts.get, gpus))
         except TypeError:  # a list, or a tuple holding one: not a key
             return None
-        if None in got:
-            miss = list(dict.fromkeys(g for g, t in zip(gpus, got, strict=True) if t is None))
+        if None in got:  # (compress/not_: C-level passes; every text is a non-empty str)
+            miss = list(dict.fromkeys(compress(gpus, map(not_, got))))
             texts.update(zip(miss, (t[1:] for t in _items([""] * len(miss), miss)), strict=True))
             got = list(map(texts.__getitem__, gpus))
         ks = list(map(heads.get, record))
         if None in ks:
-            miss = [k for k, t in zip(record, ks, strict=True) if t is None]
+            miss = list(compress(record, map(not_, ks)))
             heads.update((k, "," + _key_text(k) + ":") for k in miss)
             ks = list(map(heads.__getitem__, record))
         if len(heads) > 2 * len(record) + 4096:  # keep the running jobs' keys only
@@ -198,9 +198,11 @@ class RunState:
             return
         new = self.pending.pop_due(self.t)
         self.is_active[new] = True
-        apps = np.unique(w.app[new])
-        self.n_apps += int(np.count_nonzero(self.app_active[apps] == 0))
-        np.add.at(self.app_active, w.app[new], 1)
+        apps = w.app[new]
+        idle = apps[self.app_active[apps] == 0]  # apps with no active job yet (distinct: a set)
+        if idle.size:
+            self.n_apps += len(set(idle.tolist()))
+        np.add.at(self.app_active, apps, 1)
         # sorted, as np.flatnonzero(is_active), without reading every job
         self.jobs.update(zip(new.tolist(), w.jobs(new.tolist()), strict=True))
         self.active = np.sort(np.concatenate([self.active, new]))
