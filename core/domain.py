@@ -17,8 +17,6 @@ from fairplace.core.shared_params import LOCALITY_PENALTY
 #: Spread levels of a GPU set (ARCHITECTURE.md): one machine, several machines in one rack, several racks.
 SPREAD_MACHINE, SPREAD_RACK, SPREAD_CLUSTER = 0, 1, 2
 SPREAD_NAMES = ("machine", "rack", "cluster")
-#: most keys of :meth:`Cluster.memo` kept (bounded memory over a long simulation)
-MEMO_KEYS = 1024
 
 
 @dataclass(frozen=True, slots=True)
@@ -107,22 +105,6 @@ class Cluster:
             v = np.unique(np.round(self.pm_vector(cls), 12)) if len(self.gpus) else np.ones(1)
             v = self._keep(("levels", cls), v)
         return v
-
-    def memo(self, key: tuple) -> dict:
-        """A dict kept with the cluster for data derived from it under ``key`` (a solver's view of
-        one offer of GPUs, say): the same dict for the same key, for the last :data:`MEMO_KEYS`
-        keys (the oldest is dropped first)."""
-        memo = self._memo
-        out = memo.get(key)
-        if out is None:
-            out = memo[key] = {}
-            if len(memo) > MEMO_KEYS:
-                del memo[next(iter(memo))]
-        return out
-
-    @cached_property
-    def _memo(self) -> dict:
-        return {}
 
     def _keep(self, key: tuple, v: np.ndarray) -> np.ndarray:
         v.flags.writeable = False

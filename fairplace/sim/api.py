@@ -9,7 +9,8 @@ from __future__ import annotations
 import copy
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from functools import partial
 from typing import Any
 
 import numpy as np
@@ -21,6 +22,7 @@ from fairplace.core.progress import progress_bar
 from fairplace.core.registry import Entry
 from fairplace.instances.models import measured_locality
 from fairplace.solvers.placement import policies
+from fairplace.solvers.placement.cache import PlacementCache
 from fairplace.solvers.placement.policies import ClusterState
 from fairplace.solvers.placement.policy_round import PlacementPolicy
 
@@ -92,7 +94,8 @@ def simulate(
 class Plan:
     """What one run needs, resolved from the config: the workload (and ``workload_of``, which makes
     one from a trace frame: the recycled runs make more), the cluster and its binned scores, the
-    policy, a maker of fresh schedulers, the driver's config, and the T_id choice."""
+    policy, a maker of fresh schedulers, the driver's config, and the T_id choice; the run's
+    placement rounds share ``placement_cache`` (each class's score order, sorted once)."""
 
     cfg: SimulationConfig
     frame: pd.DataFrame | None
@@ -113,6 +116,9 @@ class Plan:
     isolated: bool
     custom_tid: Any  # an IdealTimeModel object, or None for a named variant
     baseline_lease: float = 0.0  # a queue scheduler's lease (s; 0: none)
+    placement_cache: PlacementCache = field(
+        default_factory=PlacementCache, compare=False, repr=False
+    )
 
     @property
     def allocates(self) -> bool:
@@ -141,8 +147,9 @@ class Plan:
         return sched
 
     def driver_for(self, w: Workload, sched, progress=None) -> Driver:
+        state = partial(ClusterState, cache=self.placement_cache)  # every round of the run
         return Driver(
-            w, self.cluster, self.scores, sched, self.policy, ClusterState, self.driver, progress
+            w, self.cluster, self.scores, sched, self.policy, state, self.driver, progress
         )
 
 

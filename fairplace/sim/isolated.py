@@ -29,11 +29,13 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import replace
+from functools import partial
 
 import numpy as np
 
 from fairplace.core.domain import Cluster
 from fairplace.core.limits import MAX_TIME
+from fairplace.solvers.placement.cache import PlacementCache
 from fairplace.solvers.placement.policies import ClusterState
 
 from .engine import Driver, DriverConfig
@@ -106,7 +108,8 @@ def solo_runner(cluster: Cluster, scores, policy, driver: DriverConfig, seed: in
         part = Cluster(tuple(cluster.gpus[:n]))
         sc = {c: np.asarray(v)[:n] for c, v in scores.items()}
         sched = make_scheduler(SOLO_SCHEDULER, seed=seed, **{option: SOLO_LEASE})
-        t = Driver(sub, part, sc, sched, policy, ClusterState, cfg).run()
+        state = partial(ClusterState, cache=PlacementCache())  # the rounds of this run
+        t = Driver(sub, part, sc, sched, policy, state, cfg).run()
         return t.release, t.finish
 
     return run

@@ -15,7 +15,8 @@ is placed).
 
 The package: this module (the exact program), ``policies`` (PAL's policies, ``make_policy``),
 ``policy_round`` (``PolicyBase``: one round), ``free_pool`` (``FreePool``), ``pool_index`` (its
-incremental index), ``round_kernel`` (the compiled round, ``_round_kernel.c``).
+incremental index), ``cache`` (``PlacementCache``: what rounds on one cluster share, kept by the
+caller), ``round_kernel`` (the compiled round, ``_round_kernel.c``).
 """
 
 from __future__ import annotations

@@ -27,7 +27,8 @@ import numpy as np
 
 from fairplace.core.domain import Cluster
 
-from .pool_index import Cells, ClassIndex, contiguous
+from .cache import PlacementCache
+from .pool_index import Cells, ClassIndex
 
 
 def _smallest(idx: np.ndarray, key: np.ndarray, n: int) -> np.ndarray:
@@ -42,18 +43,6 @@ def _smallest(idx: np.ndarray, key: np.ndarray, n: int) -> np.ndarray:
     return idx[np.concatenate([low, rest])]
 
 
-def layout(cluster: Cluster) -> tuple[int, bool]:
-    """(the most GPUs on one machine, whether GPU indices are grouped by machine:
-    :func:`.pool_index.contiguous`) of ``cluster``, computed once per cluster (``Cluster.memo``)."""
-    memo = cluster.memo(("placement pool layout",))
-    out = memo.get("layout")
-    if out is None:
-        mi, M = cluster.machine_index, len(cluster.machines)
-        P = int(np.bincount(mi, minlength=M).max()) if len(cluster) else 0
-        out = memo["layout"] = (P, contiguous(mi))
-    return out
-
-
 class FreePool:
     """Free GPUs of ``cluster`` with per-class scores; mutable, one placement round."""
 
@@ -62,11 +51,12 @@ class FreePool:
         cluster: Cluster,
         scores: Mapping[str, np.ndarray],
         free: np.ndarray,
-        sorted_cache: dict | None = None,
+        cache: PlacementCache | None = None,
         index: bool | None = None,
     ):
-        """``sorted_cache``: a dict kept by the caller across pools of the same cluster and scores,
-        holding each class's score order (so it is sorted once, not once per round). ``index``: pick
+        """``cache``: a :class:`.cache.PlacementCache` kept by the caller across pools of the same
+        cluster, holding its layout and each class's score order (so it is sorted once, not once
+        per round); None: a throw-away one. ``index``: pick
         through the incremental index (:mod:`.pool_index`; same picks) — None: where it pays off,
         measured: PAL's packed and fewest-machines queries from 2,048 GPUs, PM-First's picks (single
         and multi-GPU) from 8,192 (below, the vectorised rescan of a small tie level is cheaper than
@@ -78,7 +68,9 @@ class FreePool:
         self.mi = mi
         M = len(cluster.machines)
         self.slots = cluster.machine_slots  # (M, P); G = padding sentinel; read only
-        self.P, grouped = layout(cluster)
+        self.cache = PlacementCache() if cache is None else cache
+        #: the most GPUs on one machine; whether GPU indices are grouped by machine
+        self.P, self.grouped = self.cache.layout(cluster)
         self.free = np.append(np.asarray(free, dtype=bool), False)  # sentinel is never free
         self.nfree_m = np.bincount(mi[self.free[:G]], minlength=M)
         self.n_free = int(self.free[:G].sum())
@@ -88,12 +80,12 @@ class FreePool:
         self._ptr: dict[object, int] = {}
         self._sorted: dict[object, tuple[np.ndarray, ...]] = {}
         self._sorted_vals: dict[object, np.ndarray] = {}
-        self._cache = {} if sorted_cache is None else sorted_cache
+        self._cache = self.cache.sorted_for(cluster, scores)
         self._ext: dict[object, np.ndarray] = {}
         self._log: list[tuple[np.ndarray, int]] = []  # (GPUs, +1 / -1) per take / release
         self._index: dict[object, ClassIndex] = {}
         # cell-ordered picks (pool_index) are exact when GPUs are grouped by machine
-        self._fast = G > 0 and grouped and (G >= 2048 if index is None else bool(index))
+        self._fast = G > 0 and self.grouped and (G >= 2048 if index is None else bool(index))
         self._fast_match = self._fast and (G >= 8192 if index is None else True)
 
     # ---- state changes -------------------------------------------------------------------------

@@ -26,6 +26,7 @@ from fairplace.core.errors import DataError
 from fairplace.core.shared_params import LOCALITY_PENALTY
 
 from . import round_kernel
+from .cache import PlacementCache
 from .free_pool import FreePool
 from .job_queue import JobQueue, check_jobs
 
@@ -35,12 +36,16 @@ class ClusterState:
     """What a policy sees: the cluster, per-class (binned) scores of shape (G,), running allocations.
 
     ``round`` (optional) is the scheduling round; the random policies seed their draw with it.
+    ``cache`` (optional): a :class:`.cache.PlacementCache` the caller keeps across rounds on this
+    cluster (the simulator's run, a benchmark), so each class's scores are sorted once; None: the
+    round builds a throw-away one.
     """
 
     cluster: Cluster
     scores: Mapping[str, np.ndarray]
     allocation: Mapping[str, tuple[int, ...]] = field(default_factory=dict)
     round: int = 0
+    cache: PlacementCache | None = field(default=None, compare=False, repr=False)
 
 
 @dataclass(frozen=True)
@@ -51,7 +56,7 @@ class Decision:
     preempted: tuple[str, ...]
     #: how the round went, for resuming the next one (:meth:`PolicyBase.place`): the job ids in
     #: processing order, how many of them were decided, whether a misfit stopped the round, and
-    #: (cluster, scores, per-class score orders) so the next round need not sort them again
+    #: (cluster, scores, the round's :class:`.cache.PlacementCache`)
     trail: tuple | None = field(default=None, compare=False, repr=False)
     #: which pick loop ran: ``"c"`` (the compiled kernel, :mod:`.round_kernel`) or ``"python"``
     kernel: str = field(default="python", compare=False, repr=False)
@@ -179,8 +184,8 @@ class PolicyBase:
             cl, sc, _ = previous.trail[3]
             if cl is state.cluster and sc is state.scores:
                 k, stopped = _replay(previous, ids, alloc, free)
-        cache = sorted_cache(state.cluster, state.scores)
-        pool = FreePool(state.cluster, state.scores, free, sorted_cache=cache)
+        cache = PlacementCache() if state.cache is None else state.cache
+        pool = FreePool(state.cluster, state.scores, free, cache=cache)
         self._prepare(pool, state)
         singles = self._singles_count() if not self.sticky and self.migrate == "always" else None
         spec = self._kernel_spec() if singles is not None else None
@@ -392,25 +397,6 @@ def _check_allocation(state: ClusterState, G: int) -> None:
         used[flat] = True
         if flat.size != np.count_nonzero(used):
             raise DataError("allocation", "running jobs share GPUs")
-
-
-def sorted_cache(cluster: Cluster, scores: Mapping[str, np.ndarray]) -> dict:
-    """:class:`FreePool`'s per-class cache (score orders, cells) for ``scores``, kept with the cluster
-    (``Cluster.memo``) so that rounds on the same scores sort each class once: reused while every
-    class's scores equal those it was built from (an O(G) comparison per class), else emptied."""
-    memo = cluster.memo(("placement sorted scores",))
-    seen = memo.get(_SEEN)
-    if (
-        seen is None
-        or seen.keys() != scores.keys()
-        or not all(np.array_equal(seen[c], v) for c, v in scores.items())
-    ):
-        memo.clear()
-        memo[_SEEN] = {c: np.array(v, copy=True) for c, v in scores.items()}
-    return memo
-
-
-_SEEN = ("__scores__",)  # the key of the scores a sorted cache was built from
 
 
 def _sorted_ids(g: np.ndarray) -> tuple[int, ...]:

@@ -19,8 +19,6 @@ import numpy as np
 from fairplace.core.errors import OptionError
 from fairplace.formulations.lv import choose_cell
 
-from .free_pool import layout
-
 try:  # optional: built by setup.py when a C compiler is present
     from . import _round_kernel as _ext  # type: ignore[attr-defined]  # C extension, no stub
 except ImportError:  # pragma: no cover - depends on the install
@@ -64,7 +62,7 @@ def run(pool, order, start, spec, backfill, policy, ids, alloc, fields=None) -> 
         gpus, codes, perm = np.frombuffer(gb, np.int64), np.frombuffer(cb, np.int64), None
     else:
         gpus, codes, classes, perm = fields
-    ints, ones = gpu_tuples(pool.cluster)
+    ints, ones = pool.cache.gpu_tuples(pool.cluster)  # made once per cluster
 
     mi, M, P = (
         np.ascontiguousarray(pool.mi, dtype=np.int64),
@@ -107,16 +105,6 @@ def run(pool, order, start, spec, backfill, policy, ids, alloc, fields=None) -> 
     return int(k), bool(stopped)
 
 
-def gpu_tuples(cluster) -> tuple[tuple[int, ...], tuple[tuple[int], ...]]:
-    """(0, .., G-1) and ((0,), .., (G-1,)), made once per cluster (``Cluster.memo``): the kernel
-    builds every allocation tuple from them instead of new int objects."""
-    memo = cluster.memo(("placement gpu tuples",))
-    if "ints" not in memo:
-        ints = tuple(range(len(cluster)))
-        memo["ints"], memo["ones"] = ints, tuple((g,) for g in ints)
-    return memo["ints"], memo["ones"]
-
-
 def gather(seq, idx) -> tuple:
     """``tuple(seq[i] for i in idx)`` for a list or tuple ``seq`` and integer positions ``idx``:
     one pass in the compiled kernel when built."""
@@ -127,7 +115,7 @@ def gather(seq, idx) -> tuple:
 
 def covers(pool) -> bool:
     """True if the kernel can place on ``pool``'s cluster: GPUs grouped by machine, sizes in range."""
-    return 0 < pool.G < 2**23 and layout(pool.cluster)[1] and len(pool.cluster.machines) < 2**24
+    return 0 < pool.G < 2**23 and pool.grouped and len(pool.cluster.machines) < 2**24
 
 
 def _choose_cell(w: float, a: float, L: float) -> bool:

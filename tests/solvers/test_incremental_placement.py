@@ -12,6 +12,7 @@ from test_pal_engine import pools
 from fairplace.benchmarks.scaling import exponent
 from fairplace.core.domain import Job
 from fairplace.instances.generators import grid_cluster
+from fairplace.solvers.placement.cache import PlacementCache
 from fairplace.solvers.placement.free_pool import FreePool
 from fairplace.solvers.placement.policies import ClusterState, make_policy
 
@@ -93,21 +94,35 @@ def test_growth_exponent_is_the_log_log_slope():
     assert abs(exponent([10, 100], [0.5, 5.0]) - 1.0) < 1e-9
 
 
-def test_rounds_on_the_same_cluster_sort_each_class_once_and_see_changed_scores():
-    """The per-class score orders are kept with the cluster across rounds (no ``previous``): a
-    round on equal scores reuses them, a round on scores changed in place sorts again."""
+def test_rounds_sharing_a_cache_sort_each_class_once_and_see_changed_scores():
+    """The per-class score orders are kept in the caller's :class:`PlacementCache` across rounds
+    (no ``previous``): a round on equal scores reuses them, a round on scores changed in place
+    sorts again; a round without a cache places the same."""
     cl = grid_cluster(8, 4)
     rng = np.random.default_rng(3)
     scores = {"A": rng.choice([1.0, 1.1, 1.3], len(cl))}
     queue = [Job(f"j{i}", g, "A") for i, g in enumerate([1, 2, 1, 4, 3, 1, 2])]
     pol = make_policy("pal", backfill=True)
-    first = pol.place(ClusterState(cl, scores, {}), queue)
-    cache = first.trail[3][2]
-    again = pol.place(ClusterState(cl, dict(scores), {}), queue)
-    assert again.allocation == first.allocation and again.trail[3][2]["A"] is cache["A"]
+    cache = PlacementCache()
+    first = pol.place(ClusterState(cl, scores, {}, cache=cache), queue)
+    order = cache.sorted_for(cl, scores)["A"]
+    again = pol.place(ClusterState(cl, dict(scores), {}, cache=cache), queue)
+    assert again.allocation == first.allocation
+    assert cache.sorted_for(cl, scores)["A"] is order
+    assert pol.place(ClusterState(cl, scores, {}), queue).allocation == first.allocation
     scores["A"][:] = scores["A"][::-1].copy()  # changed in place: the orders must follow
-    changed = pol.place(ClusterState(cl, scores, {}), queue)
+    changed = pol.place(ClusterState(cl, scores, {}, cache=cache), queue)
     fresh = make_policy("pal", backfill=True).place(
         ClusterState(grid_cluster(8, 4), {"A": scores["A"].copy()}, {}), queue
     )
     assert changed.allocation == fresh.allocation
+
+
+def test_placement_cache_holds_one_cluster_at_a_time():
+    """A new cluster empties the cache: its layout and GPU tuples are the new cluster's."""
+    cache = PlacementCache()
+    small, big = grid_cluster(2, 4), grid_cluster(3, 8)
+    assert cache.layout(small) == (4, True) and cache.gpu_tuples(small)[0] == tuple(range(8))
+    assert cache.layout(big) == (8, True)
+    assert cache.gpu_tuples(big) == (tuple(range(24)), tuple((g,) for g in range(24)))
+    assert cache.gpu_tuples(big)[1] is cache.gpu_tuples(big)[1]  # made once per cluster

@@ -1,0 +1,75 @@
+"""What placement rounds on the same cluster share (:class:`PlacementCache`), owned by the caller.
+
+A PAL / PM-First round sorts each class's scores, derives the cluster's machine layout and (the
+compiled kernel) the tuples it builds allocations from; none of these depend on the queue, so a
+caller that runs many rounds on one cluster (the simulator's run, a benchmark) keeps one cache and
+hands it to every round (``ClusterState(cache=...)``). A round without one builds a throw-away
+cache. The cache holds one cluster at a time (by identity, as
+:class:`~fairplace.formulations.compact_cache.OfferCache` does): a new cluster empties it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+import numpy as np
+
+from fairplace.core.domain import Cluster
+
+from .pool_index import contiguous
+
+
+class PlacementCache:
+    """Per cluster: its layout, its GPU tuples and each class's score order (for the scores they
+    were sorted from); mutable, kept by the caller across rounds."""
+
+    __slots__ = ("_cluster", "_layout", "_tuples", "_seen", "_sorted")
+
+    def __init__(self) -> None:
+        self._cluster: Cluster | None = None
+        self._clear()
+
+    def _clear(self) -> None:
+        self._layout: tuple[int, bool] | None = None
+        self._tuples: tuple[tuple[int, ...], tuple[tuple[int], ...]] | None = None
+        self._seen: dict[object, np.ndarray] | None = None
+        self._sorted: dict = {}
+
+    def _on(self, cluster: Cluster) -> None:
+        if cluster is not self._cluster:
+            self._cluster = cluster
+            self._clear()
+
+    def layout(self, cluster: Cluster) -> tuple[int, bool]:
+        """(P = max_m |{g : m(g) = m}|, the most GPUs on one machine; whether GPU indices are
+        grouped by machine, :func:`.pool_index.contiguous`)."""
+        self._on(cluster)
+        if self._layout is None:
+            mi, M = cluster.machine_index, len(cluster.machines)
+            P = int(np.bincount(mi, minlength=M).max()) if len(cluster) else 0
+            self._layout = (P, contiguous(mi))
+        return self._layout
+
+    def gpu_tuples(self, cluster: Cluster) -> tuple[tuple[int, ...], tuple[tuple[int], ...]]:
+        """(0, .., G-1) and ((0,), .., (G-1,)): the compiled kernel builds every allocation tuple
+        from them instead of new int objects."""
+        self._on(cluster)
+        if self._tuples is None:
+            ints = tuple(range(len(cluster)))
+            self._tuples = (ints, tuple((g,) for g in ints))
+        return self._tuples
+
+    def sorted_for(self, cluster: Cluster, scores: Mapping[str, np.ndarray]) -> dict:
+        """:class:`.free_pool.FreePool`'s per-class dict (score orders, cells) for ``scores``:
+        the same dict while every class's scores equal those it was built from (an O(G)
+        comparison per class), else a new one."""
+        self._on(cluster)
+        seen = self._seen
+        if (
+            seen is None
+            or seen.keys() != scores.keys()
+            or not all(np.array_equal(seen[c], v) for c, v in scores.items())
+        ):
+            self._seen = {c: np.array(v, copy=True) for c, v in scores.items()}
+            self._sorted = {}
+        return self._sorted
