@@ -248,23 +248,34 @@ def one_type(cluster: Cluster, classes: Sequence[str | None]) -> tuple[float, ..
     return tuple(lv.item() for lv in levels) if levels else (1.0,)
 
 
+def gpus_by_machine(
+    cluster: Cluster, offer: Sequence[int] | np.ndarray
+) -> tuple[dict[int, tuple[int, ...]], dict[int, int]]:
+    """The offer's GPUs by machine, straight from the cluster's arrays: (m -> {g in offer :
+    m(g) = m} ascending, m -> k(m)), machines ascending."""
+    idx = np.asarray(offer, dtype=np.int64)
+    on: dict[int, list[int]] = {}
+    rack: dict[int, int] = {}
+    ms, rs = cluster.machine_index[idx].tolist(), cluster.rack_index[idx].tolist()
+    for g, m, r in zip(idx.tolist(), ms, rs, strict=True):
+        got = on.get(m)
+        if got is None:
+            on[m], rack[m] = [g], r
+        else:
+            got.append(g)
+    machines = sorted(on)
+    return {m: tuple(sorted(on[m])) for m in machines}, {m: rack[m] for m in machines}
+
+
 def groups(
     cluster: Cluster, offer: Sequence[int] | np.ndarray, classes: Sequence[str | None]
 ) -> tuple[Group, ...]:
     """Partition of the offer into (machine, PM levels of every class in ``classes``) groups."""
-    idx = np.asarray(offer, dtype=np.int64)
     one = one_type(cluster, classes)
     if one is not None:  # one score per class on the whole cluster: a group per machine
-        by_m: dict[int, list[int]] = {}
-        rack: dict[int, int] = {}
-        ms, rs = cluster.machine_index[idx].tolist(), cluster.rack_index[idx].tolist()
-        for g, m, r in zip(idx.tolist(), ms, rs, strict=True):
-            got = by_m.get(m)
-            if got is None:
-                by_m[m], rack[m] = [g], r
-            else:
-                got.append(g)
-        return tuple(Group(m, rack[m], one, tuple(sorted(by_m[m]))) for m in sorted(by_m))
+        on, rack = gpus_by_machine(cluster, offer)
+        return tuple(Group(m, rack[m], one, gs) for m, gs in on.items())
+    idx = np.asarray(offer, dtype=np.int64)
     V = np.stack([cluster.pm_vector(c) for c in classes]) if classes else np.ones((1, len(cluster)))
     scores = np.round(V[:, idx], 12).T.tolist()  # one rounding for the whole offer
     buckets: dict[tuple, list[int]] = {}

@@ -12,8 +12,7 @@ from __future__ import annotations
 
 from typing import Any, NamedTuple
 
-import numpy as np
-
+from fairplace.formulations.agents import gpus_by_machine
 from fairplace.formulations.compact import CompactProgram
 from fairplace.formulations.compact_milp import Choice
 
@@ -25,18 +24,7 @@ def offer_view(prog: CompactProgram) -> tuple[dict, dict, dict, dict]:
     once per offer (``CompactProgram.shared``)."""
 
     def make():
-        cl = prog.cluster
-        idx = np.asarray(prog.offer, dtype=np.int64)
-        on: dict[int, list[int]] = {}
-        rack: dict[int, int] = {}
-        ms, rs = cl.machine_index[idx].tolist(), cl.rack_index[idx].tolist()
-        for g, m, r in zip(idx.tolist(), ms, rs, strict=True):
-            got = on.get(m)
-            if got is None:
-                on[m], rack[m] = [g], r
-            else:
-                got.append(g)
-        gpus = {m: tuple(sorted(on[m])) for m in sorted(on)}
+        gpus, rack = gpus_by_machine(prog.cluster, prog.offer)
         by_rack: dict[int, list[int]] = {}
         for m in gpus:  # ascending
             by_rack.setdefault(rack[m], []).append(m)

@@ -11,7 +11,14 @@ import pytest
 import fairplace
 from fairplace.core.domain import AgentApp, AgentJob, AuctionInstance
 from fairplace.core.errors import InstanceError, OptionError
-from fairplace.formulations.agents import count_bundles, rho_table, subset_bids, to_explicit
+from fairplace.formulations.agents import (
+    count_bundles,
+    gpus_by_machine,
+    groups,
+    rho_table,
+    subset_bids,
+    to_explicit,
+)
 from fairplace.instances import io
 from fairplace.instances.generators import grid_cluster
 
@@ -144,3 +151,21 @@ def test_agent_jobs_built_in_bulk_equal_the_constructor():
     with pytest.raises(AttributeError):
         bulk[0].iters_left = 1.0  # type: ignore[misc]
     assert AgentJob.many([], []) == ()
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_gpus_by_machine_groups_the_offer_by_machine_with_its_rack(seed):
+    """m -> the offered GPUs of machine m (ascending), m -> its rack, machines ascending; a
+    one-type cluster's groups are these, one per machine."""
+    cl = grid_cluster(6, 4, machines_per_rack=2)
+    rng = np.random.default_rng(seed)
+    offer = rng.permutation(len(cl))[: rng.integers(1, len(cl) + 1)]
+    on, rack = gpus_by_machine(cl, offer)
+    mi, ri = cl.machine_index, cl.rack_index
+    expected = {
+        m: tuple(sorted(int(g) for g in offer if mi[g] == m)) for m in sorted(set(mi[offer]))
+    }
+    assert on == expected and list(on) == list(rack) == sorted(expected)
+    assert rack == {m: int(ri[on[m][0]]) for m in on}
+    grps = groups(cl, offer, [None])
+    assert [(q.machine, q.rack, q.gpus) for q in grps] == [(m, rack[m], on[m]) for m in on]
