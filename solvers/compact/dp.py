@@ -24,15 +24,14 @@ Forward F_j(state) (apps before j) and backward V_j(state) (apps j on) give PF =
 PF_{-i} = max_state F_i(state) + V_{i+1}(state) (app i takes nothing, earns nothing): every
 leave-one-out from the same two passes (the last app's V: its best option that fits each state,
 no next states); c_i = ``pa.payment`` (others' value in PF, PF_{-i}) as
-``compact.pa_payments``. States, moves and placing: ``compact/dp_state.py``. The chosen places are replayed on the real machines and the GPUs taken
+``compact.pa_payments``. An app's options: ``compact/dp_options.py``; states, moves and
+placing: ``compact/dp_state.py``. The chosen places are replayed on the real machines and the GPUs taken
 machine by machine (spread-0 apps on their machine, then spread-1 in their rack, then the rest),
 which succeeds because the three inequalities hold.
 """
 
 from __future__ import annotations
 
-import bisect
-import math
 import time
 from dataclasses import dataclass
 from functools import cached_property
@@ -41,12 +40,12 @@ from typing import Any
 import numpy as np
 
 from fairplace.formulations import pa
-from fairplace.formulations.agents import RhoTable
 from fairplace.formulations.compact import CompactProgram
 from fairplace.formulations.compact_milp import Choice
 from fairplace.formulations.pf import PFValue
 from fairplace.formulations.program import RawResult
 
+from .dp_options import app_options
 from .dp_state import Layout, Opt, moves, place
 
 #: most edges (moves) of the DP's graph; above it :func:`solve_dp` gives up (None) and the caller
@@ -62,8 +61,6 @@ EDGE_LIMIT = 5_000
 #: :data:`MAX_GPUS_TWO` (captured W2 paper x1 auctions, 2 bidders on up to 145 GPUs: the DP
 #: 0.8-1.8 ms against 1.4-2.3 ms for the enumeration, in every offer size)
 MAX_GPUS, MAX_APPS, MAX_GPUS_TWO = 64, 12, 256
-#: most table entries whose -log an app's options take by ``math.log`` (numpy's ufunc above)
-SMALL_TABLE = 48
 
 
 def dp_suits(prog: CompactProgram) -> bool:
@@ -131,131 +128,6 @@ class DPResult:
         return RawResult("optimal", None, obj, obj, self.seconds)
 
 
-def _places(lay: Layout, hm: int, hr: int) -> tuple[tuple, tuple[int, int, int], tuple]:
-    """(positions per place type, effective type per type, most GPUs per type) of an app that
-    holds machine ``hm`` / rack ``hr`` (-1: none): one machine (its held one), one rack (its held
-    one), the offer; a place type whose only place holds the whole of the next wider one counts
-    as that one (one rack in the offer: spread 1 = spread 2)."""
-    if hm >= 0:
-        m0: tuple[int, ...] = (lay.machine_pos[hm],) if hm in lay.machine_pos else ()
-    else:
-        m0 = tuple(lay.machines)
-    if hr >= 0:
-        r1: tuple[int, ...] = (lay.rack_pos[hr],) if hr in lay.rack_pos else ()
-    else:
-        r1 = tuple(lay.racks)
-    st = lay.start
-    # a place type equal to the next wider one: its only place holds all the wider one holds
-    e1 = 2 if len(r1) == 1 and st[r1[0]] == st[0] else 1
-    one_machine = len(r1) == 1 and lay.rack_size[r1[0]] == 1
-    e0 = e1 if len(m0) == 1 and one_machine and lay.block_of[m0[0]] == r1[0] else 0
-    fit = (
-        lay.most[0] if hm < 0 else max((st[p] for p in m0), default=0),
-        lay.most[1] if hr < 0 else max((st[p] for p in r1), default=0),
-        st[0],
-    )
-    return (m0, r1, (0,)), (e0, e1, 2), fit
-
-
-def _options(
-    prog: CompactProgram, lay: Layout, i: int, tup: bool, memo: dict | None = None
-) -> tuple[float, list[Opt]]:
-    """(value of nothing: w_i0, or 0 when unbounded; options, valued by their gain over nothing) of
-    app i: per (n, effective place type, :func:`_places`) its best cell that fits the offer and
-    beats nothing, without the options worth no more than one with fewer GPUs and a looser place
-    type (``memo``: :func:`_places` per held machine and rack, shared by one DP's apps)."""
-    a = prog.apps[i]
-    key = (a.held_machine, a.held_rack)
-    got = None if memo is None else memo.get(key)
-    if got is None:
-        got = _places(lay, *key)
-        if memo is not None:
-            memo[key] = got
-    places, eff, fit = got
-    t = a.table
-    we = a.w_empty
-    base = 0.0 if we is None else we  # values: gains over nothing, base + gain
-    # the program's cells (``CompactApp.cells``: better than nothing, not dominated) that fit
-    # (``CompactProgram.feasible_cells``: level v at least the offer's, n GPUs in a place), by
-    # CompactApp.cells' rule on the columns v >= lev and rows n <= fit[s] only (a cell's test
-    # reads fewer GPUs of its column, a looser spread or level of its row): the same cells
-    lv = memo.get(a.cls) if memo is not None else None
-    if lv is None:  # RhoTable.level's key of the offer's score for the class
-        lv = RhoTable._key(prog.types[0][prog.classes.index(a.cls)])
-        if memo is not None:
-            memo[a.cls] = lv
-    rho = t.rho
-    top_n, n_lev = min(max(fit), rho.shape[0] - 1), rho.shape[2]
-    lev = bisect.bisect_left(t.levels.tolist(), lv) if n_lev > 1 else int(t.levels.item(0) < lv)
-    size = 3 * n_lev
-    part = rho[: top_n + 1]
-    wf = None
-    if top_n * size <= SMALL_TABLE:  # a few cells: Python's log is quicker than numpy's calls
-        try:
-            wf = [-math.log(x) for x in part.ravel().tolist()]
-        except ValueError:  # a zero or negative rho: numpy's -inf / nan, as CompactApp.cells
-            pass
-    if wf is None:
-        wf = (-np.log(part)).ravel().tolist()  # w[n, s, v] at (n * 3 + s) * n_lev + v
-    best: dict[tuple[int, int], tuple[float, tuple[int, int, int]]] = {}
-    v_lo = max(t.held_level, 0, lev)
-    low0 = -math.inf if we is None else we
-    s_lo = t.held_spread if t.held_count else 0
-    if n_lev == 1:  # one level (a one-level cluster): the loop below, w[n, s] at 3 n + s
-        for s in range(s_lo, 3) if v_lo == 0 else ():
-            e, hi = -eff[s], min(fit[s], top_n) + 1
-            thr = low0 + 1e-12
-            for x in range(3 + s, hi * 3, 3):
-                val = wf[x]
-                if val <= thr:
-                    continue
-                thr = val + 1e-12
-                if s < 2 and wf[x + 1] >= val - 1e-12:
-                    continue
-                n = x // 3
-                old = best.get((n, e))
-                if old is None or val > old[0]:
-                    best[(n, e)] = (val, (n, s, 0))
-    for s in range(s_lo, 3) if n_lev > 1 else ():
-        e, hi = -eff[s], min(fit[s], top_n) + 1  # key (n, -type): sorted, looser types first
-        for v in range(v_lo, n_lev):
-            low, loose_v = low0, v + 1 < n_lev
-            for x in range((size + s * n_lev + v), hi * size, size):  # n = 1, 2, ...
-                val = wf[x]
-                if val <= low + 1e-12:
-                    continue  # no better than fewer GPUs (or nothing)
-                low = val
-                if s < 2 and wf[x + n_lev] >= val - 1e-12:
-                    continue  # a less restrictive cell is worth as much
-                if loose_v and wf[x + 1] >= val - 1e-12:
-                    continue
-                n = x // size
-                old = best.get((n, e))
-                if old is None or val > old[0]:
-                    best[(n, e)] = (val, (n, s, v))
-    opts: list[Opt] = []
-    unb, new_opt = int(we is None), tuple.__new__
-    t0 = t1 = t2 = -math.inf  # t[s]: best w kept of fewer GPUs (or as many, looser) and type s
-    for n, e in sorted(best):
-        w, cell = best[(n, e)]
-        if e == -2:
-            if not w > t2:
-                continue
-            t2 = w
-        elif e == -1:
-            if not (w > t1 and w > t2):
-                continue
-            t1 = w
-        else:
-            if not (w > t0 and w > t1 and w > t2):
-                continue
-            t0 = w
-        if places[-e]:
-            gain = (unb, w - base) if tup else w - base
-            opts.append(new_opt(Opt, (n, -e, cell, gain, places[-e])))  # Opt(...), quicker
-    return base, opts
-
-
 def solve_dp(prog: CompactProgram, limit: int = EDGE_LIMIT, every: bool = False) -> DPResult | None:
     """PF and the PF_{-i} of every app with a PF bundle of ``prog`` (``every``: of every active
     app) on a homogeneous offer (check with :func:`dp_suits`), or None when its graph has more
@@ -275,7 +147,7 @@ def solve_dp(prog: CompactProgram, limit: int = EDGE_LIMIT, every: bool = False)
     tup = any(prog.apps[i].w_empty is None for i in apps)
     zero: Any = (0, 0.0) if tup else 0.0
     memo: dict = {}
-    table = [_options(prog, lay, i, tup, memo) for i in apps]
+    table = [app_options(prog, lay, i, tup, memo) for i in apps]
     opts_of = [opts for _, opts in table]
     most = [max((o.n for o in opts), default=0) for opts in opts_of]
     cap = [sum(most[j:]) for j in range(k + 1)]

@@ -1,6 +1,7 @@
-"""The compact DP's options (``solvers/compact/dp.py``: ``_options``) = the program's cells
-(``CompactApp.cells`` that fit, ``CompactProgram.feasible_cells``), best per (n, place type), without
-the dominated ones: by either way of taking the logs (Python's for small tables, numpy's above)."""
+"""The compact DP's options (``solvers/compact/dp_options.py``: ``app_options``) = the program's
+cells (``CompactApp.cells`` that fit, ``CompactProgram.feasible_cells``), best per (n, place type),
+without the dominated ones: by either way of taking the logs (Python's for small tables, numpy's
+above)."""
 
 import math
 
@@ -10,7 +11,7 @@ import pytest
 from fairplace.formulations.agents import RhoTable
 from fairplace.formulations.compact import CompactApp, CompactProgram
 from fairplace.instances.generators import grid_cluster
-from fairplace.solvers.compact import dp
+from fairplace.solvers.compact import dp, dp_options
 from fairplace.solvers.compact.dp_state import Layout
 
 
@@ -44,7 +45,7 @@ def _program(seed: int) -> CompactProgram:
 def _reference(prog: CompactProgram, lay: Layout, i: int) -> list[tuple]:
     """(n, type, cell, w) of app i's options from its feasible cells: per (n, effective type)
     the best cell, then without the ones no better than one of fewer GPUs and a looser type."""
-    places, eff, _ = dp._places(lay, prog.apps[i].held_machine, prog.apps[i].held_rack)
+    places, eff, _ = dp_options.place_types(lay, prog.apps[i].held_machine, prog.apps[i].held_rack)
     rho = prog.apps[i].table.rho
     best: dict = {}
     for cell in prog.feasible_cells(i):
@@ -64,7 +65,7 @@ def _reference(prog: CompactProgram, lay: Layout, i: int) -> list[tuple]:
 
 @pytest.mark.parametrize("small", [0, 10**9])
 def test_options_are_the_best_feasible_cells(monkeypatch, small):
-    monkeypatch.setattr(dp, "SMALL_TABLE", small)  # 0: numpy's logs only; 10**9: Python's
+    monkeypatch.setattr(dp_options, "SMALL_TABLE", small)  # 0: numpy's logs only; 10**9: Python's
     checked = 0
     for seed in range(150):
         prog = _program(seed)
@@ -72,7 +73,7 @@ def test_options_are_the_best_feasible_cells(monkeypatch, small):
             continue
         lay = Layout.of(prog)
         for i in prog.active:
-            base, opts = dp._options(prog, lay, i, False, {})
+            base, opts = dp_options.app_options(prog, lay, i, False, {})
             ref = _reference(prog, lay, i)
             assert [(o.n, o.s, o.cell) for o in opts] == [r[:3] for r in ref]
             gains = [w - (prog.apps[i].w_empty or 0.0) for *_, w in ref]
@@ -91,7 +92,7 @@ def test_dp_values_do_not_depend_on_the_log_path(monkeypatch):
             continue
         got = []
         for small in (0, 10**9):
-            monkeypatch.setattr(dp, "SMALL_TABLE", small)
+            monkeypatch.setattr(dp_options, "SMALL_TABLE", small)
             res = dp.solve_dp(prog, limit=10**9, every=True)
             assert res is not None
             got.append(res)
