@@ -754,6 +754,182 @@ done:
     return res;
 }
 
+static const char flatten_doc[] =
+    "flatten(vals) -> (flat, sizes) or None\n\n"
+    "For a list ``vals`` of tuples of ints: every tuple's ints one after the other and each"
+    " tuple's length (int64 bytearrays), in one pass; None if an entry is not a tuple or holds"
+    " anything but an int that int64 holds (the caller's checks then name it).";
+
+static PyObject *flatten(PyObject *self, PyObject *vals) {
+    if (!PyList_Check(vals)) {
+        PyErr_SetString(PyExc_TypeError, "flatten: vals must be a list");
+        return NULL;
+    }
+    Py_ssize_t n = PyList_GET_SIZE(vals), m = 0;
+    for (Py_ssize_t i = 0; i < n; i++) {
+        PyObject *v = PyList_GET_ITEM(vals, i);
+        if (!PyTuple_CheckExact(v)) Py_RETURN_NONE;
+        m += PyTuple_GET_SIZE(v);
+    }
+    PyObject *fb = PyByteArray_FromStringAndSize(NULL, m * (Py_ssize_t)sizeof(int64_t));
+    PyObject *sb = PyByteArray_FromStringAndSize(NULL, n * (Py_ssize_t)sizeof(int64_t));
+    if (!fb || !sb) goto fail;
+    int64_t *flat = (int64_t *)PyByteArray_AS_STRING(fb), *sizes = (int64_t *)PyByteArray_AS_STRING(sb);
+    Py_ssize_t k = 0;
+    for (Py_ssize_t i = 0; i < n; i++) {
+        PyObject *v = PyList_GET_ITEM(vals, i);
+        Py_ssize_t len = PyTuple_GET_SIZE(v);
+        sizes[i] = (int64_t)len;
+        for (Py_ssize_t e = 0; e < len; e++) {
+            PyObject *x = PyTuple_GET_ITEM(v, e);
+            int overflow = 0;
+            long long g;
+            if (!PyLong_CheckExact(x)) goto none;
+            g = PyLong_AsLongLongAndOverflow(x, &overflow);
+            if (overflow) goto none;
+            if (g == -1 && PyErr_Occurred()) goto fail;
+            flat[k++] = (int64_t)g;
+        }
+    }
+    PyObject *res = PyTuple_Pack(2, fb, sb);
+    Py_DECREF(fb);
+    Py_DECREF(sb);
+    return res;
+none:
+    Py_DECREF(fb);
+    Py_DECREF(sb);
+    Py_RETURN_NONE;
+fail:
+    Py_XDECREF(fb);
+    Py_XDECREF(sb);
+    return NULL;
+}
+
+static const char rekey_doc[] =
+    "rekey(d, table) -> (out, idx) or None\n\n"
+    "``out = {table[k]: v for k, v in d.items()}`` and ``idx`` the ``table[k]`` in that order"
+    " (int64 bytearray), in one pass, for a dict ``d`` and a dict ``table`` of ints (job id ->"
+    " index); None if a key is not in ``table`` (or not hashable) or its value is not an int that"
+    " int64 holds (the caller's checks then name it).";
+
+static PyObject *rekey(PyObject *self, PyObject *args) {
+    PyObject *d, *table;
+    if (!PyArg_ParseTuple(args, "O!O!", &PyDict_Type, &d, &PyDict_Type, &table)) return NULL;
+    Py_ssize_t n = PyDict_GET_SIZE(d), pos = 0, i = 0;
+    PyObject *out = PyDict_New();
+    PyObject *ib = PyByteArray_FromStringAndSize(NULL, n * (Py_ssize_t)sizeof(int64_t));
+    PyObject *k, *v;
+    if (!out || !ib) goto fail;
+    int64_t *idx = (int64_t *)PyByteArray_AS_STRING(ib);
+    while (PyDict_Next(d, &pos, &k, &v)) {
+        PyObject *j = PyDict_GetItemWithError(table, k); /* borrowed */
+        if (!j) {
+            PyErr_Clear(); /* missing or unhashable: the caller names it */
+            goto none;
+        }
+        int overflow = 0;
+        if (!PyLong_CheckExact(j)) goto none;
+        long long x = PyLong_AsLongLongAndOverflow(j, &overflow);
+        if (overflow) goto none;
+        if (x == -1 && PyErr_Occurred()) goto fail;
+        if (i >= n) goto none;
+        idx[i++] = (int64_t)x;
+        if (PyDict_SetItem(out, j, v) < 0) goto fail;
+    }
+    if (i != n || PyDict_GET_SIZE(out) != n) goto none;
+    PyObject *res = PyTuple_Pack(2, out, ib);
+    Py_DECREF(out);
+    Py_DECREF(ib);
+    return res;
+none:
+    Py_DECREF(out);
+    Py_DECREF(ib);
+    Py_RETURN_NONE;
+fail:
+    Py_XDECREF(out);
+    Py_XDECREF(ib);
+    return NULL;
+}
+
+static const char int_lists_json_doc[] =
+    "int_lists_json(heads, flat, sizes) -> str or None\n\n"
+    "The JSON object ``{k0:[g,..],k1:[..],..}`` from each entry's head ``heads[i]`` (an ASCII str"
+    " ``,<key text>:[``, the first one's comma replaced by the brace) and its ``sizes[i]``"
+    " non-negative ints of ``flat`` (int64), in one pass; None if a head is not an ASCII str, a"
+    " size or int is negative, or the sizes do not add up to ``flat``.";
+
+static PyObject *int_lists_json(PyObject *self, PyObject *args) {
+    PyObject *heads;
+    Py_buffer bf, bs;
+    if (!PyArg_ParseTuple(args, "O!y*y*", &PyList_Type, &heads, &bf, &bs)) return NULL;
+    PyObject *res = NULL;
+    const int64_t *flat = bf.buf, *sizes = bs.buf;
+    Py_ssize_t n = PyList_GET_SIZE(heads), m = bf.len / (Py_ssize_t)sizeof(int64_t);
+    Py_ssize_t total = 2, used = 0;
+    if (bs.len != n * (Py_ssize_t)sizeof(int64_t) || bf.len != m * (Py_ssize_t)sizeof(int64_t))
+        goto none;
+    for (Py_ssize_t i = 0; i < n; i++) {
+        PyObject *h = PyList_GET_ITEM(heads, i);
+        if (!PyUnicode_CheckExact(h) || !PyUnicode_IS_ASCII(h) || PyUnicode_GET_LENGTH(h) < 1 ||
+            sizes[i] < 0)
+            goto none;
+        total += PyUnicode_GET_LENGTH(h) + (sizes[i] ? sizes[i] : 1); /* commas, ']' */
+        used += sizes[i];
+    }
+    if (used != m) goto none;
+    for (Py_ssize_t e = 0; e < m; e++) {
+        int64_t g = flat[e];
+        if (g < 0) goto none;
+        do {
+            total++;
+            g /= 10;
+        } while (g);
+    }
+    total -= n > 0; /* the first head's comma */
+    res = PyUnicode_New(total, 127);
+    if (!res) goto done;
+    Py_UCS1 *w = PyUnicode_1BYTE_DATA(res), *w0 = w;
+    *w++ = '{';
+    Py_ssize_t e = 0;
+    for (Py_ssize_t i = 0; i < n; i++) {
+        PyObject *h = PyList_GET_ITEM(heads, i);
+        Py_ssize_t len = PyUnicode_GET_LENGTH(h);
+        const Py_UCS1 *hd = PyUnicode_1BYTE_DATA(h);
+        if (i == 0) { /* the first head without its comma */
+            memcpy(w, hd + 1, (size_t)(len - 1));
+            w += len - 1;
+        } else {
+            memcpy(w, hd, (size_t)len);
+            w += len;
+        }
+        for (int64_t c = 0; c < sizes[i]; c++, e++) {
+            char buf[24];
+            int nd = 0;
+            int64_t g = flat[e];
+            do {
+                buf[nd++] = (char)('0' + g % 10);
+                g /= 10;
+            } while (g);
+            while (nd) *w++ = (Py_UCS1)buf[--nd];
+            *w++ = c + 1 < sizes[i] ? ',' : ']';
+        }
+        if (!sizes[i]) *w++ = ']';
+    }
+    *w++ = '}';
+    if (w - w0 != total) { /* cannot happen: the lengths were counted above */
+        Py_CLEAR(res);
+        PyErr_SetString(PyExc_RuntimeError, "int_lists_json: internal error (length)");
+    }
+    goto done;
+none:
+    res = Py_None;
+    Py_INCREF(res);
+done:
+    PyBuffer_Release(&bf);
+    PyBuffer_Release(&bs);
+    return res;
+}
+
 static const char scan_doc[] =
     "scan(jobs) -> (gpus, codes, classes)\n\n"
     "Each job's ``gpus`` (int64 bytes; a demand beyond int64 reads as the largest int64) and class"
@@ -1045,6 +1221,9 @@ static PyMethodDef methods[] = {
     {"scan", scan, METH_O, scan_doc},
     {"cells", cells, METH_VARARGS, cells_doc},
     {"gather", gather, METH_VARARGS, gather_doc},
+    {"flatten", flatten, METH_O, flatten_doc},
+    {"rekey", rekey, METH_VARARGS, rekey_doc},
+    {"int_lists_json", int_lists_json, METH_VARARGS, int_lists_json_doc},
     {NULL, NULL, 0, NULL},
 };
 

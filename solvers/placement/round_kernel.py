@@ -39,7 +39,10 @@ def available() -> bool:
 
 def wanted() -> bool:
     """Whether rounds the kernel covers should use it, from ``FAIRPLACE_KERNEL``."""
-    choice = os.environ.get(ENV, "auto").strip().lower() or "auto"
+    choice = os.environ.get(ENV)
+    if choice is None:  # (the default, without the string work: asked at every round)
+        return _ext is not None
+    choice = choice.strip().lower() or "auto"
     if choice not in CHOICES:
         raise OptionError(ENV, f"expected one of {CHOICES}, got {choice!r}")
     if choice == "c" and _ext is None:
@@ -111,6 +114,37 @@ def gather(seq, idx) -> tuple:
     if _ext is not None:
         return _ext.gather(seq, np.ascontiguousarray(idx, dtype=np.int64))
     return tuple(map(seq.__getitem__, np.asarray(idx).tolist()))
+
+
+def flatten(vals: list) -> tuple[np.ndarray, np.ndarray] | None:
+    """(every tuple's ints one after the other, each tuple's length), int64, for a list of tuples of
+    ints, in one compiled pass; None where an entry is anything else, or without the kernel (the
+    caller's own checks then name it)."""
+    fn = getattr(_ext, "flatten", None)  # (an older build has none)
+    got = None if fn is None else fn(vals)
+    if got is None:
+        return None
+    return np.frombuffer(got[0], np.int64), np.frombuffer(got[1], np.int64)
+
+
+def rekey(d: dict, table: dict) -> tuple[dict, np.ndarray] | None:
+    """(``{table[k]: v for k, v in d.items()}``, those ``table[k]`` as int64 in order), in one
+    compiled pass, for dicts ``d`` and ``table`` (ints that int64 holds); None where a key is not
+    in ``table``, its value is not such an int, or without the kernel (the caller's own checks
+    then name it)."""
+    fn = getattr(_ext, "rekey", None)
+    got = None if fn is None or type(d) is not dict or type(table) is not dict else fn(d, table)
+    return None if got is None else (got[0], np.frombuffer(got[1], np.int64))
+
+
+def int_lists_json(heads: list, flat: np.ndarray, sizes: np.ndarray) -> str | None:
+    """The JSON object whose i-th item is ``heads[i]`` (ASCII ``,<key text>:[``) then the
+    ``sizes[i]`` next non-negative ints of ``flat`` (int64) as a list, in one compiled pass; None
+    where it does not apply (a non-ASCII head, a negative int) or without the kernel."""
+    fn = getattr(_ext, "int_lists_json", None)
+    if fn is None:
+        return None
+    return fn(heads, np.ascontiguousarray(flat, np.int64), np.ascontiguousarray(sizes, np.int64))
 
 
 def covers(pool) -> bool:
