@@ -58,7 +58,10 @@ def binned_scores(
         B = binner.fit_transform(raw)
     else:
         raise OptionError("binning", f"expected one of {', '.join(BINNINGS)}, got {binning!r}")
-    return {c: B[:, k].copy() for k, c in enumerate(classes)}
+    out = {c: B[:, k].copy() for k, c in enumerate(classes)}
+    for v in out.values():  # read only: placement rounds may keep what they derive from them
+        v.flags.writeable = False
+    return out
 
 
 #: a GPU is *slow* for a class when its raw PM-score is at least this (1.5x the median GPU)

@@ -23,7 +23,7 @@ class PlacementCache:
     """Per cluster: its layout, its GPU tuples and each class's score order (for the scores they
     were sorted from); mutable, kept by the caller across rounds."""
 
-    __slots__ = ("_cluster", "_layout", "_tuples", "_seen", "_sorted")
+    __slots__ = ("_cluster", "_layout", "_tuples", "_seen", "_sorted", "_frozen")
 
     def __init__(self) -> None:
         self._cluster: Cluster | None = None
@@ -34,6 +34,9 @@ class PlacementCache:
         self._tuples: tuple[tuple[int, ...], tuple[tuple[int], ...]] | None = None
         self._seen: dict[object, np.ndarray] | None = None
         self._sorted: dict = {}
+        #: (the scores mapping, its arrays) when they were read only and owned their data: the
+        #: same objects, still read only, hold the same scores (no O(G) comparison)
+        self._frozen: tuple | None = None
 
     def _on(self, cluster: Cluster) -> None:
         if cluster is not self._cluster:
@@ -62,8 +65,16 @@ class PlacementCache:
     def sorted_for(self, cluster: Cluster, scores: Mapping[str, np.ndarray]) -> dict:
         """:class:`.free_pool.FreePool`'s per-class dict (score orders, cells) for ``scores``:
         the same dict while every class's scores equal those it was built from (an O(G)
-        comparison per class), else a new one."""
+        comparison per class, none when the same read-only arrays come again), else a new one."""
         self._on(cluster)
+        fr = self._frozen
+        if (
+            fr is not None
+            and fr[0] is scores
+            and len(scores) == len(fr[1])
+            and all(map(_same_frozen, scores.values(), fr[1]))
+        ):
+            return self._sorted
         seen = self._seen
         if (
             seen is None
@@ -72,4 +83,16 @@ class PlacementCache:
         ):
             self._seen = {c: np.array(v, copy=True) for c, v in scores.items()}
             self._sorted = {}
+        vals = list(scores.values())
+        ro = all(isinstance(v, np.ndarray) and _read_only(v) for v in vals)
+        self._frozen = (scores, vals) if ro else None
         return self._sorted
+
+
+def _read_only(v: np.ndarray) -> bool:
+    """Not writeable and owning its data (no other array can write it)."""
+    return not v.flags.writeable and v.base is None
+
+
+def _same_frozen(v, kept: np.ndarray) -> bool:
+    return v is kept and not kept.flags.writeable

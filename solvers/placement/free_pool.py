@@ -71,9 +71,11 @@ class FreePool:
         self.cache = PlacementCache() if cache is None else cache
         #: the most GPUs on one machine; whether GPU indices are grouped by machine
         self.P, self.grouped = self.cache.layout(cluster)
-        self.free = np.append(np.asarray(free, dtype=bool), False)  # sentinel is never free
+        self.free = np.empty(G + 1, dtype=bool)
+        self.free[:G] = free
+        self.free[G] = False  # sentinel is never free
         self.nfree_m = np.bincount(mi[self.free[:G]], minlength=M)
-        self.n_free = int(self.free[:G].sum())
+        self.n_free = int(np.count_nonzero(self.free))
         self.scores = scores
         self._orders: dict[object, np.ndarray] = {}
         self._ranks: dict[object, np.ndarray] = {}

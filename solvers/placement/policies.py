@@ -87,11 +87,13 @@ class PMFirstPolicy(PolicyBase):
         if type(self)._order is not PMFirstPolicy._order:
             return None
         _, gpus, codes = queue.fields()  # codes: ranks of the classes in _order's class order
-        cut = int(np.searchsorted(np.cumsum(gpus), cluster_size, side="right"))
+        cut = int(gpus.cumsum().searchsorted(cluster_size, side="right"))  # (methods: no wrappers)
         key = codes[:cut]
         if len(queue.table.classes) <= 2**16:  # a stable sort of 16-bit keys is a radix sort
             key = key.astype(np.uint16)
-        head = np.argsort(key, kind="stable")
+        head = key.argsort(kind="stable")
+        if cut == len(queue):  # the whole queue fits
+            return head
         return np.concatenate([head, np.arange(cut, len(queue))])
 
     def _singles_count(self):

@@ -160,11 +160,11 @@ class PolicyBase:
             ids = jq.ids_at(rows)
         if in_queue is None and self.sticky:
             in_queue = set(map(_ID, jobs))
-        running: dict[str, Any]
+        running: Mapping[str, Any]
         if self.sticky or self.migrate != "always":
             running = {j: np.asarray(g, dtype=np.int64) for j, g in state.allocation.items()}
-        else:  # only the keys are read
-            running = dict.fromkeys(state.allocation)
+        else:  # only the keys are read (the state's mapping itself: no copy)
+            running = state.allocation
         held = {}
         if self.sticky:
             assert in_queue is not None  # made above for a sticky round
@@ -235,7 +235,7 @@ class PolicyBase:
             if j not in alloc:
                 alloc[j] = _sorted_ids(g)
         # running jobs without GPUs next round, in their order: O(running), not O(placed)
-        lost = [j for j in running if j not in alloc]
+        lost = list(itertools.filterfalse(alloc.__contains__, running))  # (a C-level pass)
         if lost:
             queued = set(ids) if in_queue is None else in_queue
             lost = [j for j in lost if j in queued]
@@ -328,7 +328,10 @@ def _replay(previous: Decision, ids: tuple[str, ...], alloc: dict, free: np.ndar
     else:
         alloc.update(zip(head, got, strict=True))
     if alloc:
-        free[np.fromiter(itertools.chain.from_iterable(alloc.values()), np.int64)] = False
+        got = round_kernel.flatten(list(alloc.values()))  # (one compiled pass)
+        if got is None:
+            got = (np.fromiter(itertools.chain.from_iterable(alloc.values()), np.int64),)
+        free[got[0]] = False
     return p - 1, stopped and p == decided
 
 
@@ -370,7 +373,8 @@ def _validate(
             raise DataError(f"scores[{c!r}]", f"expected shape ({G},), got {np.shape(v)}")
     jobs = list(queue)
     if isinstance(queue, JobQueue):
-        if known is None or not state.allocation.items() <= known.items():
+        held = state.allocation
+        if known is None or not (held is known or held.items() <= known.items()):
             _check_allocation(state, G)
         return jobs, None
     in_queue = set(map(_ID, jobs))
