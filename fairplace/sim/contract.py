@@ -35,6 +35,7 @@ from itertools import chain
 import numpy as np
 
 from fairplace.core.errors import ExtensionError, SimulationStalled
+from fairplace.solvers.placement import round_kernel
 
 #: decisions in a row without progress before a simulation stops (:class:`SimulationStalled`)
 MAX_STALLED = 1000
@@ -87,6 +88,9 @@ class Contract:
         self.seen: dict[int, tuple[np.ndarray, tuple, list]] = {}
         #: the previous decision of ``allocate``: (its jobs, its arrays, job indices, result)
         self.last: tuple | None = None
+        #: the last :meth:`placement`'s arrays in decision order: (job indices, GPUs per job, every
+        #: job's GPUs one after the other), read by the driver instead of the tuples again
+        self.placed: tuple[np.ndarray, np.ndarray, np.ndarray] | None = None
 
     @cached_property
     def pos(self) -> dict:
@@ -254,16 +258,21 @@ class Contract:
     def placement(self, dec):
         """``place(state, queue)``'s result checked against the last :meth:`order`: (job -> sorted
         tuple, the holdings: job -> its GPUs (the same tuples, in a dict of their own: the driver
-        reads a placement's GPUs as tuples), the allocation to record by job id). O(placed) in
-        C-level passes (no Python step per job when the GPUs are tuples of ints)."""
+        reads a placement's GPUs as tuples), the allocation to record by job id); its arrays in
+        :attr:`placed`. O(placed) in C-level passes (no Python step per job when the GPUs are
+        tuples of ints)."""
         a = getattr(dec, "allocation", None)
         if not isinstance(a, Mapping):
             raise self._policy_error(
                 f"returned {_what(dec)}: expected a Decision (fairplace.solvers.placement.policies.Decision) "
                 "whose allocation maps job ids to GPU indices"
             )
+        keyed = round_kernel.rekey(a, self.live)  # (one compiled pass where it applies)
         try:  # ids of queued jobs (the last order's: ``live``)
-            new_key = dict(zip(map(self.live.__getitem__, a), a.values(), strict=True))
+            if keyed is None:
+                new_key = dict(zip(map(self.live.__getitem__, a), a.values(), strict=True))
+            else:
+                new_key, js = keyed
         except (KeyError, TypeError):
             pos = self.pos
             bad = next((i for i in a if not _known(i, pos)), _NONE)
@@ -273,26 +282,33 @@ class Contract:
             raise self._policy_error(f"placed {self.job(j)}, which is not in its queue") from None
         vals = list(new_key.values())
         n = len(vals)
-        js = np.fromiter(new_key, np.int64, n)
+        if keyed is None:
+            js = np.fromiter(new_key, np.int64, n)
         record = a
-        if type(a) is not dict or list(map(type, vals)).count(tuple) != n:
-            vals = self._tuples(vals, js)  # lists, arrays, ...: tuples of Python ints
-            new_key = dict(zip(js.tolist(), vals, strict=True))
-            record = {self.ids[j]: g for j, g in new_key.items()}
-        sizes = np.fromiter(map(len, vals), np.int64, n)
+        # tuples of ints (a built-in policy's): flat and sizes in one compiled pass
+        got = round_kernel.flatten(vals) if type(a) is dict else None
+        if got is not None:
+            arr, sizes = got
+        else:
+            if type(a) is not dict or list(map(type, vals)).count(tuple) != n:
+                vals = self._tuples(vals, js)  # lists, arrays, ...: tuples of Python ints
+                new_key = dict(zip(js.tolist(), vals, strict=True))
+                record = {self.ids[j]: g for j, g in new_key.items()}
+            sizes = np.fromiter(map(len, vals), np.int64, n)
         bad = sizes != self.demand[js]
         if np.count_nonzero(bad):
             k = int(np.argmax(bad))
             raise self._policy_error(
                 f"gave {self.job(js[k])} {sizes[k]} GPUs, its demand is {self.demand[js[k]]}"
             )
-        flat = list(chain.from_iterable(vals))
-        try:  # ints: int64; a float, a string, a huge int: another dtype
-            arr = np.array(flat)
-        except (TypeError, ValueError):  # ragged: a tuple inside a job's GPUs
-            arr = None
-        if arr is None or arr.dtype != np.int64:  # named, or numpy ints (accepted)
-            arr = self._indices(flat, js, sizes)
+        if got is None:
+            flat = list(chain.from_iterable(vals))
+            try:  # ints: int64; a float, a string, a huge int: another dtype
+                arr = np.array(flat)
+            except (TypeError, ValueError):  # ragged: a tuple inside a job's GPUs
+                arr = None
+            if arr is None or arr.dtype != np.int64:  # named, or numpy ints (accepted)
+                arr = self._indices(flat, js, sizes)
         self._gpus(arr, js, sizes, self._policy_error)
         ends = sizes.cumsum()
         if arr.size > 1:  # sorted within each job (the key of a placement)
@@ -304,6 +320,7 @@ class Contract:
                     f"gave {self.job(js[k])} GPUs {tuple(vals[k])}: expected sorted, distinct "
                     "GPU indices"
                 )
+        self.placed = (js, sizes, arr)
         return new_key, dict(new_key), record
 
     def _tuples(self, vals: list, js: np.ndarray) -> list[tuple]:

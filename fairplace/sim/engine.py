@@ -173,15 +173,20 @@ class Driver:
             flat = np.concatenate(gpus).astype(np.int64, copy=False)
         else:  # tuples of ints: one pass, not an array per job
             flat = np.fromiter(chain.from_iterable(gpus), np.int64, int(k.sum()))
+        return k, self._slowdowns(c, k, flat)
+
+    def _slowdowns(self, c: np.ndarray, k: np.ndarray, flat: np.ndarray) -> np.ndarray:
+        """S_j(G) of jobs ``c`` holding ``k`` GPUs each, ``flat`` their GPUs job after job
+        (:meth:`slowdowns`)."""
         if flat.size == k.size:  # single GPUs only: on one machine (L = 1), V of that GPU
-            return k, self.raw_rows[self.cls_row[c], flat]
+            return self.raw_rows[self.cls_row[c], flat]
         at = np.cumsum(k) - k
         m, r = self.mi[flat], self.ri[flat]
         one_m = np.minimum.reduceat(m, at) == np.maximum.reduceat(m, at)
         one_r = np.minimum.reduceat(r, at) == np.maximum.reduceat(r, at)
         L = np.where(one_m, 1.0, np.where(one_r, self.w.l_machine[c], self.w.l_rack[c]))
         vmax = np.maximum.reduceat(self.raw_rows[np.repeat(self.cls_row[c], k), flat], at)
-        return k, L * vmax
+        return L * vmax
 
     def _groups(self):
         """The phase groups (one per app and phase): (each job's group, jobs per group, group ->
@@ -206,6 +211,7 @@ class Driver:
     def run(self) -> Timeline:
         """Decide, apply, advance until every tracked job has finished (the steps below)."""
         s = RunState.start(self.w, self._groups(), self.cfg.grid_origin)
+        s.gpu_texts(self.G)
         self.contract = Contract(
             self.w.ids, self.w.demand, self.G, self.scheduler, self.policy, self.allocates,
             self.cfg.max_stalled, self.cfg.checkpoint + self.cfg.restart,
@@ -218,15 +224,15 @@ class Driver:
                 s.t = nxt_release if exact else acc.grid(s.t0, nxt_release, s.t, R)
                 continue
             view = self._view(s)
-            new, new_key, record = self._decide(s, view)
-            counts = self._apply(s, new, new_key)
+            new, new_key, record, placed = self._decide(s, view)
+            counts = self._apply(s, new, new_key, placed)
             changed = bool(any(counts))
             if self.cfg.tick > 0:
                 t_next = self._tick_horizon(s, changed)
             else:
                 t_next = self._horizon(s, view, changed)
                 s.fixed = not changed
-            self._record(s, t_next, counts, record)
+            self._record(s, t_next, counts, record, placed)
             self._advance(s, t_next)
             if not t_next > s.t:
                 raise InvariantError(f"time did not advance at t={s.t}")
@@ -266,8 +272,9 @@ class Driver:
         )
 
     def _decide(self, s: RunState, view: SchedView):
-        """The next holdings (job -> GPU indices, job -> sorted tuple) and the allocation to record:
-        the allocating scheduler's, or the policy's on the scheduler's order (the previous decision
+        """The next holdings (job -> GPU indices, job -> sorted tuple), the allocation to record and
+        the placement's arrays (:attr:`.Contract.placed`; None for an allocating scheduler): the
+        allocating scheduler's, or the policy's on the scheduler's order (the previous decision
         again, without asking, when the policy would return it)."""
         run, ck, t0, R = s.run, self.contract, s.t0, self.R
         if self.allocates:
@@ -279,7 +286,7 @@ class Driver:
                 HeldGPUs(run.alloc),
                 lambda x: t0 + np.ceil((x - t0) / R - 1e-12) * R,
             )
-            return ck.allocation(new, s.is_active)
+            return (*ck.allocation(new, s.is_active), None)
         order = ck.order(self.scheduler.order(view), s.is_active)
         same = (
             self.cfg.incremental
@@ -289,33 +296,42 @@ class Driver:
         )
         if same:  # the policy would return the previous decision: keep it
             record, new_key, new = s.last_rec[0], run.key, run.alloc
+            if s.last_placed is not None and s.last_placed[0].size != len(new_key):
+                s.last_placed = None  # (the arrays of other holdings: read the dicts)
             if self.cfg.debug:
                 self._recheck(order, s, record)
         else:  # record: sorted tuples of ints by job id (JSON arrays)
-            s.last_dec, new_key, new, record = self._place(order, s, s.last_dec)
-            s.held_ids = dict(record)  # the holdings by job id, as the next state shows them
+            s.last_dec, new_key, new, record, s.last_placed = self._place(order, s, s.last_dec)
+            # the holdings by job id, as the next state shows them: the record itself until a job
+            # finishes (then a copy: the driver never changes a record, :meth:`_finish`)
+            s.held_ids, s.held_own = record, False
         s.last_order = order
-        return new, new_key, record
+        return new, new_key, record, s.last_placed
 
-    def _apply(self, s: RunState, new, new_key) -> tuple[int, int, int]:
-        """Hold ``new``: preempted jobs stop, started / moved ones pay their restart and get their
-        rate; (preempted, started, migrated)."""
+    def _apply(self, s: RunState, new, new_key, placed=None) -> tuple[int, int, int]:
+        """Hold ``new`` (``placed``: its arrays, :attr:`.Contract.placed`): preempted jobs stop,
+        started / moved ones pay their restart and get their rate; (preempted, started,
+        migrated)."""
         w, t = self.w, s.t
-        gone, changed, was = s.run.apply(new, new_key)
+        g, c, was, chg = s.run.apply(new, new_key, placed)
         if self.cfg.debug:
             check_holdings(s.run, self.G)
-        if gone:
-            g = np.asarray(gone, np.int64)
+        if g.size:
             s.tr.preemptions[g] += 1
             s.waiting_since[g] = t
             s.rate[g] = 0.0
-        if changed:
-            c = np.asarray(changed, np.int64)
-            self._restart(c, was, new, t, s.tr, s.started, s.ready)
-            k, sd = self.slowdowns(c, list(map(new.__getitem__, changed)))
+        if c.size:
+            self._restart(c, was, t, s.tr, s.started, s.ready)
+            if chg is None:
+                k, sd = self.slowdowns(c, list(map(new.__getitem__, c.tolist())))
+            else:  # the changed jobs' GPUs from the placement's arrays
+                _, sizes, flat = placed
+                k = sizes[chg]
+                sd = self._slowdowns(c, k, flat[np.repeat(chg, sizes)])
             s.rate[c] = k / w.demand[c] / (w.t_iter[c] * sd)  # elastic if k < N_j
             s.inv_s[c] = 1.0 / sd
-        return len(gone), int((~was).sum()), int(was.sum())
+        n_was = int(np.count_nonzero(was))
+        return int(g.size), was.size - n_was, n_was
 
     def _horizon(self, s: RunState, view: SchedView, changed: bool) -> float:
         """The next decision: the next grid point, or further when nothing can change before it
@@ -370,14 +386,15 @@ class Driver:
         if not self.repeatable:
             return False
         order = self.contract.order(self.scheduler.order(self._view(s)), s.is_active)
-        dec, new_key, _, _ = self._place(order, s, s.last_dec)
+        dec, new_key, _, _, _ = self._place(order, s, s.last_dec)
         if new_key != s.run.key:
             return False
         s.last_order, s.last_dec = order, dec
         return True
 
-    def _record(self, s: RunState, t_next: float, counts, record) -> None:
-        """One row of the rounds table (the allocation as JSON, re-encoded only when it changed)."""
+    def _record(self, s: RunState, t_next: float, counts, record, placed=None) -> None:
+        """One row of the rounds table (the allocation as JSON, re-encoded only when it changed;
+        from ``placed``, the placement's arrays, when given)."""
         n_pre, n_start, n_mig = counts
         run, r, R = s.run, s.tr.rounds, self.R
         r["t"].append(s.t)
@@ -390,7 +407,7 @@ class Driver:
         r["migrated"].append(n_mig)
         r["place_seconds"].append(s.place_seconds)
         s.place_seconds = 0.0
-        r["allocation"].append(s.allocation_json(record))
+        r["allocation"].append(s.allocation_json(record, placed))
 
     def _advance(self, s: RunState, t_next: float) -> None:
         """Progress from ``s.t`` to ``t_next`` with exact completions; finished jobs leave (a
@@ -422,11 +439,14 @@ class Driver:
         if f.size > 1:  # in finishing order (time, then index)
             f = f[np.lexsort((f, tr.finish[f]))]
         finished = f.tolist()
+        if not s.held_own:  # (the record, or what a policy was shown: change a copy)
+            s.held_ids, s.held_own = dict(s.held_ids), True
         held = s.held_ids
         for i in map(w.ids.__getitem__, finished):
             held.pop(i, None)
         for j in finished:
             del s.jobs[j]
+        s.head_txt[f] = None
         s.is_active[f] = False
         apps = w.app[f]
         np.subtract.at(s.app_active, apps, 1)
@@ -464,16 +484,18 @@ class Driver:
 
     def _place(self, order, s: RunState, last_dec):
         """Ask the policy: (its decision, new holdings as sorted tuples (by job index, twice), the
-        allocation to record), checked against the contract (:meth:`.Contract.placement`). The
-        state shows the holdings by job id (``s.held_ids``, a copy: a policy may keep it). The
-        wall seconds of the ``place`` call are added to ``s.place_seconds`` (the rounds frame's
+        allocation to record, its arrays), checked against the contract
+        (:meth:`.Contract.placement`, :attr:`.Contract.placed`). The state shows the holdings by
+        job id (``s.held_ids``, never changed afterwards: a policy may keep it). The wall seconds
+        of the ``place`` call are added to ``s.place_seconds`` (the rounds frame's
         ``place_seconds``)."""
         state = self.state_factory(
             self.cluster,
             self.scores,
-            dict(s.held_ids),
+            s.held_ids,
             round=int(round((s.t - s.t0) / self.R)),
         )
+        s.held_own = False  # (shown to the policy: :meth:`_finish` changes a copy)
         queue = self.job_table.queue(list(map(s.jobs.__getitem__, order.tolist())), order, True)
         t_place = perf_counter()
         if self.resumable and self.cfg.incremental:
@@ -481,7 +503,7 @@ class Driver:
         else:
             dec = self.policy.place(state, queue)
         s.place_seconds += perf_counter() - t_place
-        return (dec, *self.contract.placement(dec))
+        return (dec, *self.contract.placement(dec), self.contract.placed)
 
     @cached_property
     def job_table(self) -> JobTable:
@@ -501,7 +523,7 @@ class Driver:
                 "depend on the queue only (debug check)",
             )
 
-    def _restart(self, c, was, new, t, tr: Timeline, started, ready) -> None:
+    def _restart(self, c, was, t, tr: Timeline, started, ready) -> None:
         """Jobs ``c`` start or move at ``t``: a move or a resume pays checkpoint + restart, a first
         start is free (and stamps the start)."""
         first = ~was & ~started[c]

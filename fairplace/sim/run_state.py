@@ -15,6 +15,8 @@ from operator import is_not, not_
 
 import numpy as np
 
+from fairplace.solvers.placement import round_kernel
+
 from .accounting import Timeline
 from .running import Running
 from .workload import Workload
@@ -60,6 +62,7 @@ class RunState:
     fixed: bool = False
     last_order: np.ndarray | None = None  # the previous queue (job indices)
     last_dec: object = None  # the previous decision, from which a resumable policy continues
+    last_placed: tuple | None = None  # its arrays (:attr:`.contract.Contract.placed`)
     last_rec: tuple = (None, "{}")  # the previous recorded allocation and its JSON
     #: per job of the recorded allocations: its GPUs, its JSON item and its key's JSON, as last encoded
     json_vals: dict = field(default_factory=dict)
@@ -68,11 +71,17 @@ class RunState:
     #: GPU tuples (a placement policy's) -> their JSON text, and job keys -> their JSON text + ":"
     json_gpus: dict = field(default_factory=dict)
     json_heads: dict = field(default_factory=dict)
-    #: the holdings by job id (job id -> sorted tuple) after a placement policy's decision
+    #: the holdings by job id (job id -> sorted tuple) after a placement policy's decision, and
+    #: whether the driver may change that dict (not the record, nor a dict a policy was shown)
     held_ids: dict = field(default_factory=dict)
+    held_own: bool = True
     #: what the view shows as ``waiting_since`` (:meth:`waiting_view`), kept up to date in place
     wait: np.ndarray = field(default_factory=lambda: np.zeros(0))
     wait_at: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int64))  # set to the clock
+    #: per job while it is active, its JSON head ``,"id":[`` (None otherwise); per GPU ``g,`` and
+    #: ``g]``: the pieces an allocation's JSON is joined from (:meth:`_arrays_json`)
+    head_txt: np.ndarray | None = None
+    gpu_txt: tuple[np.ndarray, np.ndarray] | None = None
 
     def waiting_view(self) -> np.ndarray:
         """``np.where(running, t, np.minimum(waiting_since, release))`` over every job, updated in
@@ -90,15 +99,22 @@ class RunState:
         out.flags.writeable = False
         return out
 
-    def allocation_json(self, record: Mapping) -> str:
-        """``json.dumps(record, separators=(",", ":"), default=int)``, the same text, from each
+    def allocation_json(self, record: Mapping, placed: tuple | None = None) -> str:
+        """``json.dumps(record, separators=(",", ":"), default=int)``, the same text: from the
+        placement's arrays when given (``placed``: the record's job indices, GPUs per job and GPUs
+        in its order, :attr:`.contract.Contract.placed`; :meth:`_arrays_json`), else from each
         job's item kept while its GPUs stay the same object (a decision moves some of the running
         jobs); the items of the others encoded together, by one ``json.dumps`` of their GPU lists;
         the previous text again for the previous record (the driver never changes a record, nor a
         list in it, once recorded). Items of jobs that left are dropped when they outnumber the
         record's."""
         last = self.last_rec[0]
-        if record is last or (record == last and list(record) == list(last)):  # keys, order
+        if record is last:
+            return self.last_rec[1]
+        if placed is not None and self.gpu_txt is not None:
+            self.last_rec = (record, self._arrays_json(*placed))
+            return self.last_rec[1]
+        if record == last and list(record) == list(last):  # keys, order
             return self.last_rec[1]
         text = self._tuples_json(record)
         if text is not None:
@@ -119,6 +135,44 @@ class RunState:
             self.json_keys = {k: keys[k] for k in record}
         self.last_rec = (record, "{" + ",".join(map(texts.__getitem__, record)) + "}")
         return self.last_rec[1]
+
+    def gpu_texts(self, G: int) -> None:
+        """Make the GPUs' JSON pieces (``g,`` and ``g]`` for g < ``G``), once per run."""
+        self.gpu_txt = (
+            np.array([f"{g}," for g in range(G)], object),
+            np.array([f"{g}]" for g in range(G)], object),
+        )
+
+    def _arrays_json(self, js: np.ndarray, sizes: np.ndarray, flat: np.ndarray) -> str:
+        """The allocation's JSON from its arrays: each job's head (:attr:`head_txt`) and its GPUs'
+        pieces (the last one closing the list), put in place by numpy and joined once (no Python
+        step per job)."""
+        n = js.size
+        if not n:
+            return "{}"
+        heads = self.head_txt[js].tolist()
+        text = round_kernel.int_lists_json(heads, flat, sizes)  # (one compiled pass)
+        if text is not None:
+            return text
+        comma, close = self.gpu_txt
+        ends = np.cumsum(sizes)
+        out = np.empty(n + flat.size, object)
+        if n == flat.size:  # one GPU each: head, GPU, head, GPU, ...
+            out[0::2] = heads
+            out[1::2] = close[flat]
+        else:
+            gp = comma[flat]
+            last = ends - 1
+            gp[last] = close[flat[last]]
+            hp = ends - sizes + np.arange(n)  # job k's head follows k heads and its GPUs before
+            out[hp] = heads
+            at = np.ones(n + flat.size, bool)
+            at[hp] = False
+            out[at] = gp
+        parts = out.tolist()
+        parts[0] = "{" + parts[0][1:]
+        parts.append("}")
+        return "".join(parts)
 
     def _tuples_json(self, record: Mapping) -> str | None:
         """The JSON of a record whose GPUs are tuples (a placement policy's, as the contract
@@ -190,6 +244,7 @@ class RunState:
         )
         s.n_tracked = int(s.tracked.sum())
         s.wait = np.minimum(s.waiting_since, release)
+        s.head_txt = np.empty(J, object)
         return s
 
     def release_due(self, w: Workload) -> None:
@@ -204,7 +259,9 @@ class RunState:
             self.n_apps += len(set(idle.tolist()))
         np.add.at(self.app_active, apps, 1)
         # sorted, as np.flatnonzero(is_active), without reading every job
-        self.jobs.update(zip(new.tolist(), w.jobs(new.tolist()), strict=True))
+        js = new.tolist()
+        self.jobs.update(zip(js, w.jobs(js), strict=True))
+        self.head_txt[new] = [f",{_key_text(i)}:[" for i in map(w.ids.__getitem__, js)]
         self.active = np.sort(np.concatenate([self.active, new]))
 
 

@@ -40,9 +40,30 @@ class Running:
     def __len__(self) -> int:
         return len(self.key)
 
-    def apply(self, new: dict[int, np.ndarray], new_key: dict[int, tuple]):
+    def apply(self, new: dict[int, np.ndarray], new_key: dict[int, tuple], placed=None):
         """Adopt a decision; returns (preempted jobs, changed jobs: started or moved, which of the
-        changed ones were running before (bool array))."""
+        changed ones were running before (bool array), the changed ones as a mask over the
+        decision's jobs or None). ``placed``: the decision's (job indices, GPUs per job, GPUs) in
+        its order (:attr:`.contract.Contract.placed`), read instead of the dicts."""
+        if placed is None:
+            return self._apply_dicts(new, new_key)
+        js, sizes, _ = placed
+        key, mask, old = self.key, self.mask, self.idx
+        # in decision order: new jobs and those whose GPUs differ (identical tuples compare at once)
+        chg = np.fromiter(map(ne, new_key.values(), map(key.get, new_key)), bool, js.size)
+        c = js[chg]
+        was = mask[c]  # (the mask still holds the previous decision's jobs)
+        mask[old] = False
+        mask[js] = True
+        gone = old[~mask[old]]
+        self.alloc, self.key, self.idx = new, new_key, js
+        self.k[gone] = 0.0
+        self.k[c] = sizes[chg]
+        self.busy = int(np.add.reduce(sizes)) if sizes.size else 0
+        return gone, c, was, chg
+
+    def _apply_dicts(self, new, new_key):
+        """:meth:`apply` from the dicts alone (an allocating scheduler's decision)."""
         key = self.key  # (C-level passes over the dicts: no Python step per running job)
         gone = list(key.keys() - new_key.keys()) if len(key) else []
         # in decision order: new jobs and those whose GPUs differ (identical tuples compare at once)
@@ -50,16 +71,16 @@ class Running:
         was = np.fromiter(map(key.__contains__, changed), bool, len(changed))
         self.alloc, self.key = new, new_key
         self.idx = np.fromiter(new_key, np.int64, len(new_key))
+        g = np.asarray(gone, np.int64)
+        c = np.asarray(changed, np.int64)
         if gone:
-            g = np.asarray(gone, np.int64)
             self.k[g] = 0.0
             self.mask[g] = False
         if changed:
-            c = np.asarray(changed, np.int64)
             self.k[c] = np.fromiter(map(len, map(new.__getitem__, changed)), float, c.size)
             self.mask[c] = True
         self.busy = int(self.k[self.idx].sum()) if self.idx.size else 0
-        return gone, changed, was
+        return g, c, was, None
 
     def finish(self, fin: np.ndarray) -> list[int]:
         """Remove the jobs of ``idx`` flagged in ``fin`` (a mask over ``idx``); returns them."""

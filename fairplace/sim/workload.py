@@ -69,18 +69,19 @@ class Workload:
         is released and drops it when it finishes."""
         if idx is None:
             return self.jobs(range(len(self)))
-        ids, dem, cls, mod, lm = self.ids, self.demand, self.cls, self.model, self.l_machine
-        return [
-            Job(
-                id=ids[j],
-                gpus=int(dem[j]),
-                cls=cls[j],
-                model=mod[j],
-                weight=1.0,
-                locality=float(lm[j]),
+        idx = list(idx)
+        ids, cls, mod = self.ids, self.cls, self.model
+        dem, lm = self.demand[idx].tolist(), self.l_machine[idx].astype(float).tolist()
+        # each filled in directly (the fields as the frozen ``__init__`` sets them, which costs a
+        # call per field): the driver makes an object per released job
+        new, out = object.__new__, []
+        for j, n, loc in zip(idx, dem, lm, strict=True):
+            job = new(Job)
+            job.__dict__.update(
+                id=ids[j], gpus=int(n), cls=cls[j], weight=1.0, model=mod[j], locality=loc
             )
-            for j in idx
-        ]
+            out.append(job)
+        return out
 
     def app_demand_max(self) -> np.ndarray:
         """Per app: the largest total demand of one phase (jobs of a phase run together)."""
