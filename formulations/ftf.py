@@ -51,6 +51,7 @@ from .phase_times import (  # noqa: F401  (the phase-time functions: re-exported
     later_phase_times,
     phase_time,
     phase_works,
+    works_phase_time,
 )
 from .variants import T_ID_VARIANTS
 
@@ -169,17 +170,34 @@ class IdealTime:
         return self.variant == "gavel"
 
     def value(self, work_total: float, work_left: float, demand_max: int, r_c: int) -> float:
-        r_c = self.cluster_gpus or r_c
-        if self.variant == "themis":
-            share = r_c / max(self.n_avg, 1.0)
-            if self.phases:
-                return float(sum(float(w) / min(share, int(d)) for w, d in self.phases))
-            return work_total / min(share, demand_max)
-        if self.variant == "literal":
-            return work_total / min(r_c, demand_max) * self.n_avg
-        if self.variant == "static":
-            return work_total / min(r_c / max(self.n_arrival, 1), demand_max)
-        return self.t_isolated + work_left / min(r_c / max(self.n_active, 1), demand_max)
+        """:func:`ideal_time` with this variant's fields."""
+        return ideal_time(
+            self.variant, work_total, work_left, demand_max, self.cluster_gpus or r_c, self.n_avg,
+            self.phases, self.n_arrival, self.n_active, self.t_isolated,
+        )  # fmt: skip
+
+
+def ideal_time(
+    variant: str, work_total: float, work_left: float, demand_max: int, r_c: int,
+    n_avg: float = 1.0, phases: tuple = (), n_arrival: int = 1, n_active: int = 1,
+    t_isolated: float = 0.0,
+) -> float:  # fmt: skip
+    """T_id of :class:`IdealTime` (its variants) for an app of ``work_total`` (W) serial
+    GPU-seconds, ``work_left`` of them still to do (read by ``gavel`` only), demand cap d_max =
+    ``demand_max`` on R_C = ``r_c`` GPUs: ``themis`` W / min(R_C / N_avg, d_max), or with
+    ``phases`` ((W_p, d_p), ...) sum_p W_p / min(R_C / N_avg, d_p); ``literal`` W / min(R_C,
+    d_max) x N_avg; ``static`` W / min(R_C / N_arrival, d_max); ``gavel`` t_isolated + work_left /
+    min(R_C / m, d_max)."""
+    if variant == "themis":
+        share = r_c / max(n_avg, 1.0)
+        if phases:
+            return float(sum(float(w) / min(share, int(d)) for w, d in phases))
+        return work_total / min(share, demand_max)
+    if variant == "literal":
+        return work_total / min(r_c, demand_max) * n_avg
+    if variant == "static":
+        return work_total / min(r_c / max(n_arrival, 1), demand_max)
+    return t_isolated + work_left / min(r_c / max(n_active, 1), demand_max)
 
 
 def n_avg(
@@ -284,6 +302,39 @@ class FTFModel:
         if not ideal > 0:  # e.g. iters_left x t_iter underflows (the loaders reject that too)
             raise OptionError("t_id", f"the ideal time T_id is {ideal!r}: the app has no work")
         return self.t_shared(n_gpus, spread_level, vmax) / ideal
+
+
+def running_rho(
+    elapsed: float,
+    works: Sequence[float],
+    n_gpus: int,
+    d_max: int,
+    later: Sequence[float],
+    t_id: float,
+    spread_level: int = 0,
+    vmax: float = 1.0,
+    locality: Sequence[float] = LOCALITY_BOOTSTRAP,
+    machine_gpus: int | None = None,
+    sensitivity: float = 1.0,
+) -> float:
+    """rho = T_sh / T_id (Eq. 2) of an app on n = ``n_gpus`` GPUs of spread s and max V = ``vmax``
+    under the ``even`` split, from numbers alone: T_sh = elapsed + T_run + sum_p T_p, T_run the
+    running phase's time (:func:`~fairplace.formulations.phase_times.works_phase_time` of its
+    jobs' ``works`` w_j = iters left x serial time per iteration, sorted longest first, at
+    ``d_max`` GPUs per job and one locality ``sensitivity``), T_p the later phases' times
+    (``later``: :func:`~fairplace.formulations.phase_times.later_times`), summed in
+    :func:`t_shared`'s order: the number :meth:`FTFModel.rho` gives for the same app."""
+    if not t_id > 0:  # as FTFModel.rho
+        raise OptionError("t_id", f"the ideal time T_id is {t_id!r}: the app has no work")
+    if vmax != 1.0:
+        works = sorted((w * vmax for w in works), reverse=True)
+    total = float(elapsed)
+    total += works_phase_time(
+        works, n_gpus, d_max, sensitivity, spread_level, locality, machine_gpus
+    )
+    for x in later:  # phase by phase, in order
+        total += x
+    return total / t_id
 
 
 def bundle_rho(

@@ -69,8 +69,18 @@ def model_job(jobs: Sequence[TimedJob], future: str = "median") -> tuple[float, 
     """(time per iteration, locality sensitivity) of the job that models a successive-halving
     app's unknown survivors: the running jobs' median (``future='slowest'``: slowest) time per
     iteration and their median sensitivity."""
-    t = [j.avg_time_per_iter for j in jobs] or [0.0]
-    s = [j.locality_sensitivity for j in jobs] or [1.0]
+    times = [j.avg_time_per_iter for j in jobs]
+    return model_job_of(times, [j.locality_sensitivity for j in jobs], future)
+
+
+def model_job_of(
+    times: Sequence[float], sensitivities: Sequence[float], future: str = "median"
+) -> tuple[float, float]:
+    """:func:`model_job` of jobs with these times per iteration and locality sensitivities:
+    (t_m, s_m) = (median_j t_j (``future='slowest'``: max_j t_j), median_j s_j); (0, 1) without
+    jobs."""
+    t = list(times) or [0.0]
+    s = list(sensitivities) or [1.0]
     tm = float(statistics.median(t)) if future == "median" else float(max(t))
     return tm, float(statistics.median(s))
 

@@ -76,28 +76,16 @@ def phase_time(
         return 0.0
     if n_gpus <= 0:
         return math.inf
-    if n_gpus < len(jobs):  # serialised, one GPU per job: machine-local, only V counts
+    # serialised one GPU per job (n < J: machine-local, only V counts), or the even split of jobs
+    # of one locality sensitivity: from the works alone (works_phase_time)
+    if n_gpus < len(jobs) or (split == "even" and len({j.locality_sensitivity for j in jobs}) == 1):
         if works is None:
             works = sorted((j.work * vmax for j in jobs), reverse=True)
-        loads = [0.0] * n_gpus
-        for w in works:
-            heapq.heapreplace(loads, loads[0] + w)
-        return float(max(loads))
+        return works_phase_time(
+            works, n_gpus, d_max, jobs[0].locality_sensitivity, spread_level, locality,
+            machine_gpus,
+        )  # fmt: skip
     cap = max(1, int(d_max))
-    if split == "even" and len({j.locality_sensitivity for j in jobs}) == 1:
-        if works is None:
-            works = sorted((j.work * vmax for j in jobs), reverse=True)
-        return float(
-            even_phase_time(
-                works,
-                n_gpus,
-                cap,
-                jobs[0].locality_sensitivity,
-                spread_level,
-                locality,
-                machine_gpus,
-            )  # fmt: skip
-        )
     if split == "even":  # n // J each, the remainder to the slowest jobs
         n = [min(n_gpus // len(jobs), cap)] * len(jobs)
         for k in sorted(range(len(jobs)), key=lambda k: -jobs[k].work)[: n_gpus % len(jobs)]:
@@ -125,6 +113,34 @@ def phase_time(
             left -= 1
             heapq.heappush(heap, (-t(k), k))
     return float(max(t(k) for k in range(len(jobs))))
+
+
+def works_phase_time(
+    works: Sequence[float],
+    n_gpus: int,
+    d_max: int,
+    sensitivity: float = 1.0,
+    spread_level: int = 0,
+    locality: Sequence[float] = LOCALITY_BOOTSTRAP,
+    machine_gpus: int | None = None,
+) -> float:
+    """:func:`phase_time` of jobs of one locality ``sensitivity`` under the ``even`` split, from
+    their ``works`` alone (each w_j x max V, sorted longest first): 0 without jobs, inf without a
+    GPU; n < J GPUs: the LPT makespan max_g sum_{j on g} w_j (one GPU per job, machine-local);
+    n >= J: :func:`even_phase_time` (at most ``d_max`` GPUs per job)."""
+    if not works:
+        return 0.0
+    if n_gpus <= 0:
+        return math.inf
+    if n_gpus < len(works):
+        loads = [0.0] * n_gpus
+        for w in works:
+            heapq.heapreplace(loads, loads[0] + w)
+        return float(max(loads))
+    cap = max(1, int(d_max))
+    return float(
+        even_phase_time(works, n_gpus, cap, sensitivity, spread_level, locality, machine_gpus)
+    )
 
 
 def even_phase_time(
@@ -214,20 +230,31 @@ def later_phase_times(
     opt: SuccessiveHalving, n_gpus: int, d_max: int, spread_level: int, vmax: float,
     locality: Sequence[float], machine_gpus: int | None,
 ) -> list[float]:  # fmt: skip
-    """:func:`identical_phase_time` of every successive-halving phase after the current one (k
-    copies of the model job each, the ``even`` split), in phase order; kept in the optimiser's
-    ``future_memo`` (they do not move with the running jobs' progress: an app's current rho at
+    """:func:`later_times` of the optimiser's phases after its current one, with its model job,
+    kept in its ``future_memo``."""
+    return later_times(opt.phases, opt.current_phase, opt._future_job, n_gpus, d_max,
+                       spread_level, vmax, locality, machine_gpus, opt.future_memo)  # fmt: skip
+
+
+def later_times(
+    phases: tuple, current: int, future_job: tuple[float, float], n_gpus: int, d_max: int,
+    spread_level: int, vmax: float, locality: Sequence[float], machine_gpus: int | None,
+    memo: dict | None = None,
+) -> list[float]:  # fmt: skip
+    """:func:`identical_phase_time` of every successive-halving phase after ``current`` (k_p copies
+    of the model job ``future_job`` = (t_m, s_m) with I_p iterations each: work I_p x t_m, d_p GPUs
+    per job, the ``even`` split), in phase order; kept in ``memo`` (an app's optimisers'
+    ``future_memo``: they do not move with the running jobs' progress, so an app's current rho at
     each decision reads them instead of recomputing them)."""
-    memo = opt.future_memo
-    tm, sens = opt._future_job
-    key = ("later", opt.phases, opt.current_phase, tm, sens, n_gpus, d_max, spread_level, vmax,
+    tm, sens = future_job
+    key = ("later", phases, current, tm, sens, n_gpus, d_max, spread_level, vmax,
            tuple(locality), machine_gpus)  # fmt: skip
     out = memo.get(key) if memo is not None else None
     if out is None:
         out = []
-        for p in range(opt.current_phase + 1, opt.num_phases()):
-            k, iters = opt.phases[p][:2]
-            d = opt.phase_demand(p, d_max)
+        for p in range(current + 1, len(phases)):
+            k, iters = phases[p][:2]
+            d = int(phases[p][2]) if len(phases[p]) >= 3 else int(d_max)  # phase_demand
             out.append(identical_phase_time(int(k), float(iters) * tm, sens, n_gpus, d,
                                             spread_level, vmax, locality, machine_gpus))  # fmt: skip
         if memo is not None:

@@ -9,11 +9,21 @@ import math
 from dataclasses import replace
 
 import numpy as np
-from hypothesis import given, settings
+from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
-from fairplace.formulations.ftf import FTFModel, IdealTime, JobInfo, PerfCurve, SuccessiveHalving
+from fairplace.formulations.ftf import (
+    FTFModel,
+    IdealTime,
+    JobInfo,
+    PerfCurve,
+    SuccessiveHalving,
+    ideal_time,
+    running_rho,
+)
 from fairplace.formulations.ftf_counts import rho_grid, spread_times, t_shared_counts
+from fairplace.formulations.hyperopt import model_job_of
+from fairplace.formulations.phase_times import later_times
 
 
 def _reference_grid(model: FTFModel, counts: list[int], r_c: int, levels) -> np.ndarray:
@@ -109,3 +119,35 @@ def test_rho_tables_from_the_rows_equal_the_per_count_path(model, windows, level
         got = rho_grid(model, counts, 64, levels)
         np.testing.assert_array_equal(got, _reference_grid(_fresh(model), counts, 64, levels))
         rho_grid(model, [lo + size + 3], 64, levels)  # another bidder's window in between
+
+
+@settings(max_examples=150, deadline=None)
+@given(
+    models(),
+    st.lists(st.integers(0, 40), min_size=1, max_size=6),
+    st.integers(0, 2),
+    st.sampled_from([1.0, 1.3]),
+    st.sampled_from(["themis", "literal"]),
+)
+def test_running_rho_from_numbers_is_the_models_rho_bit_for_bit(model, ns, s, v, variant):
+    """The THEMIS agents' current rho from an app's numbers alone (``running_rho``: its running
+    jobs' works, its later phases' ``later_times``, T_id by ``ideal_time``) is ``FTFModel.rho``
+    of the same app, bitwise, for apps of one locality sensitivity under the even split."""
+    opt = model.optimizer
+    assume(model.split == "even" and len({j.locality_sensitivity for j in opt.jobs}) == 1)
+    model = replace(model, t_id=IdealTime(variant, n_avg=2.5), work_total=1234.5, demand_max=8)
+    halving = isinstance(opt, SuccessiveHalving)
+    current = opt.current_phase if halving else 0
+    phases = opt.phases if halving else ((len(opt.jobs), 1.0),)
+    works = sorted((float(j.iters_remaining) * float(j.avg_time_per_iter) for j in opt.jobs),
+                   reverse=True)  # fmt: skip
+    mj = model_job_of([j.avg_time_per_iter for j in opt.jobs], [j.locality_sensitivity
+                                                                 for j in opt.jobs])  # fmt: skip
+    memo: dict = {}
+    ideal = ideal_time(variant, 1234.5, 0.0, 8, 64, 2.5)
+    for n in ns:
+        later = later_times(phases, current, mj, n, model.d_max, s, v, model.locality,
+                            model.machine_gpus, memo)  # fmt: skip
+        got = running_rho(model.elapsed, works, n, model.d_max, later, ideal, s, v,
+                          model.locality, model.machine_gpus, opt.jobs[0].locality_sensitivity)  # fmt: skip
+        assert got == _fresh(model).rho(n, 64, s, v), (n, s, v)

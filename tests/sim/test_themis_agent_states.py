@@ -1,7 +1,7 @@
 """THEMIS' agents describe every wanting app at every decision by a batched fast path
-(``Agents.states``: objects filled in directly, the running jobs read in one NumPy pass, rho on
-Python lists); each state must equal what the formulations' own constructors and ``bundle_rho``
-give for the same app, bitwise."""
+(``Agents.states``: the running jobs read in one NumPy pass, the current rho from their numbers
+alone, the agent description and FTF model built when first read); each state must equal what
+the formulations' own constructors and ``bundle_rho`` give for the same app, bitwise."""
 
 from __future__ import annotations
 
@@ -41,7 +41,9 @@ def test_agent_states_equal_the_constructors_and_bundle_rho(monkeypatch):
                 model=model,
                 rho_spread=cluster.spread(had) if had.size else None,
             )
-            assert type(s) is AppState and s == want and type(s.rho) is type(rho)
+            assert type(s.rho) is type(rho) and s.rho == rho  # from the numbers alone
+            assert isinstance(s, AppState) and s.id == app.id and s.described_at(view.t)
+            assert all(getattr(s, f.name) == getattr(want, f.name) for f in fields(AppState))
             assert type(s.model.t_id) is type(model.t_id) and s.model.t_id == model.t_id
             seen["states"] += 1
             seen["priced"] += had.size > 0

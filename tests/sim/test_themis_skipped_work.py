@@ -163,8 +163,9 @@ def test_running_phase_works_kept_by_the_agents_are_the_jobs_works_sorted(monkey
 
     def spy(self, a, *args, **kw):
         out = real(self, a, *args, **kw)
+        app = out.app  # described when first read
         kept_jobs = self._jobs[a]  # the agent's record of the app's running jobs, by name
-        assert kept_jobs.jobs == out.app.jobs and kept_jobs.d_max == out.app.d_max
+        assert kept_jobs.jobs == app.jobs and kept_jobs.d_max == app.d_max
         opt = kept_jobs.optimizer
         kept = opt.phase_memo.get(("works", getattr(opt, "current_phase", 0)))
         if kept is not None and len(opt.jobs) > 1:

@@ -1,7 +1,10 @@
 """THEMIS' AGENTs in the driver (:mod:`fairplace.sim.themis`): how each app that can use more GPUs
-describes itself to the ARBITER at a decision (:class:`Agents`: §4.3, one
-:class:`~fairplace.core.domain.AgentApp`, FTF model and current rho per app and decision), all the
-decision's wanting apps in one batched pass.
+describes itself to the ARBITER at a decision (:class:`Agents`: §4.3), all the decision's wanting
+apps in one batched pass: each app's current rho from its running jobs' numbers alone
+(:func:`~fairplace.formulations.ftf.running_rho`), its
+:class:`~fairplace.core.domain.AgentApp` and FTF model built only when the arbiter reads them
+(:class:`AgentState`: the bidders, apps tied on rho, leftover recipients without a cached
+table).
 
 The agents keep per app what does not move between rounds (its phases from the workload; its running
 jobs and their optimiser while the jobs make no progress); N_avg comes from
@@ -16,10 +19,11 @@ from typing import Any, NamedTuple
 import numpy as np
 
 from fairplace.core.domain import AgentApp, AgentJob, Cluster
+from fairplace.core.errors import OptionError
 from fairplace.formulations.agents import machine_gpus, optimizer_of
-from fairplace.formulations.ftf import FTFModel, IdealTime
-from fairplace.formulations.hyperopt import SuccessiveHalving, model_job
-from fairplace.formulations.phase_times import keep_works
+from fairplace.formulations.ftf import FTFModel, IdealTime, ideal_time, running_rho
+from fairplace.formulations.hyperopt import SuccessiveHalving, model_job, model_job_of
+from fairplace.formulations.phase_times import keep_works, later_times
 
 from ..protocols import SchedView
 from .apps import StepAverage, _groups_of
@@ -29,8 +33,8 @@ from .outcome import AppState
 def _filled(kind, /, **values):
     """``kind(**values)`` of a frozen dataclass without ``__post_init__``, given every field, filled
     in directly: its generated ``__init__`` sets each field through ``object.__setattr__``, and the
-    agents build a state, a model and its T_id per wanting app and decision (as
-    ``AgentJob.many`` does for the jobs)."""
+    agents build a state per wanting app and decision, a description, a model and its T_id per
+    app described (as ``AgentJob.many`` does for the jobs)."""
     out = object.__new__(kind)
     out.__dict__.update(values)
     return out
@@ -59,6 +63,50 @@ class RunningJobs(NamedTuple):
     optimizer: Any = None  # the app's optimiser, built on first use (:meth:`Agents.state`)
 
 
+class _Described:
+    """A field of :class:`AgentState` built on first read (``k``: 0 its app, 1 its model): a
+    non-data descriptor, so the values its instance keeps are read before it."""
+
+    def __init__(self, k: int):
+        self.k = k
+
+    def __get__(self, obj, kind=None):
+        return self if obj is None else obj._described()[self.k]
+
+
+class AgentState(AppState):
+    """An :class:`AppState` whose agent description (``app``) and FTF model (``model``) are built
+    when first read (:meth:`Agents.state`): the ranking, the leftover and the fill read an app's
+    id, class, current rho, room and held GPUs only, so only the apps that bid or tie, and
+    leftover recipients without a cached table, are described in full."""
+
+    @property
+    def id(self) -> str:
+        d = self.__dict__
+        return d["_id"] if "_id" in d else self.app.id
+
+    @property
+    def cls(self) -> str | None:
+        d = self.__dict__
+        return d["_cls"] if "_cls" in d else self.app.cls
+
+    def described_at(self, t_now: float) -> bool:
+        d = self.__dict__
+        if "_t_now" in d:  # described (when read) at the decision's time with ``held``
+            return d["_t_now"] == float(t_now)
+        return super().described_at(t_now)
+
+    app = _Described(0)  # type: ignore[assignment]
+    model = _Described(1)  # type: ignore[assignment]
+
+    def _described(self) -> tuple[AgentApp, FTFModel]:
+        """(app, model), built once: kept in the instance, where later reads find them first."""
+        d = self.__dict__
+        if "_describe" in d:
+            d["app"], d["model"] = d.pop("_describe")()
+        return d["app"], d["model"]
+
+
 class Agents:
     """THEMIS' AGENTs: the :class:`AppState` of each bidding app (T_id variant ``rho_variant``)."""
 
@@ -70,7 +118,10 @@ class Agents:
         self._future: dict = {}  # per app: its optimisers' later-phase memo (future_memo)
         self._model_job: dict = {}  # per app: (its running jobs, their model job)
         self._place_lists: dict = {}  # per (cluster, class): :meth:`_places`
-        self._ideal_fields = dict(IdealTime(variant=rho_variant).__dict__)  # checked once
+        t_id = IdealTime(variant=rho_variant)  # checked once
+        if t_id.reads_work_left:  # THEMIS' variants (THEMIS_RHO_VARIANT) read W only
+            raise OptionError("rho_variant", f"{rho_variant!r} is not a THEMIS T_id variant")
+        self._ideal_fields = dict(t_id.__dict__)
 
     def states(
         self, apps, view: SchedView, w, owner, before, room, cluster: Cluster, running: dict
@@ -115,13 +166,71 @@ class Agents:
     def state(
         self, a: int, view: SchedView, w, held_idx, had, room: int, cluster: Cluster, rows, lo, hi
     ) -> AppState:
-        """App ``a``'s :class:`~fairplace.sim.themis.arbiter.AppState` at ``view.t``: its AGENT
-        description (:meth:`agent`), the GPUs it holds (indices ``held_idx``) on the decision
-        ``cluster``, its current rho with the GPUs it held just before (a list of indices
-        ``had``; None: none; :func:`~fairplace.formulations.ftf.bundle_rho`), its ``room`` and its FTF model
-        (built once for the arbiter's rho table and this rho); its running jobs (its
+        """App ``a``'s :class:`AgentState` at ``view.t``: the GPUs it holds (indices ``held_idx``)
+        on the decision ``cluster``, its ``room`` and its current rho with the GPUs it held just
+        before (a list of indices ``had``; None: none) from its numbers alone
+        (:meth:`_rho_now`); its agent description and FTF model (:meth:`_describe`) are built when
+        the arbiter first reads them. Its running jobs (its
         :func:`~fairplace.sim.themis.apps.running_jobs`) are ``rows[lo:hi]``."""
         held = tuple(cluster.ids(held_idx))
+        st = self._static(a, w)
+        out = object.__new__(AgentState)  # an AppState filled in directly (:func:`_filled`)
+        out.__dict__.update(held=held, room=room, rho=None, rho_spread=None, _id=w.app_ids[a],
+                            _cls=st["cls"], _t_now=view.t)  # fmt: skip
+        out.__dict__["_describe"] = lambda: self._describe(a, view, w, held, cluster, rows, lo, hi)
+        if had:
+            # bundle_rho on Python lists of the cluster (spread: 0 one machine, 1 one rack, else 2;
+            # S = L(spread) x max V with L = 1), its spread kept
+            mi, ri, pm = self._places(cluster, st["cls"])
+            sp = 0 if len({mi[g] for g in had}) == 1 else 1 if len({ri[g] for g in had}) == 1 else 2
+            vmax = 1.0 * max([pm[g] for g in had])
+            out.__dict__["rho"] = self._rho_now(
+                a, view, w, cluster, rows, lo, hi, len(had), sp, vmax
+            )
+            out.__dict__["rho_spread"] = sp
+        return out
+
+    def _rho_now(
+        self, a: int, view: SchedView, w, cluster: Cluster, rows, lo: int, hi: int, n: int,
+        sp: int, vmax: float,
+    ) -> float:  # fmt: skip
+        """App ``a``'s rho on ``n`` GPUs of spread ``sp`` and max V ``vmax``
+        (:func:`~fairplace.formulations.ftf.running_rho`; the number ``FTFModel.rho`` of its
+        :meth:`_describe` model gives): its running phase's works, its later phases' times with
+        its model job (kept per app, as its optimisers keep them) and T_id
+        (:func:`~fairplace.formulations.ftf.ideal_time`), without an object per job or app."""
+        st = self._static(a, w)
+        t_start = self._t_start(st, view)
+        many = len(st["phases"]) > 1
+        d_max = max(rows.demand[lo:hi])
+        r_c, mg = len(cluster), machine_gpus(cluster)
+        later: list = []
+        if many:  # successive halving: the later phases' k copies of the model job
+            run_key = rows.run[8 * lo : 8 * hi]
+            same, mj = self._model_job.get(a, (None, None))
+            if same != run_key:  # other jobs: model_job of them, as :meth:`_describe` keeps it
+                mj = model_job_of(rows.serial[lo:hi], [1.0] * (hi - lo))
+                self._model_job[a] = (run_key, mj)
+            memo = self._future.setdefault(a, {})
+            if len(memo) > 4096:  # bounded: a long-lived app prices many count ranges
+                memo.clear()
+            cur = st["phase_pos"][rows.phase[lo]]
+            later = later_times(st["phases"], cur, mj, n, d_max, sp, vmax, st["locality"], mg, memo)
+        ideal = ideal_time(
+            self.rho_variant, st["work_total"], 0.0, int(self._dmax(w)[a]), r_c,
+            max(1.0, self.steps.mean(t_start, view.t)),
+            st["per_phase"] if self.rho_variant == "themis" else (),
+        )  # fmt: skip
+        works = sorted(rows.work[lo:hi], reverse=True)
+        elapsed = float(view.t - t_start)
+        return running_rho(elapsed, works, n, d_max, later, ideal, sp, vmax, st["locality"], mg)
+
+    def _describe(
+        self, a: int, view: SchedView, w, held: tuple, cluster: Cluster, rows, lo: int, hi: int
+    ) -> tuple[AgentApp, FTFModel]:
+        """App ``a``'s AGENT description (:meth:`agent`) and FTF model (built once for the
+        arbiter's rho table, its tie-break and its leftover rho), its optimiser kept while its
+        running jobs make no progress."""
         app = self.agent(a, view, w, held, rows, lo, hi)
         jobs = self._jobs[a]
         if jobs.optimizer is None:  # the optimiser's view changes only with the running jobs
@@ -138,16 +247,7 @@ class Agents:
                 work = sorted(rows.work[lo:hi], reverse=True)
                 keep_works(opt.phase_memo, opt.current_phase, work)
             self._jobs[a] = jobs = jobs._replace(optimizer=opt)
-        model = self._model(app, cluster, jobs.optimizer)
-        if not had:
-            return _filled(AppState, app=app, held=held, rho=None, room=room, model=model,
-                           rho_spread=None)  # fmt: skip
-        # bundle_rho(model, cluster, had, app.cls) on Python lists of the cluster (spread: 0 one
-        # machine, 1 one rack, else 2; S = L(spread) x max V with L = 1), its spread kept
-        mi, ri, pm = self._places(cluster, app.cls)
-        sp = 0 if len({mi[g] for g in had}) == 1 else 1 if len({ri[g] for g in had}) == 1 else 2
-        rho = model.rho(len(had), len(cluster), sp, 1.0 * max([pm[g] for g in had]))
-        return _filled(AppState, app=app, held=held, rho=rho, room=room, model=model, rho_spread=sp)
+        return app, self._model(app, cluster, jobs.optimizer)
 
     def _model(self, app: AgentApp, cluster: Cluster, opt) -> FTFModel:
         """:func:`~fairplace.formulations.agents.ftf_model` (``app``, ``cluster``, ``opt``), its
@@ -231,9 +331,7 @@ class Agents:
                 self._agent_jobs(jobs, run_key, left, rows, lo, hi),
                 max(rows.demand[lo:hi]),
             )
-        t_start = st.get("t_start")
-        if t_start is None:  # its first release: later phases are released after it
-            t_start = st["t_start"] = float(view.arrival[st["mine"]].min())
+        t_start = self._t_start(st, view)
         many = len(st["phases"]) > 1
         # AgentApp(**fields) filled in directly, as AgentJob.many does: the frozen __init__ sets
         # each of its fields through object.__setattr__, for every wanting app at every decision
@@ -276,6 +374,14 @@ class Agents:
         for k, job in zip(moved, fresh, strict=True):
             out[k] = job
         return tuple(out)
+
+    @staticmethod
+    def _t_start(st: dict, view: SchedView) -> float:
+        """The app's first release (later phases are released after it), kept in its statics."""
+        t_start = st.get("t_start")
+        if t_start is None:
+            t_start = st["t_start"] = float(view.arrival[st["mine"]].min())
+        return t_start
 
     def _dmax(self, w) -> np.ndarray:
         if not hasattr(self, "_dmax_"):

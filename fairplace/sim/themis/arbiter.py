@@ -183,7 +183,7 @@ class Arbiter:
         cache = dict(cache or {})
         states = [
             s
-            if s.app.t_now == float(t_now) and s.app.held == tuple(s.held)
+            if s.described_at(t_now)
             else replace(s, app=replace(s.app, t_now=float(t_now), held=tuple(s.held)), model=None)
             for s in apps
         ]
@@ -214,7 +214,7 @@ class Arbiter:
             payments=pay,
             leftover_given=given,
             unallocated=unallocated,
-            participants=[s.app.id for s in part],
+            participants=[s.id for s in part],
             ranking=ranking,
             lease_expiry=self.lease_end(t_now),
             tables=tables,
@@ -241,11 +241,11 @@ class Arbiter:
             draw = np.random.default_rng([seed, 1]).random(len(states))
             keys = [(*k, draw[i]) for i, k in enumerate(keys)]
         order = sorted(range(len(states)), key=keys.__getitem__)
-        ranking = [(states[i].app.id, now[i]) for i in order]
+        ranking = [(states[i].id, now[i]) for i in order]
         k = min(self.n_participants(n_all), len(states))
         chosen = {a for a, _ in ranking[:k]}
-        part = [s for s in states if s.app.id in chosen]
-        rest = [s for s in states if s.app.id not in chosen]
+        part = [s for s in states if s.id in chosen]
+        rest = [s for s in states if s.id not in chosen]
         return ranking, part, rest
 
     def _auction(
@@ -269,8 +269,8 @@ class Arbiter:
         if self.rho_error is not None:  # the tables as the AGENTs report them (Fig. 17)
             capps = self.rho_error.bids(cluster, part, capps, seed)
         bid_s = time.perf_counter() - t0
-        ids = [s.app.id for s in part]
-        tables = {s.app.id: a.table for s, a in zip(part, capps, strict=True)}  # rho: the cache
+        ids = [s.id for s in part]
+        tables = {s.id: a.table for s, a in zip(part, capps, strict=True)}  # rho: the cache
         if len(part) == 1:  # PF = the bidder's best bundle; PA: c = 1 (no one else to pay)
             best = best_subbundle(capps[0], cluster, tuple(offer.tolist()), offer.size)
             auction = {ids[0]: list(best[1]) if best else []}
@@ -294,7 +294,7 @@ class Arbiter:
         """Step 5: GPUs nobody took to the apps that can use more, worst rho first; (what each
         got, what is still left); ``allocation`` gains the fills."""
         filled: dict[str, list[str]] = {}
-        by_id = {s.app.id: s for s in states}
+        by_id = {s.id: s for s in states}
         for a, _ in ranking:
             s = by_id[a]
             room = self._room(s) - len(allocation.get(a, ()))
@@ -352,22 +352,22 @@ class Arbiter:
                 s = rest[int(k)]
                 take = pool[: self._room(s)]
                 if take:
-                    given[s.app.id] = take
+                    given[s.id] = take
                     pool = pool[len(take) :]
         else:  # work-conserving: greedy on the largest -log rho improvement
-            held = {s.app.id: cluster.indices(s.held).tolist() for s in rest}
+            held = {s.id: cluster.indices(s.held).tolist() for s in rest}
             while pool:
                 best = None
                 for s in rest:
-                    room = self._room(s) - len(held[s.app.id]) + len(s.held)
+                    room = self._room(s) - len(held[s.id]) + len(s.held)
                     take = pool[:room]
                     if not take:
                         continue
-                    before = self._rho_of(cluster, s.app, held[s.app.id], s.model)
-                    after = self._rho_of(cluster, s.app, held[s.app.id] + take, s.model)
+                    before = self._rho_of(cluster, s.app, held[s.id], s.model)
+                    after = self._rho_of(cluster, s.app, held[s.id] + take, s.model)
                     gain = (math.inf if math.isinf(before) else math.log(before)) - math.log(after)
                     if gain > 1e-12 and (best is None or gain > best[0]):
-                        best = (gain, s.app.id, take)
+                        best = (gain, s.id, take)
                 if best is None:
                     break
                 _, a, take = best
@@ -375,15 +375,15 @@ class Arbiter:
                 given.setdefault(a, []).extend(take)
                 pool = [g for g in pool if g not in set(take)]
         for s in rest:
-            if s.app.id not in given:
+            if s.id not in given:
                 continue
-            t = cache.get(s.app.id)
-            n = len(given[s.app.id])
-            idx = np.concatenate([cluster.indices(s.held), np.asarray(given[s.app.id], np.int64)])
+            t = cache.get(s.id)
+            n = len(given[s.id])
+            idx = np.concatenate([cluster.indices(s.held), np.asarray(given[s.id], np.int64)])
             if t is not None and n <= t.n_max:  # Theorem 3.3: update from the cached table
                 sp_ = spread(cluster.machine_index, cluster.rack_index, idx)
-                v = float(cluster.pm_vector(s.app.cls)[idx].max())
-                rho_after[s.app.id] = float(t.rho[n, sp_, min(t.level(v), t.levels.size - 1)])
+                v = float(cluster.pm_vector(s.cls)[idx].max())
+                rho_after[s.id] = float(t.rho[n, sp_, min(t.level(v), t.levels.size - 1)])
             else:
-                rho_after[s.app.id] = self._rho_of(cluster, s.app, idx, s.model)
+                rho_after[s.id] = self._rho_of(cluster, s.app, idx, s.model)
         return given, rho_after

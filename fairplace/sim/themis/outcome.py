@@ -24,6 +24,21 @@ class AppState:
     model: FTFModel | None = None  # ``ftf_model(app, cluster)`` when the driver has built it
     rho_spread: int | None = None  # spread of the GPUs ``rho`` was priced on (None: ``held``'s)
 
+    @property
+    def id(self) -> str:
+        """The app's id (``app.id``)."""
+        return self.app.id
+
+    @property
+    def cls(self) -> str | None:
+        """The app's application class (``app.cls``)."""
+        return self.app.cls
+
+    def described_at(self, t_now: float) -> bool:
+        """Whether ``app`` describes the app at ``t_now`` holding ``held`` (else the arbiter
+        describes it again at ``t_now``)."""
+        return self.app.t_now == float(t_now) and self.app.held == tuple(self.held)
+
 
 #: how a round names GPUs: ids (``str``, :meth:`Arbiter.auction_round`) or cluster indices (``int``)
 GpuT = TypeVar("GpuT", str, int)
