@@ -354,15 +354,21 @@ static int64_t machine_sorted(Pool *pl, Cls *c, int64_t m, int32_t lmax, int64_t
  * below that level, then machine) */
 static int64_t leaf_key(Pool *pl, Cls *c, int64_t m, int64_t n) {
     if (pl->nf[m] < n) return KEY_INF;
-    int64_t *tmp = pl->scratch2;
-    int64_t k = machine_sorted(pl, c, m, INT32_MAX, tmp);
-    int32_t l = c->lev[tmp[n - 1]];
-    int64_t tie = pl->nf[m];
-    if (pl->art) {
-        int64_t e = n;
-        while (e < k && c->lev[tmp[e]] <= l) e++;
-        tie = pl->P - e;
+    /* the machine's cells, one per level, ascend in level (cells are numbered in score order):
+     * the n-th lowest free GPU's level l and the free GPUs at or below it (e) from their free
+     * counts, as machine_sorted's (level, index) order gives them, without visiting the GPUs */
+    int64_t e = 0, P = pl->P;
+    int32_t l = -1;
+    for (int32_t i = 0; i < c->mcn[m]; i++) {
+        int32_t y = c->mcell[m * P + i];
+        e += c->cf[y];
+        if (e >= n) {
+            l = c->clev[y];
+            break;
+        }
     }
+    if (l < 0) return KEY_INF; /* (cannot happen: the cells hold the machine's nf[m] >= n) */
+    int64_t tie = pl->art ? P - e : pl->nf[m];
     return ((int64_t)l << 40) | (tie << 24) | m;
 }
 
