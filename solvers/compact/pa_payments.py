@@ -2,6 +2,10 @@
 
 PA needs PF_{-i} for every app i holding a PF bundle. Made cheap by:
 
+* whole classes of alike apps at once, when the PF's LP split apps: the *who leaves* MILP
+  (``compact.pa_leave``: one MILP per class; 1,024 GPUs x 256 apps: 19 MILPs for 256 apps); the
+  apps it leaves take the routes below;
+
 * an upper-bound check: sum_{j != i} max_c w_jc is an upper bound on PF_{-i}; if the others already
   reach it in PF, PF_{-i} = PF restricted to the others and c_i = 1 without a solve;
 * LP first: the LP of PF_{-i} is the PF LP with i's gains w_ic - w_i0 set to 0 (i may then
@@ -51,6 +55,7 @@ from ..backends import highs
 from ..budget import Budget, budget_for
 from ..options import SolveOptions
 from .lp import from_lp, lp_cells, rerun
+from .pa_leave import leave_max
 from .pf import solve_compact_pf
 from .rc import best_start, block_owners, leave_one_out, reprice, row_signs, swap_in
 
@@ -99,11 +104,19 @@ def _payments(prog, choice, opts, parallel, reduced, budget, routes, live=None, 
     c: dict[int, float] = {}
     status: dict[int, str] = {}
     todo = _without_solve(prog, choice, value_with, c, status, routes)
+    k = len(todo)
+    if todo and draws is None and live is None:  # the PF's LP split apps (``pa_leave``)
+        got = leave_max(prog, choice, todo, opts, budget)
+        for i, v in got.items():
+            c[i], status[i], routes[i] = pa.payment(value_with[i], v), "optimal", "leave_max"
+        todo = [i for i in todo if i not in got]
     if todo and budget.options(opts) is None:  # spent before the first leave-one-out problem
         c.update(dict.fromkeys(todo, 1.0))
         status.update(dict.fromkeys(todo, NOT_RUN))
         routes.update(dict.fromkeys(todo, NOT_RUN))
-        return c, status, len(todo)
+        return c, status, k
+    if not todo:
+        return c, status, k
     loo = _LeaveOneOut(prog, choice, opts, reduced, budget, value_with, live, draws)
     hard = []
     for i, val, route in loo.lp_chains(todo, parallel):
@@ -131,7 +144,7 @@ def _payments(prog, choice, opts, parallel, reduced, budget, routes, live=None, 
     finally:
         if pool is not None:
             pool.shutdown()
-    return c, status, len(todo)
+    return c, status, k
 
 
 def _without_solve(prog, choice, value_with, c, status, routes) -> list[int]:
@@ -395,7 +408,8 @@ DROPPED = "dropped"
 
 #: how a PF_{-i} was settled (``payments(routes=...)``, ``extra['loo_routes']``): by enumeration
 #: (``compact.enumeration``; set by the caller, not by :func:`payments`); c_i = 1 from every other
-#: app's best value alone / from the leave-one-out LP bound; the LP's cells placed at its bound;
+#: app's best value alone; by the who-leaves MILP (``compact.pa_leave``); c_i = 1 from the
+#: leave-one-out LP bound; the LP's cells placed at its bound;
 #: split LP closed by ``compact.rc``; closed by ``compact.rc`` at an alike app's repriced LP duals
 #: (no LP of its own); its own solve (``solve_compact_pf``); left open because the
 #: lottery keeps / drops the app's bundle anyway (``draws``: :func:`lottery_floor` from the
@@ -403,6 +417,7 @@ DROPPED = "dropped"
 ROUTES = (
     "enumeration",
     "best_values",
+    "leave_max",
     "lp_bound",
     "lp_cells",
     "fixing",
