@@ -28,6 +28,7 @@ PF_{-i} LP is placed alike and the per-app LPs are cheaper than this MILP.
 from __future__ import annotations
 
 from dataclasses import replace
+from functools import partial
 
 import numpy as np
 
@@ -107,7 +108,9 @@ def leave_max(
         out.update({j: PFValue(0, low[j] - alike.w[j]) for j in done})
         if not done:
             best = max(open_, key=lambda j: low[j])
-            start = alike.swap(G, *src[best], best, pos) if best in src else None
+            start = None
+            if best in src:
+                start = partial(alike.swap, G, *src[best], best, pos)
             hit = _best_point(G, y, ub_y, o, signs, low[best], start)
             if hit is None:
                 break
@@ -198,19 +201,19 @@ def _best_point(
     solved; its optimum is ``G``'s when it reaches the floor (less ``FIX_MARGIN``: fixing keeps
     every point that good). The floors, highest first: UB(y) - :data:`FIRST_GAP`, UB(y) -
     ``TARGET_GAP`` (``ub_y`` = UB(y)), while above ``known`` (a lower bound on ``G``'s optimum),
-    then ``known`` itself (its point reaches it). ``start``: a point of ``G`` worth ``known``
-    (HiGHS' first incumbent where it survives fixing)."""
+    then ``known`` itself (its point reaches it). ``start``: a callable giving a point of ``G``
+    worth ``known`` or None (built only where it survives fixing: HiGHS' first incumbent)."""
     for gap in (FIRST_GAP, TARGET_GAP):
         if ub_y - gap <= known:
             break
-        hit = _closed(G, y, ub_y - gap, o, signs, start)
+        hit = _closed(G, y, ub_y - gap, o, signs, start, known)
         if hit is not None:
             return hit
-    return None if known == -np.inf else _closed(G, y, known, o, signs, start)
+    return None if known == -np.inf else _closed(G, y, known, o, signs, start, known)
 
 
-def _closed(G, y: np.ndarray, target: float, o, signs, start: np.ndarray | None):
-    """:func:`_best_point` at the floor ``target``."""
+def _closed(G, y: np.ndarray, target: float, o, signs, start, known: float):
+    """:func:`_best_point` at the floor ``target`` (``start`` used when ``known`` reaches it)."""
     lb, ub, _ = fix_by_reduced_cost(G, y, target)
     lb, ub = forcing_rows(G, lb, ub, signs=signs)
     small, free = restrict(G, lb, ub)
@@ -219,11 +222,10 @@ def _closed(G, y: np.ndarray, target: float, o, signs, start: np.ndarray | None)
     o = o.with_(mip_allow_restart=True, presolve_mode=1, mip_feasibility_jump=False)
     if o.mip_pool_soft_limit is None:
         o = o.with_(mip_pool_soft_limit=50)
-    if start is not None and not (
-        (start >= lb).all() and (start <= ub).all() and G.value(start) >= target - FIX_MARGIN
-    ):
-        start = None
-    res = get_backend("highs").solve(small, o, start=None if start is None else start[free])
+    x0 = start() if start is not None and known >= target - FIX_MARGIN else None
+    if x0 is not None and not ((x0 >= lb).all() and (x0 <= ub).all()):
+        x0 = None
+    res = get_backend("highs").solve(small, o, start=None if x0 is None else x0[free])
     if res.status != "optimal" or res.x is None:
         return None
     x = lb.copy()
