@@ -7,17 +7,18 @@
   contention), target 30 s each, 5 s at 256 apps (the scale goal; 64 and 128 apps are the two cases above);
   at 256 apps the per-machine LP (~140k columns) took minutes and its integral cells could not be
   placed (106 apps need a whole machine of good GPUs, 98 exist); the machine-aggregated LP
-  (~29k columns) takes ~1 s and the PF closes in ~11 branch-and-bound LPs; ~3/4 of the
-  leave-one-out LPs split a few apps (a knapsack over GPU counts): each such PF_{-i} is closed by
-  reduced-cost fixing and a MILP of ~1,000 columns (``solvers/compact/rc.py``), not a ~30 s full MILP;
+  (~29k columns) takes ~1 s and the PF closes in ~11 branch-and-bound LPs; the 256 PF_{-i} fall
+  into 19 classes of alike apps with one payment each, settled by 19 *who leaves* MILPs
+  (``solvers/compact/pa_leave.py``: ~6 s CPU in all, of which PF ~1.6 s, LPs ~1.1 s, the
+  MILPs ~2.8 s) instead of one reduced-cost-fixed MILP per app (~26-30 s CPU);
 * ``auction_pa_compact_4096x64``: full PA, 4,096 GPUs (1,024 machines x 4) x 64 apps, target 60 s;
 * ``auction_pa_compact_4096x256``: the same with 256 apps, target 60 s: every PF_{-i} LP has
   integral cells that the greedy places at its bound (``lp_cells``), so the time is the PF (~5 s
   CPU), 256 warm LP re-solves (~90 ms CPU each) and 256 greedy placements (~40 ms each);
 * ``auction_pa_compact_contended_32``: full PA, 12 apps on 32 GPUs (8 machines x 4, racks of 4): the
   LP shortcut fails and PF and every PF_{-i} are MILPs (``formulations/compact_sym.py``), target 30 s;
-  full mode only (~18 s on 2 cores), as are 1024x256 (~40 s CPU), 4096x64 (~20 s) and 4096x256
-  (~45 s CPU, 2 threads);
+  full mode only (~18 s on 2 cores), as are 1024x256 (~6 s CPU), 4096x64 (~20 s) and 4096x256
+  (~43 s CPU, 2 threads);
 * ``bid_generation``: subset enumeration vs symmetry-reduced count bundles vs the rho table, per
   offer size (bundles and seconds); ``--quick`` times the offers of 4-12 GPUs only.
 
@@ -113,13 +114,13 @@ CASES = cases(
         "auction_pa_compact_1024x32": Case(_pa(32), 30.0, {"gpus": 1024, "apps": 32}),
         "auction_pa_compact_1024x128": Case(_pa(128), 30.0, {"gpus": 1024, "apps": 128}),
         "auction_pa_compact_1024x256": Case(  # the scale goal: 5 s
-            _pa(256), 5.0, {"gpus": 1024, "apps": 256}, full_only="~40 s CPU on 2 threads"
+            _pa(256), 5.0, {"gpus": 1024, "apps": 256}, full_only="~6 s CPU"
         ),
         "auction_pa_compact_4096x64": Case(
             _pa(64, 1024), 60.0, {"gpus": 4096, "apps": 64}, full_only="~20 s on 2 cores"
         ),
         "auction_pa_compact_4096x256": Case(
-            _pa(256, 1024), 60.0, {"gpus": 4096, "apps": 256}, full_only="~45 s CPU on 2 threads"
+            _pa(256, 1024), 60.0, {"gpus": 4096, "apps": 256}, full_only="~43 s CPU on 2 threads"
         ),
         "auction_pa_compact_contended_32": Case(
             _pa(12, 8, machines_per_rack=4),
