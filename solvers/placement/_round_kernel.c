@@ -198,10 +198,13 @@ static int cls_init(Pool *pl, Cls *c, const int64_t *order, const char *blob) {
     if (!c->BN || !c->BC || !c->tree || !c->dirty || !c->dlist || !c->dcount || !c->cf ||
         !c->lfree)
         return 0;
+    /* free GPUs per cell and per level: all of them, less the taken ones (most are free) */
+    for (int32_t x = 0; x < C; x++) c->cf[x] = c->cstart[x + 1] - c->cstart[x];
+    for (int32_t l = 0; l < L; l++) c->lfree[l] = c->cstart[c->lcell[l + 1]] - c->cstart[c->lcell[l]];
     for (int64_t g = 0; g < G; g++)
-        if (pl->free[g]) {
-            c->cf[c->cell_of[g]]++;
-            c->lfree[c->lev[g]]++;
+        if (!pl->free[g]) {
+            c->cf[c->cell_of[g]]--;
+            c->lfree[c->lev[g]]--;
         }
     if (!bits_init(&c->BA, C) || !bits_init(&c->LV, L)) return 0;
     for (int32_t l = 0; l < L; l++)
