@@ -17,6 +17,7 @@ from types import MappingProxyType
 import numpy as np
 
 from fairplace.core.errors import FairplaceError
+from fairplace.solvers.placement import round_kernel
 
 
 class InvariantError(FairplaceError, AssertionError):
@@ -50,7 +51,9 @@ class Running:
         js, sizes, _ = placed
         key, mask, old = self.key, self.mask, self.idx
         # in decision order: new jobs and those whose GPUs differ (identical tuples compare at once)
-        chg = np.fromiter(map(ne, new_key.values(), map(key.get, new_key)), bool, js.size)
+        chg = round_kernel.differs(new_key, key)  # (one compiled pass where built)
+        if chg is None:
+            chg = np.fromiter(map(ne, new_key.values(), map(key.get, new_key)), bool, js.size)
         c = js[chg]
         was = mask[c]  # (the mask still holds the previous decision's jobs)
         mask[old] = False

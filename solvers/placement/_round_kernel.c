@@ -860,6 +860,45 @@ fail:
     return NULL;
 }
 
+static const char differs_doc[] =
+    "differs(new, old) -> bytearray\n\n"
+    "For dicts ``new`` and ``old``: per item of ``new``, in order, 1 if ``old`` lacks its key or"
+    " holds a value ``!=`` to it, else 0, in one pass.";
+
+static PyObject *differs(PyObject *self, PyObject *args) {
+    PyObject *nw, *old, *k, *v;
+    if (!PyArg_ParseTuple(args, "O!O!", &PyDict_Type, &nw, &PyDict_Type, &old)) return NULL;
+    Py_ssize_t n = PyDict_GET_SIZE(nw), pos = 0, i = 0;
+    PyObject *out = PyByteArray_FromStringAndSize(NULL, n);
+    if (!out) return NULL;
+    char *o = PyByteArray_AS_STRING(out);
+    while (PyDict_Next(nw, &pos, &k, &v)) {
+        if (i >= n) {
+            PyErr_SetString(PyExc_RuntimeError, "differs: the dict changed size");
+            goto fail;
+        }
+        PyObject *w = PyDict_GetItemWithError(old, k); /* borrowed */
+        int d = 1;
+        if (!w) {
+            if (PyErr_Occurred()) goto fail;
+        } else if (w == v) {
+            d = 0;
+        } else {
+            d = PyObject_RichCompareBool(v, w, Py_NE);
+            if (d < 0) goto fail;
+        }
+        o[i++] = (char)d;
+    }
+    if (i != n) {
+        PyErr_SetString(PyExc_RuntimeError, "differs: the dict changed size");
+        goto fail;
+    }
+    return out;
+fail:
+    Py_DECREF(out);
+    return NULL;
+}
+
 static const char int_lists_json_doc[] =
     "int_lists_json(heads, flat, sizes) -> str or None\n\n"
     "The JSON object ``{k0:[g,..],k1:[..],..}`` from each entry's head ``heads[i]`` (an ASCII str"
@@ -1233,6 +1272,7 @@ static PyMethodDef methods[] = {
     {"flatten", flatten, METH_O, flatten_doc},
     {"rekey", rekey, METH_VARARGS, rekey_doc},
     {"int_lists_json", int_lists_json, METH_VARARGS, int_lists_json_doc},
+    {"differs", differs, METH_VARARGS, differs_doc},
     {NULL, NULL, 0, NULL},
 };
 

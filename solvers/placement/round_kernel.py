@@ -147,6 +147,15 @@ def int_lists_json(heads: list, flat: np.ndarray, sizes: np.ndarray) -> str | No
     return fn(heads, np.ascontiguousarray(flat, np.int64), np.ascontiguousarray(sizes, np.int64))
 
 
+def differs(new: dict, old: dict) -> np.ndarray | None:
+    """Per item of ``new`` in order: whether ``old`` lacks its key or holds a value ``!=`` to it
+    (bool), in one compiled pass; None without the kernel."""
+    fn = getattr(_ext, "differs", None)
+    if fn is None or type(new) is not dict or type(old) is not dict:
+        return None
+    return np.frombuffer(fn(new, old), bool)
+
+
 def covers(pool) -> bool:
     """True if the kernel can place on ``pool``'s cluster: GPUs grouped by machine, sizes in range."""
     return 0 < pool.G < 2**23 and pool.grouped and len(pool.cluster.machines) < 2**24

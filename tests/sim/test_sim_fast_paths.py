@@ -1,8 +1,8 @@
-"""The driver's compiled one-pass helpers (a placement's ids, GPUs and JSON read by
-:func:`~fairplace.solvers.placement.round_kernel.rekey`, ``flatten`` and ``int_lists_json``) give
-exactly the results of the Python passes they replace (the fallback without the kernel), with a
-policy whose decisions are tuples of ints and one whose decisions are lists (the contract's
-converting path), ids that JSON escapes included."""
+"""The driver's compiled one-pass helpers (a placement's ids, GPUs, changes and JSON read by
+:func:`~fairplace.solvers.placement.round_kernel.rekey`, ``flatten``, ``differs`` and
+``int_lists_json``) give exactly the results of the Python passes they replace (the fallback
+without the kernel), with a policy whose decisions are tuples of ints and one whose decisions are
+lists (the contract's converting path), ids that JSON escapes included."""
 
 from __future__ import annotations
 
@@ -35,7 +35,7 @@ def _run(placement, monkeypatch, compiled: bool):
     trace["job_id"] = [f'j"{k}\\é' if k % 3 == 0 else f"j{k}" for k in range(len(trace))]
     with monkeypatch.context() as m:
         if not compiled:
-            for fn in ("flatten", "rekey", "int_lists_json"):
+            for fn in ("flatten", "rekey", "int_lists_json", "differs"):
                 m.setattr(round_kernel, fn, lambda *a: None)
         res = simulate(trace=trace, scheduler="fifo", placement=placement, gpus=16, progress=False)
     return res

@@ -1,4 +1,4 @@
-"""The compiled kernel's one-pass helpers (``flatten``, ``rekey``, ``int_lists_json`` of
+"""The compiled kernel's one-pass helpers (``flatten``, ``rekey``, ``int_lists_json``, ``differs`` of
 :mod:`fairplace.solvers.placement.round_kernel`) against their Python definitions, and None where
 they do not apply (the caller's own checks then run)."""
 
@@ -14,7 +14,7 @@ import pytest
 from fairplace.solvers.placement import round_kernel
 
 pytestmark = pytest.mark.skipif(
-    not hasattr(round_kernel._ext, "int_lists_json"), reason="kernel helpers not built"
+    not hasattr(round_kernel._ext, "differs"), reason="kernel helpers not built"
 )
 
 
@@ -51,6 +51,16 @@ def test_rekey_is_the_dict_keyed_by_the_table():
     assert round_kernel.rekey({"x": (1,)}, table) is None  # not in the table
     assert round_kernel.rekey(MappingProxyType(d), table) is None  # not a dict
     assert round_kernel.rekey({"j1": 1}, {"j1": 1.0}) is None  # not an int
+
+
+def test_differs_is_ne_per_item():
+    rng = np.random.default_rng(2)
+    for _ in range(100):
+        old = {int(k): tuple(rng.integers(0, 4, 2).tolist()) for k in rng.integers(0, 30, 20)}
+        new = {int(k): tuple(rng.integers(0, 4, 2).tolist()) for k in rng.integers(0, 30, 20)}
+        new.update({k: old[k] for k in list(old)[:5]})  # the same objects too
+        want = [k not in old or v != old[k] for k, v in new.items()]
+        assert round_kernel.differs(new, old).tolist() == want
 
 
 def test_int_lists_json_is_json_dumps():
