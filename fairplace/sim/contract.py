@@ -304,11 +304,12 @@ class Contract:
         if got is None:
             flat = list(chain.from_iterable(vals))
             try:  # ints: int64; a float, a string, a huge int: another dtype
-                arr = np.array(flat)
+                ints: np.ndarray | None = np.array(flat)
             except (TypeError, ValueError):  # ragged: a tuple inside a job's GPUs
-                arr = None
-            if arr is None or arr.dtype != np.int64:  # named, or numpy ints (accepted)
-                arr = self._indices(flat, js, sizes)
+                ints = None
+            if ints is None or ints.dtype != np.int64:  # named, or numpy ints (accepted)
+                ints = self._indices(flat, js, sizes)
+            arr = ints
         self._gpus(arr, js, sizes, self._policy_error)
         ends = sizes.cumsum()
         if arr.size > 1:  # sorted within each job (the key of a placement)

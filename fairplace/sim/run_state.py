@@ -80,7 +80,7 @@ class RunState:
     wait_at: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int64))  # set to the clock
     #: per job while it is active, its JSON head ``,"id":[`` (None otherwise); per GPU ``g,`` and
     #: ``g]``: the pieces an allocation's JSON is joined from (:meth:`_arrays_json`)
-    head_txt: np.ndarray | None = None
+    head_txt: np.ndarray = field(default_factory=lambda: np.empty(0, object))  # set at the start
     gpu_txt: tuple[np.ndarray, np.ndarray] | None = None
 
     def waiting_view(self) -> np.ndarray:
@@ -154,6 +154,7 @@ class RunState:
         text = round_kernel.int_lists_json(heads, flat, sizes)  # (one compiled pass)
         if text is not None:
             return text
+        assert self.gpu_txt is not None  # made by :meth:`gpu_texts` (the caller checks)
         comma, close = self.gpu_txt
         ends = np.cumsum(sizes)
         out = np.empty(n + flat.size, object)

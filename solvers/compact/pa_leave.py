@@ -27,6 +27,7 @@ PF_{-i} LP is placed alike and the per-app LPs are cheaper than this MILP.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import replace
 from functools import partial
 
@@ -88,7 +89,7 @@ def leave_max(
     pos = {j: n + k for k, j in enumerate(S)}
     open_ = set(S)
     low = dict.fromkeys(S, -np.inf)  # lower bounds on PF_{-j} + w_j(c_j) (G's value, j leaving)
-    src: dict[int, tuple] = {}  # j -> (x*, its leaver) of j's lower bound
+    src: dict[int, tuple[np.ndarray, int]] = {}  # j -> (x*, its leaver) of j's lower bound
     out: dict[int, PFValue] = {}
     it = 0
     while open_:
@@ -110,7 +111,8 @@ def leave_max(
             best = max(open_, key=lambda j: low[j])
             start = None
             if best in src:
-                start = partial(alike.swap, G, *src[best], best, pos)
+                x_best, leaver = src[best]
+                start = partial(alike.swap, G, x_best, leaver, best, pos)
             hit = _best_point(G, y, ub_y, o, signs, low[best], start)
             if hit is None:
                 break
@@ -153,7 +155,8 @@ class _Alike:
         self.keys = bundle_keys(prog)
         _, meta = prog.layout
         self.cols = {e["i"]: (e["z"], e["cells"]) for e in meta}
-        self.n, self.decoded = n, {}
+        self.n = n
+        self.decoded: dict = {}
         self.feasible = {i: set(prog.feasible_cells(i)) for i in S}
         self.choice, self.prog = choice, prog
         self.w = {j: G.c[n + k] + prog.apps[j].w_empty for k, j in enumerate(S)}  # w_j(c_j)
@@ -194,7 +197,13 @@ class _Alike:
 
 
 def _best_point(
-    G, y: np.ndarray, ub_y: float, o, signs, known: float, start: np.ndarray | None = None
+    G,
+    y: np.ndarray,
+    ub_y: float,
+    o,
+    signs,
+    known: float,
+    start: Callable[[], np.ndarray | None] | None = None,
 ) -> tuple[np.ndarray, float] | None:
     """(optimal point, value) of the who-leaves MILP ``G``, or None: every point of value at
     least the floor survives reduced-cost fixing at it (``compact.rc``), and the small MILP left is

@@ -161,14 +161,17 @@ class PolicyBase:
         if in_queue is None and self.sticky:
             in_queue = set(map(_ID, jobs))
         running: Mapping[str, Any]
+        arrays: dict[str, np.ndarray] = {}  # running jobs' GPUs, where they are read
         if self.sticky or self.migrate != "always":
-            running = {j: np.asarray(g, dtype=np.int64) for j, g in state.allocation.items()}
+            running = arrays = {
+                j: np.asarray(g, dtype=np.int64) for j, g in state.allocation.items()
+            }
         else:  # only the keys are read (the state's mapping itself: no copy)
             running = state.allocation
-        held = {}
+        held: dict[str, np.ndarray] = {}
         if self.sticky:
             assert in_queue is not None  # made above for a sticky round
-            held = {j: g for j, g in running.items() if j in in_queue}
+            held = {j: g for j, g in arrays.items() if j in in_queue}
         free = np.ones(G, dtype=bool)
         for g in held.values():
             free[g] = False
@@ -223,7 +226,7 @@ class PolicyBase:
                 self._preempt_lower(pool, held, lower, k, job.gpus)
             gpus = self._pick(pool, job) if job.gpus <= pool.n_free else None
             if self.migrate == "if-better" and job.id in running:
-                gpus = self._keep(pool, job, running[job.id], gpus)
+                gpus = self._keep(pool, job, arrays[job.id], gpus)
             if gpus is None:
                 if self.backfill:
                     continue
@@ -328,10 +331,11 @@ def _replay(previous: Decision, ids: tuple[str, ...], alloc: dict, free: np.ndar
     else:
         alloc.update(zip(head, got, strict=True))
     if alloc:
-        got = round_kernel.flatten(list(alloc.values()))  # (one compiled pass)
-        if got is None:
-            got = (np.fromiter(itertools.chain.from_iterable(alloc.values()), np.int64),)
-        free[got[0]] = False
+        flat = round_kernel.flatten(list(alloc.values()))  # (one compiled pass)
+        if flat is None:
+            free[np.fromiter(itertools.chain.from_iterable(alloc.values()), np.int64)] = False
+        else:
+            free[flat[0]] = False
     return p - 1, stopped and p == decided
 
 

@@ -13,6 +13,7 @@ Python. ``FAIRPLACE_KERNEL`` chooses: ``auto`` (default: the kernel when built a
 from __future__ import annotations
 
 import os
+from collections.abc import Mapping
 
 import numpy as np
 
@@ -127,9 +128,9 @@ def flatten(vals: list) -> tuple[np.ndarray, np.ndarray] | None:
     return np.frombuffer(got[0], np.int64), np.frombuffer(got[1], np.int64)
 
 
-def rekey(d: dict, table: dict) -> tuple[dict, np.ndarray] | None:
+def rekey(d: Mapping, table: dict) -> tuple[dict, np.ndarray] | None:
     """(``{table[k]: v for k, v in d.items()}``, those ``table[k]`` as int64 in order), in one
-    compiled pass, for dicts ``d`` and ``table`` (ints that int64 holds); None where a key is not
+    compiled pass, for dicts ``d`` and ``table`` (another mapping: None) (ints that int64 holds); None where a key is not
     in ``table``, its value is not such an int, or without the kernel (the caller's own checks
     then name it)."""
     fn = getattr(_ext, "rekey", None)

@@ -96,8 +96,8 @@ class AgentState(AppState):
             return d["_t_now"] == float(t_now)
         return super().described_at(t_now)
 
-    app = _Described(0)  # type: ignore[assignment]
-    model = _Described(1)  # type: ignore[assignment]
+    app = _Described(0)
+    model = _Described(1)
 
     def _described(self) -> tuple[AgentApp, FTFModel]:
         """(app, model), built once: kept in the instance, where later reads find them first."""
