@@ -197,7 +197,10 @@ def auction_on_offer(
         if not config.exact_payments and rounding == "lottery":
             draws = pa.lottery_draws(choice, config.seed)
         live = log.get("live_lp")
-        _lp_payments(pay, prog, choice, opts, config.reduced, budget, n, res.status, live, draws)
+        basis = log.get("lp_basis")
+        _lp_payments(
+            pay, prog, choice, opts, config.reduced, budget, n, res.status, live, draws, basis
+        )
     # NaN (``exact_payments=False``): the lottery keeps / drops the bundle whatever c_i is
     shares = {
         i: (0.0 if pay.routes.get(i) == "lottery_drop" else 1.0) if math.isnan(c) else c
@@ -333,10 +336,21 @@ def _enum_payments(pay: _PA, plain: CompactProgram, choice, n: int, pf_status: s
 
 
 def _lp_payments(
-    pay: _PA, prog, choice, opts, reduced, budget, n: int, pf_status: str, live=None, draws=None
+    pay: _PA,
+    prog,
+    choice,
+    opts,
+    reduced,
+    budget,
+    n: int,
+    pf_status: str,
+    live=None,
+    draws=None,
+    basis=None,
 ) -> None:
     """Every PF_{-i} on the PF's formulation (``prog.aggregate``; :func:`.pa_payments.payments`;
-    ``live``: the PF's solved LP model; ``draws``: the lottery's draws, see there)."""
+    ``live``: the PF's solved LP model; ``draws``: the lottery's draws; ``basis``: the PF LP's
+    optimal basis, see there)."""
     ci, st, pay.k = payments(
         prog,
         choice,
@@ -347,6 +361,7 @@ def _lp_payments(
         routes=pay.routes,
         live=live,
         draws=draws,
+        basis=basis,
     )
     pay.n_solves += pay.k - sum(s == NOT_RUN for s in st.values())
     pay.c.update(ci)

@@ -82,6 +82,7 @@ def payments(
     routes: dict[int, str] | None = None,
     live: tuple | None = None,
     draws: dict[int, float] | None = None,
+    basis: tuple | None = None,
 ) -> tuple[dict[int, float], dict[int, str], int]:
     """({i: c_i}, {i: status of PF_{-i}}, number of leave-one-out problems); ``reduced``: the
     formulation of full leave-one-out MILPs (see :func:`solve_compact_pf`); ``budget``: no LP / MILP starts
@@ -92,12 +93,16 @@ def payments(
     same LP again. ``draws``: {i: app i's draw of the lottery rounding} when only the rounding's
     outcome is wanted: a PF_{-i} whose bounds already put c_i above the draw (app i keeps its
     bundle, :func:`lottery_floor`: route ``lottery``) or at most the draw (it loses it,
-    :func:`lottery_ceiling`: ``lottery_drop``) is not closed, and its c_i is NaN."""
+    :func:`lottery_ceiling`: ``lottery_drop``) is not closed, and its c_i is NaN. ``basis``:
+    (program, optimal basis of its LP) of the PF's LP (``solve_compact_pf``'s ``log['lp_basis']``):
+    the who-leaves LP starts from it (used only if the program is ``prog``)."""
     with one_blas_thread():  # its spinning thread would take the second solver thread's core
-        return _payments(prog, choice, opts, parallel, reduced, budget, routes, live, draws)
+        return _payments(prog, choice, opts, parallel, reduced, budget, routes, live, draws, basis)
 
 
-def _payments(prog, choice, opts, parallel, reduced, budget, routes, live=None, draws=None):
+def _payments(
+    prog, choice, opts, parallel, reduced, budget, routes, live=None, draws=None, basis=None
+):
     routes = {} if routes is None else routes
     budget = budget_for(opts, budget)
     value_with = {i: _others(prog, choice, i) for i in choice}
@@ -106,7 +111,8 @@ def _payments(prog, choice, opts, parallel, reduced, budget, routes, live=None, 
     todo = _without_solve(prog, choice, value_with, c, status, routes)
     k = len(todo)
     if todo and draws is None and live is None:  # the PF's LP split apps (``pa_leave``)
-        got = leave_max(prog, choice, todo, opts, budget)
+        pf_basis = basis[1] if basis is not None and basis[0] is prog else None
+        got = leave_max(prog, choice, todo, opts, budget, basis=pf_basis)
         for i, v in got.items():
             c[i], status[i], routes[i] = pa.payment(value_with[i], v), "optimal", "leave_max"
         todo = [i for i in todo if i not in got]

@@ -78,7 +78,8 @@ def solve_compact_pf(
     bounds the LP and MILP solves together. ``log``, if given, gets ``route`` (which of
     :data:`PF_ROUTES` settled the PF) and ``why`` (why each faster route did not; an LP that HiGHS
     leaves without an optimum, even from scratch, is one: the full MILP then decides, checked
-    against the LP bound, ``checked_milp``). ``program``: the plain program of these arguments
+    against the LP bound, ``checked_milp``), and after a branch and bound ``lp_basis``: (program,
+    its LP's optimal basis), the payments' who-leaves LP's start (``compact.pa_leave``). ``program``: the plain program of these arguments
     if the caller has built it (its feasible cells and counts are then reused); ``cache``: what
     programs on the same offer share (``formulations/compact_cache.py``; default ``program``'s)."""
     log = {} if log is None else log
@@ -145,10 +146,13 @@ def _lp_routes(plain, racks, opts, budget, why: list, log: dict):
         lp_bound = lp.objective if lp_bound is None else min(lp_bound, lp.objective)
         if lp_cells(prog, lp.x) is None:  # a few split apps: branch on their cells
             bb_why: list[str] = []
+            root = h.getBasis()  # the LP's optimal basis, before branching changes it
             hit = branch_and_bound(prog, milp, h, lp_model, opts, budget, why=bb_why)
             if hit is not None:
                 res, choice = hit
                 log["route"] = "branch_and_bound"
+                # the payments' who-leaves LP (``compact.pa_leave``) starts from it
+                log["lp_basis"] = (prog, root)
                 return (replace(res, seconds=time.perf_counter() - t0), choice, prog), lp_bound
             why.append(f"{name} branch and bound: {'; '.join(bb_why)}")
             continue
