@@ -41,6 +41,7 @@ from fairplace.formulations.pf import PFValue
 
 from ..backends import get_backend, highs
 from .lp import rerun
+from .packing import PACK_RULES, pack
 from .rc import (
     FIX_MARGIN,
     TARGET_GAP,
@@ -59,6 +60,8 @@ MIN_APPS = 16
 #: most columns a small MILP may keep after fixing (1,024 GPUs x 256 apps: 900-1,700); beyond,
 #: the route stops and the per-app route settles the apps left
 MAX_COLUMNS = 5_000
+#: most placements of the LP point's cells tried per MILP (``_LPPoints``; ~5-10 ms each)
+REPAIRS = 2
 #: the first floor below UB(y) tried when no known point is closer (then ``rc.TARGET_GAP``): every
 #: who-leaves optimum of 1,024 GPUs x 256 apps lay within 2.7e-3 of its UB(y)
 FIRST_GAP = 3e-3
@@ -94,6 +97,7 @@ def leave_max(
         h.setBasis(extended_basis(basis, len(S)))
     signs = row_signs(G)
     alike = _Alike(prog, choice, S, G)
+    lp_points = _LPPoints(prog, S)
     pos = {j: n + k for k, j in enumerate(S)}
     open_ = set(S)
     low = dict.fromkeys(S, -np.inf)  # lower bounds on PF_{-j} + w_j(c_j) (G's value, j leaving)
@@ -117,11 +121,21 @@ def leave_max(
         out.update({j: PFValue(0, low[j] - alike.w[j]) for j in done})
         if not done:
             best = max(open_, key=lambda j: low[j])
-            start = None
+            known, start = low[best], None
             if best in src:
                 x_best, leaver = src[best]
                 start = partial(alike.swap, G, x_best, leaver, best, pos)
-            hit = _best_point(G, y, ub_y, o, signs, low[best], start)
+            got = None  # the LP point's cells placed, where no known point is as close
+            if known < ub_y - FIRST_GAP or not lp_points.split(res.x):
+                got = lp_points.point(G, res.x)
+            if got is not None and got[1] >= ub_y - tol:  # it reaches the bound: optimal
+                hit = got
+            else:
+                if got is not None and got[1] > known:
+                    known, start = got[1], partial(got[0].copy)
+                hit = _best_point(G, y, ub_y, o, signs, known, start)
+                if hit is not None:
+                    lp_points.learn(res.x, hit[0])
             if hit is None:
                 break
             x, value = hit
@@ -214,6 +228,81 @@ class _Alike:
             return 0.0
         rt, rj = self.prog.apps[top].table.rho, self.prog.apps[j].table.rho
         return float(np.log(rt[ct]) - np.log(rt[c]) + np.log(rj[c]) - np.log(rj[cj]))
+
+
+class _LPPoints:
+    """Points of the who-leaves MILP from its LP point x: the leaver (l_j = 1 in x), every app's
+    integral cell in x, and for the apps x splits between cells the cells an earlier MILP optimum
+    gave them (its *repair*: the cells of the apps whose cell differs from that MILP's LP point,
+    leavers aside; the same few apps split alike from one MILP to the next), placed by the greedy
+    ``pack``. 1,024 GPUs x 256 apps: where the LP's cells are integral the placed point reaches
+    the LP bound (no MILP), and a repair often gives the next MILP's optimum (its start)."""
+
+    def __init__(self, prog: CompactProgram, S: list[int]):
+        self.prog, self.S = prog, S
+        self.n = prog.milp.n_cols
+        self.repairs: list[dict] = []  # most recent last
+
+    def _cells(self, x: np.ndarray, rank: int = 0) -> tuple[dict, set, int | None]:
+        """({app: its integral cell}, the split apps, the leaver) of the LP point ``x``: the
+        leaver has the ``rank``-th largest l > 0 (None: no such l); an app with a fractional z or
+        (another) fractional l is split."""
+        cols, owner, cells_of = self.prog.selector_index
+        z = x[cols]
+        split = set(owner[(z > 1e-7) & (z < 1 - 1e-7)].tolist())
+        cells = {int(owner[k]): cells_of[k] for k in np.flatnonzero(z >= 1 - 1e-7)}
+        ls = x[self.n :]
+        on = np.flatnonzero(ls > 1e-7)
+        on = on[np.argsort(-ls[on], kind="stable")]
+        leaver = self.S[int(on[rank])] if rank < on.size else None
+        split.update(self.S[k] for k in np.flatnonzero((ls > 1e-7) & (ls < 1 - 1e-7)))
+        split.discard(leaver)
+        for i in split | {leaver}:
+            cells.pop(i, None)
+        return cells, split, leaver
+
+    def split(self, x: np.ndarray) -> bool:
+        """Whether the LP point ``x`` splits an app (``_cells``)."""
+        return bool(self._cells(x)[1])
+
+    def point(self, G, x: np.ndarray) -> tuple[np.ndarray, float] | None:
+        """(the best point of ``G`` found from the LP point ``x``, its value), or None (class
+        docstring; leavers: the two largest l; at most :data:`REPAIRS` placements tried)."""
+        tries = []
+        for rank in (0, 1):
+            cells, split, leaver = self._cells(x, rank)
+            if rank and leaver is None:
+                break
+            if not split:
+                tries.append((cells, leaver))
+            for rep in reversed(self.repairs):
+                if split <= rep.keys() and leaver not in rep:
+                    c = cells | rep
+                    c = {i: v for i, v in c.items() if v is not None and i != leaver}
+                    tries.append((c, leaver))
+        best = None
+        for c, leaver in tries[:REPAIRS]:
+            choice = pack(self.prog, c, PACK_RULES[0])  # one rule: a start, not a proof
+            if choice is None:
+                continue
+            y = np.zeros(G.n_cols)
+            y[: self.n] = self.prog.start_vector(choice)
+            if leaver is not None:
+                y[self.n + self.S.index(leaver)] = 1.0
+            if G.is_feasible(y) and (best is None or G.value(y) > best[1]):
+                best = (y, G.value(y))
+        return best
+
+    def learn(self, x_lp: np.ndarray, x: np.ndarray) -> None:
+        """Keep the repair of the MILP optimum ``x`` of the LP point ``x_lp`` (class docstring)."""
+        cells, split, leaver = self._cells(x_lp)
+        opt, _, top = self._cells(x)
+        rep = {i: c for i, c in opt.items() if cells.get(i) != c}
+        rep |= {i: None for i in cells.keys() | split if i not in opt}
+        for i in (leaver, top):
+            rep.pop(i, None)
+        if rep and rep not in self.repairs:
+            self.repairs.append(rep)
 
 
 def _best_point(

@@ -10,7 +10,7 @@ from fairplace.formulations.compact import compact_apps
 from fairplace.instances.generators import random_agent_auction
 from fairplace.solvers.backends import get_backend, highs
 from fairplace.solvers.budget import budget_for
-from fairplace.solvers.compact import solve_compact_pf
+from fairplace.solvers.compact import pa_leave, solve_compact_pf
 from fairplace.solvers.compact.pa_leave import leave_max
 from fairplace.solvers.options import SolveOptions
 
@@ -29,14 +29,31 @@ def _pf(apps, machines, per_rack, seed):
 
 
 @pytest.mark.parametrize("apps,machines,per_rack,seed", CASES)
-def test_leave_max_from_the_pf_basis_equals_each_leave_one_out_milp(apps, machines, per_rack, seed):
+def test_leave_max_from_the_pf_basis_equals_each_leave_one_out_milp(
+    apps, machines, per_rack, seed, monkeypatch
+):
+    """Warm: the LP from the PF basis, the MILPs started from the LP points' placements (each a
+    feasible point of the who-leaves MILP); cold: neither."""
     prog, choice = _pf(apps, machines, per_rack, seed)
     h = highs.build(prog.milp.relaxed(), OPTS)
     h.run()
     basis = h.getBasis()
     todo = sorted(choice)
-    cold = leave_max(prog, choice, todo, OPTS, budget_for(OPTS, None))
+    points = []
+    real = pa_leave._LPPoints.point
+
+    def point(self, G, x):
+        got = real(self, G, x)
+        if got is not None:
+            assert G.is_feasible(got[0]) and abs(G.value(got[0]) - got[1]) <= 1e-12
+            points.append(got[1])
+        return got
+
+    monkeypatch.setattr(pa_leave._LPPoints, "point", point)
     warm = leave_max(prog, choice, todo, OPTS, budget_for(OPTS, None), basis=basis)
+    assert points  # the route used LP points
+    monkeypatch.setattr(pa_leave._LPPoints, "point", lambda self, G, x: None)
+    cold = leave_max(prog, choice, todo, OPTS, budget_for(OPTS, None))
     assert len(warm) >= 0.9 * len(todo)
     assert warm.keys() == cold.keys()
     for j, v in warm.items():
