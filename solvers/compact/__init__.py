@@ -40,7 +40,8 @@ from .config import ROUTES, CompactAuctionOptions
 from .dp import DPResult, dp_suits, solve_dp
 from .enumeration import enumerate_auction
 from .enumeration import leave_one_out as enum_loo
-from .pa_payments import NOT_RUN, _others, _without_solve, payments
+from .pa_payments import NOT_RUN, _without_solve, payments, values_without
+from .pa_payments import _others as _others  # papers/themis/experiments read it here
 from .pf import REDUCED_MAX_MACHINES, solve_compact_pf
 
 #: most joint choices of one leave-one-out problem enumerated for the payments of a PF solved by
@@ -321,7 +322,7 @@ def _enum_payments(pay: _PA, plain: CompactProgram, choice, n: int, pf_status: s
     same optima), without a HiGHS model."""
     c: dict[int, float] = {}
     routes: dict[int, str] = {}
-    value_with = {i: _others(plain, choice, i) for i in choice}
+    value_with = values_without(plain, choice)
     todo = _without_solve(plain, choice, value_with, c, {}, routes)
     loo = enum_loo(plain, todo, LOO_ENUM_LIMIT)
     if loo is None:

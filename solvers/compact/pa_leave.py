@@ -121,13 +121,17 @@ def leave_max(
         out.update({j: PFValue(0, low[j] - alike.w[j]) for j in done})
         if not done:
             best = max(open_, key=lambda j: low[j])
-            known, start = low[best], None
+            known = low[best]
+            start: Callable[[], np.ndarray | None] | None = None
             if best in src:
                 x_best, leaver = src[best]
                 start = partial(alike.swap, G, x_best, leaver, best, pos)
+            x_lp = res.x
+            assert x_lp is not None  # optimal: a point (highs.read)
             got = None  # the LP point's cells placed, where no known point is as close
-            if known < ub_y - FIRST_GAP or not lp_points.split(res.x):
-                got = lp_points.point(G, res.x)
+            if known < ub_y - FIRST_GAP or not lp_points.split(x_lp):
+                got = lp_points.point(G, x_lp)
+            hit: tuple[np.ndarray, float] | None = None
             if got is not None and got[1] >= ub_y - tol:  # it reaches the bound: optimal
                 hit = got
             else:
@@ -135,7 +139,7 @@ def leave_max(
                     known, start = got[1], partial(got[0].copy)
                 hit = _best_point(G, y, ub_y, o, signs, known, start)
                 if hit is not None:
-                    lp_points.learn(res.x, hit[0])
+                    lp_points.learn(x_lp, hit[0])
             if hit is None:
                 break
             x, value = hit
@@ -258,7 +262,7 @@ class _LPPoints:
         split.update(self.S[k] for k in np.flatnonzero((ls > 1e-7) & (ls < 1 - 1e-7)))
         split.discard(leaver)
         for i in split | {leaver}:
-            cells.pop(i, None)
+            cells.pop(i, None)  # type: ignore[arg-type]  # (None: no leaver, not a key)
         return cells, split, leaver
 
     def split(self, x: np.ndarray) -> bool:

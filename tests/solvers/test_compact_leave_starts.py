@@ -12,6 +12,7 @@ from fairplace.solvers.backends import get_backend, highs
 from fairplace.solvers.budget import budget_for
 from fairplace.solvers.compact import pa_leave, solve_compact_pf
 from fairplace.solvers.compact.pa_leave import leave_max
+from fairplace.solvers.compact.pa_payments import values_without
 from fairplace.solvers.options import SolveOptions
 
 OPTS = SolveOptions(parallel=False)
@@ -64,3 +65,12 @@ def test_leave_max_from_the_pf_basis_equals_each_leave_one_out_milp(
         own = get_backend("highs").solve(prog.excluding({j}).milp, SolveOptions())
         assert own.status == "optimal"
         assert abs(warm[j].log_sum - own.objective) <= 1e-9, j
+
+
+@pytest.mark.parametrize("apps,machines,per_rack,seed", CASES + [(48, 8, 4, 2)])
+def test_values_without_sums_as_value_without(apps, machines, per_rack, seed):
+    """c_i's numerators for every app at once: the same terms in the same order (equal floats)."""
+    prog, choice = _pf(apps, machines, per_rack, seed)
+    got = values_without(prog, choice)
+    assert got.keys() == choice.keys()
+    assert all(got[i] == prog.value_without(choice, i) for i in choice)
