@@ -36,6 +36,7 @@ import numpy as np
 
 from fairplace.core.errors import ExtensionError, SimulationStalled
 from fairplace.solvers.placement import round_kernel
+from fairplace.solvers.placement.allocation import Allocation
 
 #: decisions in a row without progress before a simulation stops (:class:`SimulationStalled`)
 MAX_STALLED = 1000
@@ -267,10 +268,13 @@ class Contract:
                 f"returned {_what(dec)}: expected a Decision (fairplace.solvers.placement.policies.Decision) "
                 "whose allocation maps job ids to GPU indices"
             )
-        keyed = round_kernel.rekey(a, self.live)  # (one compiled pass where it applies)
+        # the compiled kernel's allocation: its dict, and its GPUs from its arrays
+        arrays = a if isinstance(a, Allocation) else None
+        d = a if arrays is None else arrays.dict
+        keyed = round_kernel.rekey(d, self.live)  # (one compiled pass where it applies)
         try:  # ids of queued jobs (the last order's: ``live``)
             if keyed is None:
-                new_key = dict(zip(map(self.live.__getitem__, a), a.values(), strict=True))
+                new_key = dict(zip(map(self.live.__getitem__, d), d.values(), strict=True))
             else:
                 new_key, js = keyed
         except (KeyError, TypeError):
@@ -286,7 +290,10 @@ class Contract:
             js = np.fromiter(new_key, np.int64, n)
         record = a
         # tuples of ints (a built-in policy's): flat and sizes in one compiled pass
-        got = round_kernel.flatten(vals) if type(a) is dict else None
+        if arrays is not None:
+            got: tuple | None = (arrays.flat, arrays.sizes())
+        else:
+            got = round_kernel.flatten(vals) if type(a) is dict else None
         if got is not None:
             arr, sizes = got
         else:

@@ -53,6 +53,7 @@ import numpy as np
 
 from fairplace.core.domain import Cluster, slowdown, spread
 from fairplace.core.errors import ExtensionError, OptionError
+from fairplace.solvers.placement.allocation import Allocation
 from fairplace.solvers.placement.job_queue import JobTable
 
 from . import accounting as acc
@@ -440,7 +441,8 @@ class Driver:
             f = f[np.lexsort((f, tr.finish[f]))]
         finished = f.tolist()
         if not s.held_own:  # (the record, or what a policy was shown: change a copy)
-            s.held_ids, s.held_own = dict(s.held_ids), True
+            held = s.held_ids  # (a kernel's allocation: its dict, copied in one pass)
+            s.held_ids, s.held_own = dict(held.dict if type(held) is Allocation else held), True
         held = s.held_ids
         for i in map(w.ids.__getitem__, finished):
             held.pop(i, None)

@@ -574,11 +574,14 @@ static int cmp64(const void *a, const void *b) {
     return (x > y) - (x < y);
 }
 
-/* alloc[id] = the sorted GPU tuple of g[:n]; ``ints`` holds the int objects 0..G-1 and ``ones``
- * the 1-tuples (0,)..(G-1,) (made once per cluster: a tuple is immutable, so rounds share them) */
-static int record(PyObject *alloc, PyObject *id, int64_t *g, int64_t n, PyObject *ints,
-                  PyObject *ones) {
-    if (n == 1) return PyDict_SetItem(alloc, id, PyTuple_GET_ITEM(ones, g[0]));
+/* the round's picks, job after job: the processing position of each job placed (``pos``), the
+ * GPUs placed up to and including it (``ends``) and every job's GPUs, sorted within a job (``flat``) */
+typedef struct {
+    int64_t *pos, *ends, *flat;
+    int64_t np, nf;
+} Picks;
+
+static void record(Picks *o, int64_t k, int64_t *g, int64_t n) {
     if (n > 16) qsort(g, (size_t)n, sizeof(int64_t), cmp64);
     else
         for (int64_t i = 1; i < n; i++) {
@@ -589,17 +592,10 @@ static int record(PyObject *alloc, PyObject *id, int64_t *g, int64_t n, PyObject
             }
             g[j] = v;
         }
-    PyObject *t = PyTuple_New(n);
-    if (!t) return -1;
-    for (int64_t i = 0; i < n; i++) {
-        PyObject *v = PyTuple_GET_ITEM(ints, g[i]);
-        Py_INCREF(v);
-        PyTuple_SET_ITEM(t, i, v);
-    }
-    PyObject_GC_UnTrack(t); /* ints only: never in a cycle, nothing for the collector to visit */
-    int rc = PyDict_SetItem(alloc, id, t);
-    Py_DECREF(t);
-    return rc;
+    memcpy(o->flat + o->nf, g, sizeof(int64_t) * (size_t)n);
+    o->nf += n;
+    o->pos[o->np] = k;
+    o->ends[o->np++] = o->nf;
 }
 
 static PyObject *S_gpus, *S_cls;
@@ -760,6 +756,64 @@ static PyObject *gather(PyObject *self, PyObject *args) {
     }
 done:
     PyBuffer_Release(&bi);
+    return res;
+}
+
+static const char build_doc[] =
+    "build(ids, pos, ends, flat, ints, ones) -> dict\n\n"
+    "``{ids[pos[i]]: tuple(flat[ends[i - 1]:ends[i]])}`` (``ends[-1]`` = 0) for a tuple ``ids``"
+    " and int64 ``pos``, ``ends`` (ascending) and ``flat`` (GPU indices < G), in one pass: a"
+    " round's allocation from its arrays (place()), each tuple built from ``ints`` / ``ones``,"
+    " the tuples (0, .., G-1) and ((0,), .., (G-1,)).";
+
+static PyObject *build(PyObject *self, PyObject *args) {
+    PyObject *ids, *ints, *ones, *res = NULL;
+    Py_buffer bp, be, bf;
+    if (!PyArg_ParseTuple(args, "O!y*y*y*O!O!", &PyTuple_Type, &ids, &bp, &be, &bf, &PyTuple_Type,
+                          &ints, &PyTuple_Type, &ones))
+        return NULL;
+    const int64_t *pos = bp.buf, *ends = be.buf, *flat = bf.buf;
+    Py_ssize_t n = bp.len / 8, nf = bf.len / 8, N = PyTuple_GET_SIZE(ids), G = PyTuple_GET_SIZE(ints);
+    int ok = bp.len == n * 8 && be.len == bp.len && bf.len == nf * 8 && PyTuple_GET_SIZE(ones) == G &&
+             (n ? ends[n - 1] == nf : nf == 0);
+    for (Py_ssize_t i = 0; ok && i < n; i++)
+        ok = pos[i] >= 0 && pos[i] < N && ends[i] > (i ? ends[i - 1] : 0);
+    for (Py_ssize_t i = 0; ok && i < nf; i++) ok = flat[i] >= 0 && flat[i] < G;
+    if (!ok) {
+        PyErr_SetString(PyExc_ValueError, "build: inconsistent arguments");
+        goto done;
+    }
+    res = _PyDict_NewPresized(n);
+    if (!res) goto done;
+    int gc_was = PyGC_Disable(); /* thousands of new tuples: no collections while they are made */
+    Py_ssize_t a = 0;
+    for (Py_ssize_t i = 0; i < n; i++) {
+        Py_ssize_t b = ends[i];
+        PyObject *t;
+        if (b - a == 1) {
+            t = PyTuple_GET_ITEM(ones, flat[a]);
+            Py_INCREF(t);
+        } else {
+            t = PyTuple_New(b - a);
+            if (!t) break;
+            for (Py_ssize_t q = a; q < b; q++) {
+                PyObject *v = PyTuple_GET_ITEM(ints, flat[q]);
+                Py_INCREF(v);
+                PyTuple_SET_ITEM(t, q - a, v);
+            }
+            PyObject_GC_UnTrack(t); /* ints only: never in a cycle */
+        }
+        int rc = PyDict_SetItem(res, PyTuple_GET_ITEM(ids, pos[i]), t);
+        Py_DECREF(t);
+        if (rc < 0) break;
+        a = b;
+    }
+    if (gc_was) PyGC_Enable();
+    if (PyErr_Occurred()) Py_CLEAR(res);
+done:
+    PyBuffer_Release(&bp);
+    PyBuffer_Release(&be);
+    PyBuffer_Release(&bf);
     return res;
 }
 
@@ -1071,7 +1125,7 @@ static int job_locality(PyObject *job, PyObject *locality, PyObject *memo, doubl
 
 static const char place_doc[] =
     "place(mi, M, P, free, jobs, gpus, codes, perm, classes, ids, start, mode, ties, singles,"
-    " backfill, class_data, locality, choose, ints, ones, alloc) -> (k, stopped)\n\n"
+    " backfill, class_data, locality, choose, pos, ends, flat) -> (k, stopped, placed)\n\n"
     "Run a non-sticky PM-First / PAL round from position ``start`` of the processing order on:"
     " ``mi`` the machine of each GPU (int64, grouped by machine), ``free`` (uint8, updated),"
     " ``jobs`` (a list or tuple; read only for ``locality`` and ``model``), their ``gpus`` and class"
@@ -1079,20 +1133,23 @@ static const char place_doc[] =
     " position of the processing order; None: the jobs' order), ``ids`` the job ids by position,"
     " ``class_data(cls)`` -> (score order int64, its ``cells``), ``locality(job)`` ->"
     " L_across of a job whose own ``locality`` is None (a function of its ``model``: asked once"
-    " per model), ``ints`` / ``ones`` the tuples (0, .., G-1) and ((0,), .., (G-1,)); the picks go"
-    " into ``alloc`` (job id -> sorted GPU tuple). Returns the last position decided and whether"
-    " a misfit stopped the round.";
+    " per model); the picks go into the int64 arrays ``pos`` (the position of each job placed,"
+    " ascending; room for every job), ``ends`` (GPUs placed up to and including it) and ``flat``"
+    " (every job's GPUs, sorted within a job; room for G). Returns the last position decided,"
+    " whether a misfit stopped the round and how many jobs were placed.";
 
 static PyObject *place(PyObject *self, PyObject *args) {
     Py_buffer bmi, bfree, bg, bc, bp = {0};
     Py_ssize_t M, P, start;
-    PyObject *jobs, *permo, *classes, *ids, *class_data, *locality, *chooser, *ints, *ones, *alloc;
-    int mode, ties, singles, backfill, gc_was = 0;
-    if (!PyArg_ParseTuple(args, "y*nnw*Oy*y*OO!O!niiipOOOO!O!O!", &bmi, &M, &P, &bfree, &jobs,
+    Py_buffer bop, boe, bof;
+    PyObject *jobs, *permo, *classes, *ids, *class_data, *locality, *chooser;
+    int mode, ties, singles, backfill;
+    if (!PyArg_ParseTuple(args, "y*nnw*Oy*y*OO!O!niiipOOOw*w*w*", &bmi, &M, &P, &bfree, &jobs,
                           &bg, &bc, &permo, &PyTuple_Type, &classes, &PyTuple_Type, &ids, &start,
                           &mode, &ties, &singles, &backfill, &class_data, &locality, &chooser,
-                          &PyTuple_Type, &ints, &PyTuple_Type, &ones, &PyDict_Type, &alloc))
+                          &bop, &boe, &bof))
         return NULL;
+    Picks pk = {bop.buf, boe.buf, bof.buf, 0, 0};
     PyObject *result = NULL;
     long *cmap = NULL; /* class code -> the kernel's class index (-1: not yet met) */
     const int64_t *perm = NULL, *jg = bg.buf, *jc = bc.buf;
@@ -1115,8 +1172,8 @@ static PyObject *place(PyObject *self, PyObject *args) {
         goto done;
     }
     if (bfree.len != G || PySequence_Fast_GET_SIZE(jobs) != J || bg.len != J * 8 ||
-        bc.len != J * 8 || (perm && bp.len != J * 8) || PyTuple_GET_SIZE(ints) != G ||
-        PyTuple_GET_SIZE(ones) != G || P < 1 || M < 1 || G >= (1 << 23) || M >= (1 << 24) ||
+        bc.len != J * 8 || (perm && bp.len != J * 8) || bop.len < J * 8 || boe.len < J * 8 ||
+        bof.len < G * 8 || start < 0 || P < 1 || M < 1 || G >= (1 << 23) || M >= (1 << 24) ||
         P >= (1 << 16)) {
         PyErr_SetString(PyExc_ValueError, "place: inconsistent arguments");
         goto done;
@@ -1171,7 +1228,6 @@ static PyObject *place(PyObject *self, PyObject *args) {
     }
     int64_t k = start - 1;
     int stopped = 0;
-    gc_was = PyGC_Disable(); /* thousands of new tuples: no collections while they are made */
     while (!stopped && k + 1 < J) {
         k++;
         if (pl.n_free == 0) {
@@ -1212,8 +1268,9 @@ static PyObject *place(PyObject *self, PyObject *args) {
                     sp = c->cstart[sx]; /* the cell's GPUs before g are taken (cell_emit) */
                 }
                 take(&pl, g);
-                if (record(alloc, PyTuple_GET_ITEM(ids, k + got), &g, 1, ints, ones) < 0)
-                    goto done;
+                pk.pos[pk.np] = k + got;
+                pk.flat[pk.nf++] = g;
+                pk.ends[pk.np++] = pk.nf;
                 got++;
             }
             if (got < run && !backfill) {
@@ -1240,11 +1297,10 @@ static PyObject *place(PyObject *self, PyObject *args) {
             goto done;
         }
         for (int64_t i = 0; i < got; i++) take(&pl, out[i]);
-        if (record(alloc, PyTuple_GET_ITEM(ids, k), out, got, ints, ones) < 0) goto done;
+        record(&pk, k, out, got);
     }
-    result = Py_BuildValue("(LO)", (long long)k, stopped ? Py_True : Py_False);
+    result = Py_BuildValue("(LOL)", (long long)k, stopped ? Py_True : Py_False, (long long)pk.np);
 done:
-    if (gc_was) PyGC_Enable();
     for (int i = 0; i < pl.ncls; i++) {
         cls_free(&pl.cls[i], pl.P);
         PyBuffer_Release(&cs.ob[i]);
@@ -1261,6 +1317,9 @@ done:
     PyBuffer_Release(&bg);
     PyBuffer_Release(&bc);
     if (perm) PyBuffer_Release(&bp);
+    PyBuffer_Release(&bop);
+    PyBuffer_Release(&boe);
+    PyBuffer_Release(&bof);
     return result;
 }
 
@@ -1269,6 +1328,7 @@ static PyMethodDef methods[] = {
     {"scan", scan, METH_O, scan_doc},
     {"cells", cells, METH_VARARGS, cells_doc},
     {"gather", gather, METH_VARARGS, gather_doc},
+    {"build", build, METH_VARARGS, build_doc},
     {"flatten", flatten, METH_O, flatten_doc},
     {"rekey", rekey, METH_VARARGS, rekey_doc},
     {"int_lists_json", int_lists_json, METH_VARARGS, int_lists_json_doc},

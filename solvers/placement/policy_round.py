@@ -26,9 +26,11 @@ from fairplace.core.errors import DataError
 from fairplace.core.shared_params import LOCALITY_PENALTY
 
 from . import round_kernel
+from .allocation import Allocation
 from .cache import PlacementCache
 from .free_pool import FreePool
 from .job_queue import JobQueue, check_jobs
+from .resume import NO_PICKS, join, replay, replay_arrays
 
 
 @dataclass(frozen=True)
@@ -50,9 +52,12 @@ class ClusterState:
 
 @dataclass(frozen=True)
 class Decision:
-    """Every job that runs next round -> its GPU indices (disjoint); running jobs that lost their GPUs."""
+    """Every job that runs next round -> its GPU indices (disjoint); running jobs that lost their GPUs.
 
-    allocation: dict[str, tuple[int, ...]]
+    ``allocation``: job id -> sorted tuple of GPU indices, in the order of the decisions (a dict, or
+    from the compiled kernel an :class:`.allocation.Allocation` over the round's arrays: read only)."""
+
+    allocation: Mapping[str, tuple[int, ...]]
     preempted: tuple[str, ...]
     #: how the round went, for resuming the next one (:meth:`PolicyBase.place`): the job ids in
     #: processing order, how many of them were decided, whether a misfit stopped the round, and
@@ -182,26 +187,34 @@ class PolicyBase:
             lower = _LowerHeld(order, held) if held else None
         else:
             lower = None  # non-sticky: nothing held
-        k, stopped = -1, False
+        cache = PlacementCache() if state.cache is None else state.cache
+        singles = self._singles_count() if not self.sticky and self.migrate == "always" else None
+        spec = self._kernel_spec() if singles is not None else None
+        kernel = (
+            spec is not None
+            and round_kernel.wanted()
+            and round_kernel.fits(G, cache.layout(state.cluster)[1], len(state.cluster.machines))
+        )
+        k, stopped, picks = -1, False, NO_PICKS
         if previous is not None and previous.trail is not None and self.resumable:
             cl, sc, _ = previous.trail[3]
             if cl is state.cluster and sc is state.scores:
-                k, stopped = _replay(previous, ids, alloc, free)
-        cache = PlacementCache() if state.cache is None else state.cache
+                if kernel:  # the head's picks as arrays (the kernel's form)
+                    k, stopped, picks = replay_arrays(previous, ids, free)
+                else:
+                    k, stopped = replay(previous, ids, alloc, free)
         pool = FreePool(state.cluster, state.scores, free, cache=cache)
         self._prepare(pool, state)
-        singles = self._singles_count() if not self.sticky and self.migrate == "always" else None
-        spec = self._kernel_spec() if singles is not None else None
-        kernel = spec is not None and round_kernel.wanted() and round_kernel.covers(pool)
         fields = None
         if jq is not None and rows is not None and kernel:  # the kernel reads the queue's arrays
             order, fields = jobs, (demand, codes, jq.table.classes, rows)
         elif rows is not None:
             order = list(map(jobs.__getitem__, rows.tolist()))
         if kernel and not stopped:  # the same picks, compiled (round_kernel)
-            k, stopped = round_kernel.run(
-                pool, order, k + 1, spec, self.backfill, self, ids, alloc, fields
+            k, stopped, got = round_kernel.run(
+                pool, order, k + 1, spec, self.backfill, self, ids, fields
             )
+            picks = got if picks is NO_PICKS else join(picks, got)
         while not kernel and not stopped and k + 1 < len(ids):
             k += 1
             if not self.sticky and pool.n_free == 0:  # every later job fails: nothing to preempt
@@ -237,14 +250,20 @@ class PolicyBase:
         for j, g in held.items():  # running jobs not reached before a stop keep their GPUs
             if j not in alloc:
                 alloc[j] = _sorted_ids(g)
+        allocation: Mapping[str, tuple[int, ...]] = alloc
+        if kernel:
+            allocation = Allocation(ids, *picks, cache.gpu_tuples(state.cluster))
         # running jobs without GPUs next round, in their order: O(running), not O(placed)
-        lost = list(itertools.filterfalse(alloc.__contains__, running))  # (a C-level pass)
+        lost: list = []
+        if running:  # (a C-level pass over the dict)
+            member = (alloc if not kernel else allocation.dict).__contains__  # type: ignore[attr-defined]
+            lost = list(itertools.filterfalse(member, running))
         if lost:
             queued = set(ids) if in_queue is None else in_queue
             lost = [j for j in lost if j in queued]
         preempted = tuple(lost)
         return Decision(
-            alloc,
+            allocation,
             preempted,
             (ids, k + 1, stopped, (state.cluster, state.scores, cache)),
             "c" if kernel else "python",
@@ -283,7 +302,7 @@ class PolicyBase:
         return slowdown((1.0, L, L), level, pool.score(job.cls)[idx])
 
     @staticmethod
-    def _single_run(order: list[Job], k: int) -> list[Job]:
+    def _single_run(order: Sequence[Job], k: int) -> Sequence[Job]:
         """The single-GPU jobs of ``order[k]``'s class from ``k`` on, up to the first other job."""
         cls, e = order[k].cls, k
         while e < len(order) and order[e].gpus == 1 and order[e].cls == cls:
@@ -315,43 +334,6 @@ class PolicyBase:
 
     def _pick(self, pool: FreePool, job: Job) -> np.ndarray | None:
         raise NotImplementedError
-
-
-def _replay(previous: Decision, ids: tuple[str, ...], alloc: dict, free: np.ndarray):
-    """Copy into ``alloc`` the picks of ``previous`` for the jobs heading both processing orders and
-    mark their GPUs busy in ``free``; returns (index of the last job decided, whether the round is
-    over: the previous round stopped at a misfit inside the common head)."""
-    assert previous.trail is not None  # the caller resumes only from a decision with a trail
-    old_ids, decided, stopped, _ = previous.trail
-    p = _common_head(old_ids, ids, min(decided, len(ids)))
-    prev, head = previous.allocation, ids[:p]
-    got = list(map(prev.get, head))
-    if None in got:  # a job of the head left unplaced (backfill)
-        alloc.update((j, g) for j, g in zip(head, got, strict=True) if g is not None)
-    else:
-        alloc.update(zip(head, got, strict=True))
-    if alloc:
-        flat = round_kernel.flatten(list(alloc.values()))  # (one compiled pass)
-        if flat is None:
-            free[np.fromiter(itertools.chain.from_iterable(alloc.values()), np.int64)] = False
-        else:
-            free[flat[0]] = False
-    return p - 1, stopped and p == decided
-
-
-def _common_head(a: tuple, b: tuple, n: int) -> int:
-    """The largest p <= n with a[:p] == b[:p], by halving (tuple slices compared in C: O(n), no
-    Python step per job)."""
-    if a[:n] == b[:n]:
-        return n
-    lo, hi = 0, n  # a[:lo] == b[:lo], a[:hi] != b[:hi]
-    while hi - lo > 1:
-        mid = (lo + hi) // 2
-        if a[lo:mid] == b[lo:mid]:
-            lo = mid
-        else:
-            hi = mid
-    return lo
 
 
 _ID, _GPUS = attrgetter("id"), attrgetter("gpus")

@@ -51,23 +51,22 @@ def wanted() -> bool:
     return choice != "python" and _ext is not None
 
 
-def run(pool, order, start, spec, backfill, policy, ids, alloc, fields=None) -> tuple[int, bool]:
-    """Place ``order[start:]`` with the kernel into ``alloc`` (job id -> sorted GPU tuple), taking the
-    GPUs from ``pool`` (whose counts are stale afterwards: the round is over); ``spec`` = (mode,
-    PM-First multi-GPU count, singles count) (:meth:`.policy_round.PolicyBase._kernel_spec`);
-    ``policy.locality(job)`` gives L_across (the kernel asks it). ``fields``: the jobs' (GPU
-    demands, class codes, classes, processing order) as :meth:`.job_queue.JobQueue.fields` gives
-    them, ``order`` then the queue and ``ids`` by processing position; None: read from the jobs of
-    ``order`` (the processing order). Returns (the index of the last job decided, whether a misfit
-    stopped the round), as the Python loop leaves them."""
+def run(pool, order, start, spec, backfill, policy, ids, fields=None) -> tuple[int, bool, tuple]:
+    """Place ``order[start:]`` with the kernel, taking the GPUs from ``pool`` (whose counts are
+    stale afterwards: the round is over); ``spec`` = (mode, PM-First multi-GPU count, singles
+    count) (:meth:`.policy_round.PolicyBase._kernel_spec`); ``policy.locality(job)`` gives L_across
+    (the kernel asks it). ``fields``: the jobs' (GPU demands, class codes, classes, processing
+    order) as :meth:`.job_queue.JobQueue.fields` gives them, ``order`` then the queue and ``ids``
+    by processing position; None: read from the jobs of ``order`` (the processing order). Returns
+    (the index of the last job decided, whether a misfit stopped the round, as the Python loop
+    leaves them, and the picks (pos, ends, flat): the processing position of each job placed, the
+    GPUs placed up to and including it, every job's sorted GPUs; :mod:`.allocation`)."""
     mode, ties, singles = spec
     if fields is None:
         gb, cb, classes = _ext.scan(order)
         gpus, codes, perm = np.frombuffer(gb, np.int64), np.frombuffer(cb, np.int64), None
     else:
         gpus, codes, classes, perm = fields
-    ints, ones = pool.cache.gpu_tuples(pool.cluster)  # made once per cluster
-
     mi, M, P = (
         np.ascontiguousarray(pool.mi, dtype=np.int64),
         len(pool.cluster.machines),
@@ -83,7 +82,9 @@ def run(pool, order, start, spec, backfill, policy, ids, alloc, fields=None) -> 
             got = pool._cache[key] = (order_, _ext.cells(mi, M, P, order_, srt))
         return got
 
-    k, stopped = _ext.place(
+    J = len(ids)
+    pos, ends, flat = np.empty(J, np.int64), np.empty(J, np.int64), np.empty(pool.G, np.int64)
+    k, stopped, n = _ext.place(
         mi,
         M,
         P,
@@ -102,11 +103,26 @@ def run(pool, order, start, spec, backfill, policy, ids, alloc, fields=None) -> 
         class_data,
         policy.locality,
         _choose_cell,
-        ints,
-        ones,
-        alloc,
+        pos,
+        ends,
+        flat,
     )
-    return int(k), bool(stopped)
+    nf = int(ends[n - 1]) if n else 0
+    return int(k), bool(stopped), (pos[:n], ends[:n], flat[:nf])
+
+
+def build(ids: tuple, pos, ends, flat, ints: tuple, ones: tuple) -> dict:
+    """``{ids[pos[i]]: tuple(flat[ends[i-1]:ends[i]])}``, each tuple made of ``ints`` (the ints
+    0..G-1) or, for one GPU, taken from ``ones`` (their 1-tuples): a round's allocation from its
+    arrays, in one compiled pass when built."""
+    fn = getattr(_ext, "build", None)
+    if fn is not None:
+        return fn(ids, pos, ends, flat, ints, ones)
+    g, e = np.asarray(flat).tolist(), np.asarray(ends).tolist()
+    starts = [0, *e[:-1]]
+    return {
+        ids[p]: tuple(g[a:b]) for p, a, b in zip(np.asarray(pos).tolist(), starts, e, strict=True)
+    }
 
 
 def gather(seq, idx) -> tuple:
@@ -159,7 +175,13 @@ def differs(new: dict, old: dict) -> np.ndarray | None:
 
 def covers(pool) -> bool:
     """True if the kernel can place on ``pool``'s cluster: GPUs grouped by machine, sizes in range."""
-    return 0 < pool.G < 2**23 and pool.grouped and len(pool.cluster.machines) < 2**24
+    return fits(pool.G, pool.grouped, len(pool.cluster.machines))
+
+
+def fits(G: int, grouped: bool, M: int) -> bool:
+    """:func:`covers` from the cluster's size, whether its GPUs are grouped by machine and its
+    machine count."""
+    return 0 < G < 2**23 and grouped and M < 2**24
 
 
 def _choose_cell(w: float, a: float, L: float) -> bool:

@@ -14,7 +14,7 @@ from fairplace.instances.workloads import themis_workload
 from fairplace.sim import engine, workload_from_trace
 from fairplace.sim import metrics as M
 from fairplace.sim.schedulers import make_scheduler
-from fairplace.solvers.placement.policy_round import _common_head
+from fairplace.solvers.placement.resume import _common_head
 
 
 def test_view_arrays_and_active_set_match_their_definitions_at_every_decision(monkeypatch):
