@@ -404,7 +404,12 @@ static int64_t best_within(Pool *pl, Cls *c, int64_t n, int32_t *wlev) {
         c->dirty[n][m] = 0;
         int64_t p = S + m;
         t[p] = leaf_key(pl, c, m, n);
-        for (p >>= 1; p >= 1; p >>= 1) t[p] = t[2 * p] < t[2 * p + 1] ? t[2 * p] : t[2 * p + 1];
+        /* up to the first node whose minimum stays: the nodes above it hold theirs already */
+        for (p >>= 1; p >= 1; p >>= 1) {
+            int64_t v = t[2 * p] < t[2 * p + 1] ? t[2 * p] : t[2 * p + 1];
+            if (t[p] == v) break;
+            t[p] = v;
+        }
     }
     c->dcount[n] = 0;
     if (t[1] == KEY_INF) return -1;
