@@ -92,6 +92,10 @@ typedef struct {
     uint8_t **dirty;
     int32_t **dlist;
     int64_t *dcount;
+    /* the takes of the round applied to this state: the first ``synced`` of the pool's log, and
+     * each machine's free GPUs as they left it (cls_sync()) */
+    int64_t synced;
+    int64_t *nfs;
 } Cls;
 
 typedef struct {
@@ -105,6 +109,12 @@ typedef struct {
     Cls *cls;
     int64_t *scratch, *scratch2, *lowc;
     int art; /* PAL artifact: packed ties by the artifact's node order (FreePool._within_artifact) */
+    /* the GPUs taken in the round, in order (a class's state catches up when it is next asked:
+     * cls_sync()), and its scratch: old free counts of touched cells (-1: untouched), the
+     * touched cells and machines, a flag per machine */
+    int64_t *log, nlog;
+    int32_t *cold, *tcell, *tmach;
+    uint8_t *mflag;
 } Pool;
 
 #define KEY_INF INT64_MAX
@@ -195,17 +205,21 @@ static int cls_init(Pool *pl, Cls *c, const int64_t *order, const char *blob) {
     c->dcount = calloc((size_t)P + 1, sizeof(int64_t));
     c->cf = calloc((size_t)C + 1, sizeof(int32_t));
     c->lfree = calloc((size_t)L + 1, sizeof(int64_t));
+    c->nfs = malloc(sizeof(int64_t) * ((size_t)M + 1));
     if (!c->BN || !c->BC || !c->tree || !c->dirty || !c->dlist || !c->dcount || !c->cf ||
-        !c->lfree)
+        !c->lfree || !c->nfs)
         return 0;
+    memcpy(c->nfs, pl->nf, sizeof(int64_t) * (size_t)M);
+    c->synced = pl->nlog;
     /* free GPUs per cell and per level: all of them, less the taken ones (most are free) */
     for (int32_t x = 0; x < C; x++) c->cf[x] = c->cstart[x + 1] - c->cstart[x];
     for (int32_t l = 0; l < L; l++) c->lfree[l] = c->cstart[c->lcell[l + 1]] - c->cstart[c->lcell[l]];
-    for (int64_t g = 0; g < G; g++)
-        if (!pl->free[g]) {
-            c->cf[c->cell_of[g]]--;
-            c->lfree[c->lev[g]]--;
-        }
+    if (pl->n_free < G) /* (none taken yet: nothing to subtract) */
+        for (int64_t g = 0; g < G; g++)
+            if (!pl->free[g]) {
+                c->cf[c->cell_of[g]]--;
+                c->lfree[c->lev[g]]--;
+            }
     if (!bits_init(&c->BA, C) || !bits_init(&c->LV, L)) return 0;
     for (int32_t l = 0; l < L; l++)
         if (c->lfree[l]) bits_set(&c->LV, l);
@@ -225,7 +239,7 @@ static int cls_init(Pool *pl, Cls *c, const int64_t *order, const char *blob) {
 }
 
 static void cls_free(Cls *c, int64_t P) {
-    free(c->cf); free(c->lfree);
+    free(c->cf); free(c->lfree); free(c->nfs);
     bits_free(&c->BA);
     bits_free(&c->LV);
     for (int64_t v = 1; v <= P; v++) {
@@ -239,34 +253,90 @@ static void cls_free(Cls *c, int64_t P) {
 }
 
 /* ---- taking a GPU -------------------------------------------------------------------------- */
-static void take(Pool *pl, int64_t g) {
-    int64_t m = pl->mi[g], a = pl->nf[m], P = pl->P;
+/* the pool's counts and the log; each class's state catches up when it is next asked (cls_sync) */
+static inline void take(Pool *pl, int64_t g) {
     pl->free[g] = 0;
-    pl->nf[m] = a - 1;
+    pl->nf[pl->mi[g]]--;
     pl->n_free--;
-    for (int k = 0; k < pl->ncls; k++) {
-        Cls *c = &pl->cls[k];
-        int32_t x = c->cell_of[g], b = c->cf[x];
-        c->cf[x] = b - 1;
-        if (--c->lfree[c->lev[g]] == 0) bits_clr(&c->LV, c->lev[g]);
-        bits_clr(&c->BC[b], x);
-        if (b > 1) bits_set(&c->BC[b - 1], x);
-        else bits_clr(&c->BA, x);
-        for (int32_t i = 0; i < c->mcn[m]; i++) {
-            int32_t y = c->mcell[m * P + i];
-            if (c->cf[y] > 0) {
-                bits_clr(&c->BN[a], y);
-                bits_set(&c->BN[a - 1], y);
-            } else if (y == x) {
-                bits_clr(&c->BN[a], y);
-            }
+    pl->log[pl->nlog++] = g;
+}
+
+static inline void mark_dirty(Pool *pl, Cls *c, int64_t m) {
+    for (int64_t n = 1; n <= pl->P; n++)
+        if (c->tree[n] && !c->dirty[n][m]) {
+            c->dirty[n][m] = 1;
+            c->dlist[n][c->dcount[n]++] = (int32_t)m;
         }
-        for (int64_t n = 1; n <= P; n++)
-            if (c->tree[n] && !c->dirty[n][m]) {
-                c->dirty[n][m] = 1;
-                c->dlist[n][c->dcount[n]++] = (int32_t)m;
-            }
+}
+
+/* class c's state after taking GPU g */
+static void apply1(Pool *pl, Cls *c, int64_t g) {
+    int64_t m = pl->mi[g], a = c->nfs[m], P = pl->P;
+    c->nfs[m] = a - 1;
+    int32_t x = c->cell_of[g], b = c->cf[x];
+    c->cf[x] = b - 1;
+    if (--c->lfree[c->lev[g]] == 0) bits_clr(&c->LV, c->lev[g]);
+    bits_clr(&c->BC[b], x);
+    if (b > 1) bits_set(&c->BC[b - 1], x);
+    else bits_clr(&c->BA, x);
+    for (int32_t i = 0; i < c->mcn[m]; i++) {
+        int32_t y = c->mcell[m * P + i];
+        if (c->cf[y] > 0) {
+            bits_clr(&c->BN[a], y);
+            bits_set(&c->BN[a - 1], y);
+        } else if (y == x) {
+            bits_clr(&c->BN[a], y);
+        }
     }
+    mark_dirty(pl, c, m);
+}
+
+/* class c's state after the takes of the log it has not seen: one by one when they are few, else
+ * the counts first, then each touched machine's and cell's bits once (the same state: the bits
+ * are functions of the counts, cf = free GPUs of a cell, nfs = of a machine) */
+static void cls_sync(Pool *pl, Cls *c) {
+    int64_t lo = c->synced, hi = pl->nlog, P = pl->P;
+    if (hi - lo <= 2) {
+        for (int64_t i = lo; i < hi; i++) apply1(pl, c, pl->log[i]);
+        c->synced = hi;
+        return;
+    }
+    int32_t *cold = pl->cold, *tc = pl->tcell, *tm = pl->tmach;
+    uint8_t *mf = pl->mflag;
+    int64_t nc = 0, nm = 0;
+    for (int64_t i = lo; i < hi; i++) {
+        int64_t g = pl->log[i], m = pl->mi[g];
+        int32_t x = c->cell_of[g], l = c->lev[g];
+        if (cold[x] < 0) {
+            cold[x] = c->cf[x];
+            tc[nc++] = x;
+        }
+        c->cf[x]--;
+        if (--c->lfree[l] == 0) bits_clr(&c->LV, l);
+        if (!mf[m]) {
+            mf[m] = 1;
+            tm[nm++] = (int32_t)m;
+        }
+    }
+    for (int64_t i = 0; i < nm; i++) { /* BN[v]: cells with a free GPU on machines with v free */
+        int64_t m = tm[i], a0 = c->nfs[m], a1 = pl->nf[m];
+        mf[m] = 0;
+        c->nfs[m] = a1;
+        for (int32_t k = 0; k < c->mcn[m]; k++) {
+            int32_t y = c->mcell[m * P + k];
+            if ((cold[y] >= 0 ? cold[y] : c->cf[y]) > 0) bits_clr(&c->BN[a0], y);
+            if (c->cf[y] > 0) bits_set(&c->BN[a1], y);
+        }
+        mark_dirty(pl, c, m);
+    }
+    for (int64_t i = 0; i < nc; i++) { /* BC[v]: cells with v free; BA: with any */
+        int32_t x = tc[i], b = cold[x], f = c->cf[x];
+        cold[x] = -1;
+        bits_clr(&c->BC[b], x);
+        if (f > 0) bits_set(&c->BC[f], x);
+        else bits_clr(&c->BA, x);
+    }
+    c->synced = hi;
 }
 
 /* ---- queries ------------------------------------------------------------------------------- */
@@ -1207,8 +1277,14 @@ static PyObject *place(PyObject *self, PyObject *args) {
     pl.lowc = calloc((size_t)M + 1, sizeof(int64_t));
     pl.scratch = malloc(sizeof(int64_t) * (4 * G + 4 * P + 16));
     pl.scratch2 = malloc(sizeof(int64_t) * (P + 16));
+    pl.log = malloc(sizeof(int64_t) * (G + 1));
+    pl.cold = malloc(sizeof(int32_t) * (G + 1));
+    pl.tcell = malloc(sizeof(int32_t) * (G + 1));
+    pl.tmach = malloc(sizeof(int32_t) * (M + 1));
+    pl.mflag = calloc((size_t)M + 1, 1);
     out = malloc(sizeof(int64_t) * (G + 1));
-    if (!pl.mstart || !pl.nf || !pl.lowc || !pl.scratch || !pl.scratch2 || !out) {
+    if (!pl.mstart || !pl.nf || !pl.lowc || !pl.scratch || !pl.scratch2 || !pl.log || !pl.cold ||
+        !pl.tcell || !pl.tmach || !pl.mflag || !out) {
         PyErr_NoMemory();
         goto done;
     }
@@ -1231,6 +1307,7 @@ static PyObject *place(PyObject *self, PyObject *args) {
         }
         pl.mstart[m + 1] += pl.mstart[m];
     }
+    memset(pl.cold, 0xff, sizeof(int32_t) * (size_t)(G + 1)); /* -1: untouched */
     int64_t k = start - 1;
     int stopped = 0;
     while (!stopped && k + 1 < J) {
@@ -1246,6 +1323,7 @@ static PyObject *place(PyObject *self, PyObject *args) {
             ci = cmap[code] = class_of(&pl, &cs, PyTuple_GET_ITEM(classes, code));
             if (ci < 0) goto done;
         }
+        if (n <= pl.n_free) cls_sync(&pl, &pl.cls[ci]); /* (a job that cannot fit asks nothing) */
         if (n == 1) { /* a run of single-GPU jobs of one class */
             int64_t e = k + 1;
             while (e < J) {
@@ -1273,6 +1351,8 @@ static PyObject *place(PyObject *self, PyObject *args) {
                     sp = c->cstart[sx]; /* the cell's GPUs before g are taken (cell_emit) */
                 }
                 take(&pl, g);
+                apply1(&pl, c, g); /* (the next pick reads c) */
+                c->synced = pl.nlog;
                 pk.pos[pk.np] = k + got;
                 pk.flat[pk.nf++] = g;
                 pk.ends[pk.np++] = pk.nf;
@@ -1316,6 +1396,7 @@ done:
     Py_XDECREF(cs.last);
     free(cs.ob); free(cs.sb); free(pl.cls);
     free(pl.mstart); free(pl.nf); free(pl.lowc); free(pl.scratch); free(pl.scratch2); free(out);
+    free(pl.log); free(pl.cold); free(pl.tcell); free(pl.tmach); free(pl.mflag);
     free(cmap);
     PyBuffer_Release(&bmi);
     PyBuffer_Release(&bfree);
