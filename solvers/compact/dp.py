@@ -173,11 +173,11 @@ def solve_dp(prog: CompactProgram, limit: int = EDGE_LIMIT, every: bool = False)
                 nxt[t] = v
             g, rest = c[0], c[1:]
             for o in opts:  # by GPUs, ascending
-                if o.n > g:
+                n, s, _, w, places = o
+                if n > g:
                     break
-                w = o.w
                 nv = (v[0] + w[0], v[1] + w[1]) if tup else v + w
-                for p, st in ((0, (g - o.n, *rest)),) if o.s == 2 else moves(lay, c, o):
+                for p, st in ((0, (g - n, *rest)),) if s == 2 else moves(lay, c, n, s, places):
                     if raw:
                         t = st
                     else:

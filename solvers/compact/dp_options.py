@@ -93,14 +93,14 @@ def app_options(
         for s in range(s_lo, 3) if v_lo == 0 else ():
             e, hi = -eff[s], min(fit[s], top_n) + 1
             thr = low0 + 1e-12
-            for x in range(3 + s, hi * 3, 3):
-                val = wf[x]
+            col = wf[3 + s : 3 * hi : 3]  # w[n, s], n = 1, 2, ...
+            looser = wf[4 + s : 3 * hi : 3] if s < 2 else None  # w[n, s + 1]
+            for n, val in enumerate(col, 1):
                 if val <= thr:
                     continue
                 thr = val + 1e-12
-                if s < 2 and wf[x + 1] >= val - 1e-12:
+                if looser is not None and looser[n - 1] >= val - 1e-12:
                     continue
-                n = x // 3
                 old = best.get((n, e))
                 if old is None or val > old[0]:
                     best[(n, e)] = (val, (n, s, 0))

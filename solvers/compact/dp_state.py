@@ -12,7 +12,6 @@ from __future__ import annotations
 
 from typing import Any, NamedTuple
 
-from fairplace.formulations.agents import gpus_by_machine
 from fairplace.formulations.compact import CompactProgram
 from fairplace.formulations.compact_milp import Choice
 
@@ -24,14 +23,39 @@ def offer_view(prog: CompactProgram) -> tuple[dict, dict, dict, dict]:
     once per offer (``CompactProgram.shared``)."""
 
     def make():
-        gpus, rack = gpus_by_machine(prog.cluster, prog.offer)
+        ml, rl = _index_lists(prog.cluster)
+        on: dict[int, list[int]] = {}
+        for g in sorted(prog.offer):  # each machine's GPUs ascending
+            got = on.get(ml[g])
+            if got is None:
+                on[ml[g]] = [g]
+            else:
+                got.append(g)
+        gpus = {m: tuple(on[m]) for m in sorted(on)}
+        rack = {m: rl[g[0]] for m, g in gpus.items()}
         by_rack: dict[int, list[int]] = {}
-        for m in gpus:  # ascending
-            by_rack.setdefault(rack[m], []).append(m)
-        by_rack = {r: by_rack[r] for r in sorted(by_rack)}
+        for m, r in rack.items():  # machines ascending
+            got = by_rack.get(r)
+            if got is None:
+                by_rack[r] = [m]
+            else:
+                got.append(m)
+        if len(by_rack) > 1:
+            by_rack = {r: by_rack[r] for r in sorted(by_rack)}
         return {m: len(g) for m, g in gpus.items()}, rack, gpus, by_rack
 
     return prog.shared("dp offer", make)
+
+
+_LISTS: list = [None, None, None]  # the last cluster, its machine and rack index as lists
+
+
+def _index_lists(cluster) -> tuple[list[int], list[int]]:
+    """``cluster``'s machine_index and rack_index as Python lists (kept for the last cluster:
+    one cluster per simulation; read per offered GPU)."""
+    if _LISTS[0] is not cluster:
+        _LISTS[:] = [cluster, cluster.machine_index.tolist(), cluster.rack_index.tolist()]
+    return _LISTS[1], _LISTS[2]
 
 
 class Layout:
@@ -81,7 +105,7 @@ class Layout:
                     self.sorted_from[p] = lo
                 st.append(cm[m])
             self.named_blocks.append((pos, pos + 1, lo, pos + 1 + len(ms)))
-        self.anon_start, self.width = len(st), width
+        self.anon_start, self.width, self.w1 = len(st), width, 1 + width
         for r in anon:  # blocks of one width; every slot, padding too, is of the block (sorting
             ms = by_rack[r]  # moves residuals between racks)
             pos = len(st)
@@ -163,30 +187,31 @@ class Opt(NamedTuple):
     places: tuple[int, ...]
 
 
-def moves(lay: Layout, c: tuple, o: Opt):
-    """(position, next state before canonicalisation) of every distinct place of option ``o`` in
-    canonical state ``c``: equal residuals of a sorted part, and equal unnamed racks, once."""
-    n = o.n
-    if c[0] < n:
-        return
-    if o.s == 2:
-        yield 0, (c[0] - n, *c[1:])
-        return
-    anon, w1, block_of, sorted_from = lay.anon_start, 1 + lay.width, lay.block_of, lay.sorted_from
-    for p in o.places:
+def moves(lay: Layout, c: tuple, n: int, s: int, places: tuple[int, ...]):
+    """(position, next state before canonicalisation) of every distinct place of an option of
+    ``n`` GPUs on place type ``s`` in (0, 1) at ``places`` in canonical state ``c`` (G >= n):
+    equal residuals of a sorted part, and equal unnamed racks, once."""
+    anon, w1, block_of, sorted_from = lay.anon_start, lay.w1, lay.block_of, lay.sorted_from
+    out = []
+    for p in places:
         if c[p] < n:
             continue
-        b = p if o.s == 1 else block_of[p]
-        if b >= anon and b > anon and c[b - w1 : b] == c[b : b + w1]:
+        b = p if s == 1 else block_of[p]
+        if b > anon and c[b - w1 : b] == c[b : b + w1]:
             continue  # the same as the unnamed rack before it
-        if o.s == 0 and p > sorted_from.get(p, p) and c[p - 1] == c[p]:
-            continue  # the same as the machine before it in a sorted part
-        st = list(c)
-        st[0] -= n
-        st[b] -= n
-        if o.s == 0:
+        if s == 0:
+            if p > sorted_from.get(p, p) and c[p - 1] == c[p]:
+                continue  # the same as the machine before it in a sorted part
+            st = list(c)
+            st[0] -= n
+            st[b] -= n
             st[p] -= n
-        yield p, tuple(st)
+        else:
+            st = list(c)
+            st[0] -= n
+            st[b] -= n
+        out.append((p, tuple(st)))
+    return out
 
 
 def place(prog: CompactProgram, lay: Layout, apps, path, cap) -> Choice:
@@ -209,8 +234,8 @@ def place(prog: CompactProgram, lay: Layout, apps, path, cap) -> Choice:
                 trial[lay.block_of[q]] -= o.n
             if min(trial[0], trial[q], trial[lay.block_of.get(q, q)]) < 0:
                 continue
-            if nxt is not None and lay.canon(trial, cap[j + 1]) != nxt:
-                continue  # (the last app: any place that holds it)
+            if nxt is not None and len(o.places) > 1 and lay.canon(trial, cap[j + 1]) != nxt:
+                continue  # (the last app, or one place: the DP's, kept where canon moves none)
             real, st = q, trial
             break
         if real is None:
