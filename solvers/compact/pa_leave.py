@@ -20,6 +20,10 @@ optimum is the MILP's when it reaches the floor. If it does not, or fixing keeps
 :data:`MAX_COLUMNS` columns, the route stops and the apps left take the per-app route
 (``compact.pa_payments``). If the optimum has no l on, every open D_j is 0 (c_j = 1).
 
+Warm starts (none changes an optimum): the first LP starts from the PF LP's optimal basis
+(:func:`extended_basis`); each MILP gets the best point placed from its LP point's cells
+(:class:`_LPPoints`) as its start and floor, and is skipped where that point reaches UB(y).
+
 ``pa_payments`` uses it when the PF's LP split apps (its PF_{-i} LPs split too, and the per-app
 route closes each by a MILP); where the PF's LP cells were placed (4,096 GPUs x 256 apps), each
 PF_{-i} LP is placed alike and the per-app LPs are cheaper than this MILP.
@@ -27,6 +31,7 @@ PF_{-i} LP is placed alike and the per-app LPs are cheaper than this MILP.
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Callable
 from dataclasses import replace
 from functools import partial
@@ -60,8 +65,10 @@ MIN_APPS = 16
 #: most columns a small MILP may keep after fixing (1,024 GPUs x 256 apps: 900-1,700); beyond,
 #: the route stops and the per-app route settles the apps left
 MAX_COLUMNS = 5_000
-#: most placements of the LP point's cells tried per MILP (``_LPPoints``; ~5-10 ms each)
-REPAIRS = 2
+#: most placements of LP-point candidates tried per MILP (``_LPPoints``; ~5-15 ms each)
+TRIES = 3
+#: most roundings of the LP point's split apps combined (``_LPPoints``)
+COMBOS = 16
 #: the first floor below UB(y) tried when no known point is closer (then ``rc.TARGET_GAP``): every
 #: who-leaves optimum of 1,024 GPUs x 256 apps lay within 2.7e-3 of its UB(y)
 FIRST_GAP = 3e-3
@@ -130,7 +137,7 @@ def leave_max(
             assert x_lp is not None  # optimal: a point (highs.read)
             got = None  # the LP point's cells placed, where no known point is as close
             if known < ub_y - FIRST_GAP or not lp_points.split(x_lp):
-                got = lp_points.point(G, x_lp)
+                got = lp_points.point(G, x_lp, ub_y, max(known, ub_y - FIRST_GAP))
             hit: tuple[np.ndarray, float] | None = None
             if got is not None and got[1] >= ub_y - tol:  # it reaches the bound: optimal
                 hit = got
@@ -138,8 +145,6 @@ def leave_max(
                 if got is not None and got[1] > known:
                     known, start = got[1], partial(got[0].copy)
                 hit = _best_point(G, y, ub_y, o, signs, known, start)
-                if hit is not None:
-                    lp_points.learn(x_lp, hit[0])
             if hit is None:
                 break
             x, value = hit
@@ -235,78 +240,77 @@ class _Alike:
 
 
 class _LPPoints:
-    """Points of the who-leaves MILP from its LP point x: the leaver (l_j = 1 in x), every app's
-    integral cell in x, and for the apps x splits between cells the cells an earlier MILP optimum
-    gave them (its *repair*: the cells of the apps whose cell differs from that MILP's LP point,
-    leavers aside; the same few apps split alike from one MILP to the next), placed by the greedy
-    ``pack``. 1,024 GPUs x 256 apps: where the LP's cells are integral the placed point reaches
-    the LP bound (no MILP), and a repair often gives the next MILP's optimum (its start)."""
+    """Points of the who-leaves MILP from its LP point x: the leaver (largest l_j in x), every
+    other app's integral cell in x, each app that x splits on one of its cells there, and at most
+    one app moved one GPU up or down its cell (n +- 1 at the same spread and level: the GPUs the
+    rounding frees or takes). Candidates are ranked by value (their cells' gains; no placement
+    needed) and those in [floor, UB(y)] placed by the greedy ``pack``, best first, at most
+    :data:`TRIES`. 1,024 GPUs x 256 apps: the best candidate placed is the MILP's optimum in 11 of
+    15 MILPs (where the LP's cells are integral it reaches the LP bound: no MILP), else a start."""
 
     def __init__(self, prog: CompactProgram, S: list[int]):
         self.prog, self.S = prog, S
         self.n = prog.milp.n_cols
-        self.repairs: list[dict] = []  # most recent last
+        _, meta = prog.layout
+        self.col = {e["i"]: {c: e["z"] + k for k, c in enumerate(e["cells"])} for e in meta}
 
-    def _cells(self, x: np.ndarray, rank: int = 0) -> tuple[dict, set, int | None]:
-        """({app: its integral cell}, the split apps, the leaver) of the LP point ``x``: the
-        leaver has the ``rank``-th largest l > 0 (None: no such l); an app with a fractional z or
-        (another) fractional l is split."""
+    def _cells(self, x: np.ndarray) -> tuple[dict, set, int | None]:
+        """({app: its integral cell}, the split apps, the leaver: largest l > 0, or None) of the
+        LP point ``x``; an app with a fractional z or (another) fractional l is split."""
         cols, owner, cells_of = self.prog.selector_index
         z = x[cols]
         split = set(owner[(z > 1e-7) & (z < 1 - 1e-7)].tolist())
         cells = {int(owner[k]): cells_of[k] for k in np.flatnonzero(z >= 1 - 1e-7)}
         ls = x[self.n :]
-        on = np.flatnonzero(ls > 1e-7)
-        on = on[np.argsort(-ls[on], kind="stable")]
-        leaver = self.S[int(on[rank])] if rank < on.size else None
+        top = int(np.argmax(ls)) if ls.size else -1
+        leaver = self.S[top] if top >= 0 and ls[top] > 1e-7 else None
         split.update(self.S[k] for k in np.flatnonzero((ls > 1e-7) & (ls < 1 - 1e-7)))
         split.discard(leaver)
         for i in split | {leaver}:
-            cells.pop(i, None)  # type: ignore[arg-type]  # (None: no leaver, not a key)
+            cells.pop(i, None)  # type: ignore[arg-type]
         return cells, split, leaver
 
     def split(self, x: np.ndarray) -> bool:
         """Whether the LP point ``x`` splits an app (``_cells``)."""
         return bool(self._cells(x)[1])
 
-    def point(self, G, x: np.ndarray) -> tuple[np.ndarray, float] | None:
-        """(the best point of ``G`` found from the LP point ``x``, its value), or None (class
-        docstring; leavers: the two largest l; at most :data:`REPAIRS` placements tried)."""
-        tries = []
-        for rank in (0, 1):
-            cells, split, leaver = self._cells(x, rank)
-            if rank and leaver is None:
-                break
-            if not split:
-                tries.append((cells, leaver))
-            for rep in reversed(self.repairs):
-                if split <= rep.keys() and leaver not in rep:
-                    c = cells | rep
-                    c = {i: v for i, v in c.items() if v is not None and i != leaver}
-                    tries.append((c, leaver))
-        best = None
-        for c, leaver in tries[:REPAIRS]:
-            choice = pack(self.prog, c, PACK_RULES[0])  # one rule: a start, not a proof
+    def point(self, G, x: np.ndarray, ub: float, floor: float) -> tuple[np.ndarray, float] | None:
+        """(a point of ``G`` from the LP point ``x`` of value in [``floor``, ``ub``], its value),
+        the best placed of the candidates (class docstring), or None."""
+        cells, split, leaver = self._cells(x)
+        col, c = self.col, G.c
+        base = G.offset + sum(c[col[i][v]] for i, v in cells.items())
+        if leaver is not None:
+            base += c[self.n + self.S.index(leaver)]
+        ways = [[(i, v, c[k]) for v, k in col[i].items() if x[k] > 1e-7] for i in sorted(split)]
+        moves: list[tuple | None] = [None]  # one app one GPU up or down
+        for i, (n, s, v) in cells.items():
+            for m in (n - 1, n + 1):
+                k = col[i].get((m, s, v))
+                if k is not None:
+                    moves.append((i, (m, s, v), c[k] - c[col[i][n, s, v]]))
+        cands = []
+        for combo in itertools.islice(itertools.product(*ways), COMBOS):
+            v0 = base + sum(g for _, _, g in combo)
+            for mv in moves:
+                v = v0 + (mv[2] if mv is not None else 0.0)
+                if floor <= v <= ub + 1e-7:  # above UB(y): not feasible
+                    cands.append((v, combo, mv))
+        cands.sort(key=lambda t: -t[0])
+        for _, combo, mv in cands[:TRIES]:
+            want = cells | {i: v for i, v, _ in combo}
+            if mv is not None:
+                want[mv[0]] = mv[1]
+            choice = pack(self.prog, want, PACK_RULES[0])  # one rule: a start, not a proof
             if choice is None:
                 continue
             y = np.zeros(G.n_cols)
             y[: self.n] = self.prog.start_vector(choice)
             if leaver is not None:
                 y[self.n + self.S.index(leaver)] = 1.0
-            if G.is_feasible(y) and (best is None or G.value(y) > best[1]):
-                best = (y, G.value(y))
-        return best
-
-    def learn(self, x_lp: np.ndarray, x: np.ndarray) -> None:
-        """Keep the repair of the MILP optimum ``x`` of the LP point ``x_lp`` (class docstring)."""
-        cells, split, leaver = self._cells(x_lp)
-        opt, _, top = self._cells(x)
-        rep = {i: c for i, c in opt.items() if cells.get(i) != c}
-        rep |= {i: None for i in cells.keys() | split if i not in opt}
-        for i in (leaver, top):
-            rep.pop(i, None)
-        if rep and rep not in self.repairs:
-            self.repairs.append(rep)
+            if G.is_feasible(y):
+                return y, G.value(y)
+        return None
 
 
 def _best_point(
