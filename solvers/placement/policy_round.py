@@ -182,7 +182,7 @@ class PolicyBase:
             free[g] = False
         alloc: dict[str, tuple[int, ...]] = {}
         if rows is None:
-            order = jobs if self.sticky else self._order(jobs, G)
+            order = jobs if self.sticky else self._order(list(jobs), G)
             ids = tuple(map(_ID, order))
             lower = _LowerHeld(order, held) if held else None
         else:
@@ -349,20 +349,21 @@ def _known_allocation(state: ClusterState, previous: Decision | None) -> Mapping
 
 def _validate(
     state: ClusterState, queue: Sequence[Job], known: Mapping | None = None
-) -> tuple[list[Job], set | None]:
-    """The queue as a list and its set of job ids (None for a :class:`JobQueue`: checked when it
-    was made); a DataError naming the first bad field. A running allocation inside ``known`` (a
-    previous decision's on this cluster, less the jobs that finished since) is valid as it is."""
+) -> tuple[Sequence[Job], set | None]:
+    """The queue as a list (a :class:`JobQueue`: itself, a tuple) and its set of job ids (None
+    for a :class:`JobQueue`: checked when it was made); a DataError naming the first bad field. A
+    running allocation inside ``known`` (a previous decision's on this cluster, less the jobs that
+    finished since) is valid as it is."""
     G = len(state.cluster)
     for c, v in state.scores.items():
         if np.shape(v) != (G,):
             raise DataError(f"scores[{c!r}]", f"expected shape ({G},), got {np.shape(v)}")
-    jobs = list(queue)
     if isinstance(queue, JobQueue):
         held = state.allocation
         if known is None or not (held is known or held.items() <= known.items()):
             _check_allocation(state, G)
-        return jobs, None
+        return queue, None
+    jobs = list(queue)
     in_queue = set(map(_ID, jobs))
     gpus = list(map(_GPUS, jobs))
     if len(in_queue) == len(jobs) and (
