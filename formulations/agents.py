@@ -151,25 +151,48 @@ def rho_table(
     its running jobs cannot use, although its model values GPUs for later phases). ``model``:
     ``ftf_model(app, cluster)`` when the caller has built it."""
     model = ftf_model(app, cluster) if model is None else model
-    offered = np.asarray(offer, dtype=np.int64)
     held = cluster.indices(app.held) if app.held else np.zeros(0, np.int64)
-    levels = levels_of(cluster, np.concatenate([offered, held]), app.cls)
     r_c = r_c or len(cluster)
-    n_max = int(min(offered.size, max(model.app_demand_max - held.size, 0)))
+
+    def rows(lo: int, n: int, levels: np.ndarray) -> np.ndarray:
+        return rho_grid(model, range(lo, lo + n), r_c, levels)
+
+    return offer_table(app.id, app.cls, held, cluster, offer, model.app_demand_max, room, rows,
+                       app.rho_empty)  # fmt: skip
+
+
+def offer_table(
+    app_id: str,
+    cls: str | None,
+    held: np.ndarray,
+    cluster: Cluster,
+    offer: Sequence[int] | np.ndarray,
+    demand_max: int,
+    room: int | None,
+    rows: Callable[[int, int, np.ndarray], np.ndarray],
+    rho_empty: float | None = None,
+) -> RhoTable:
+    """:func:`rho_table` of an app holding the GPU indices ``held``, its demand cap
+    ``demand_max``, whose rho over counts lo..lo + n - 1 at every spread and level of ``levels``
+    is ``rows(lo, n, levels)`` (an (n, 3, levels) array: ``ftf_counts.rho_grid`` of its model, or
+    ``running_app.RunningApp.table``)."""
+    offered = np.asarray(offer, dtype=np.int64)
+    levels = levels_of(cluster, np.concatenate([offered, held]), cls)
+    n_max = int(min(offered.size, max(demand_max - held.size, 0)))
     if room is not None:
         n_max = min(n_max, max(int(room), 0))
-    rho = rho_grid(model, range(held.size, held.size + n_max + 1), r_c, levels)
+    rho = rows(int(held.size), n_max + 1, levels)
     h_level, h_spread = -1, 0
     if held.size:
-        if cluster.pm_levels(app.cls).size == 1:  # one value on the cluster: the first level
+        if cluster.pm_levels(cls).size == 1:  # one value on the cluster: the first level
             h_level = 0
         else:
-            v = np.round(cluster.pm_vector(app.cls)[held].max(), 12)
+            v = np.round(cluster.pm_vector(cls)[held].max(), 12)
             h_level = int(np.searchsorted(levels, v))
         h_spread = spread(cluster.machine_index, cluster.rack_index, held)
-    elif app.rho_empty is not None:
-        rho[0] = app.rho_empty
-    return RhoTable(app.id, levels, rho, int(held.size), h_spread, h_level)
+    elif rho_empty is not None:
+        rho[0] = rho_empty
+    return RhoTable(app_id, levels, rho, int(held.size), h_spread, h_level)
 
 
 def table_rho(

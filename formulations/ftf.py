@@ -304,6 +304,36 @@ class FTFModel:
         return self.t_shared(n_gpus, spread_level, vmax) / ideal
 
 
+def running_t_shared(
+    elapsed: float,
+    works: Sequence[float],
+    n_gpus: int,
+    d_max: int,
+    later: Sequence[float],
+    spread_level: int = 0,
+    vmax: float = 1.0,
+    locality: Sequence[float] = LOCALITY_BOOTSTRAP,
+    machine_gpus: int | None = None,
+    sensitivity: float = 1.0,
+) -> float:
+    """T_sh (Eq. 2) of an app on n = ``n_gpus`` GPUs of spread s and max V = ``vmax`` under the
+    ``even`` split, from numbers alone: T_sh = elapsed + T_run + sum_p T_p, T_run the running
+    phase's time (:func:`~fairplace.formulations.phase_times.works_phase_time` of its jobs'
+    ``works`` w_j = iters left x serial time per iteration, sorted longest first, at ``d_max``
+    GPUs per job and one locality ``sensitivity``), T_p the later phases' times (``later``:
+    :func:`~fairplace.formulations.phase_times.later_times`), summed in :func:`t_shared`'s order:
+    the number :meth:`FTFModel.t_shared` gives for the same app."""
+    if vmax != 1.0:
+        works = sorted((w * vmax for w in works), reverse=True)
+    total = float(elapsed)
+    total += works_phase_time(
+        works, n_gpus, d_max, sensitivity, spread_level, locality, machine_gpus
+    )
+    for x in later:  # phase by phase, in order
+        total += x
+    return total
+
+
 def running_rho(
     elapsed: float,
     works: Sequence[float],
@@ -317,23 +347,12 @@ def running_rho(
     machine_gpus: int | None = None,
     sensitivity: float = 1.0,
 ) -> float:
-    """rho = T_sh / T_id (Eq. 2) of an app on n = ``n_gpus`` GPUs of spread s and max V = ``vmax``
-    under the ``even`` split, from numbers alone: T_sh = elapsed + T_run + sum_p T_p, T_run the
-    running phase's time (:func:`~fairplace.formulations.phase_times.works_phase_time` of its
-    jobs' ``works`` w_j = iters left x serial time per iteration, sorted longest first, at
-    ``d_max`` GPUs per job and one locality ``sensitivity``), T_p the later phases' times
-    (``later``: :func:`~fairplace.formulations.phase_times.later_times`), summed in
-    :func:`t_shared`'s order: the number :meth:`FTFModel.rho` gives for the same app."""
+    """rho = T_sh / T_id (Eq. 2) of an app from numbers alone (:func:`running_t_shared`): the
+    number :meth:`FTFModel.rho` gives for the same app."""
     if not t_id > 0:  # as FTFModel.rho
         raise OptionError("t_id", f"the ideal time T_id is {t_id!r}: the app has no work")
-    if vmax != 1.0:
-        works = sorted((w * vmax for w in works), reverse=True)
-    total = float(elapsed)
-    total += works_phase_time(
-        works, n_gpus, d_max, sensitivity, spread_level, locality, machine_gpus
-    )
-    for x in later:  # phase by phase, in order
-        total += x
+    total = running_t_shared(elapsed, works, n_gpus, d_max, later, spread_level, vmax, locality,
+                             machine_gpus, sensitivity)  # fmt: skip
     return total / t_id
 
 

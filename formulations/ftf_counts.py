@@ -344,11 +344,21 @@ def rho_grid(
     once, and T_sh = elapsed + V x (the phases' time at V = 1), since every job time is linear
     in max V (Eq. 1 / Eq. 2); the times at V = 1 from :func:`spread_times`."""
     ideal = model.ideal(r_c)
-    lv = np.asarray(levels, float)
     x0, x1, x2 = spread_times(model, [max(int(n), 0) for n in counts])  # n <= 0: the same times
+    return rho_of_times(model.elapsed, np.array([x0, x1, x2]), ideal, levels)
+
+
+def rho_of_times(
+    elapsed: float, x: np.ndarray, ideal: float, levels: Sequence[float] | np.ndarray
+) -> np.ndarray:
+    """rho[a, s, v] from T_sh at V = 1 per spread and count (``x``: (3, counts); its spread 1 row
+    is replaced where spreads 0 and 2 agree, so pass a copy to keep it): T_sh = elapsed + V x
+    (T_sh(V = 1) - elapsed), divided by T_id = ``ideal``."""
+    lv = np.asarray(levels, float)
     # times are monotone in the spread: equal at 0 and 2 -> taken equal at 1 too
-    x = np.array([x0, [a if a == c else m for a, m, c in zip(x0, x1, x2, strict=True)], x2]).T
-    if lv.size and lv.min() > 0 and math.isfinite(model.elapsed) and math.isfinite(ideal):
-        return (model.elapsed + lv[None, None, :] * (x - model.elapsed)[:, :, None]) / ideal
+    x[1] = np.where(x[0] == x[2], x[0], x[1])
+    x = x.T
+    if lv.size and lv.min() > 0 and math.isfinite(elapsed) and math.isfinite(ideal):
+        return (elapsed + lv[None, None, :] * (x - elapsed)[:, :, None]) / ideal
     with np.errstate(invalid="ignore"):  # a level 0 or an infinite elapsed or T_id: inf x 0, ...
-        return (model.elapsed + lv[None, None, :] * (x - model.elapsed)[:, :, None]) / ideal
+        return (elapsed + lv[None, None, :] * (x - elapsed)[:, :, None]) / ideal

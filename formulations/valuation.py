@@ -83,6 +83,13 @@ def lease_table(
 ) -> RhoTable:
     """``table`` (an AGENT rho table, row 0 = nothing offered) under the ``kind`` valuation."""
     t_f = max(fair_share_time(model, r_c, n_apps), 0.0)
+    return lease_table_of(table, model.elapsed, model.ideal(r_c), lease, t_f, kind)
+
+
+def lease_table_of(
+    table: RhoTable, elapsed: float, t_id: float, lease: float, t_fair: float, kind: str = "lease"
+) -> RhoTable:
+    """:func:`lease_table` from the app's numbers: e = ``elapsed``, T_id, L = ``lease`` and
+    T_f = ``t_fair`` (its remaining time on its fair share, at least 0)."""
     f = lease_gain_rho if kind == "lease" else lease_rho
-    rho = f(table.rho, model.elapsed, model.ideal(r_c), lease, t_f)
-    return replace(table, rho=rho)
+    return replace(table, rho=f(table.rho, elapsed, t_id, lease, t_fair))

@@ -56,3 +56,54 @@ def test_agent_states_equal_the_constructors_and_bundle_rho(monkeypatch):
     res = simulate(tiny, "themis", "packed-sticky", progress=False)
     assert res.jobs["finish"].notna().all()
     assert seen["states"] > 20 and seen["priced"] > 5  # apps that held GPUs were priced too
+
+
+def test_bids_from_the_agents_numbers_equal_the_models(monkeypatch):
+    """Each bidder's compact app, its lease valuation and its rho on GPUs, priced from its numbers
+    (``AgentState.pricer``: ``formulations.running_app``), equal what its FTF model gives, bitwise."""
+    from dataclasses import replace
+
+    from fairplace.formulations.compact import compact_app
+    from fairplace.formulations.valuation import lease_table
+    from fairplace.sim.themis import arbiter, bids
+
+    seen = {"bids": 0, "leases": 0}
+
+    def bid(cluster, s, offer, model=None):
+        got = bids.bid(cluster, s, offer, model)
+        assert s.pricer is not None and model is None
+        want = compact_app(s.app, cluster, offer, s.room, s.model)
+        np.testing.assert_array_equal(got.table.rho, want.table.rho)
+        np.testing.assert_array_equal(got.table.levels, want.table.levels)
+        assert replace(got, table=None) == replace(want, table=None)
+        t, u = got.table, want.table
+        assert (t.app_id, t.held_count, t.held_spread, t.held_level) == (
+            u.app_id, u.held_count, u.held_spread, u.held_level,
+        )  # fmt: skip
+        held = bids.held_index(cluster, s)
+        for n in range(1, 5):  # its rho on GPUs, and from now on on a share
+            gpus = np.concatenate([held, offer[:n]])
+            assert bids.state_rho(cluster, s, gpus) == s.model.rho(
+                len(gpus), len(cluster), cluster.spread(gpus),
+                float(cluster.pm_vector(s.cls)[gpus].max()),
+            )  # fmt: skip
+            assert bids.share_rho(cluster, s, n) == s.model.rho(n, len(cluster), 0, 1.0)
+        seen["bids"] += 1
+        return got
+
+    def lease_bid(cluster, s, capp, lease, n, kind, model=None):
+        got = bids.lease_bid(cluster, s, capp, lease, n, kind, model)
+        want = lease_table(capp.table, s.model, len(cluster), lease, n, kind)
+        np.testing.assert_array_equal(got.table.rho, want.rho)
+        seen["leases"] += 1
+        return got
+
+    monkeypatch.setattr(arbiter, "bid", bid)
+    monkeypatch.setattr(arbiter, "lease_bid", lease_bid)
+    tiny = themis_workload(
+        2, scale="small", n_apps=6, base_gpus=16, jobs_range=(2, 4), task_gpu_hours=0.3, seed=3
+    )
+    for opts in ({"f": 0.2}, {"f": 0.2, "pricing": "pm-score", "valuation": "lease-rho"}):
+        res = simulate(tiny, "themis", "packed-sticky", progress=False, scheduler_options=opts)
+        assert res.jobs["finish"].notna().all()
+    assert seen["bids"] > 20 and seen["leases"] > 5

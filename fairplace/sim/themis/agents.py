@@ -21,9 +21,10 @@ import numpy as np
 from fairplace.core.domain import AgentApp, AgentJob, Cluster
 from fairplace.core.errors import OptionError
 from fairplace.formulations.agents import machine_gpus, optimizer_of
-from fairplace.formulations.ftf import FTFModel, IdealTime, ideal_time, running_rho
+from fairplace.formulations.ftf import FTFModel, IdealTime, ideal_time
 from fairplace.formulations.hyperopt import SuccessiveHalving, model_job, model_job_of
-from fairplace.formulations.phase_times import keep_works, later_times
+from fairplace.formulations.phase_times import keep_works
+from fairplace.formulations.running_app import RunningApp
 
 from ..protocols import SchedView
 from .apps import StepAverage, _groups_of
@@ -99,6 +100,14 @@ class AgentState(AppState):
     app = _Described(0)
     model = _Described(1)
 
+    @property
+    def pricer(self) -> RunningApp | None:
+        """The app priced from its numbers (:meth:`Agents._pricer`), built on first read."""
+        d = self.__dict__
+        if "_price" in d:
+            d["_pricer"] = d.pop("_price")()
+        return d.get("_pricer")
+
     def _described(self) -> tuple[AgentApp, FTFModel]:
         """(app, model), built once: kept in the instance, where later reads find them first."""
         d = self.__dict__
@@ -117,6 +126,7 @@ class Agents:
         self._jobs: dict[int, RunningJobs] = {}  # per app: its running jobs as last described
         self._future: dict = {}  # per app: its optimisers' later-phase memo (future_memo)
         self._model_job: dict = {}  # per app: (its running jobs, their model job)
+        self._works: dict = {}  # per app: (its running jobs, their progress, works, LPT memo)
         self._place_lists: dict = {}  # per (cluster, class): :meth:`_places`
         t_id = IdealTime(variant=rho_variant)  # checked once
         if t_id.reads_work_left:  # THEMIS' variants (THEMIS_RHO_VARIANT) read W only
@@ -169,7 +179,7 @@ class Agents:
         """App ``a``'s :class:`AgentState` at ``view.t``: the GPUs it holds (indices ``held_idx``)
         on the decision ``cluster``, its ``room`` and its current rho with the GPUs it held just
         before (a list of indices ``had``; None: none) from its numbers alone
-        (:meth:`_rho_now`); its agent description and FTF model (:meth:`_describe`) are built when
+        (:meth:`_pricer`, also what it bids with); its agent description and FTF model (:meth:`_describe`) are built when
         the arbiter first reads them. Its running jobs (its
         :func:`~fairplace.sim.themis.apps.running_jobs`) are ``rows[lo:hi]``."""
         held = tuple(cluster.ids(held_idx))
@@ -178,35 +188,40 @@ class Agents:
         out.__dict__.update(held=held, room=room, rho=None, rho_spread=None, _id=w.app_ids[a],
                             _cls=st["cls"], _t_now=view.t)  # fmt: skip
         out.__dict__["_describe"] = lambda: self._describe(a, view, w, held, cluster, rows, lo, hi)
+        out.__dict__["_price"] = lambda: self._pricer(a, view, w, cluster, rows, lo, hi)
         if had:
             # bundle_rho on Python lists of the cluster (spread: 0 one machine, 1 one rack, else 2;
             # S = L(spread) x max V with L = 1), its spread kept
             mi, ri, pm = self._places(cluster, st["cls"])
             sp = 0 if len({mi[g] for g in had}) == 1 else 1 if len({ri[g] for g in had}) == 1 else 2
             vmax = 1.0 * max([pm[g] for g in had])
-            out.__dict__["rho"] = self._rho_now(
-                a, view, w, cluster, rows, lo, hi, len(had), sp, vmax
-            )
+            pricer = out.pricer
+            assert pricer is not None
+            out.__dict__["rho"] = pricer.rho(len(had), sp, vmax)
             out.__dict__["rho_spread"] = sp
         return out
 
-    def _rho_now(
-        self, a: int, view: SchedView, w, cluster: Cluster, rows, lo: int, hi: int, n: int,
-        sp: int, vmax: float,
-    ) -> float:  # fmt: skip
-        """App ``a``'s rho on ``n`` GPUs of spread ``sp`` and max V ``vmax``
-        (:func:`~fairplace.formulations.ftf.running_rho`; the number ``FTFModel.rho`` of its
-        :meth:`_describe` model gives): its running phase's works, its later phases' times with
-        its model job (kept per app, as its optimisers keep them) and T_id
-        (:func:`~fairplace.formulations.ftf.ideal_time`), without an object per job or app."""
+    def _pricer(
+        self, a: int, view: SchedView, w, cluster: Cluster, rows, lo: int, hi: int
+    ) -> RunningApp:
+        """App ``a`` priced from its numbers alone (:class:`RunningApp`: the numbers
+        ``FTFModel.rho`` and the rho table of its :meth:`_describe` model give): its running
+        phase's works (kept, with their per-count times, while its running jobs make no
+        progress), its later phases with its model job (kept per app, as its optimisers keep
+        them) and T_id (:func:`~fairplace.formulations.ftf.ideal_time`), without an object per
+        job or app."""
         st = self._static(a, w)
         t_start = self._t_start(st, view)
         many = len(st["phases"]) > 1
         d_max = max(rows.demand[lo:hi])
         r_c, mg = len(cluster), machine_gpus(cluster)
-        later: list = []
+        run_key, left = rows.run[8 * lo : 8 * hi], rows.left[8 * lo : 8 * hi]
+        kept = self._works.get(a)
+        if kept is None or kept[0] != run_key or kept[1] != left:  # its jobs moved
+            works = sorted(rows.work[lo:hi], reverse=True)
+            kept = self._works[a] = (run_key, left, works, {})
+        mj, memo, cur = (0.0, 1.0), None, 0
         if many:  # successive halving: the later phases' k copies of the model job
-            run_key = rows.run[8 * lo : 8 * hi]
             same, mj = self._model_job.get(a, (None, None))
             if same != run_key:  # other jobs: model_job of them, as :meth:`_describe` keeps it
                 mj = model_job_of(rows.serial[lo:hi], [1.0] * (hi - lo))
@@ -215,15 +230,15 @@ class Agents:
             if len(memo) > 4096:  # bounded: a long-lived app prices many count ranges
                 memo.clear()
             cur = st["phase_pos"][rows.phase[lo]]
-            later = later_times(st["phases"], cur, mj, n, d_max, sp, vmax, st["locality"], mg, memo)
         ideal = ideal_time(
             self.rho_variant, st["work_total"], 0.0, int(self._dmax(w)[a]), r_c,
             max(1.0, self.steps.mean(t_start, view.t)),
             st["per_phase"] if self.rho_variant == "themis" else (),
         )  # fmt: skip
-        works = sorted(rows.work[lo:hi], reverse=True)
-        elapsed = float(view.t - t_start)
-        return running_rho(elapsed, works, n, d_max, later, ideal, sp, vmax, st["locality"], mg)
+        return RunningApp(
+            float(view.t - t_start), kept[2], d_max, st["phases"] if many else (), cur, mj, ideal,
+            r_c, st["locality"], mg, int(self._dmax(w)[a]), kept[3], memo,
+        )  # fmt: skip
 
     def _describe(
         self, a: int, view: SchedView, w, held: tuple, cluster: Cluster, rows, lo: int, hi: int

@@ -64,15 +64,14 @@ from dataclasses import dataclass, field, replace
 
 import numpy as np
 
-from fairplace.core.domain import AgentApp, Cluster, spread
+from fairplace.core.domain import Cluster, spread
 from fairplace.core.errors import OptionError
 from fairplace.core.shared_params import THEMIS_F
 from fairplace.formulations.agents import RhoTable, ftf_model
-from fairplace.formulations.compact import compact_app
 from fairplace.formulations.compact_cache import OfferCache
-from fairplace.formulations.valuation import lease_table
 from fairplace.solvers.options import SolveOptions
 
+from .bids import bid, held_index, lease_bid, model_of, pricer_of, share_rho, state_rho
 from .estimate_error import RhoError
 from .outcome import AppState, RoundOutcome
 from .params import (
@@ -262,10 +261,8 @@ class Arbiter:
         t0 = time.perf_counter()
         if len(part) > 1:  # PF optima tied between bidders: a seeded order decides, not the app id
             part = [part[k] for k in np.random.default_rng([seed, 2]).permutation(len(part))]
-        models = [s.model if s.model is not None else ftf_model(s.app, cluster) for s in part]
-        capps = tuple(
-            compact_app(s.app, cluster, offer, s.room, m) for s, m in zip(part, models, strict=True)
-        )
+        models = [None if pricer_of(cluster, s) is not None else model_of(cluster, s) for s in part]
+        capps = tuple(bid(cluster, s, offer, m) for s, m in zip(part, models, strict=True))
         if self.rho_error is not None:  # the tables as the AGENTs report them (Fig. 17)
             capps = self.rho_error.bids(cluster, part, capps, seed)
         bid_s = time.perf_counter() - t0
@@ -276,10 +273,10 @@ class Arbiter:
             auction = {ids[0]: list(best[1]) if best else []}
             return auction, dict(auction), {ids[0]: 1.0}, tables, "optimal", bid_s
         if self.valuation != "held":  # the same order of bundles per app, rho(empty) finite
-            r_c, n, kind = len(cluster), n_all or len(part), self.valuation
+            n, kind = n_all or len(part), self.valuation
             capps = tuple(
-                replace(a, table=lease_table(a.table, m, r_c, self.lease, n, kind))
-                for a, m in zip(capps, models, strict=True)
+                lease_bid(cluster, s, a, self.lease, n, kind, m)
+                for s, a, m in zip(part, capps, models, strict=True)
             )
         config = CompactAuctionOptions(
             self.rounding, seed, self.payments, exact_payments=self.exact_payments
@@ -305,29 +302,15 @@ class Arbiter:
 
     # --- helpers ----------------------------------------------------------------------------------
     @staticmethod
-    def _rho_of(
-        cluster: Cluster, app: AgentApp, gpus: Sequence[int] | np.ndarray, model=None
-    ) -> float:
-        """rho of ``app`` on the GPU indices ``gpus`` (Eq. 1 / 2; rho(empty) for none)."""
-        if not len(gpus):
-            return math.inf if app.rho_empty is None else float(app.rho_empty)
-        model = ftf_model(app, cluster) if model is None else model
-        idx = np.asarray(gpus, dtype=np.int64)
-        s = spread(cluster.machine_index, cluster.rack_index, idx)
-        return model.rho(len(idx), len(cluster), s, float(cluster.pm_vector(app.cls)[idx].max()))
-
-    @staticmethod
     def _rho_share(cluster: Cluster, s: AppState, n_apps: int) -> float:
         """rho from now on with a 1/N share (floor(R_C / N) GPUs on one machine): the tie-break among
         equal current rho (it grows while the app waits)."""
-        n = max(1, len(cluster) // max(n_apps, 1))
-        model = s.model if s.model is not None else ftf_model(s.app, cluster)
-        return float(model.rho(n, len(cluster), 0, 1.0))
+        return share_rho(cluster, s, max(1, len(cluster) // max(n_apps, 1)))
 
     def _rho_now(self, cluster: Cluster, s: AppState) -> float:
         if s.rho is not None:
             return float(s.rho)
-        return self._rho_of(cluster, s.app, cluster.indices(s.held), s.model)
+        return state_rho(cluster, s, held_index(cluster, s))
 
     @staticmethod
     def _room(s: AppState) -> int:
@@ -363,8 +346,8 @@ class Arbiter:
                     take = pool[:room]
                     if not take:
                         continue
-                    before = self._rho_of(cluster, s.app, held[s.id], s.model)
-                    after = self._rho_of(cluster, s.app, held[s.id] + take, s.model)
+                    before = state_rho(cluster, s, held[s.id])
+                    after = state_rho(cluster, s, held[s.id] + take)
                     gain = (math.inf if math.isinf(before) else math.log(before)) - math.log(after)
                     if gain > 1e-12 and (best is None or gain > best[0]):
                         best = (gain, s.id, take)
@@ -385,5 +368,5 @@ class Arbiter:
                 v = float(cluster.pm_vector(s.cls)[idx].max())
                 rho_after[s.id] = float(t.rho[n, sp_, min(t.level(v), t.levels.size - 1)])
             else:
-                rho_after[s.id] = self._rho_of(cluster, s.app, idx, s.model)
+                rho_after[s.id] = state_rho(cluster, s, idx)
         return given, rho_after

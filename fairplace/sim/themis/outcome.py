@@ -10,6 +10,7 @@ from typing import Any, Generic, TypeVar, cast
 from fairplace.core.domain import AgentApp, Cluster
 from fairplace.formulations.agents import RhoTable
 from fairplace.formulations.ftf import FTFModel
+from fairplace.formulations.running_app import RunningApp
 
 
 @dataclass(frozen=True)
@@ -33,6 +34,12 @@ class AppState:
     def cls(self) -> str | None:
         """The app's application class (``app.cls``)."""
         return self.app.cls
+
+    @property
+    def pricer(self) -> RunningApp | None:
+        """The app priced from its numbers alone (the simulator's agents), else None: priced from
+        ``model`` / ``app`` (:mod:`fairplace.sim.themis.bids`)."""
+        return None
 
     def described_at(self, t_now: float) -> bool:
         """Whether ``app`` describes the app at ``t_now`` holding ``held`` (else the arbiter
