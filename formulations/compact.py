@@ -448,16 +448,24 @@ class CompactProgram:
         :func:`~fairplace.formulations.compact_milp.start_vector`)."""
         return compact_milp.start_vector(self, choice)
 
-    def value(self, choice: dict) -> PFValue:
-        """(#unbounded apps served, sum of -log rho over finite apps) of a decoded choice."""
-        served, log_sum = 0, 0.0
+    def value_terms(self, choice: dict) -> list[tuple[int, bool, float]]:
+        """(app, unbounded and served, its term of the log-sum) of every active app that adds one
+        to :meth:`value` of ``choice``, in :meth:`value`'s order (summing them gives its floats)."""
+        terms = []
         for i in self.active:
             a = self.apps[i]
             if i in choice:
-                log_sum += -float(np.log(a.table.rho[choice[i][0]]))
-                served += a.w_empty is None
+                terms.append((i, a.w_empty is None, -float(np.log(a.table.rho[choice[i][0]]))))
             elif a.w_empty is not None:
-                log_sum += a.w_empty
+                terms.append((i, False, a.w_empty))
+        return terms
+
+    def value(self, choice: dict) -> PFValue:
+        """(#unbounded apps served, sum of -log rho over finite apps) of a decoded choice."""
+        served, log_sum = 0, 0.0
+        for _, unb, w in self.value_terms(choice):
+            log_sum += w
+            served += unb
         return PFValue(served, log_sum)
 
     def value_without(self, choice: dict, i: int) -> PFValue:

@@ -37,8 +37,6 @@ from dataclasses import dataclass
 from functools import cached_property
 from typing import Any
 
-import numpy as np
-
 from fairplace.formulations import pa
 from fairplace.formulations.compact import CompactProgram
 from fairplace.formulations.compact_milp import Choice
@@ -89,15 +87,7 @@ class DPResult:
     def _terms(self) -> list[tuple[int, bool, float]]:
         """(app, unbounded and served, its term of the log-sum) of every active app that adds one:
         ``CompactProgram.value``'s terms, in its order (the same sums, the same floats)."""
-        prog, choice = self.prog, self.choice
-        terms = []
-        for j in prog.active:
-            a = prog.apps[j]
-            if j in choice:
-                terms.append((j, a.w_empty is None, -float(np.log(a.table.rho[choice[j][0]]))))
-            elif a.w_empty is not None:
-                terms.append((j, False, a.w_empty))
-        return terms
+        return self.prog.value_terms(self.choice)
 
     def pf_value(self) -> PFValue:
         """``prog.value(choice)``: the PF's (served, log-sum) summed as the program sums it."""

@@ -449,13 +449,7 @@ def values_without(prog: CompactProgram, choice: Choice) -> dict[int, PFValue]:
     """{i: ``prog.value_without(choice, i)``} for every app of ``choice`` (c_i's numerators): the
     same terms summed in the same order, each -log rho taken once (256 apps: ~0.15 s less
     than one program and 255 logarithms per app)."""
-    terms = []
-    for j in prog.active:
-        a = prog.apps[j]
-        if j in choice:
-            terms.append((j, a.w_empty is None, -float(np.log(a.table.rho[choice[j][0]]))))
-        elif a.w_empty is not None:
-            terms.append((j, False, a.w_empty))
+    terms = prog.value_terms(choice)
     out = {}
     for i in choice:
         served, log_sum = 0, 0.0
