@@ -65,6 +65,7 @@ class Renewal:
         out = {a: np.sort(np.asarray(g, np.int64)) for a, g in won.items()}
         offer = np.concatenate([np.flatnonzero(free), *out.values()])
         in_offer = Counter(before[offer].tolist())  # per app: GPUs of the offer it held
+        lut = _takers_lut(before, takers)  # by before + 1: 1 nobody's, 2 a recipient's
         for _ in range(passes):
             changed = False
             best = [a for a in out if _at_best(out[a], in_offer, before, a, takers)]
@@ -73,7 +74,10 @@ class Renewal:
             for a in sorted(set(out) - set(best)):
                 own = out[a]
                 free[own] = True
-                mine_now = self._remap(own, np.flatnonzero(free), _cats(before, a, takers))
+                f = np.flatnonzero(free)
+                cat = lut[before[f] + 1]
+                cat[before[f] == a] = 0  # 0: a held it
+                mine_now = self._remap(own, f, cat)
                 changed |= not np.array_equal(mine_now, own)
                 out[a] = mine_now
                 free[mine_now] = False
@@ -83,40 +87,33 @@ class Renewal:
                 break
         return out
 
-    def _remap(self, own: np.ndarray, f: np.ndarray, cat: np.ndarray) -> np.ndarray:
+    def _remap(self, own: np.ndarray, f: np.ndarray, cf: np.ndarray) -> np.ndarray:
         """Winner ``own``'s blocks (its GPUs per machine) assigned to machines of the same rack
         with as many free (``f``, sorted) GPUs of each label: gain per (block, machine) = GPUs it
-        held there - GPUs another recipient held (``cat`` 0 / 2), + 1e-3 to stay put (one
-        assignment problem); the GPUs picked per label best ``cat`` first, then lowest index."""
-        n_m, n_l, mach_l, label_l = self.n_m, self.n_l, self.mach_l, self.label_l
-        mf, lf, cf = self.machine[f], self.label[f], cat[f]
-        cnt = np.bincount((mf * n_l + lf) * 3 + cf, minlength=n_m * n_l * 3).reshape(n_m, n_l, 3)
-        per: dict = {}  # block (machine) -> GPUs per label
-        for g in own.tolist():
-            row = per.get(mach_l[g])
-            if row is None:
-                row = per[mach_l[g]] = [0] * n_l
-            row[label_l[g]] += 1
-        blocks = sorted(per)
-        need_l = [per[m] for m in blocks]
-        need = np.array(need_l, np.int64).reshape(len(blocks), 1, n_l)
-        at = np.array(blocks, np.int64)
+        held there - GPUs another recipient held (``cf``, per GPU of ``f``: 0 the winner held it,
+        1 nobody's of this round, 2 another recipient's), + 1e-3 to stay put (one assignment
+        problem); the GPUs picked per label best ``cf`` first, then lowest index."""
+        n_m, n_l = self.n_m, self.n_l
+        mf, lf = self.machine[f], self.label[f]
+        ml = mf * n_l + lf  # per free GPU its (machine, label) cell
+        cnt = np.bincount(ml * 3 + cf, minlength=n_m * n_l * 3).reshape(n_m, n_l, 3)
+        per = np.bincount(self.machine[own] * n_l + self.label[own], minlength=n_m * n_l)
+        per = per.reshape(n_m, n_l)
+        at = np.flatnonzero(per.any(1))  # the blocks: own's machines, ascending
+        need = per[at][:, None, :]  # (block, 1, label)
         mine = np.minimum(need, cnt[:, :, 0])  # (block, machine, label)
         oth = np.maximum(need - mine - cnt[:, :, 1], 0)
         ok = (oth <= cnt[:, :, 2]).all(2) & (self.rack_of == self.rack_of[at][:, None])
         g = mine.sum(2) - oth.sum(2) + 1e-3 * (self.arange_m == at[:, None])
         rows, cols = linear_sum_assignment(np.where(ok, g, -1e9), maximize=True)
-        free_on: dict = {}  # machine -> its free GPUs, best cat first, then lowest index
-        for x, c in zip(f.tolist(), cf.tolist(), strict=True):
-            free_on.setdefault(mach_l[x], []).append((c, x))
-        pick = []
-        for i, t in zip(rows.tolist(), cols.tolist(), strict=True):
-            left = list(need_l[i])
-            for _, x in sorted(free_on[t]):
-                if left[label_l[x]]:
-                    left[label_l[x]] -= 1
-                    pick.append(x)
-        return np.array(sorted(pick), np.int64)
+        want = np.zeros(n_m * n_l, np.int64)  # per (machine, label): GPUs the block there takes
+        want.reshape(n_m, n_l)[cols] = per[at[rows]]
+        # per (machine, label) cell, its free GPUs best cf first, then lowest index (f sorted):
+        # the first ``want`` of each cell
+        order = np.lexsort((cf, ml))
+        cell = ml[order]
+        rank = np.arange(cell.size) - np.searchsorted(cell, cell)
+        return np.sort(f[order[rank < want[cell]]])
 
     def _swap_pairs(self, out: dict, free: np.ndarray, before, takers: set, offer) -> bool:
         """Pairwise swaps between winners: a's block on machine m and b's on machine t (same
@@ -223,9 +220,10 @@ def _at_best(own: np.ndarray, in_offer: Counter, before: np.ndarray, a, takers: 
     return mine.count(a) == in_offer[a] and not any(b != a and b in takers for b in mine)
 
 
-def _cats(before: np.ndarray, a, takers: set) -> np.ndarray:
-    """Per GPU for app ``a``: 0 it held, 1 nobody's of this round, 2 another recipient's."""
-    lut = np.ones(max(int(before.max()), a, *takers) + 2, np.int64)  # by before + 1 (-1: free)
+def _takers_lut(before: np.ndarray, takers: set) -> np.ndarray:
+    """Per app index + 1 (0: free, ``before`` = -1) a GPU's category for a winner that did not
+    hold it: 2 another recipient of this round held it, else 1 (nobody's of this round); the
+    winner's own GPUs are category 0."""
+    lut = np.ones(max([int(before.max()), *takers]) + 2, np.int64)
     lut[[b + 1 for b in takers]] = 2
-    lut[a + 1] = 0
-    return lut[before + 1]
+    return lut
