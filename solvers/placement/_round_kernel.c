@@ -29,14 +29,6 @@ typedef struct {
     int64_t nw, ns;
 } Bits;
 
-static int bits_init(Bits *b, int64_t n) {
-    b->nw = (n + 63) / 64 + 1;
-    b->ns = (b->nw + 63) / 64 + 1;
-    b->w = calloc((size_t)b->nw, sizeof(uint64_t));
-    b->s = calloc((size_t)b->ns, sizeof(uint64_t));
-    return b->w && b->s;
-}
-static void bits_free(Bits *b) { free(b->w); free(b->s); }
 static inline void bits_set(Bits *b, int64_t i) {
     int64_t k = i >> 6;
     b->w[k] |= 1ULL << (i & 63);
@@ -81,7 +73,8 @@ typedef struct {
     const int32_t *cell_of, *cstart, *cm, *clev, *lcell;
     int32_t ncell;
     const int32_t *mcell, *mcn; /* cells of each machine (<= P) */
-    /* the round's state */
+    /* the round's state: counts and bitsets in one block (``mem``, laid out by slayout()) */
+    char *mem;
     int32_t *cf;
     int64_t *lfree;
     int32_t lo; /* lowest level that may have a free GPU */
@@ -96,12 +89,15 @@ typedef struct {
      * each machine's free GPUs as they left it (cls_sync()) */
     int64_t synced;
     int64_t *nfs;
+    /* the class's template (template()): its all-free state and trees, or NULL */
+    char *tmpl;
 } Cls;
 
 typedef struct {
     int64_t G, M, P, S; /* S: leaves of the segment trees */
     const int64_t *mi;
     int64_t *mstart; /* machine m: GPUs mstart[m]..mstart[m+1] */
+    int64_t *msize;  /* GPUs of machine m (its free GPUs when all are free) */
     int64_t *nf;
     uint8_t *free;
     int64_t n_free;
@@ -109,12 +105,17 @@ typedef struct {
     Cls *cls;
     int64_t *scratch, *scratch2, *lowc;
     int art; /* PAL artifact: packed ties by the artifact's node order (FreePool._within_artifact) */
-    /* the GPUs taken in the round, in order (a class's state catches up when it is next asked:
-     * cls_sync()), and its scratch: old free counts of touched cells (-1: untouched), the
-     * touched cells and machines, a flag per machine */
+    /* the GPUs taken since all were free, in order: those taken when the round began, then the
+     * round's (a class's state catches up when it is next asked: cls_sync()), and its scratch:
+     * old free counts of touched cells (-1: untouched), the touched cells and machines, a flag
+     * per machine */
     int64_t *log, nlog;
     int32_t *cold, *tcell, *tmach;
     uint8_t *mflag;
+    /* the machines with a taken GPU (each once: tflag), for trees copied from a template */
+    int32_t *touch;
+    int64_t ntouch;
+    uint8_t *tflag;
 } Pool;
 
 #define KEY_INF INT64_MAX
@@ -179,8 +180,36 @@ static void cells_fill(char *buf, const Layout *o, int64_t G, int64_t M, int64_t
     ((int32_t *)buf)[1] = C;
 }
 
-/* a class's round state over its static layout ``blob`` (cells()) */
-static int cls_init(Pool *pl, Cls *c, const int64_t *order, const char *blob) {
+/* offsets (bytes) of a class's round state in its block: free counts per cell (cf), per level
+ * (lfree) and per machine (nfs), then the words of the bitsets LV, BA, BN[1..P], BC[1..P] */
+typedef struct {
+    size_t cf, lfree, nfs, bits, size;
+    int64_t nwc, nsc, nwl, nsl;
+} SLayout;
+
+static SLayout slayout(int64_t C, int64_t L, int64_t M, int64_t P) {
+    SLayout o;
+    o.nwc = (C + 63) / 64 + 1, o.nsc = (o.nwc + 63) / 64 + 1; /* bits_init's sizes */
+    o.nwl = (L + 63) / 64 + 1, o.nsl = (o.nwl + 63) / 64 + 1;
+    size_t at = 0;
+    o.cf = at, at += (sizeof(int32_t) * (size_t)(C + 1) + 7) & ~(size_t)7;
+    o.lfree = at, at += sizeof(int64_t) * (size_t)(L + 1);
+    o.nfs = at, at += sizeof(int64_t) * (size_t)(M + 1);
+    o.bits = at;
+    at += sizeof(uint64_t) * (size_t)(o.nwl + o.nsl + (1 + 2 * P) * (o.nwc + o.nsc));
+    o.size = at;
+    return o;
+}
+
+static void bits_view(Bits *b, uint64_t **at, int64_t nw, int64_t ns) {
+    b->nw = nw, b->ns = ns;
+    b->w = *at, *at += nw;
+    b->s = *at, *at += ns;
+}
+
+/* a class's static layout from ``blob`` (cells()) and its state's arrays in a new block (not
+ * filled); 0: out of memory */
+static int cls_alloc(Pool *pl, Cls *c, const int64_t *order, const char *blob) {
     int64_t G = pl->G, P = pl->P, M = pl->M;
     Layout o = layout_of(G, M, P);
     memset(c, 0, sizeof(*c));
@@ -196,69 +225,132 @@ static int cls_init(Pool *pl, Cls *c, const int64_t *order, const char *blob) {
     c->lcell = (const int32_t *)(blob + o.lcell);
     c->mcell = (const int32_t *)(blob + o.mcell);
     c->mcn = (const int32_t *)(blob + o.mcn);
-    int32_t L = c->nlev, C = c->ncell;
+    SLayout so = slayout(c->ncell, c->nlev, M, P);
     c->BN = calloc((size_t)P + 1, sizeof(Bits));
     c->BC = calloc((size_t)P + 1, sizeof(Bits));
     c->tree = calloc((size_t)P + 1, sizeof(int64_t *));
     c->dirty = calloc((size_t)P + 1, sizeof(uint8_t *));
     c->dlist = calloc((size_t)P + 1, sizeof(int32_t *));
     c->dcount = calloc((size_t)P + 1, sizeof(int64_t));
-    c->cf = calloc((size_t)C + 1, sizeof(int32_t));
-    c->lfree = calloc((size_t)L + 1, sizeof(int64_t));
-    c->nfs = malloc(sizeof(int64_t) * ((size_t)M + 1));
-    if (!c->BN || !c->BC || !c->tree || !c->dirty || !c->dlist || !c->dcount || !c->cf ||
-        !c->lfree || !c->nfs)
-        return 0;
-    memcpy(c->nfs, pl->nf, sizeof(int64_t) * (size_t)M);
-    c->synced = pl->nlog;
+    c->mem = malloc(so.size);
+    if (!c->BN || !c->BC || !c->tree || !c->dirty || !c->dlist || !c->dcount || !c->mem) return 0;
+    c->cf = (int32_t *)(c->mem + so.cf);
+    c->lfree = (int64_t *)(c->mem + so.lfree);
+    c->nfs = (int64_t *)(c->mem + so.nfs);
+    uint64_t *at = (uint64_t *)(c->mem + so.bits);
+    bits_view(&c->LV, &at, so.nwl, so.nsl);
+    bits_view(&c->BA, &at, so.nwc, so.nsc);
+    for (int64_t v = 1; v <= P; v++) {
+        bits_view(&c->BN[v], &at, so.nwc, so.nsc);
+        bits_view(&c->BC[v], &at, so.nwc, so.nsc);
+    }
+    return 1;
+}
+
+/* a class's state for the free GPUs ``free`` (NULL: all of them) and free GPUs per machine
+ * ``nf``, from scratch */
+static void cls_fill(Pool *pl, Cls *c, const uint8_t *free, const int64_t *nf) {
+    int64_t G = pl->G, P = pl->P, M = pl->M;
+    int32_t L = c->nlev, C = c->ncell;
+    memset(c->mem, 0, slayout(C, L, M, P).size);
+    memcpy(c->nfs, nf, sizeof(int64_t) * (size_t)M);
     /* free GPUs per cell and per level: all of them, less the taken ones (most are free) */
     for (int32_t x = 0; x < C; x++) c->cf[x] = c->cstart[x + 1] - c->cstart[x];
     for (int32_t l = 0; l < L; l++) c->lfree[l] = c->cstart[c->lcell[l + 1]] - c->cstart[c->lcell[l]];
-    if (pl->n_free < G) /* (none taken yet: nothing to subtract) */
+    if (free)
         for (int64_t g = 0; g < G; g++)
-            if (!pl->free[g]) {
+            if (!free[g]) {
                 c->cf[c->cell_of[g]]--;
                 c->lfree[c->lev[g]]--;
             }
-    if (!bits_init(&c->BA, C) || !bits_init(&c->LV, L)) return 0;
     for (int32_t l = 0; l < L; l++)
         if (c->lfree[l]) bits_set(&c->LV, l);
-    for (int64_t v = 1; v <= P; v++)
-        if (!bits_init(&c->BN[v], C) || !bits_init(&c->BC[v], C)) return 0;
     for (int32_t x = 0; x < C; x++) {
         int32_t f = c->cf[x];
         if (f > 0) {
             bits_set(&c->BA, x);
             if (f <= P) bits_set(&c->BC[f], x);
-            int64_t nfm = pl->nf[c->cm[x]];
+            int64_t nfm = nf[c->cm[x]];
             if (nfm <= P) bits_set(&c->BN[nfm], x);
         }
     }
     c->lo = 0;
+}
+
+/* a class's round state over its static layout ``blob`` (cells()), built from the pool's free
+ * GPUs; 0: out of memory */
+static int cls_init(Pool *pl, Cls *c, const int64_t *order, const char *blob) {
+    if (!cls_alloc(pl, c, order, blob)) return 0;
+    cls_fill(pl, c, pl->n_free < pl->G ? pl->free : NULL, pl->nf);
+    c->synced = pl->nlog;
+    return 1;
+}
+
+/* A class's template (template()): a header of int64 (whether its all-free state is made, C,
+ * L, M, P, S, art, always: use it however many GPUs are taken), a flag per n = 0..P (whether the tree of n is made), then the all-free
+ * state (slayout()) and the trees of n = 2..P (2S int64 each) over it, each made when a round
+ * first asks for it. Everything in it depends only on the cluster, the scores and ``art``. */
+#define TMPL_HEAD 64
+typedef struct {
+    size_t flags, state, trees, size;
+} TLayout;
+
+static TLayout tlayout(int64_t C, int64_t L, int64_t M, int64_t P, int64_t S) {
+    TLayout o;
+    o.flags = TMPL_HEAD;
+    o.state = o.flags + (((size_t)P + 1 + 7) & ~(size_t)7);
+    o.trees = o.state + slayout(C, L, M, P).size;
+    o.size = o.trees + sizeof(int64_t) * 2 * (size_t)S * (size_t)(P > 1 ? P - 1 : 0);
+    return o;
+}
+
+/* a class's round state copied from its template ``tm`` (making the template's all-free state
+ * first if needed), then brought to the pool's free GPUs by cls_sync() over the pool's whole
+ * log (synced = 0): the same state as cls_init()'s, whose bits are functions of the counts;
+ * 0: out of memory */
+static int cls_init_tmpl(Pool *pl, Cls *c, const int64_t *order, const char *blob, char *tm) {
+    if (!cls_alloc(pl, c, order, blob)) return 0;
+    int64_t *h = (int64_t *)tm;
+    TLayout to = tlayout(c->ncell, c->nlev, pl->M, pl->P, pl->S);
+    size_t size = slayout(c->ncell, c->nlev, pl->M, pl->P).size;
+    if (!h[0]) { /* the all-free state, once */
+        cls_fill(pl, c, NULL, pl->msize);
+        memcpy(tm + to.state, c->mem, size);
+        h[0] = 1;
+    } else {
+        memcpy(c->mem, tm + to.state, size);
+        c->lo = 0;
+    }
+    c->tmpl = tm;
+    c->synced = 0;
     return 1;
 }
 
 static void cls_free(Cls *c, int64_t P) {
-    free(c->cf); free(c->lfree); free(c->nfs);
-    bits_free(&c->BA);
-    bits_free(&c->LV);
+    free(c->mem);
     for (int64_t v = 1; v <= P; v++) {
-        if (c->BN) bits_free(&c->BN[v]);
-        if (c->BC) bits_free(&c->BC[v]);
         if (c->tree) free(c->tree[v]);
         if (c->dirty) free(c->dirty[v]);
         if (c->dlist) free(c->dlist[v]);
     }
     free(c->BN); free(c->BC); free(c->tree); free(c->dirty); free(c->dlist); free(c->dcount);
 }
-
 /* ---- taking a GPU -------------------------------------------------------------------------- */
 /* the pool's counts and the log; each class's state catches up when it is next asked (cls_sync) */
+static inline void touch(Pool *pl, int64_t m) {
+    if (!pl->tflag[m]) {
+        pl->tflag[m] = 1;
+        pl->touch[pl->ntouch++] = (int32_t)m;
+    }
+}
+
 static inline void take(Pool *pl, int64_t g) {
+    int64_t m = pl->mi[g];
     pl->free[g] = 0;
-    pl->nf[pl->mi[g]]--;
+    pl->nf[m]--;
     pl->n_free--;
     pl->log[pl->nlog++] = g;
+    touch(pl, m);
 }
 
 static inline void mark_dirty(Pool *pl, Cls *c, int64_t m) {
@@ -424,9 +516,10 @@ static int64_t machine_sorted(Pool *pl, Cls *c, int64_t m, int32_t lmax, int64_t
 }
 
 /* (level of the n-th lowest free GPU, then fewest free GPUs, or with pl->art most free GPUs at or
- * below that level, then machine) */
-static int64_t leaf_key(Pool *pl, Cls *c, int64_t m, int64_t n) {
-    if (pl->nf[m] < n) return KEY_INF;
+ * below that level, then machine) for free GPUs per cell ``cf`` and per machine ``nf`` */
+static inline int64_t key_of(const Pool *pl, const Cls *c, const int32_t *cf, const int64_t *nf,
+                             int64_t m, int64_t n) {
+    if (nf[m] < n) return KEY_INF;
     /* the machine's cells, one per level, ascend in level (cells are numbered in score order):
      * the n-th lowest free GPU's level l and the free GPUs at or below it (e) from their free
      * counts, as machine_sorted's (level, index) order gives them, without visiting the GPUs */
@@ -434,17 +527,33 @@ static int64_t leaf_key(Pool *pl, Cls *c, int64_t m, int64_t n) {
     int32_t l = -1;
     for (int32_t i = 0; i < c->mcn[m]; i++) {
         int32_t y = c->mcell[m * P + i];
-        e += c->cf[y];
+        e += cf[y];
         if (e >= n) {
             l = c->clev[y];
             break;
         }
     }
     if (l < 0) return KEY_INF; /* (cannot happen: the cells hold the machine's nf[m] >= n) */
-    int64_t tie = pl->art ? P - e : pl->nf[m];
+    int64_t tie = pl->art ? P - e : nf[m];
     return ((int64_t)l << 40) | (tie << 24) | m;
 }
 
+static inline int64_t leaf_key(const Pool *pl, const Cls *c, int64_t m, int64_t n) {
+    return key_of(pl, c, c->cf, pl->nf, m, n);
+}
+
+/* the segment tree of n over the leaf keys for free GPUs per cell ``cf`` and per machine ``nf``
+ * into t (2S int64) */
+static void tree_fill(const Pool *pl, const Cls *c, const int32_t *cf, const int64_t *nf,
+                      int64_t n, int64_t *t) {
+    int64_t S = pl->S;
+    for (int64_t i = 0; i < S; i++) t[S + i] = i < pl->M ? key_of(pl, c, cf, nf, i, n) : KEY_INF;
+    for (int64_t i = S - 1; i >= 1; i--) t[i] = t[2 * i] < t[2 * i + 1] ? t[2 * i] : t[2 * i + 1];
+}
+
+/* class c's tree of n, from its state, or copied from its template (made there first if needed:
+ * the all-free state's) with every machine that has a taken GPU marked for a refresh; 0: out of
+ * memory */
 static int tree_build(Pool *pl, Cls *c, int64_t n) {
     int64_t S = pl->S;
     int64_t *t = malloc(sizeof(int64_t) * 2 * S);
@@ -454,12 +563,30 @@ static int tree_build(Pool *pl, Cls *c, int64_t n) {
         free(t); free(d); free(dl);
         return 0;
     }
-    for (int64_t i = 0; i < S; i++) t[S + i] = i < pl->M ? leaf_key(pl, c, i, n) : KEY_INF;
-    for (int64_t i = S - 1; i >= 1; i--) t[i] = t[2 * i] < t[2 * i + 1] ? t[2 * i] : t[2 * i + 1];
     c->tree[n] = t;
     c->dirty[n] = d;
     c->dlist[n] = dl;
     c->dcount[n] = 0;
+    /* afresh without a template's all-free state, or when many machines have a GPU taken */
+    const int64_t *h = (const int64_t *)c->tmpl;
+    if (!h || !h[0] || (pl->ntouch > pl->M / 4 && !h[7])) {
+        tree_fill(pl, c, c->cf, pl->nf, n, t);
+        return 1;
+    }
+    TLayout to = tlayout(c->ncell, c->nlev, pl->M, pl->P, pl->S);
+    uint8_t *made = (uint8_t *)c->tmpl + to.flags;
+    int64_t *tt = (int64_t *)(c->tmpl + to.trees) + 2 * S * (n - 2);
+    if (!made[n]) {
+        SLayout so = slayout(c->ncell, c->nlev, pl->M, pl->P);
+        tree_fill(pl, c, (const int32_t *)(c->tmpl + to.state + so.cf), pl->msize, n, tt);
+        made[n] = 1;
+    }
+    memcpy(t, tt, sizeof(int64_t) * 2 * S);
+    for (int64_t i = 0; i < pl->ntouch; i++) {
+        int32_t m = pl->touch[i];
+        d[m] = 1;
+        dl[c->dcount[n]++] = m;
+    }
     return 1;
 }
 
@@ -675,15 +802,24 @@ static void record(Picks *o, int64_t k, int64_t *g, int64_t n) {
 
 static PyObject *S_gpus, *S_cls;
 
-/* the class index of cls, initialising its state on first use (class_data(cls) -> (order, cells)) */
+/* the class index of cls, initialising its state on first use (class_data(cls) -> (order,
+ * cells) or (order, cells, template or None)) */
 typedef struct {
     PyObject *index; /* dict cls -> int */
     PyObject *data;  /* callable */
-    Py_buffer *ob, *sb;
+    Py_buffer *ob, *sb, *tb;
     int cap;
     PyObject *last; /* the class of the last lookup and its index */
     long last_k;
 } Classes;
+
+/* whether the template in ``b`` (template()) fits a class of C cells and L levels on the pool */
+static int tmpl_fits(const Pool *pl, const Py_buffer *b, int64_t C, int64_t L) {
+    const int64_t *h = b->buf;
+    return (size_t)b->len == tlayout(C, L, pl->M, pl->P, pl->S).size && !b->readonly &&
+           h[1] == C && h[2] == L && h[3] == pl->M && h[4] == pl->P && h[5] == pl->S &&
+           h[6] == pl->art;
+}
 
 static long class_of(Pool *pl, Classes *cs, PyObject *cls) {
     if (cls == cs->last && cs->last_k >= 0) return cs->last_k; /* runs of one class object */
@@ -694,7 +830,6 @@ static long class_of(Pool *pl, Classes *cs, PyObject *cls) {
         cs->last_k = PyLong_AsLong(v);
         return cs->last_k;
     }
-    if (v) return PyLong_AsLong(v);
     if (PyErr_Occurred()) return -1;
     int k = pl->ncls;
     if (k == cs->cap) {
@@ -703,9 +838,11 @@ static long class_of(Pool *pl, Classes *cs, PyObject *cls) {
         if (ob) cs->ob = ob;
         Py_buffer *sb = realloc(cs->sb, sizeof(Py_buffer) * cap);
         if (sb) cs->sb = sb;
+        Py_buffer *tb = realloc(cs->tb, sizeof(Py_buffer) * cap);
+        if (tb) cs->tb = tb;
         Cls *cl = realloc(pl->cls, sizeof(Cls) * cap);
         if (cl) pl->cls = cl;
-        if (!ob || !sb || !cl) {
+        if (!ob || !sb || !tb || !cl) {
             PyErr_NoMemory();
             return -1;
         }
@@ -713,17 +850,28 @@ static long class_of(Pool *pl, Classes *cs, PyObject *cls) {
     }
     PyObject *t = PyObject_CallFunctionObjArgs(cs->data, cls, NULL);
     if (!t) return -1;
-    if (!PyTuple_Check(t) || PyTuple_GET_SIZE(t) != 2) {
+    Py_ssize_t nt = PyTuple_Check(t) ? PyTuple_GET_SIZE(t) : 0;
+    if (nt != 2 && nt != 3) {
         Py_DECREF(t);
-        PyErr_SetString(PyExc_TypeError, "place: class_data must return (order, cells)");
+        PyErr_SetString(PyExc_TypeError,
+                        "place: class_data must return (order, cells[, template or None])");
         return -1;
     }
+    PyObject *to = nt == 3 ? PyTuple_GET_ITEM(t, 2) : Py_None;
+    memset(&cs->tb[k], 0, sizeof(Py_buffer)); /* (no template: obj NULL, released as nothing) */
     if (PyObject_GetBuffer(PyTuple_GET_ITEM(t, 0), &cs->ob[k], PyBUF_C_CONTIGUOUS) < 0) {
         Py_DECREF(t);
         return -1;
     }
     if (PyObject_GetBuffer(PyTuple_GET_ITEM(t, 1), &cs->sb[k], PyBUF_C_CONTIGUOUS) < 0) {
         PyBuffer_Release(&cs->ob[k]);
+        Py_DECREF(t);
+        return -1;
+    }
+    if (to != Py_None &&
+        PyObject_GetBuffer(to, &cs->tb[k], PyBUF_C_CONTIGUOUS | PyBUF_WRITABLE) < 0) {
+        PyBuffer_Release(&cs->ob[k]);
+        PyBuffer_Release(&cs->sb[k]);
         Py_DECREF(t);
         return -1;
     }
@@ -736,7 +884,20 @@ static long class_of(Pool *pl, Classes *cs, PyObject *cls) {
                         " another cluster?)");
         return -1;
     }
-    if (!cls_init(pl, &pl->cls[k], cs->ob[k].buf, cs->sb[k].buf)) {
+    const int32_t *hd = cs->sb[k].buf;
+    if (cs->tb[k].obj && !tmpl_fits(pl, &cs->tb[k], hd[1], hd[0])) {
+        PyErr_SetString(PyExc_ValueError,
+                        "place: a class template does not fit its cells (template() of other"
+                        " cells, cluster or tie rule?)");
+        return -1;
+    }
+    /* from the template while few GPUs are taken (catching up on each costs more than a build) */
+    const int64_t *th = cs->tb[k].obj ? cs->tb[k].buf : NULL;
+    int ok = th && (pl->nlog <= pl->G / 8 || th[7])
+                 ? cls_init_tmpl(pl, &pl->cls[k], cs->ob[k].buf, cs->sb[k].buf, cs->tb[k].buf)
+                 : cls_init(pl, &pl->cls[k], cs->ob[k].buf, cs->sb[k].buf);
+    pl->cls[k].tmpl = cs->tb[k].obj ? cs->tb[k].buf : NULL; /* (its trees, either way) */
+    if (!ok) {
         PyErr_NoMemory();
         return -1;
     }
@@ -747,6 +908,40 @@ static long class_of(Pool *pl, Classes *cs, PyObject *cls) {
     }
     Py_DECREF(iv);
     return k;
+}
+
+static const char template_doc[] =
+    "template(cells, M, P, art, always=False) -> bytearray\n\n"
+    "An empty template of one class for ``place`` (its state when every GPU is free, and the"
+    " segment trees of PAL's packed query over it, made by the first rounds that need them and"
+    " then copied by every round): ``cells`` the class's ``cells()``, ``M`` machines, ``P`` the"
+    " most GPUs on one, ``art`` whether the rounds use the PAL artifact's packed ties. Depends only"
+    " on these: kept by the caller with the cells. ``always``: used however many GPUs are taken"
+    " when a class or tree is first asked (else built afresh when many are: faster; the same"
+    " state either way, which tests compare).";
+
+static PyObject *template(PyObject *self, PyObject *args) {
+    Py_buffer bs;
+    Py_ssize_t M, P;
+    int art, always = 0;
+    if (!PyArg_ParseTuple(args, "y*nnp|p", &bs, &M, &P, &art, &always)) return NULL;
+    PyObject *res = NULL;
+    if (bs.len < 8 || M < 1 || M >= (1 << 24) || P < 1 || P >= (1 << 16)) {
+        PyErr_SetString(PyExc_ValueError, "template: inconsistent arguments");
+        goto done;
+    }
+    int64_t L = ((const int32_t *)bs.buf)[0], C = ((const int32_t *)bs.buf)[1], S = 1;
+    while (S < M) S <<= 1;
+    TLayout o = tlayout(C, L, M, P, S);
+    res = PyByteArray_FromStringAndSize(NULL, (Py_ssize_t)o.size);
+    if (!res) goto done;
+    char *buf = PyByteArray_AS_STRING(res);
+    memset(buf, 0, o.flags + (size_t)P + 1); /* nothing made yet */
+    int64_t *h = (int64_t *)buf;
+    h[1] = C, h[2] = L, h[3] = M, h[4] = P, h[5] = S, h[6] = art, h[7] = always;
+done:
+    PyBuffer_Release(&bs);
+    return res;
 }
 
 static const char cells_doc[] =
@@ -1198,9 +1393,40 @@ static int job_locality(PyObject *job, PyObject *locality, PyObject *memo, doubl
     return PyErr_Occurred() ? -1 : 0;
 }
 
+/* the jobs' L_across from arrays (JobQueue.localities): each job's own (NaN: none) and its model's
+ * index; a model's L asked of ``locality(job)`` for its first job that needs it (kept in lm once
+ * known[m]), as job_locality() does without reading the job's fields */
+typedef struct {
+    const double *own;
+    const int64_t *model;
+    double *lm;
+    uint8_t *known;
+    int64_t nm;
+} Loc;
+
+static int table_locality(const Loc *lc, int64_t j, PyObject *job, PyObject *locality, double *L) {
+    double v = lc->own[j];
+    if (v == v) {
+        *L = v;
+        return 0;
+    }
+    int64_t m = lc->model[j];
+    if (!lc->known[m]) {
+        PyObject *r = PyObject_CallOneArg(locality, job);
+        if (!r) return -1;
+        double x = PyFloat_AsDouble(r);
+        Py_DECREF(r);
+        if (x == -1.0 && PyErr_Occurred()) return -1;
+        lc->lm[m] = x;
+        lc->known[m] = 1;
+    }
+    *L = lc->lm[m];
+    return 0;
+}
+
 static const char place_doc[] =
     "place(mi, M, P, free, jobs, gpus, codes, perm, classes, ids, start, mode, ties, singles,"
-    " backfill, class_data, locality, choose, pos, ends, flat) -> (k, stopped, placed)\n\n"
+    " backfill, class_data, locality, choose, pos, ends, flat[, loc]) -> (k, stopped, placed)\n\n"
     "Run a non-sticky PM-First / PAL round from position ``start`` of the processing order on:"
     " ``mi`` the machine of each GPU (int64, grouped by machine), ``free`` (uint8, updated),"
     " ``jobs`` (a list or tuple; read only for ``locality`` and ``model``), their ``gpus`` and class"
@@ -1210,20 +1436,24 @@ static const char place_doc[] =
     " L_across of a job whose own ``locality`` is None (a function of its ``model``: asked once"
     " per model); the picks go into the int64 arrays ``pos`` (the position of each job placed,"
     " ascending; room for every job), ``ends`` (GPUs placed up to and including it) and ``flat``"
-    " (every job's GPUs, sorted within a job; room for G). Returns the last position decided,"
+    " (every job's GPUs, sorted within a job; room for G); ``loc`` (optional, None: read from each"
+    " job) = (own L_across per job, float64, NaN: none; model index per job, int64; the number of"
+    " models). Returns the last position decided,"
     " whether a misfit stopped the round and how many jobs were placed.";
 
 static PyObject *place(PyObject *self, PyObject *args) {
     Py_buffer bmi, bfree, bg, bc, bp = {0};
     Py_ssize_t M, P, start;
     Py_buffer bop, boe, bof;
-    PyObject *jobs, *permo, *classes, *ids, *class_data, *locality, *chooser;
+    PyObject *jobs, *permo, *classes, *ids, *class_data, *locality, *chooser, *loco = Py_None;
     int mode, ties, singles, backfill;
-    if (!PyArg_ParseTuple(args, "y*nnw*Oy*y*OO!O!niiipOOOw*w*w*", &bmi, &M, &P, &bfree, &jobs,
+    if (!PyArg_ParseTuple(args, "y*nnw*Oy*y*OO!O!niiipOOOw*w*w*|O", &bmi, &M, &P, &bfree, &jobs,
                           &bg, &bc, &permo, &PyTuple_Type, &classes, &PyTuple_Type, &ids, &start,
                           &mode, &ties, &singles, &backfill, &class_data, &locality, &chooser,
-                          &bop, &boe, &bof))
+                          &bop, &boe, &bof, &loco))
         return NULL;
+    Py_buffer blo = {0}, blm = {0};
+    Loc lc = {NULL, NULL, NULL, NULL, 0};
     Picks pk = {bop.buf, boe.buf, bof.buf, 0, 0};
     PyObject *result = NULL;
     long *cmap = NULL; /* class code -> the kernel's class index (-1: not yet met) */
@@ -1231,7 +1461,7 @@ static PyObject *place(PyObject *self, PyObject *args) {
     Py_ssize_t NC = PyTuple_GET_SIZE(classes);
     Pool pl;
     memset(&pl, 0, sizeof(pl));
-    Classes cs = {PyDict_New(), class_data, NULL, NULL, 0, NULL, -1};
+    Classes cs = {PyDict_New(), class_data, NULL, NULL, NULL, 0, NULL, -1};
     PyObject *memo = PyDict_New(); /* model -> L_across (jobs without their own) */
     int64_t *out = NULL;
     Rules r = {mode, ties, singles, chooser};
@@ -1241,6 +1471,26 @@ static PyObject *place(PyObject *self, PyObject *args) {
     if (permo != Py_None) {
         if (PyObject_GetBuffer(permo, &bp, PyBUF_C_CONTIGUOUS) < 0) goto done;
         perm = bp.buf;
+    }
+    if (loco != Py_None) {
+        Py_ssize_t nm;
+        if (!PyArg_ParseTuple(loco, "y*y*n", &blo, &blm, &nm)) goto done;
+        if (blo.len != J * 8 || blm.len != J * 8 || nm < 0) {
+            PyErr_SetString(PyExc_ValueError, "place: inconsistent localities");
+            goto done;
+        }
+        lc.own = blo.buf, lc.model = blm.buf, lc.nm = nm;
+        for (Py_ssize_t j = 0; j < J; j++)
+            if (lc.model[j] < 0 || lc.model[j] >= nm) {
+                PyErr_SetString(PyExc_ValueError, "place: a model index out of range");
+                goto done;
+            }
+        lc.lm = malloc(sizeof(double) * (size_t)(nm + 1));
+        lc.known = calloc((size_t)nm + 1, 1);
+        if (!lc.lm || !lc.known) {
+            PyErr_NoMemory();
+            goto done;
+        }
     }
     if (!PyList_Check(jobs) && !PyTuple_Check(jobs)) {
         PyErr_SetString(PyExc_TypeError, "place: jobs must be a list or tuple");
@@ -1282,9 +1532,12 @@ static PyObject *place(PyObject *self, PyObject *args) {
     pl.tcell = malloc(sizeof(int32_t) * (G + 1));
     pl.tmach = malloc(sizeof(int32_t) * (M + 1));
     pl.mflag = calloc((size_t)M + 1, 1);
+    pl.msize = malloc(sizeof(int64_t) * (M + 1));
+    pl.touch = malloc(sizeof(int32_t) * (M + 1));
+    pl.tflag = calloc((size_t)M + 1, 1);
     out = malloc(sizeof(int64_t) * (G + 1));
     if (!pl.mstart || !pl.nf || !pl.lowc || !pl.scratch || !pl.scratch2 || !pl.log || !pl.cold ||
-        !pl.tcell || !pl.tmach || !pl.mflag || !out) {
+        !pl.tcell || !pl.tmach || !pl.mflag || !pl.msize || !pl.touch || !pl.tflag || !out) {
         PyErr_NoMemory();
         goto done;
     }
@@ -1298,6 +1551,9 @@ static PyObject *place(PyObject *self, PyObject *args) {
         if (pl.free[g]) {
             pl.nf[m]++;
             pl.n_free++;
+        } else { /* taken when the round began: the head of the log */
+            pl.log[pl.nlog++] = g;
+            touch(&pl, m);
         }
     }
     for (int64_t m = 0; m < M; m++) {
@@ -1305,6 +1561,7 @@ static PyObject *place(PyObject *self, PyObject *args) {
             PyErr_SetString(PyExc_ValueError, "place: a machine has more than P GPUs");
             goto done;
         }
+        pl.msize[m] = pl.mstart[m + 1];
         pl.mstart[m + 1] += pl.mstart[m];
     }
     memset(pl.cold, 0xff, sizeof(int32_t) * (size_t)(G + 1)); /* -1: untouched */
@@ -1368,7 +1625,8 @@ static PyObject *place(PyObject *self, PyObject *args) {
         }
         double L = 1.0; /* read by PAL's walk only (1 < n <= P) */
         if (mode != 0 && n > 1 && n <= P &&
-            job_locality(PySequence_Fast_GET_ITEM(jobs, j), locality, memo, &L) < 0)
+            (lc.own ? table_locality(&lc, j, PySequence_Fast_GET_ITEM(jobs, j), locality, &L)
+                    : job_locality(PySequence_Fast_GET_ITEM(jobs, j), locality, memo, &L)) < 0)
             goto done;
         int64_t got = n < 1 ? 0 : pick(&pl, &r, &pl.cls[ci], (int64_t)n, L, out);
         if (got < 0) goto done;
@@ -1390,19 +1648,25 @@ done:
         cls_free(&pl.cls[i], pl.P);
         PyBuffer_Release(&cs.ob[i]);
         PyBuffer_Release(&cs.sb[i]);
+        PyBuffer_Release(&cs.tb[i]);
     }
     Py_XDECREF(cs.index);
     Py_XDECREF(memo);
     Py_XDECREF(cs.last);
-    free(cs.ob); free(cs.sb); free(pl.cls);
+    free(cs.ob); free(cs.sb); free(cs.tb); free(pl.cls);
     free(pl.mstart); free(pl.nf); free(pl.lowc); free(pl.scratch); free(pl.scratch2); free(out);
     free(pl.log); free(pl.cold); free(pl.tcell); free(pl.tmach); free(pl.mflag);
+    free(pl.msize); free(pl.touch); free(pl.tflag);
     free(cmap);
     PyBuffer_Release(&bmi);
     PyBuffer_Release(&bfree);
     PyBuffer_Release(&bg);
     PyBuffer_Release(&bc);
     if (perm) PyBuffer_Release(&bp);
+    PyBuffer_Release(&blo);
+    PyBuffer_Release(&blm);
+    free(lc.lm);
+    free(lc.known);
     PyBuffer_Release(&bop);
     PyBuffer_Release(&boe);
     PyBuffer_Release(&bof);
@@ -1413,6 +1677,7 @@ static PyMethodDef methods[] = {
     {"place", place, METH_VARARGS, place_doc},
     {"scan", scan, METH_O, scan_doc},
     {"cells", cells, METH_VARARGS, cells_doc},
+    {"template", template, METH_VARARGS, template_doc},
     {"gather", gather, METH_VARARGS, gather_doc},
     {"build", build, METH_VARARGS, build_doc},
     {"flatten", flatten, METH_O, flatten_doc},

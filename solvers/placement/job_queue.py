@@ -39,9 +39,18 @@ def check_jobs(jobs: Sequence[Job], where: str = "queue") -> None:
 
 class JobTable:
     """Jobs' ids, GPU demands (int64) and classes (``code``: the index in :attr:`classes`, which are
-    sorted by :func:`class_key`), checked once; rows are positions in the given sequences."""
+    sorted by :func:`class_key`), checked once; rows are positions in the given sequences.
+    Optionally (``models`` and ``localities``, each one entry per job, or None) the jobs' models and
+    own L_across (``Job.locality``, None where the policy's table decides): :meth:`JobQueue.localities`."""
 
-    def __init__(self, ids: Sequence, gpus, classes: Sequence):
+    def __init__(
+        self,
+        ids: Sequence,
+        gpus,
+        classes: Sequence,
+        models: Sequence | None = None,
+        localities: Sequence | None = None,
+    ):
         self.ids = np.empty(len(ids), dtype=object)
         self.ids[:] = list(ids)
         raw = np.asarray(gpus)
@@ -60,12 +69,23 @@ class JobTable:
         self.classes = tuple(sorted(dict.fromkeys(classes), key=class_key))
         rank = {c: r for r, c in enumerate(self.classes)}
         self.code = np.fromiter(map(rank.__getitem__, classes), np.int64, len(ids))
+        #: (each job's own L_across, NaN: none; its model's index in the models; the models) or
+        #: None (not given, or not all floats and hashable models)
+        self.locality: tuple[np.ndarray, np.ndarray, tuple] | None = None
+        if models is not None and localities is not None:
+            self.locality = _locality_arrays(models, localities, len(ids))
 
     @classmethod
     def of(cls, jobs: Sequence[Job], where: str = "queue") -> JobTable:
         """The table of ``jobs`` (a DataError naming ``where[k]``'s bad field)."""
         check_jobs(jobs, where)
-        return cls([j.id for j in jobs], [int(j.gpus) for j in jobs], [j.cls for j in jobs])
+        return cls(
+            [j.id for j in jobs],
+            [int(j.gpus) for j in jobs],
+            [j.cls for j in jobs],
+            [j.model for j in jobs],
+            [j.locality for j in jobs],
+        )
 
     def __len__(self) -> int:
         return self.ids.size
@@ -118,6 +138,18 @@ class JobQueue(tuple):
         ids (no intermediate arrays or lists)."""
         return round_kernel.gather(self.table.id_tuple, self.rows[pos])
 
+    def localities(self) -> tuple[np.ndarray, np.ndarray, tuple] | None:
+        """Per job of the queue: (own L_across, NaN where none; model index), and the models, from
+        the table (made once); None where the table has none (:class:`JobTable`)."""
+        loc = self.table.locality
+        if loc is None:
+            return None
+        out = self.__dict__.get("_localities")
+        if out is None:
+            r = self.rows
+            out = self.__dict__["_localities"] = (loc[0][r], loc[1][r], loc[2])
+        return out
+
     def fields(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """Per job of the queue: (ids as an object array, GPU demands, class codes), made once."""
         out = self.__dict__.get("_fields")
@@ -125,3 +157,25 @@ class JobQueue(tuple):
             t, r = self.table, self.rows
             out = self.__dict__["_fields"] = (t.ids[r], t.gpus[r], t.code[r])
         return out
+
+
+def _locality_arrays(models: Sequence, localities: Sequence, n: int):
+    """(own L_across as float64, NaN for None; model index, int64; the distinct models in order of
+    first appearance), or None where an own L is NaN or not a real number, a model is unhashable,
+    or the lengths differ (a round then reads each job)."""
+    if len(models) != n or len(localities) != n:
+        return None
+    if not all(v is None or isinstance(v, _REAL) for v in localities):
+        return None  # (a round reads such a job's L itself, and fails as it would)
+    try:
+        index: dict = {}
+        code = np.fromiter((index.setdefault(m, len(index)) for m in models), np.int64, n)
+        own = np.fromiter((np.nan if v is None else float(v) for v in localities), np.float64, n)
+    except (TypeError, OverflowError):
+        return None
+    if np.isnan(own).sum() != sum(v is None for v in localities):
+        return None  # an own L that is NaN itself: not told from None here
+    return own, code, tuple(index)
+
+
+_REAL = (float, int, np.floating, np.integer)

@@ -207,7 +207,7 @@ class PolicyBase:
         self._prepare(pool, state)
         fields = None
         if jq is not None and rows is not None and kernel:  # the kernel reads the queue's arrays
-            order, fields = jobs, (demand, codes, jq.table.classes, rows)
+            order, fields = jobs, (demand, codes, jq.table.classes, rows, jq.localities())
         elif rows is not None:
             order = list(map(jobs.__getitem__, rows.tolist()))
         if kernel and not stopped:  # the same picks, compiled (round_kernel)

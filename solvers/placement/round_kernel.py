@@ -28,6 +28,11 @@ except ImportError:  # pragma: no cover - depends on the install
 #: the environment variable choosing the path, and its values
 ENV = "FAIRPLACE_KERNEL"
 CHOICES = ("auto", "python", "c")
+#: whether rounds start each class's state from its template, kept in the pool's cache with its
+#: cells (the state and PAL's segment trees when every GPU is free, made once, then brought to the
+#: round's free GPUs, where few are taken); False: built from the free GPUs every round; ``2``:
+#: from the template however many are taken (the same state every way; tests compare)
+TEMPLATES: bool | int = True
 #: mode codes of the C kernel
 PM_FIRST, PAL_FEWEST, PAL_ARTIFACT = 0, 1, 2
 _COUNT = {"machine": 0, "level": 1}
@@ -56,34 +61,49 @@ def run(pool, order, start, spec, backfill, policy, ids, fields=None) -> tuple[i
     stale afterwards: the round is over); ``spec`` = (mode, PM-First multi-GPU count, singles
     count) (:meth:`.policy_round.PolicyBase._kernel_spec`); ``policy.locality(job)`` gives L_across
     (the kernel asks it). ``fields``: the jobs' (GPU demands, class codes, classes, processing
-    order) as :meth:`.job_queue.JobQueue.fields` gives them, ``order`` then the queue and ``ids``
-    by processing position; None: read from the jobs of ``order`` (the processing order). Returns
+    order, localities or None) as :meth:`.job_queue.JobQueue.fields` and
+    :meth:`~.job_queue.JobQueue.localities` give them, ``order`` then the queue and ``ids`` by
+    processing position; None: read from the jobs of ``order`` (the processing order). Returns
     (the index of the last job decided, whether a misfit stopped the round, as the Python loop
     leaves them, and the picks (pos, ends, flat): the processing position of each job placed, the
     GPUs placed up to and including it, every job's sorted GPUs; :mod:`.allocation`)."""
     mode, ties, singles = spec
+    loc = None
     if fields is None:
         gb, cb, classes = _ext.scan(order)
         gpus, codes, perm = np.frombuffer(gb, np.int64), np.frombuffer(cb, np.int64), None
     else:
-        gpus, codes, classes, perm = fields
+        gpus, codes, classes, perm, *more = fields
+        if more and more[0] is not None:  # each job's own L and model index: no job read
+            own, model, models = more[0]
+            loc = (own, model, len(models))
     mi, M, P = (
         np.ascontiguousarray(pool.mi, dtype=np.int64),
         len(pool.cluster.machines),
         max(pool.P, 1),
     )
 
-    def class_data(cls):  # a class's score order and cells, made once (the pool's kept cache)
+    art = mode == PAL_ARTIFACT
+
+    def class_data(cls):  # a class's score order, cells and template, made once (the pool's cache)
         key = ("__kernel cells__", cls)
         got = pool._cache.get(key)
         if got is None:
             order_ = np.ascontiguousarray(pool._order(cls), dtype=np.int64)
             srt = np.ascontiguousarray(pool._sorted_scores(cls), dtype=np.float64)
             got = pool._cache[key] = (order_, _ext.cells(mi, M, P, order_, srt))
-        return got
+        if not TEMPLATES:
+            return got
+        always = TEMPLATES == 2
+        tkey = ("__kernel template__", cls, art, always)
+        tmpl = pool._cache.get(tkey)
+        if tmpl is None:
+            tmpl = pool._cache[tkey] = _ext.template(got[1], M, P, art, always)
+        return (*got, tmpl)
 
     J = len(ids)
     pos, ends, flat = np.empty(J, np.int64), np.empty(J, np.int64), np.empty(pool.G, np.int64)
+    more = () if loc is None else (loc,)
     k, stopped, n = _ext.place(
         mi,
         M,
@@ -106,6 +126,7 @@ def run(pool, order, start, spec, backfill, policy, ids, fields=None) -> tuple[i
         pos,
         ends,
         flat,
+        *more,
     )
     nf = int(ends[n - 1]) if n else 0
     return int(k), bool(stopped), (pos[:n], ends[:n], flat[:nf])
