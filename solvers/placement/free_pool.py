@@ -66,7 +66,6 @@ class FreePool:
         self.cluster = cluster
         mi = cluster.machine_index
         self.mi = mi
-        M = len(cluster.machines)
         self.slots = cluster.machine_slots  # (M, P); G = padding sentinel; read only
         self.cache = PlacementCache() if cache is None else cache
         #: the most GPUs on one machine; whether GPU indices are grouped by machine
@@ -74,7 +73,7 @@ class FreePool:
         self.free = np.empty(G + 1, dtype=bool)
         self.free[:G] = free
         self.free[G] = False  # sentinel is never free
-        self.nfree_m = np.bincount(mi[self.free[:G]], minlength=M)
+        self._nfree_m: np.ndarray | None = None  # (nfree_m: made when first read)
         self.n_free = int(np.count_nonzero(self.free))
         self.scores = scores
         self._orders: dict[object, np.ndarray] = {}
@@ -89,6 +88,15 @@ class FreePool:
         # cell-ordered picks (pool_index) are exact when GPUs are grouped by machine
         self._fast = G > 0 and self.grouped and (G >= 2048 if index is None else bool(index))
         self._fast_match = self._fast and (G >= 8192 if index is None else True)
+
+    @property
+    def nfree_m(self) -> np.ndarray:
+        """Free GPUs per machine (int64), made when first read (a compiled round counts its own)."""
+        nf = self._nfree_m
+        if nf is None:
+            M = len(self.cluster.machines)
+            nf = self._nfree_m = np.bincount(self.mi[self.free[: self.G]], minlength=M)
+        return nf
 
     # ---- state changes -------------------------------------------------------------------------
     def take(self, idx: np.ndarray) -> None:
@@ -112,7 +120,8 @@ class FreePool:
             nf, mil = self._nf, self._mil
             for g in gs:
                 nf[mil[g]] += sign
-        np.add.at(self.nfree_m, self.mi[idx], sign)
+        if self._nfree_m is not None:
+            np.add.at(self._nfree_m, self.mi[idx], sign)
         self.n_free += sign * idx.size
         for *_, dirty in self._sorted.values():
             dirty[self.mi[idx]] = True

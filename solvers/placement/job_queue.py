@@ -133,6 +133,29 @@ class JobQueue(tuple):
     def __reduce__(self):
         return (JobQueue, (tuple(self), self.table, self.rows))
 
+    def memo(self, key, make):
+        """``make()``, made once per ``key`` for this queue (a queue does not change: what
+        depends only on it and ``key``, e.g. a policy's processing order for a cluster size), and
+        read only where it is an array."""
+        memo = self.__dict__.setdefault("_memo", {})
+        got = memo.get(key)
+        if got is None:
+            got = memo[key] = make()
+            if isinstance(got, np.ndarray):
+                got.flags.writeable = False
+        return got
+
+    def ids_for(self, rows: np.ndarray) -> tuple:
+        """:meth:`ids_at`, kept for the last ``rows`` asked when they are a read-only array that
+        owns its data (:meth:`memo`'s): the same array again gives the same tuple."""
+        last = self.__dict__.get("_ids_for")
+        if last is not None and last[0] is rows:
+            return last[1]
+        ids = self.ids_at(rows)
+        if isinstance(rows, np.ndarray) and not rows.flags.writeable and rows.base is None:
+            self.__dict__["_ids_for"] = (rows, ids)
+        return ids
+
     def ids_at(self, pos: np.ndarray) -> tuple:
         """The ids of the jobs at queue positions ``pos``, as a tuple: one pass over the chosen
         ids (no intermediate arrays or lists)."""

@@ -86,6 +86,11 @@ class PMFirstPolicy(PolicyBase):
     def _order_rows(self, queue, cluster_size):
         if type(self)._order is not PMFirstPolicy._order:
             return None
+        # (made once per queue and cluster size: a queue placed again is not sorted again)
+        return queue.memo(("pm-first rows", cluster_size), lambda: self._rows(queue, cluster_size))
+
+    @staticmethod
+    def _rows(queue, cluster_size):
         _, gpus, codes = queue.fields()  # codes: ranks of the classes in _order's class order
         cut = int(gpus.cumsum().searchsorted(cluster_size, side="right"))  # (methods: no wrappers)
         key = codes[:cut]

@@ -162,7 +162,7 @@ class PolicyBase:
         rows = None if jq is None else self._order_rows(jq, G)
         if jq is not None and rows is not None:
             _, demand, codes = jq.fields()
-            ids = jq.ids_at(rows)
+            ids = jq.ids_for(rows)
         if in_queue is None and self.sticky:
             in_queue = set(map(_ID, jobs))
         running: Mapping[str, Any]

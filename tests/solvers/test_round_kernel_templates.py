@@ -1,8 +1,9 @@
 """The compiled round kernel's kept state: each class's template (its state and PAL's segment trees
 when every GPU is free, kept in the round's :class:`.cache.PlacementCache` and brought to the round's
-free GPUs) and the jobs' L_across read from the queue's table instead of each job. Every way gives
-the Python path's decision: templates off, on where few GPUs are taken, on always (however many
-are: resumed rounds start from a partly taken cluster), a table with and without localities.
+free GPUs), the jobs' L_across read from the queue's table instead of each job, and a queue's
+processing order kept for its next rounds. Every way gives the Python path's decision: templates
+off, on where few GPUs are taken, on always (however many are: resumed rounds start from a partly
+taken cluster), a table with and without localities, a queue placed again.
 """
 
 from __future__ import annotations
@@ -125,3 +126,23 @@ def test_place_checks_the_localities(bad):
     args += (np.empty(1, np.int64), np.empty(1, np.int64), np.empty(2, np.int64))
     with pytest.raises(ValueError, match="localit|model index"):
         ext.place(*args, bad)
+
+
+def test_a_queue_keeps_its_processing_order(monkeypatch):
+    """PM-First's order of a JobQueue is made once per cluster size (read only), with its ids; a
+    queue placed again gets the same decision."""
+    from fairplace.benchmarks.placement import _state, philly_queue
+
+    state = _state(16, "longhorn")
+    q = JobQueue.of(philly_queue(len(state.cluster), seed=1))
+    pol = make_policy("pal", backfill=True)
+    first = pol.place(state, q)
+    rows = pol._order_rows(q, len(state.cluster))
+    assert rows is pol._order_rows(q, len(state.cluster)) and not rows.flags.writeable
+    assert rows is not pol._order_rows(q, len(state.cluster) + 4)
+    assert q.ids_for(rows) is q.ids_for(rows) == q.ids_at(rows)
+    fresh = np.arange(len(q))
+    assert q.ids_for(fresh) is not q.ids_for(fresh)  # (a writeable array: not kept)
+    for path in ("c", "python"):
+        _same(first, _place(monkeypatch, path, pol, state, q))
+        assert list(first.allocation) == list(_place(monkeypatch, path, pol, state, q).allocation)
