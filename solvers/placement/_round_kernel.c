@@ -82,6 +82,7 @@ typedef struct {
     Bits BA;
     Bits *BN, *BC; /* [P + 1] */
     int64_t **tree; /* [P + 1] segment trees (lazy) */
+    int32_t *tn, ntn; /* the n that have one */
     uint8_t **dirty;
     int32_t **dlist;
     int64_t *dcount;
@@ -232,8 +233,10 @@ static int cls_alloc(Pool *pl, Cls *c, const int64_t *order, const char *blob) {
     c->dirty = calloc((size_t)P + 1, sizeof(uint8_t *));
     c->dlist = calloc((size_t)P + 1, sizeof(int32_t *));
     c->dcount = calloc((size_t)P + 1, sizeof(int64_t));
+    c->tn = calloc((size_t)P + 1, sizeof(int32_t));
     c->mem = malloc(so.size);
-    if (!c->BN || !c->BC || !c->tree || !c->dirty || !c->dlist || !c->dcount || !c->mem) return 0;
+    if (!c->BN || !c->BC || !c->tree || !c->dirty || !c->dlist || !c->dcount || !c->tn || !c->mem)
+        return 0;
     c->cf = (int32_t *)(c->mem + so.cf);
     c->lfree = (int64_t *)(c->mem + so.lfree);
     c->nfs = (int64_t *)(c->mem + so.nfs);
@@ -334,6 +337,7 @@ static void cls_free(Cls *c, int64_t P) {
         if (c->dlist) free(c->dlist[v]);
     }
     free(c->BN); free(c->BC); free(c->tree); free(c->dirty); free(c->dlist); free(c->dcount);
+    free(c->tn);
 }
 /* ---- taking a GPU -------------------------------------------------------------------------- */
 /* the pool's counts and the log; each class's state catches up when it is next asked (cls_sync) */
@@ -354,11 +358,13 @@ static inline void take(Pool *pl, int64_t g) {
 }
 
 static inline void mark_dirty(Pool *pl, Cls *c, int64_t m) {
-    for (int64_t n = 1; n <= pl->P; n++)
-        if (c->tree[n] && !c->dirty[n][m]) {
+    for (int32_t i = 0; i < c->ntn; i++) {
+        int32_t n = c->tn[i];
+        if (!c->dirty[n][m]) {
             c->dirty[n][m] = 1;
             c->dlist[n][c->dcount[n]++] = (int32_t)m;
         }
+    }
 }
 
 /* class c's state after taking GPU g */
@@ -500,6 +506,33 @@ static int64_t pm_first(Pool *pl, Cls *c, int64_t n, int count, int64_t *out, in
     return k;
 }
 
+/* A run of single-GPU picks of one class (only the run's own takes between them): pm_first(c, 1,
+ * count)'s pick is the lowest free level l's first cell in B[1], then B[2], .. B[P] (B = BN, count
+ * 0, or BC), its first free GPU. ``cu`` = (l, v, x): the last pick's cell x, found in B[v]. Taking
+ * from x changes the membership of no other cell of level l (a machine has one cell per level), so
+ * while l stays lowest B[1..v-1] hold none of its cells and B[v] none before x: the scan resumes
+ * after x (the caller takes x's other free GPUs first: x is then still the first). */
+typedef struct {
+    int64_t l, v, x;
+} Cursor;
+
+static int64_t single_cell(Pool *pl, Cls *c, int count, Cursor *cu) {
+    int64_t l = bits_next(&c->LV, c->lo, c->nlev);
+    if (l < 0) return -1;
+    c->lo = (int32_t)l; /* no releases in a round: the lowest free level only rises */
+    int64_t lo = c->lcell[l], hi = c->lcell[l + 1], v = 1, from = lo;
+    if (cu->l == l) v = cu->v, from = cu->x + 1;
+    Bits *B = count == 0 ? c->BN : c->BC;
+    for (; v <= pl->P; v++, from = lo) {
+        int64_t x = bits_next(&B[v], from, hi);
+        if (x >= 0) {
+            cu->l = l, cu->v = v, cu->x = x;
+            return x;
+        }
+    }
+    return -1; /* (cannot happen: level l has a free GPU) */
+}
+
 /* free GPUs of machine m with level <= lmax, sorted by (level, index) */
 static int64_t machine_sorted(Pool *pl, Cls *c, int64_t m, int32_t lmax, int64_t *out) {
     int64_t k = 0;
@@ -567,6 +600,7 @@ static int tree_build(Pool *pl, Cls *c, int64_t n) {
     c->dirty[n] = d;
     c->dlist[n] = dl;
     c->dcount[n] = 0;
+    c->tn[c->ntn++] = (int32_t)n;
     /* afresh without a template's all-free state, or when many machines have a GPU taken */
     const int64_t *h = (const int64_t *)c->tmpl;
     if (!h || !h[0] || (pl->ntouch > pl->M / 4 && !h[7])) {
@@ -1590,7 +1624,8 @@ static PyObject *place(PyObject *self, PyObject *args) {
             }
             Cls *c = &pl.cls[ci]; /* after class_of: pl.cls may have moved */
             int64_t run = e - k, got = 0, sp = 0;
-            int32_t ls, sx = -1;
+            int32_t sx = -1;
+            Cursor cu = {-1, 0, 0};
             while (got < run && pl.n_free > 0) {
                 int64_t g;
                 if (sx >= 0 && c->cf[sx] > 0) {
@@ -1600,12 +1635,14 @@ static PyObject *place(PyObject *self, PyObject *args) {
                     while (!pl.free[c->order[sp]]) sp++;
                     g = c->order[sp];
                 } else {
-                    if (pm_first(&pl, c, 1, r.singles, &g, &ls) != 1) {
+                    int64_t x = single_cell(&pl, c, r.singles, &cu);
+                    if (x < 0) {
                         PyErr_SetString(PyExc_RuntimeError, "place: internal error (single pick)");
                         goto done;
                     }
-                    sx = c->cell_of[g];
-                    sp = c->cstart[sx]; /* the cell's GPUs before g are taken (cell_emit) */
+                    sx = (int32_t)x, sp = c->cstart[x];
+                    while (!pl.free[c->order[sp]]) sp++; /* its first free GPU (cell_emit) */
+                    g = c->order[sp];
                 }
                 take(&pl, g);
                 apply1(&pl, c, g); /* (the next pick reads c) */
