@@ -506,33 +506,6 @@ static int64_t pm_first(Pool *pl, Cls *c, int64_t n, int count, int64_t *out, in
     return k;
 }
 
-/* A run of single-GPU picks of one class (only the run's own takes between them): pm_first(c, 1,
- * count)'s pick is the lowest free level l's first cell in B[1], then B[2], .. B[P] (B = BN, count
- * 0, or BC), its first free GPU. ``cu`` = (l, v, x): the last pick's cell x, found in B[v]. Taking
- * from x changes the membership of no other cell of level l (a machine has one cell per level), so
- * while l stays lowest B[1..v-1] hold none of its cells and B[v] none before x: the scan resumes
- * after x (the caller takes x's other free GPUs first: x is then still the first). */
-typedef struct {
-    int64_t l, v, x;
-} Cursor;
-
-static int64_t single_cell(Pool *pl, Cls *c, int count, Cursor *cu) {
-    int64_t l = bits_next(&c->LV, c->lo, c->nlev);
-    if (l < 0) return -1;
-    c->lo = (int32_t)l; /* no releases in a round: the lowest free level only rises */
-    int64_t lo = c->lcell[l], hi = c->lcell[l + 1], v = 1, from = lo;
-    if (cu->l == l) v = cu->v, from = cu->x + 1;
-    Bits *B = count == 0 ? c->BN : c->BC;
-    for (; v <= pl->P; v++, from = lo) {
-        int64_t x = bits_next(&B[v], from, hi);
-        if (x >= 0) {
-            cu->l = l, cu->v = v, cu->x = x;
-            return x;
-        }
-    }
-    return -1; /* (cannot happen: level l has a free GPU) */
-}
-
 /* free GPUs of machine m with level <= lmax, sorted by (level, index) */
 static int64_t machine_sorted(Pool *pl, Cls *c, int64_t m, int32_t lmax, int64_t *out) {
     int64_t k = 0;
@@ -1623,34 +1596,35 @@ static PyObject *place(PyObject *self, PyObject *args) {
                 e++;
             }
             Cls *c = &pl.cls[ci]; /* after class_of: pl.cls may have moved */
-            int64_t run = e - k, got = 0, sp = 0;
-            int32_t sx = -1;
-            Cursor cu = {-1, 0, 0};
+            int64_t run = e - k, got = 0;
+            Bits *B = r.singles == 0 ? c->BN : c->BC;
+            /* pm_first(c, 1, singles) job after job is the lowest free level l's cells in B[1],
+             * then B[2], .. B[P] (BN: by free GPUs on the machine, BC: in the cell), each cell's
+             * free GPUs in order: taking from a cell lowers its key (it stays first until empty)
+             * and changes the membership of no other cell of level l (a machine has one cell per
+             * level). So a level's picks come from its bits as they were, and the class state
+             * catches up on them once (cls_sync), before the next level is asked. */
             while (got < run && pl.n_free > 0) {
-                int64_t g;
-                if (sx >= 0 && c->cf[sx] > 0) {
-                    /* the cell of the last pick still has a free GPU: taking that pick lowered
-                     * its key (free GPUs on the machine, or of the level there) and changed no
-                     * other cell of the level, so it is still the first (pm_first's pick) */
-                    while (!pl.free[c->order[sp]]) sp++;
-                    g = c->order[sp];
-                } else {
-                    int64_t x = single_cell(&pl, c, r.singles, &cu);
-                    if (x < 0) {
-                        PyErr_SetString(PyExc_RuntimeError, "place: internal error (single pick)");
-                        goto done;
-                    }
-                    sx = (int32_t)x, sp = c->cstart[x];
-                    while (!pl.free[c->order[sp]]) sp++; /* its first free GPU (cell_emit) */
-                    g = c->order[sp];
+                int64_t l = bits_next(&c->LV, c->lo, c->nlev);
+                if (l < 0) {
+                    PyErr_SetString(PyExc_RuntimeError, "place: internal error (single pick)");
+                    goto done;
                 }
-                take(&pl, g);
-                apply1(&pl, c, g); /* (the next pick reads c) */
-                c->synced = pl.nlog;
-                pk.pos[pk.np] = k + got;
-                pk.flat[pk.nf++] = g;
-                pk.ends[pk.np++] = pk.nf;
-                got++;
+                c->lo = (int32_t)l; /* no releases in a round: the lowest free level only rises */
+                int64_t lo = c->lcell[l], hi = c->lcell[l + 1];
+                for (int64_t v = 1; v <= P && got < run; v++)
+                    for (int64_t x = bits_next(&B[v], lo, hi); x >= 0 && got < run;
+                         x = bits_next(&B[v], x + 1, hi))
+                        for (int32_t p = c->cstart[x]; p < c->cstart[x + 1] && got < run; p++) {
+                            int64_t g = c->order[p];
+                            if (!pl.free[g]) continue;
+                            take(&pl, g);
+                            pk.pos[pk.np] = k + got;
+                            pk.flat[pk.nf++] = g;
+                            pk.ends[pk.np++] = pk.nf;
+                            got++;
+                        }
+                cls_sync(&pl, c);
             }
             if (got < run && !backfill) {
                 k += got;
