@@ -389,6 +389,27 @@ static void apply1(Pool *pl, Cls *c, int64_t g) {
     mark_dirty(pl, c, m);
 }
 
+/* class c's state after taking ``t`` GPUs of its cell x (level l), the pool's only takes since c
+ * was synced: cls_sync()'s result for them, with what they share counted once */
+static void take_cell(Pool *pl, Cls *c, int64_t x, int64_t l, int64_t t) {
+    int64_t m = c->cm[x], a0 = c->nfs[m], a1 = a0 - t, P = pl->P;
+    int32_t b = c->cf[x], f = b - (int32_t)t;
+    c->cf[x] = f;
+    c->nfs[m] = a1;
+    if ((c->lfree[l] -= t) == 0) bits_clr(&c->LV, l);
+    bits_clr(&c->BC[b], x);
+    if (f > 0) bits_set(&c->BC[f], x);
+    else bits_clr(&c->BA, x);
+    for (int32_t k = 0; k < c->mcn[m]; k++) { /* BN[v]: cells with a free GPU on machines with v */
+        int32_t y = c->mcell[m * P + k];
+        int32_t fy = y == x ? f : c->cf[y];
+        if ((y == x ? b : fy) > 0) bits_clr(&c->BN[a0], y);
+        if (fy > 0) bits_set(&c->BN[a1], y);
+    }
+    mark_dirty(pl, c, m);
+    c->synced = pl->nlog;
+}
+
 /* class c's state after the takes of the log it has not seen: one by one when they are few, else
  * the counts first, then each touched machine's and cell's bits once (the same state: the bits
  * are functions of the counts, cf = free GPUs of a cell, nfs = of a machine) */
@@ -1411,15 +1432,15 @@ typedef struct {
     int64_t nm;
 } Loc;
 
-static int table_locality(const Loc *lc, int64_t j, PyObject *job, PyObject *locality, double *L) {
+static int table_locality(const Loc *lc, int64_t j, PyObject *jobs, PyObject *locality, double *L) {
     double v = lc->own[j];
     if (v == v) {
         *L = v;
         return 0;
     }
     int64_t m = lc->model[j];
-    if (!lc->known[m]) {
-        PyObject *r = PyObject_CallOneArg(locality, job);
+    if (!lc->known[m]) { /* (the job itself, jobs[j], read only here) */
+        PyObject *r = PyObject_CallOneArg(locality, PySequence_Fast_GET_ITEM(jobs, j));
         if (!r) return -1;
         double x = PyFloat_AsDouble(r);
         Py_DECREF(r);
@@ -1602,8 +1623,8 @@ static PyObject *place(PyObject *self, PyObject *args) {
              * then B[2], .. B[P] (BN: by free GPUs on the machine, BC: in the cell), each cell's
              * free GPUs in order: taking from a cell lowers its key (it stays first until empty)
              * and changes the membership of no other cell of level l (a machine has one cell per
-             * level). So a level's picks come from its bits as they were, and the class state
-             * catches up on them once (cls_sync), before the next level is asked. */
+             * level). So a level's picks come from its bits in one pass, each cell's takes
+             * applied to the class state at once (take_cell). */
             while (got < run && pl.n_free > 0) {
                 int64_t l = bits_next(&c->LV, c->lo, c->nlev);
                 if (l < 0) {
@@ -1614,7 +1635,8 @@ static PyObject *place(PyObject *self, PyObject *args) {
                 int64_t lo = c->lcell[l], hi = c->lcell[l + 1];
                 for (int64_t v = 1; v <= P && got < run; v++)
                     for (int64_t x = bits_next(&B[v], lo, hi); x >= 0 && got < run;
-                         x = bits_next(&B[v], x + 1, hi))
+                         x = bits_next(&B[v], x + 1, hi)) {
+                        int64_t t = 0;
                         for (int32_t p = c->cstart[x]; p < c->cstart[x + 1] && got < run; p++) {
                             int64_t g = c->order[p];
                             if (!pl.free[g]) continue;
@@ -1623,8 +1645,11 @@ static PyObject *place(PyObject *self, PyObject *args) {
                             pk.flat[pk.nf++] = g;
                             pk.ends[pk.np++] = pk.nf;
                             got++;
+                            t++;
                         }
-                cls_sync(&pl, c);
+                        /* (x leaves B[v], or the run ends: the scan reads no bit this changes) */
+                        if (t) take_cell(&pl, c, x, l, t);
+                    }
             }
             if (got < run && !backfill) {
                 k += got;
@@ -1636,7 +1661,7 @@ static PyObject *place(PyObject *self, PyObject *args) {
         }
         double L = 1.0; /* read by PAL's walk only (1 < n <= P) */
         if (mode != 0 && n > 1 && n <= P &&
-            (lc.own ? table_locality(&lc, j, PySequence_Fast_GET_ITEM(jobs, j), locality, &L)
+            (lc.own ? table_locality(&lc, j, jobs, locality, &L)
                     : job_locality(PySequence_Fast_GET_ITEM(jobs, j), locality, memo, &L)) < 0)
             goto done;
         int64_t got = n < 1 ? 0 : pick(&pl, &r, &pl.cls[ci], (int64_t)n, L, out);
