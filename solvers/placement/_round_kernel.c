@@ -253,19 +253,27 @@ static int cls_alloc(Pool *pl, Cls *c, const int64_t *order, const char *blob) {
 /* a class's state for the free GPUs ``free`` (NULL: all of them) and free GPUs per machine
  * ``nf``, from scratch */
 static void cls_fill(Pool *pl, Cls *c, const uint8_t *free, const int64_t *nf) {
-    int64_t G = pl->G, P = pl->P, M = pl->M;
+    int64_t P = pl->P, M = pl->M;
     int32_t L = c->nlev, C = c->ncell;
     memset(c->mem, 0, slayout(C, L, M, P).size);
     memcpy(c->nfs, nf, sizeof(int64_t) * (size_t)M);
-    /* free GPUs per cell and per level: all of them, less the taken ones (most are free) */
-    for (int32_t x = 0; x < C; x++) c->cf[x] = c->cstart[x + 1] - c->cstart[x];
-    for (int32_t l = 0; l < L; l++) c->lfree[l] = c->cstart[c->lcell[l + 1]] - c->cstart[c->lcell[l]];
-    if (free)
-        for (int64_t g = 0; g < G; g++)
-            if (!free[g]) {
-                c->cf[c->cell_of[g]]--;
-                c->lfree[c->lev[g]]--;
-            }
+    /* free GPUs per cell (a pass over the score order: cells are its runs) and per level */
+    if (free) {
+        for (int32_t x = 0; x < C; x++) {
+            int32_t f = 0;
+            for (int32_t p = c->cstart[x]; p < c->cstart[x + 1]; p++) f += free[c->order[p]];
+            c->cf[x] = f;
+        }
+        for (int32_t l = 0; l < L; l++) {
+            int64_t f = 0;
+            for (int32_t x = c->lcell[l]; x < c->lcell[l + 1]; x++) f += c->cf[x];
+            c->lfree[l] = f;
+        }
+    } else {
+        for (int32_t x = 0; x < C; x++) c->cf[x] = c->cstart[x + 1] - c->cstart[x];
+        for (int32_t l = 0; l < L; l++)
+            c->lfree[l] = c->cstart[c->lcell[l + 1]] - c->cstart[c->lcell[l]];
+    }
     for (int32_t l = 0; l < L; l++)
         if (c->lfree[l]) bits_set(&c->LV, l);
     for (int32_t x = 0; x < C; x++) {
