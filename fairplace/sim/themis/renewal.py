@@ -63,26 +63,30 @@ class Renewal:
         free[np.asarray(pool, np.int64)] = True
         takers = set(won) | set(takers or ())
         out = {a: np.sort(np.asarray(g, np.int64)) for a, g in won.items()}
+        if not out:
+            return out
         offer = np.concatenate([np.flatnonzero(free), *out.values()])
-        in_offer = Counter(before[offer].tolist())  # per app: GPUs of the offer it held
-        lut = _takers_lut(before, takers)  # by before + 1: 1 nobody's, 2 a recipient's
+        base = _takers_lut(before, takers)[before + 1]  # 1 nobody's, 2 a recipient's
+        cats, in_offer = {}, {}  # per winner: per GPU its category; GPUs of the offer it held
+        for a in out:
+            cats[a] = c = base.copy()
+            c[before == a] = 0
+            in_offer[a] = int(np.count_nonzero(c[offer] == 0))
         for _ in range(passes):
             changed = False
-            best = [a for a in out if _at_best(out[a], in_offer, before, a, takers)]
+            best = [a for a in out if _at_best(cats[a][out[a]], in_offer[a])]
             if len(best) == len(out):  # every winner has all it held of the offer, none of others'
                 break
             for a in sorted(set(out) - set(best)):
                 own = out[a]
                 free[own] = True
                 f = np.flatnonzero(free)
-                cat = lut[before[f] + 1]
-                cat[before[f] == a] = 0  # 0: a held it
-                mine_now = self._remap(own, f, cat)
+                mine_now = self._remap(own, f, cats[a][f])
                 changed |= not np.array_equal(mine_now, own)
                 out[a] = mine_now
                 free[mine_now] = False
             if len(out) > 1:  # pairwise swaps need two winners
-                changed |= self._swap_pairs(out, free, before, takers, offer)
+                changed |= self._swap_pairs(out, free, cats, offer)
             if not changed:
                 break
         return out
@@ -115,53 +119,61 @@ class Renewal:
         rank = np.arange(cell.size) - np.searchsorted(cell, cell)
         return np.sort(f[order[rank < want[cell]]])
 
-    def _swap_pairs(self, out: dict, free: np.ndarray, before, takers: set, offer) -> bool:
+    def _swap_pairs(self, out: dict, free: np.ndarray, cats: dict, offer) -> bool:
         """Pairwise swaps between winners: a's block on machine m and b's on machine t (same
         rack, neither holding the other machine) trade machines when each fits there (with the
         machine's free GPUs), neither winner's GPUs held back less others' falls and one's rises;
-        whether any (``free`` updated).
+        whether any (``free`` updated; ``cats``: per winner, per GPU 0 it held, 1 nobody's of
+        this round, 2 another recipient's).
 
         A pair is tried only when it can gain: a's net on t is at most the GPUs of the ``offer``
         (the round's free and won GPUs) on t it held, so a pair where held_a(t) - net(a, block m)
         < 0, or likewise for b, or their sum <= 0, is ruled out before any GPUs are drawn, and so
-        is a pair whose blocks do not fit (too few GPUs of a label): the outcome is that of
-        trying every pair."""
+        is a pair whose blocks do not fit (too few GPUs of a label); the net a pair would get is
+        counted (per label: the best categories first, as :func:`take` draws) before it is drawn:
+        the outcome is that of trying every pair."""
         mach_l, label_l, rack_l, on_machine = (
             self.mach_l,
             self.label_l,
             self.rack_l,
             self.on_machine,
         )
-        before_l, free_l = before.tolist(), free.tolist()
-        held: dict = {a: {} for a in out}  # per winner: machine -> GPUs of the offer it held there
-        for g in offer.tolist():
-            h = held.get(before_l[g])
-            if h is not None:
-                h[mach_l[g]] = h.get(mach_l[g], 0) + 1
-        n_free: dict = {}  # (machine, label) -> free GPUs there
-        for g in np.flatnonzero(free).tolist():
-            n_free[mach_l[g], label_l[g]] = n_free.get((mach_l[g], label_l[g]), 0) + 1
-
-        def cat(a, g) -> int:  # 0: a held it, 1: nobody's of this round, 2: another recipient's
-            b = before_l[g]
-            return 0 if b == a else 2 if b in takers else 1
+        n_l = self.n_l
+        free_l = free.tolist()
+        cat = {a: c.tolist() for a, c in cats.items()}
+        held: dict = {}  # per winner: per machine the GPUs of the offer it held there
+        for a in out:
+            mine = offer[cats[a][offer] == 0]
+            held[a] = np.bincount(self.machine[mine], minlength=self.n_m).tolist()
+        cell = self.machine * n_l + self.label  # (machine, label) -> free GPUs there
+        n_free = np.bincount(cell[free], minlength=self.n_m * n_l).tolist()
 
         def net(a, gs) -> int:  # GPUs a held less GPUs another recipient held
-            return sum(1 - cat(a, g) for g in gs)
+            c = cat[a]
+            return sum(1 - c[g] for g in gs)
 
         def fits(ga, gb, t) -> bool:  # ga's labels among gb's and t's free GPUs (what take draws)
-            if self.n_l == 1:
-                return len(ga) <= len(gb) + n_free.get((t, 0), 0)
+            if n_l == 1:
+                return len(ga) <= len(gb) + n_free[t]
             have = Counter([label_l[g] for g in gb])
             need = Counter([label_l[g] for g in ga])
-            return all(k <= have[lab] + n_free.get((t, lab), 0) for lab, k in need.items())
+            return all(k <= have[lab] + n_free[t * n_l + lab] for lab, k in need.items())
+
+        def best_net(a, cands: list, like: list) -> int:  # net(a, take(a, cands, like))
+            c = cat[a]
+            by, got = Counter([(label_l[g], c[g]) for g in cands]), 0
+            for lab, k in Counter([label_l[g] for g in like]).items():
+                n0 = min(k, by[lab, 0])
+                n2 = max(k - n0 - by[lab, 1], 0)  # fits: enough GPUs of each label
+                got += n0 - n2
+            return got
 
         def take(a, cands: list, like: list) -> list:  # like's labels, best cat, lowest index
-            need = Counter([label_l[g] for g in like])
+            c, need = cat[a], Counter([label_l[g] for g in like])
             by_label: dict = {}
             for g in cands:
                 if label_l[g] in need:
-                    by_label.setdefault(label_l[g], []).append((cat(a, g), g))
+                    by_label.setdefault(label_l[g], []).append((c[g], g))
             return [g for lab in sorted(need) for _, g in sorted(by_label[lab])[: need[lab]]]
 
         def blocks(a) -> dict:  # machine -> a's GPUs on it (in order)
@@ -184,24 +196,24 @@ class Renewal:
                         if m not in on_a or t not in on_b or t in on_a or m in on_b:
                             continue
                         ga, gb = on_a[m], on_b[t]
-                        ua, ub = held[a].get(t, 0) - nets[a][m], held[b].get(m, 0) - nets[b][t]
+                        ua, ub = held[a][t] - nets[a][m], held[b][m] - nets[b][t]
                         if ua < 0 or ub < 0 or ua + ub <= 0 or not fits(ga, gb, t):
                             continue  # da <= held_a(t) - net(a, ga), likewise b: neither gains
                         if not fits(gb, ga, m):
                             continue
-                        na = take(a, sorted(gb + [g for g in on_machine[t] if free_l[g]]), ga)
-                        nb = take(b, sorted(ga + [g for g in on_machine[m] if free_l[g]]), gb)
-                        da, db = net(a, na) - nets[a][m], net(b, nb) - nets[b][t]
+                        ca = gb + [g for g in on_machine[t] if free_l[g]]
+                        cb = ga + [g for g in on_machine[m] if free_l[g]]
+                        da = best_net(a, ca, ga) - nets[a][m]
+                        db = best_net(b, cb, gb) - nets[b][t]
                         if min(da, db) < 0 or da + db <= 0:
                             continue
+                        na, nb = take(a, ca, ga), take(b, cb, gb)
                         for g in ga + gb:
                             free_l[g] = True
-                            n_free[mach_l[g], label_l[g]] = (
-                                n_free.get((mach_l[g], label_l[g]), 0) + 1
-                            )
+                            n_free[mach_l[g] * n_l + label_l[g]] += 1
                         for g in na + nb:
                             free_l[g] = False
-                            n_free[mach_l[g], label_l[g]] -= 1
+                            n_free[mach_l[g] * n_l + label_l[g]] -= 1
                         A, B = out[a], out[b]
                         out[a] = np.sort(np.concatenate([A[self.machine[A] != m], na]))
                         out[b] = np.sort(np.concatenate([B[self.machine[B] != t], nb]))
@@ -213,11 +225,10 @@ class Renewal:
         return changed
 
 
-def _at_best(own: np.ndarray, in_offer: Counter, before: np.ndarray, a, takers: set) -> bool:
-    """``own`` holds every GPU of the offer ``a`` held (``in_offer[a]``: how many) and none
-    another recipient held."""
-    mine = before[own].tolist()
-    return mine.count(a) == in_offer[a] and not any(b != a and b in takers for b in mine)
+def _at_best(cat_own: np.ndarray, in_offer: int) -> bool:
+    """A winner's GPUs (``cat_own``: their categories for it) hold every GPU of the offer it held
+    (``in_offer``: how many) and none another recipient held."""
+    return not (cat_own == 2).any() and int(np.count_nonzero(cat_own == 0)) == in_offer
 
 
 def _takers_lut(before: np.ndarray, takers: set) -> np.ndarray:
