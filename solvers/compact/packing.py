@@ -66,34 +66,44 @@ def _best_one_level(
     """:func:`best_subbundle` where every GPU has the PM ``score`` (rounded to 12 digits, as
     ``Cluster.pm_levels``): level L = ``RhoTable.level`` for all, so a cell (n, s, v) with v >= L
     takes the first n GPUs of the bundle (in its order) on the lowest machine / rack id that holds
-    n of them (its held one, when it holds one), and v < L none; in plain Python."""
+    n of them (its held one, when it holds one), and v < L none. A cell fits iff n <= the most
+    GPUs of the bundle on one place of its spread (m_s), so the first cell of the (rho, order)
+    ranking that fits is the least (rho, order) among the cells with n <= min(cap, m_s)."""
     t = app.table
     lev = bisect.bisect_left(t.levels.tolist(), score - 1e-12)
     rho = t.rho
     best_rho = float(rho[0, t.held_spread, max(t.held_level, 0)])
-    vals = {k: float(rho[c]) for k, c in enumerate(app.cells) if c[0] <= cap and c[2] >= lev}
-    order = sorted((k for k, r in vals.items() if r < best_rho), key=lambda k: (vals[k], k))
-    gpus = list(bundle)
-    held = (app.held_machine, app.held_rack, -1)
-    counts_of: dict[int, tuple[list, dict[int, int]]] = {}
-    for k in order:
-        n, s, _ = app.cells[k]
-        got = counts_of.get(s)
-        if got is None:
-            at = cluster.machine_index if s == 0 else cluster.rack_index
-            where = at[gpus].tolist() if s < 2 else [0] * len(gpus)
-            counts: dict[int, int] = {}
-            for p in where:
-                if held[s] < 0 or p == held[s]:
-                    counts[p] = counts.get(p, 0) + 1
-            got = counts_of[s] = (where, counts)
-        where, counts = got
-        fit = min((p for p, c in counts.items() if c >= n), default=None)
-        if fit is not None:
-            return app.cells[k], tuple(
-                int(g) for g, p in zip(gpus, where, strict=True) if p == fit
-            )[:n]
-    return None
+    idx = np.asarray(bundle, np.int64)
+    held = (app.held_machine, app.held_rack)
+    counts: list[np.ndarray | None] = [None, None, None]  # per spread: GPUs per place
+    room = [cap, cap, min(cap, idx.size)]  # per spread: the most GPUs a cell may take
+    for s in (0, 1):
+        per = np.bincount((cluster.machine_index if s == 0 else cluster.rack_index)[idx])
+        if held[s] >= 0:  # the union must stay on the held machine / rack
+            per = per[held[s]] * (np.arange(per.size) == held[s]) if held[s] < per.size else per[:0]
+        counts[s] = per
+        room[s] = min(cap, int(per.max(initial=0)))
+    # a column's cells (one s and v, n ascending) have rho falling with n (``CompactApp.cells``:
+    # each is worth more than the one before it), so its best that fits is its last one that fits
+    # (NaN in the table: no such order, every cell that fits is a candidate)
+    cells = app.cells
+    fits = [k for k, (n, s, v) in enumerate(cells) if v >= lev and n <= room[s]]
+    if not np.isnan(rho).any():
+        last = {cells[k][1:]: k for k in fits}  # (s, v) -> its last cell that fits
+        fits = sorted(last.values())
+    top, arg = best_rho, -1
+    for k in fits:  # the least (rho, k) that beats the held bundle
+        r = float(rho[cells[k]])
+        if r < top:
+            top, arg = r, k
+    if arg < 0:
+        return None
+    n, s, _ = cells[arg]
+    if s == 2:
+        return cells[arg], tuple(idx[:n].tolist())
+    fit = int(np.argmax(counts[s] >= n))  # type: ignore[operator]  # the lowest place that holds n
+    at = cluster.machine_index if s == 0 else cluster.rack_index
+    return cells[arg], tuple(idx[at[idx] == fit][:n].tolist())
 
 
 PACK_RULES = ("damage", "best-fit", "first-fit", "matching")
