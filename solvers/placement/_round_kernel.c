@@ -1220,6 +1220,20 @@ fail:
     return NULL;
 }
 
+static const char same_bytes_doc[] =
+    "same_bytes(a, b) -> bool\n\n"
+    "Whether two C-contiguous buffers hold the same bytes (memcmp): a kept copy of scores against"
+    " the scores of a new round, without an array of comparisons.";
+
+static PyObject *same_bytes(PyObject *self, PyObject *args) {
+    Py_buffer ba, bb;
+    if (!PyArg_ParseTuple(args, "y*y*", &ba, &bb)) return NULL;
+    int same = ba.len == bb.len && memcmp(ba.buf, bb.buf, (size_t)ba.len) == 0;
+    PyBuffer_Release(&ba);
+    PyBuffer_Release(&bb);
+    return PyBool_FromLong(same);
+}
+
 static const char differs_doc[] =
     "differs(new, old) -> bytearray\n\n"
     "For dicts ``new`` and ``old``: per item of ``new``, in order, 1 if ``old`` lacks its key or"
@@ -1728,6 +1742,7 @@ static PyMethodDef methods[] = {
     {"rekey", rekey, METH_VARARGS, rekey_doc},
     {"int_lists_json", int_lists_json, METH_VARARGS, int_lists_json_doc},
     {"differs", differs, METH_VARARGS, differs_doc},
+    {"same_bytes", same_bytes, METH_VARARGS, same_bytes_doc},
     {NULL, NULL, 0, NULL},
 };
 

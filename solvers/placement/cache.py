@@ -17,6 +17,7 @@ import numpy as np
 from fairplace.core.domain import Cluster
 
 from .pool_index import contiguous
+from .round_kernel import same_array
 
 
 class PlacementCache:
@@ -65,7 +66,8 @@ class PlacementCache:
     def sorted_for(self, cluster: Cluster, scores: Mapping[str, np.ndarray]) -> dict:
         """:class:`.free_pool.FreePool`'s per-class dict (score orders, cells) for ``scores``:
         the same dict while every class's scores equal those it was built from (an O(G)
-        comparison per class, none when the same read-only arrays come again), else a new one."""
+        comparison per class, of bytes where it can be: :func:`.round_kernel.same_array`; none
+        when the same read-only arrays come again), else a new one."""
         self._on(cluster)
         fr = self._frozen
         if (
@@ -79,7 +81,7 @@ class PlacementCache:
         if (
             seen is None
             or seen.keys() != scores.keys()
-            or not all(np.array_equal(seen[c], v) for c, v in scores.items())
+            or not all(same_array(seen[c], v) for c, v in scores.items())
         ):
             self._seen = {c: np.array(v, copy=True) for c, v in scores.items()}
             self._sorted = {}

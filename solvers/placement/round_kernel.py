@@ -194,6 +194,23 @@ def differs(new: dict, old: dict) -> np.ndarray | None:
     return np.frombuffer(fn(new, old), bool)
 
 
+def same_array(a: np.ndarray, b) -> bool:
+    """Whether ``b`` equals the array ``a`` (a kept copy): byte for byte in one compiled pass where
+    ``b`` is an array of ``a``'s dtype and shape and both are C-contiguous (equal bytes, equal
+    values: what a sort of them gives is the same), else :func:`numpy.array_equal`."""
+    fn = getattr(_ext, "same_bytes", None)
+    if (
+        fn is not None
+        and isinstance(b, np.ndarray)
+        and b.dtype == a.dtype
+        and b.shape == a.shape
+        and a.flags.c_contiguous
+        and b.flags.c_contiguous
+    ):
+        return bool(fn(a, b))
+    return bool(np.array_equal(a, b))
+
+
 def covers(pool) -> bool:
     """True if the kernel can place on ``pool``'s cluster: GPUs grouped by machine, sizes in range."""
     return fits(pool.G, pool.grouped, len(pool.cluster.machines))

@@ -146,3 +146,16 @@ def test_a_queue_keeps_its_processing_order(monkeypatch):
     for path in ("c", "python"):
         _same(first, _place(monkeypatch, path, pol, state, q))
         assert list(first.allocation) == list(_place(monkeypatch, path, pol, state, q).allocation)
+
+
+def test_same_array_compares_kept_scores():
+    """The placement cache's check of kept scores: equal bytes (in one pass where both are arrays
+    of one dtype and shape), else numpy's equality."""
+    a = np.array([0.5, 1.0, np.nan, 2.0])
+    assert round_kernel.same_array(a, a.copy())  # (NaN included: the same bytes, the same sort)
+    assert not round_kernel.same_array(a, np.array([0.5, 1.0, np.nan, 2.5]))
+    b = np.array([1.0, 2.0])
+    assert round_kernel.same_array(b, [1.0, 2.0]) and round_kernel.same_array(b, np.array([1, 2]))
+    assert not round_kernel.same_array(b, np.array([1.0, 2.0, 3.0]))
+    assert round_kernel.same_array(b, np.array([[1.0, 2.0]])[0])
+    assert not round_kernel.same_array(b, np.array([2.0, 1.0, 0.0])[1::-1][::-1])
