@@ -179,7 +179,7 @@ class Arbiter:
         """:meth:`auction_round` on the ``offer`` GPU indices of ``cluster``: every decision in
         GPU indices."""
         t0 = time.perf_counter()
-        cache = dict(cache or {})
+        cache = {} if cache is None else cache  # read only
         states = [
             s
             if s.described_at(t_now)
@@ -328,11 +328,13 @@ class Arbiter:
         if not pool or not rest:
             return given, rho_after
         if self.leftover == "random":
-            if not any(self._room(s) for s in rest):  # nobody can take one: the order is moot
+            takers = [k for k, s in enumerate(rest) if self._room(s)]
+            if not takers:  # nobody can take one: the order is moot
                 return given, rho_after
-            order = np.random.default_rng(seed).permutation(len(rest))
-            for k in order:
-                s = rest[int(k)]
+            if len(takers) > 1:  # one taker: it takes the same GPUs in any order
+                takers = np.random.default_rng(seed).permutation(len(rest)).tolist()
+            for k in takers:
+                s = rest[k]
                 take = pool[: self._room(s)]
                 if take:
                     given[s.id] = take

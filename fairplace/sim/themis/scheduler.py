@@ -189,7 +189,7 @@ class Themis:
                 cache=self.cache,
                 n_active=int(apps.size),
             )
-            self.cache = {**self.cache, **out.tables}
+            self.cache.update(out.tables)  # (the arbiter reads it only)
             self.auctions.append(
                 (t, len(out.participants), int(free.size), out.bid_seconds, out.arbiter_seconds)
             )
@@ -263,15 +263,31 @@ class Themis:
 
     def _keep_previous(self, grant: dict, before: np.ndarray) -> dict:
         """Swap granted GPUs within groups of interchangeable GPUs (same machine and same decision
-        scores: the same bundle value for every app) so that apps get back the GPUs they held."""
-        key, held = self._group_key, before.tolist()
+        scores: the same bundle value for every app) so that apps get back the GPUs they held: in
+        each group, each of its GPUs' apps in turn takes the lowest GPU of the group it held
+        before, and those that held none take the rest, lowest first. A group granted to one app
+        stays as it is (so does a grant to one app)."""
+        if len(grant) == 1:
+            ((a, idx),) = grant.items()
+            return {a: np.sort(np.asarray(idx, np.int64))}
+        gid = self._group_ids
         by_group: dict = {}
         for a, idx in grant.items():
             for g in idx.tolist():
-                by_group.setdefault(key[g], []).append((a, g))
+                got = by_group.get(gid[g])
+                if got is None:
+                    by_group[gid[g]] = [(a, g)]
+                else:
+                    got.append((a, g))
         out: dict = {a: [] for a in grant}
+        held = None
         for items in by_group.values():
             owners = [a for a, _ in items]
+            if owners.count(owners[0]) == len(owners):  # one app: its own GPUs
+                out[owners[0]] += [g for _, g in items]
+                continue
+            if held is None:
+                held = before.tolist()
             pool = sorted(g for _, g in items)
             left = []
             for a in owners:  # first: a GPU of the group this app held before
@@ -331,11 +347,14 @@ class Themis:
         return self._renew
 
     @property
-    def _group_key(self) -> list:
-        if not hasattr(self, "_keys"):
-            cl = self.decide_cluster
-            self._keys = [
-                (int(cl.machine_index[k]), tuple(sorted(g.pm.items())))
-                for k, g in enumerate(cl.gpus)
+    def _group_ids(self) -> list[int]:
+        """Per GPU its group of interchangeable GPUs (same machine, same decision scores) as an
+        int, in a list (read per granted GPU)."""
+        if not hasattr(self, "_gids"):
+            cl, ids = self.decide_cluster, dict[tuple, int]()
+            keys = [
+                (m, tuple(sorted(g.pm.items())))
+                for m, g in zip(cl.machine_index.tolist(), cl.gpus, strict=True)
             ]
-        return self._keys
+            self._gids = [ids.setdefault(k, len(ids)) for k in keys]
+        return self._gids
