@@ -271,7 +271,7 @@ def _compact_pf(cl, offer, apps, opts, config, budget, log: dict, cache):
     enum = plain = None
     route, enum_limit, aggregate = config.route, config.enum_limit, config.aggregate
     try_dp = route == "dp" or (route == "auto" and enum_limit > 0)
-    if try_dp and budget.options(opts) is not None:
+    if try_dp and not budget.spent():  # (= budget.options(opts) is not None)
         offer = tuple(np.asarray(offer).tolist())
         plain = CompactProgram(
             cl, offer, tuple(apps), reduced=False, aggregate=aggregate, cache=cache
@@ -283,7 +283,7 @@ def _compact_pf(cl, offer, apps, opts, config, budget, log: dict, cache):
                 return dp.result(), dp.choice, plain, dp, plain
         if enum_limit <= 0:  # the LP / MILP route's payments as before: no enumeration
             plain = None
-    if enum_limit > 0 and budget.options(opts) is not None:
+    if enum_limit > 0 and not budget.spent():
         offer = tuple(int(g) for g in offer)
         if plain is None:
             plain = CompactProgram(

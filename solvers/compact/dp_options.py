@@ -86,6 +86,8 @@ def app_options(
     if wf is None:
         wf = (-np.log(part)).ravel().tolist()  # w[n, s, v] at (n * 3 + s) * n_lev + v
     best: dict[tuple[int, int], tuple[float, tuple[int, int, int]]] = {}
+    # one level and three distinct place types: each (n, type) is met once, listed as met
+    items: list | None = [] if n_lev == 1 and eff == (0, 1, 2) else None
     v_lo = max(t.held_level, 0, lev)
     low0 = -math.inf if we is None else we
     s_lo = t.held_spread if t.held_count else 0
@@ -100,6 +102,9 @@ def app_options(
                     continue
                 thr = val + 1e-12
                 if looser is not None and looser[n - 1] >= val - 1e-12:
+                    continue
+                if items is not None:
+                    items.append((n, e, val, (n, s, 0)))
                     continue
                 old = best.get((n, e))
                 if old is None or val > old[0]:
@@ -124,8 +129,11 @@ def app_options(
     opts: list[Opt] = []
     unb, new_opt = int(we is None), tuple.__new__
     t0 = t1 = t2 = -math.inf  # t[s]: best w kept of fewer GPUs (or as many, looser) and type s
-    for n, e in sorted(best):
-        w, cell = best[(n, e)]
+    if items is None:
+        items = [(n, e, *best[(n, e)]) for n, e in sorted(best)]
+    else:
+        items.sort()  # by (n, type): distinct, the values never compared
+    for n, e, w, cell in items:
         if e == -2:
             if not w > t2:
                 continue

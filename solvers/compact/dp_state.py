@@ -256,22 +256,41 @@ def place(prog: CompactProgram, lay: Layout, apps, path, cap) -> Choice:
                 ms = lay.by_rack[lay.pos_rack[q]]
             else:
                 ms = gpus
-            got: list[int] = []
-            while need:
-                fit_f = fit_m = most_f = most_m = 0  # best fit (GPUs left, machine), fullest
-                for m in ms:
-                    f = left[m]
-                    if need <= f and (f < fit_f or not fit_f):
-                        fit_f, fit_m = f, m
-                    if f > most_f:
-                        most_f, most_m = f, m
-                m, f = (fit_m, fit_f) if fit_f else (most_m, most_f)
-                k = need if need < f else f
-                if k == 0:
-                    raise RuntimeError("compact DP: no GPUs left for a chosen place")
-                at = len(gpus[m]) - f
-                got += gpus[m][at : at + k]
-                left[m] = f - k
-                need -= k
-            taken[i] = got
+            taken[i] = _take(ms, left, gpus, need)
     return {i: (cells[i], tuple(sorted(taken[i]))) for i in sorted(taken)}
+
+
+def _take(ms, left: dict[int, int], gpus: dict, need: int) -> list[int]:
+    """``need`` GPUs from the machines ``ms`` (``left``: GPUs left on each, taken from the front of
+    ``gpus[m]``; changed in place): the machine that best fits what is still needed (fewest GPUs
+    left that hold it, the first of ``ms`` among equals), else the fullest one emptied (the first
+    among equals), repeated. Emptying the fullest changes no other machine, so the machines
+    sorted fullest first (stable: ``ms`` order among equals) give every step."""
+    order = sorted((m for m in ms if left[m]), key=left.__getitem__, reverse=True)
+    # reverse=True keeps equal keys in their order (a stable sort of the reversed comparison)
+    got: list[int] = []
+    for pos, m in enumerate(order):
+        f = left[m]
+        if f < need:  # nothing holds what is left: empty the fullest
+            at = len(gpus[m]) - f
+            got += gpus[m][at:]
+            left[m] = 0
+            need -= f
+            continue
+        # best fit: the least f >= need among the rest (fullest first), its first machine
+        fit = pos
+        for p in range(pos + 1, len(order)):
+            g = left[order[p]]
+            if g < need:
+                break
+            if g < left[order[fit]]:
+                fit = p
+        m = order[fit]
+        f = left[m]
+        at = len(gpus[m]) - f
+        got += gpus[m][at : at + need]
+        left[m] = f - need
+        return got
+    if need:
+        raise RuntimeError("compact DP: no GPUs left for a chosen place")
+    return got
