@@ -65,7 +65,7 @@ static inline int64_t bits_next(const Bits *b, int64_t i, int64_t hi) {
 
 /* ---- per-class state ----------------------------------------------------------------------- */
 typedef struct {
-    const int64_t *order;
+    const int32_t *order; /* the score order (the blob's int32 copy: half the memory to read) */
     /* the static layout (cells(): kept by the caller across rounds on the same scores) */
     const int32_t *lev;  /* level of each GPU */
     const double *lval;  /* value of each level */
@@ -124,7 +124,7 @@ typedef struct {
 /* offsets (bytes) of the static layout of one class in the buffer cells() makes: an int32
  * header (levels L, cells C), then each array at a place fixed by (G, M, P) */
 typedef struct {
-    size_t lval, lev, cell_of, cstart, cm, clev, lcell, mcell, mcn, size;
+    size_t lval, lev, cell_of, cstart, cm, clev, lcell, mcell, mcn, order, size;
 } Layout;
 
 static Layout layout_of(int64_t G, int64_t M, int64_t P) {
@@ -139,6 +139,7 @@ static Layout layout_of(int64_t G, int64_t M, int64_t P) {
     o.lcell = at, at += sizeof(int32_t) * (size_t)(G + 2);
     o.mcell = at, at += sizeof(int32_t) * (size_t)(M * P + 1);
     o.mcn = at, at += sizeof(int32_t) * (size_t)(M + 1);
+    o.order = at, at += sizeof(int32_t) * (size_t)(G + 1);
     o.size = at;
     return o;
 }
@@ -152,7 +153,9 @@ static void cells_fill(char *buf, const Layout *o, int64_t G, int64_t M, int64_t
     int32_t *cstart = (int32_t *)(buf + o->cstart), *cm = (int32_t *)(buf + o->cm);
     int32_t *clev = (int32_t *)(buf + o->clev), *lcell = (int32_t *)(buf + o->lcell);
     int32_t *mcell = (int32_t *)(buf + o->mcell), *mcn = (int32_t *)(buf + o->mcn);
+    int32_t *ord = (int32_t *)(buf + o->order);
     memset(mcn, 0, sizeof(int32_t) * (size_t)(M + 1));
+    for (int64_t p = 0; p < G; p++) ord[p] = (int32_t)order[p];
     int32_t L = 0, C = 0;
     for (int64_t p = 0; p < G; p++) {
         int64_t g = order[p];
@@ -214,7 +217,7 @@ static int cls_alloc(Pool *pl, Cls *c, const int64_t *order, const char *blob) {
     int64_t G = pl->G, P = pl->P, M = pl->M;
     Layout o = layout_of(G, M, P);
     memset(c, 0, sizeof(*c));
-    c->order = order;
+    c->order = (const int32_t *)(blob + o.order);
     c->nlev = ((const int32_t *)blob)[0];
     c->ncell = ((const int32_t *)blob)[1];
     c->lval = (const double *)(blob + o.lval);
@@ -1658,17 +1661,21 @@ static PyObject *place(PyObject *self, PyObject *args) {
                 for (int64_t v = 1; v <= P && got < run; v++)
                     for (int64_t x = bits_next(&B[v], lo, hi); x >= 0 && got < run;
                          x = bits_next(&B[v], x + 1, hi)) {
-                        int64_t t = 0;
+                        int64_t t = 0, m = c->cm[x]; /* (take() on the cell's machine) */
                         for (int32_t p = c->cstart[x]; p < c->cstart[x + 1] && got < run; p++) {
                             int64_t g = c->order[p];
                             if (!pl.free[g]) continue;
-                            take(&pl, g);
+                            pl.free[g] = 0;
+                            pl.log[pl.nlog++] = g;
                             pk.pos[pk.np] = k + got;
                             pk.flat[pk.nf++] = g;
                             pk.ends[pk.np++] = pk.nf;
                             got++;
                             t++;
                         }
+                        pl.nf[m] -= t;
+                        pl.n_free -= t;
+                        if (t) touch(&pl, m);
                         /* (x leaves B[v], or the run ends: the scan reads no bit this changes) */
                         if (t) take_cell(&pl, c, x, l, t);
                     }
