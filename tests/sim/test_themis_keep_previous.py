@@ -59,3 +59,39 @@ def test_keep_previous_follows_the_rule(seed):
     assert list(got) == list(grant)
     assert {a: g.tolist() for a, g in got.items()} == _reference(cluster, grant, before)
     assert all(g.dtype == np.int64 for g in got.values())
+
+
+def _leftover_reference(mi: list, counts: dict, spare: np.ndarray, before: np.ndarray) -> dict:
+    """Leftover recipients in app order: GPUs they held first, then on the machines of those,
+    then the lowest indices."""
+    pool, out, held = set(spare.tolist()), {}, before.tolist()
+    for a, n in sorted(counts.items()):
+        mine = sorted(g for g in pool if held[g] == a)[:n]
+        pool -= set(mine)
+        machines = {mi[g] for g in mine}
+        rest = sorted(pool, key=lambda g: (mi[g] not in machines, g))
+        take = mine + rest[: n - len(mine)]
+        pool -= set(take)
+        out[a] = sorted(take)
+    return out
+
+
+@pytest.mark.parametrize("seed", range(60))
+def test_leftover_back_follows_the_rule(seed):
+    rng = np.random.default_rng(seed)
+    machines, per = int(rng.integers(1, 6)), int(rng.choice([2, 4, 8]))
+    cluster = Cluster(
+        tuple(GPU(f"g{m}-{k}", f"m{m}", "r0", {}) for m in range(machines) for k in range(per))
+    )
+    th = Themis()
+    th.bind(cluster)
+    G, apps = len(cluster), int(rng.integers(1, 5))
+    before = rng.integers(-1, apps, G)
+    spare = np.sort(rng.permutation(G)[: int(rng.integers(0, G + 1))])
+    counts, left = {}, spare.size
+    for a in rng.permutation(apps).tolist():
+        counts[a] = int(rng.integers(0, left + 1))
+        left -= counts[a]
+    got = th._leftover_back(counts, spare, before)
+    want = _leftover_reference(th._mi_list, counts, spare, before)
+    assert {a: g.tolist() for a, g in got.items()} == want

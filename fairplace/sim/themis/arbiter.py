@@ -83,6 +83,12 @@ from .params import (
     THEMIS_VALUATION,
 )
 
+#: ``SeedSequence.generate_state`` without its ``np.errstate(over="ignore")`` wrapper (a context
+#: entered per call; the state is computed on uint32 arrays, which never warn): the same words
+_generate_state = getattr(
+    np.random.SeedSequence.generate_state, "__wrapped__", np.random.SeedSequence.generate_state
+)
+
 
 @dataclass(frozen=True)
 class Arbiter:
@@ -186,7 +192,7 @@ class Arbiter:
             else replace(s, app=replace(s.app, t_now=float(t_now), held=tuple(s.held)), model=None)
             for s in apps
         ]
-        seed = int(np.random.SeedSequence([self.seed, round_index]).generate_state(1)[0])
+        seed = int(_generate_state(np.random.SeedSequence([self.seed, round_index]), 1)[0])
         if self.rho_error is not None:  # the current rho each AGENT reports (Fig. 17)
             states = self.rho_error.reported(cluster, states, seed, self._rho_now)
         ranking, part, rest = self._filter(cluster, states, seed, n_active)
@@ -253,8 +259,10 @@ class Arbiter:
         """Step 3: the PA auction of ``part`` on ``offer``; (allocation, PF allocation, payments,
         rho tables, status) by app id, GPU indices (one bidder: its best bundle at c = 1, no MILP),
         and the seconds the bids took."""
-        from fairplace.solvers.compact import CompactAuctionOptions, auction_on_offer
-        from fairplace.solvers.compact.packing import best_subbundle
+        # the modules, not their names: quicker per round (``auction_on_offer`` is read from its
+        # module at each call, papers/themis/experiments/auction_exactness.py replaces it there)
+        import fairplace.solvers.compact as compact
+        import fairplace.solvers.compact.packing as packing
 
         if not part or not offer.size:
             return {}, {}, {}, {}, "optimal", 0.0
@@ -269,7 +277,7 @@ class Arbiter:
         ids = [s.id for s in part]
         tables = {s.id: a.table for s, a in zip(part, capps, strict=True)}  # rho: the cache
         if len(part) == 1:  # PF = the bidder's best bundle; PA: c = 1 (no one else to pay)
-            best = best_subbundle(capps[0], cluster, tuple(offer.tolist()), offer.size)
+            best = packing.best_subbundle(capps[0], cluster, tuple(offer.tolist()), offer.size)
             auction = {ids[0]: list(best[1]) if best else []}
             return auction, dict(auction), {ids[0]: 1.0}, tables, "optimal", bid_s
         if self.valuation != "held":  # the same order of bundles per app, rho(empty) finite
@@ -278,10 +286,12 @@ class Arbiter:
                 lease_bid(cluster, s, a, self.lease, n, kind, m)
                 for s, a, m in zip(part, capps, models, strict=True)
             )
-        config = CompactAuctionOptions(
+        config = compact.CompactAuctionOptions(
             self.rounding, seed, self.payments, exact_payments=self.exact_payments
         )
-        res = auction_on_offer(cluster, offer, capps, self.options, config, cache=self.offers)
+        res = compact.auction_on_offer(
+            cluster, offer, capps, self.options, config, cache=self.offers
+        )
         auction = {ids[i]: g.tolist() for i, g in res.allocation.items()}
         pf = {ids[i]: g.tolist() for i, g in (res.pf_allocation or {}).items()}
         pay = {ids[i]: c for i, c in (res.payments or {}).items()}

@@ -311,10 +311,15 @@ class Themis:
         for a, n in sorted(counts.items()):
             mine = sorted(g for g in pool if held[g] == a)[:n]
             pool -= set(mine)
-            machines = {mi[g] for g in mine}
-            rest = sorted(pool, key=lambda g: (mi[g] not in machines, g))
-            take = mine + rest[: n - len(mine)]
-            pool -= set(take)
+            need, take = n - len(mine), mine
+            if need > 0:  # the rest: on the machines of ``mine`` first, lowest first
+                rest = sorted(pool)
+                if mine:
+                    machines = {mi[g] for g in mine}
+                    on = [g for g in rest if mi[g] in machines]
+                    rest = on + [g for g in rest if mi[g] not in machines] if len(on) < need else on
+                take = mine + rest[:need]
+                pool -= set(take)
             out[a] = np.asarray(sorted(take), np.int64)
         return out
 
