@@ -249,31 +249,45 @@ def _priced_rows(
 
 
 def _even_times3(
-    works: list[float], counts: list[int], cap: int, sens: float, locality: tuple, mg: int | None
+    works: list[float], counts, cap: int, sens: float, locality: tuple, mg: int | None
 ) -> list[list[float]]:
     """:func:`~fairplace.formulations.phase_times.even_phase_times` at spreads 0, 1, 2 in one
-    pass over ``counts`` (the same expressions: w x L / n_j with L = 1 for one GPU, the job's
-    own-machine locality for a share that fits a machine and is not the whole bundle, else the
-    spread's)."""
+    pass over ``counts`` (each >= J = len(works); [spread][count]), the same expressions: n_j =
+    min(n // J, cap) for the job of work w_{n mod J}, a GPU more (at most cap) for the longest w_0
+    when n mod J > 0, the slower of the two; T = w x L / n_j with L = 1 for one GPU (w x 1 = w),
+    the job's own-machine locality L_0 for a share that fits a machine and is not the whole
+    bundle (the same at every spread), else the spread's."""
     J = len(works)
     L0 = job_locality(locality, 0, sens)
-    Ls = [job_locality(locality, s, sens) for s in range(3)]
-    out: list[list[float]] = [[], [], []]
+    L1, L2 = job_locality(locality, 1, sens), job_locality(locality, 2, sens)
+    o0: list[float] = []
+    o1: list[float] = []
+    o2: list[float] = []
     w0 = works[0] if works else 0.0
     for n in counts:
-        base, r = min(n // J, cap), n % J
-        nj, w = base, works[r]
-        own = nj <= 1 or (mg is not None and nj <= mg and nj < n)
+        nj, r = n // J, n % J
+        if nj > cap:
+            nj = cap
+        w = works[r]
+        if nj <= 1:
+            a = b = c = w / nj
+        elif mg is not None and nj <= mg and nj < n:
+            a = b = c = w * L0 / nj
+        else:
+            a, b, c = w * L0 / nj, w * L1 / nj, w * L2 / nj  # L_0 is spread 0's
         if r:
-            nj1 = min(base + 1, cap)
-            own1 = nj1 <= 1 or (mg is not None and nj1 <= mg and nj1 < n)
-        for s in range(3):
-            v = w * ((L0 if own else Ls[s]) if nj > 1 else 1.0) / nj
-            if r:
-                x = w0 * ((L0 if own1 else Ls[s]) if nj1 > 1 else 1.0) / nj1
-                v = max(v, x)
-            out[s].append(v)
-    return out
+            nj = nj + 1 if nj < cap else cap
+            if nj <= 1:
+                x = y = z = w0 / nj
+            elif mg is not None and nj <= mg and nj < n:
+                x = y = z = w0 * L0 / nj
+            else:
+                x, y, z = w0 * L0 / nj, w0 * L1 / nj, w0 * L2 / nj
+            a, b, c = x if x > a else a, y if y > b else b, z if z > c else c  # max(v, x)
+        o0.append(a)
+        o1.append(b)
+        o2.append(c)
+    return [o0, o1, o2]
 
 
 def _later_rows(

@@ -43,23 +43,30 @@ def running_rows(
     works: list[float], counts: range, d_max: int, locality: tuple, machine_gpus: int | None,
     lpt: dict | None = None,
 ) -> np.ndarray:  # fmt: skip
-    """(3, len(counts)): the running phase's time at V = 1 per spread and GPU count (counts >= 0):
-    inf on no GPU, the LPT makespan of n < J GPUs (one GPU per job: every spread; kept in ``lpt``
-    by count while the works do not move), the even split of n >= J GPUs at most max(1, d_max)
-    GPUs per job (``ftf_counts._priced_rows``); 0 without jobs (``phase_time``)."""
-    out = np.empty((3, len(counts)))
+    """(3, len(counts)): the running phase's time at V = 1 per spread and GPU count (``counts``:
+    a range of step 1): inf on no GPU, the LPT makespan of 0 < n < J GPUs (one GPU per job: every
+    spread; kept in ``lpt`` by count while the works do not move), the even split of n >= J GPUs
+    at most max(1, d_max) GPUs per job (``ftf_counts._even_times3``); 0 without jobs
+    (``phase_time``). The counts fall in three runs, each filled as a slice."""
+    size = len(counts)
+    out = np.empty((3, size))
     if not works:
         out[:] = 0.0
         return out
-    J, cap = len(works), max(1, int(d_max))
-    lpt = {} if lpt is None else lpt
-    miss = [n for n in counts if 0 < n < J and n not in lpt]
-    if miss:
-        lpt.update(zip(miss, _lpt_makespans(works, miss).tolist(), strict=True))
-    big = _even_times3(works, [n for n in counts if n >= J], cap, 1.0, locality, machine_gpus)
-    for s in range(3):
-        even = iter(big[s])
-        out[s] = [math.inf if n <= 0 else lpt[n] if n < J else next(even) for n in counts]
+    J, lo = len(works), counts.start
+    a = min(max(1 - lo, 0), size)  # counts[:a] <= 0
+    b = min(max(J - lo, a), size)  # counts[a:b] in 1..J - 1, counts[b:] >= J
+    out[:, :a] = math.inf
+    if b > a:
+        lpt = {} if lpt is None else lpt
+        few = range(lo + a, lo + b)
+        miss = [n for n in few if n not in lpt]
+        if miss:
+            lpt.update(zip(miss, _lpt_makespans(works, miss).tolist(), strict=True))
+        out[:, a:b] = [lpt[n] for n in few]
+    if size > b:
+        cap = max(1, int(d_max))
+        out[:, b:] = _even_times3(works, range(lo + b, lo + size), cap, 1.0, locality, machine_gpus)
     return out
 
 
@@ -127,13 +134,25 @@ class RunningApp(NamedTuple):
         return rho_of_times(self.elapsed, self.times(lo, n), self.ideal, levels)
 
     def t_shared(self, n: int, spread_level: int = 0, vmax: float = 1.0) -> float:
-        """``FTFModel.t_shared`` (n GPUs, spread, max V)."""
+        """``FTFModel.t_shared`` (n GPUs, spread, max V): the running phase's LPT makespan of
+        0 < n < J GPUs at V = 1 read from (or kept in) ``lpt``, the table's, then summed as
+        :func:`~fairplace.formulations.ftf.running_t_shared` sums it."""
         later: list = []
         if self.phases:
             later = later_times(self.phases, self.current, self.model_job, n, self.d_max,
                                 spread_level, vmax, self.locality, self.machine_gpus,
                                 self.future)  # fmt: skip
-        return running_t_shared(self.elapsed, self.works, n, self.d_max, later, spread_level,
+        works = self.works
+        if vmax == 1.0 and 0 < n < len(works):  # one GPU per job: no spread, no locality
+            run = self.lpt.get(n)
+            if run is None:
+                run = self.lpt[n] = _lpt_makespans(works, [n]).tolist()[0]
+            total = float(self.elapsed)
+            total += run
+            for x in later:  # phase by phase, in order
+                total += x
+            return total
+        return running_t_shared(self.elapsed, works, n, self.d_max, later, spread_level,
                                 vmax, self.locality, self.machine_gpus)  # fmt: skip
 
     def rho(self, n: int, spread_level: int = 0, vmax: float = 1.0) -> float:

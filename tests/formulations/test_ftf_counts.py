@@ -26,11 +26,13 @@ from fairplace.formulations.ftf import (
     t_shared,
 )
 from fairplace.formulations.ftf_counts import (
+    _even_times3,
     _lpt_makespans,
     identical_phase_times,
     phase_time_counts,
     rho_grid,
 )
+from fairplace.formulations.phase_times import even_phase_times
 from fairplace.sim.themis.apps import StepAverage
 
 
@@ -290,3 +292,23 @@ def test_kept_sorted_works_change_no_phase_time(model, asks):
     with pytest.MonkeyPatch.context() as mp:
         mp.setattr(ftf, "phase_works", lambda *a: None)
         assert got == [t_shared(replace(opt), *args) for args in calls]
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    st.lists(
+        st.sampled_from([1.0, 37.5, 100.0, 412.25]) | st.floats(1e-3, 1e6), min_size=1, max_size=30
+    ),
+    st.integers(1, 9),
+    st.sampled_from([0.0, 0.7, 1.0]),
+    st.sampled_from([None, 1, 2, 4, 8]),
+    st.sampled_from([(1.0, 1.2, 1.5), (1.0, 1.0, 1.0), (1.3, 1.1, 2.0)]),
+)
+def test_even_times_of_the_three_spreads_are_even_phase_times(works, cap, sens, mg, locality):
+    """The three spreads' rows in one pass (``_even_times3``: its cases taken apart) are
+    ``even_phase_times`` at each spread, bitwise, on every count from J on."""
+    works = sorted(works, reverse=True)
+    counts = range(len(works), len(works) * (cap + 2) + 3)
+    got = _even_times3(works, counts, cap, sens, locality, mg)
+    for s in range(3):
+        assert got[s] == even_phase_times(works, counts, cap, sens, s, locality, mg), s

@@ -81,6 +81,22 @@ def test_t_shared_and_rho_from_numbers_are_the_models(model, ns, s, v):
             assert app.rho(n, s, v) == model.rho(n, R_C, s, v), (n, s, v)
 
 
+@settings(max_examples=100, deadline=None)
+@given(models(), st.integers(0, 30), st.integers(1, 20), st.booleans())
+def test_the_table_and_t_shared_share_their_lpt_makespans(model, lo, size, table_first):
+    """The LPT makespans kept by count (``RunningApp.lpt``) by the table or by ``t_shared``, in
+    either order, give both the model's numbers."""
+    app = numbers(model, {})
+    levels = np.asarray([1.0])
+    for first in [True, False] if table_first else [False, True]:
+        if first:
+            want = rho_grid(model, range(lo, lo + size), R_C, levels)
+            np.testing.assert_array_equal(app.table(lo, size, levels), want)
+        else:
+            for n in range(lo, lo + size):
+                assert app.t_shared(n, 0, 1.0) == model.t_shared(n, 0, 1.0), n
+
+
 def test_later_spec_reads_each_phase_demand():
     assert later_spec(((4, 10.0, 1), (2, 20.0, 2), (1, 40.0)), 0, 8) == ((2, 20.0, 2), (1, 40.0, 8))
     assert later_spec(((4, 10.0, 1),), 0, 8) == ()

@@ -34,7 +34,11 @@ def model_of(cluster: Cluster, s: AppState):
 
 
 def held_index(cluster: Cluster, s: AppState) -> np.ndarray:
-    """The GPU indices ``s`` holds."""
+    """The GPU indices ``s`` holds (an agent's state keeps them: ``held_on``)."""
+    on = getattr(s, "held_on", None)
+    idx = on(cluster) if on is not None else None
+    if idx is not None:
+        return idx
     return cluster.indices(s.held) if s.held else np.zeros(0, np.int64)
 
 
@@ -70,7 +74,8 @@ def lease_bid(
         m = model_of(cluster, s) if model is None else model
         return replace(capp, table=lease_table(capp.table, m, r_c, lease, n_apps, kind))
     t_f = max(float(p.t_shared(fair_share_gpus(r_c, n_apps), 0, 1.0) - p.elapsed), 0.0)
-    return replace(capp, table=lease_table_of(capp.table, p.elapsed, p.ideal, lease, t_f, kind))
+    table = lease_table_of(capp.table, p.elapsed, p.ideal, lease, t_f, kind)
+    return CompactApp(table, capp.cls, capp.held_machine, capp.held_rack)
 
 
 def state_rho(cluster: Cluster, s: AppState, gpus: Sequence[int] | np.ndarray) -> float:
