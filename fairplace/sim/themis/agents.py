@@ -27,7 +27,7 @@ from fairplace.formulations.phase_times import keep_works
 from fairplace.formulations.running_app import RunningApp
 
 from ..protocols import SchedView
-from .apps import StepAverage, _groups_of
+from .apps import StepAverage
 from .outcome import AppState
 
 
@@ -43,15 +43,25 @@ def _filled(kind, /, **values):
 
 class _Rows(NamedTuple):
     """The running jobs of one decision's wanting apps, app after app (:meth:`Agents.states`):
-    app k's are entries lo:hi of the lists (bytes 8 lo:8 hi of the bytes)."""
+    app k's are entries lo:hi of the arrays and lists (bytes 8 lo:8 hi of the bytes)."""
 
     run: bytes  # the jobs' indices (int64)
     left: bytes  # their iterations left (float64)
-    rem: list  # their iterations left
-    serial: list  # t_iter x N_j: serial seconds per iteration
+    rem: np.ndarray  # their iterations left
+    serial: np.ndarray  # t_iter x N_j: serial seconds per iteration
     work: list  # iterations left x serial seconds per iteration (AgentJob.work)
-    phase: list
-    demand: list
+    phase: np.ndarray
+    demand: np.ndarray
+
+
+def _by_app(owner: np.ndarray, apps: list[int]) -> list[np.ndarray]:
+    """The indices g with ``owner[g] == a`` (ascending) for each app a of ``apps``: one stable
+    sort of ``owner``, each app's run found by bisection."""
+    order = owner.argsort(kind="stable")
+    keys = owner[order]
+    lo = keys.searchsorted(apps, "left").tolist()
+    hi = keys.searchsorted(apps, "right").tolist()
+    return [order[i:j] for i, j in zip(lo, hi, strict=True)]
 
 
 class RunningJobs(NamedTuple):
@@ -75,11 +85,24 @@ class _Described:
         return self if obj is None else obj._described()[self.k]
 
 
+class _Held:
+    """:attr:`AgentState.held`: the ids of the GPUs it holds, named from their indices on first
+    read (the ranking and the bids read the indices: :meth:`AgentState.held_on`)."""
+
+    def __get__(self, obj, kind=None):
+        if obj is None:
+            return self
+        d = obj.__dict__
+        d["held"] = out = tuple(d["_cluster"].ids(d["_held_idx"]))
+        return out
+
+
 class AgentState(AppState):
     """An :class:`AppState` whose agent description (``app``) and FTF model (``model``) are built
-    when first read (:meth:`Agents.state`): the ranking, the leftover and the fill read an app's
-    id, class, current rho, room and held GPUs only, so only the apps that bid or tie, and
-    leftover recipients without a cached table, are described in full."""
+    when first read (:meth:`Agents.state`), and its GPU ids (``held``) too: the ranking, the
+    leftover and the fill read an app's id, class, current rho, room and held GPUs only, so only
+    the apps that bid or tie, and leftover recipients without a cached table, are described in
+    full."""
 
     @property
     def id(self) -> str:
@@ -97,16 +120,19 @@ class AgentState(AppState):
             return d["_t_now"] == float(t_now)
         return super().described_at(t_now)
 
+    def held_on(self, cluster: Cluster) -> np.ndarray | None:
+        """The indices of ``held`` on ``cluster`` when it is the decision's (else None)."""
+        d = self.__dict__
+        return d["_held_idx"] if d.get("_cluster") is cluster else None
+
+    held = _Held()
     app = _Described(0)
     model = _Described(1)
 
     @property
     def pricer(self) -> RunningApp | None:
-        """The app priced from its numbers (:meth:`Agents._pricer`), built on first read."""
-        d = self.__dict__
-        if "_price" in d:
-            d["_pricer"] = d.pop("_price")()
-        return d.get("_pricer")
+        """The app priced from its numbers (:meth:`Agents._pricer`)."""
+        return self.__dict__.get("_pricer")
 
     def _described(self) -> tuple[AgentApp, FTFModel]:
         """(app, model), built once: kept in the instance, where later reads find them first."""
@@ -139,105 +165,93 @@ class Agents:
         """:meth:`state` of every app of ``apps`` (indices; ``room``: per app index), with the GPUs
         each holds (``owner``) and held just before (``before``) grouped once, and their running
         jobs' numbers read in one NumPy pass for all of them (:class:`_Rows`)."""
-        owned = (owner >= 0).nonzero()[0]
-        held_of = _groups_of(owner[owned], owned)
-        had = (before >= 0).nonzero()[0]
-        had_of = {a: g.tolist() for a, g in _groups_of(before[had], had).items()}
         none = np.zeros(0, np.int64)
         runs = [running[a] for a in apps]
         every = np.concatenate(runs) if runs else none
         rem = view.remaining[every]
         serial = w.t_iter[every] * w.demand[every]
         rows = _Rows(
-            every.astype(np.int64, copy=False).tobytes(), rem.tobytes(), rem.tolist(),
-            serial.tolist(), (rem * serial).tolist(), w.phase[every].tolist(),
-            w.demand[every].tolist(),
+            every.astype(np.int64, copy=False).tobytes(), rem.tobytes(), rem, serial,
+            (rem * serial).tolist(), w.phase[every], w.demand[every],
         )  # fmt: skip
-        out, lo = [], 0
-        for a, run in zip(apps, runs, strict=True):
+        dec = (view, w, cluster, len(cluster), machine_gpus(cluster), rows)
+        out, lo, rooms = [], 0, room[apps].tolist()
+        for a, run, r, held, had in zip(
+            apps, runs, rooms, _by_app(owner, apps), _by_app(before, apps), strict=True
+        ):
             hi = lo + run.size
-            out.append(
-                self.state(
-                    a,
-                    view,
-                    w,
-                    held_of.get(a, none),
-                    had_of.get(a, ()),
-                    int(room[a]),
-                    cluster,
-                    rows,
-                    lo,
-                    hi,
-                )  # fmt: skip
-            )
+            out.append(self.state(a, held, had if had.size else None, r, dec, lo, hi))
             lo = hi
         return out
 
-    def state(
-        self, a: int, view: SchedView, w, held_idx, had, room: int, cluster: Cluster, rows, lo, hi
-    ) -> AppState:
-        """App ``a``'s :class:`AgentState` at ``view.t``: the GPUs it holds (indices ``held_idx``)
-        on the decision ``cluster``, its ``room`` and its current rho with the GPUs it held just
-        before (a list of indices ``had``; None: none) from its numbers alone
-        (:meth:`_pricer`, also what it bids with); its agent description and FTF model (:meth:`_describe`) are built when
-        the arbiter first reads them. Its running jobs (its
+    def state(self, a: int, held_idx, had, room: int, dec: tuple, lo: int, hi: int) -> AppState:
+        """App ``a``'s :class:`AgentState` at the decision ``dec`` (:meth:`states`: its view,
+        workload, cluster, R_C, machine GPUs and running jobs' rows): the GPUs it holds (indices
+        ``held_idx``), its ``room`` and its current rho with the GPUs it held just before
+        (indices ``had``; None: none) from its numbers alone (:meth:`_pricer`, also what it bids
+        with); its GPU ids, agent description and FTF model (:meth:`_describe`) are built when the
+        arbiter first reads them. Its running jobs (its
         :func:`~fairplace.sim.themis.apps.running_jobs`) are ``rows[lo:hi]``."""
-        held = tuple(cluster.ids(held_idx))
-        st = self._static(a, w)
+        view, w, cluster, _, _, rows = dec
+        st = self._statics.get(a) or self._static(a, w)
         out = object.__new__(AgentState)  # an AppState filled in directly (:func:`_filled`)
-        out.__dict__.update(held=held, room=room, rho=None, rho_spread=None, _id=w.app_ids[a],
-                            _cls=st["cls"], _t_now=view.t)  # fmt: skip
-        out.__dict__["_describe"] = lambda: self._describe(a, view, w, held, cluster, rows, lo, hi)
-        out.__dict__["_price"] = lambda: self._pricer(a, view, w, cluster, rows, lo, hi)
-        if had:
+        pricer = self._pricer(a, st, dec, lo, hi)
+        out.__dict__.update(room=room, rho=None, rho_spread=None, _id=w.app_ids[a],
+                            _cls=st["cls"], _t_now=view.t, _held_idx=held_idx,
+                            _cluster=cluster, _pricer=pricer)  # fmt: skip
+        out.__dict__["_describe"] = lambda: self._describe(a, view, w, out.held, cluster, rows,
+                                                           lo, hi)  # fmt: skip
+        if had is not None:
             # bundle_rho on Python lists of the cluster (spread: 0 one machine, 1 one rack, else 2;
             # S = L(spread) x max V with L = 1), its spread kept
             mi, ri, pm = self._places(cluster, st["cls"])
+            had = had.tolist()
             sp = 0 if len({mi[g] for g in had}) == 1 else 1 if len({ri[g] for g in had}) == 1 else 2
             vmax = 1.0 * max([pm[g] for g in had])
-            pricer = out.pricer
-            assert pricer is not None
             out.__dict__["rho"] = pricer.rho(len(had), sp, vmax)
             out.__dict__["rho_spread"] = sp
         return out
 
-    def _pricer(
-        self, a: int, view: SchedView, w, cluster: Cluster, rows, lo: int, hi: int
-    ) -> RunningApp:
+    def _pricer(self, a: int, st: dict, dec: tuple, lo: int, hi: int) -> RunningApp:
         """App ``a`` priced from its numbers alone (:class:`RunningApp`: the numbers
         ``FTFModel.rho`` and the rho table of its :meth:`_describe` model give): its running
         phase's works (kept, with their per-count times, while its running jobs make no
         progress), its later phases with its model job (kept per app, as its optimisers keep
         them) and T_id (:func:`~fairplace.formulations.ftf.ideal_time`), without an object per
         job or app."""
-        st = self._static(a, w)
-        t_start = self._t_start(st, view)
-        many = len(st["phases"]) > 1
-        d_max = max(rows.demand[lo:hi])
-        r_c, mg = len(cluster), machine_gpus(cluster)
+        view, w, _, r_c, mg, rows = dec
+        t_start = st.get("t_start")
+        if t_start is None:
+            t_start = self._t_start(st, view)
+        many = st["many"]
         run_key, left = rows.run[8 * lo : 8 * hi], rows.left[8 * lo : 8 * hi]
         kept = self._works.get(a)
         if kept is None or kept[0] != run_key or kept[1] != left:  # its jobs moved
-            works = sorted(rows.work[lo:hi], reverse=True)
-            kept = self._works[a] = (run_key, left, works, {})
+            works = rows.work[lo:hi]
+            works.sort(reverse=True)
+            if kept is not None and kept[0] == run_key:  # the same jobs: the same demands
+                d_max = kept[4]
+            else:
+                d_max = int(rows.demand[lo:hi].max())
+            kept = self._works[a] = (run_key, left, works, {}, d_max)
         mj, memo, cur = (0.0, 1.0), None, 0
         if many:  # successive halving: the later phases' k copies of the model job
             same, mj = self._model_job.get(a, (None, None))
             if same != run_key:  # other jobs: model_job of them, as :meth:`_describe` keeps it
-                mj = model_job_of(rows.serial[lo:hi], [1.0] * (hi - lo))
+                mj = model_job_of(rows.serial[lo:hi].tolist(), [1.0] * (hi - lo))
                 self._model_job[a] = (run_key, mj)
             memo = self._future.setdefault(a, {})
             if len(memo) > 4096:  # bounded: a long-lived app prices many count ranges
                 memo.clear()
-            cur = st["phase_pos"][rows.phase[lo]]
+            cur = st["phase_pos"][int(rows.phase[lo])]
+        dmax = st["dmax"]
         ideal = ideal_time(
-            self.rho_variant, st["work_total"], 0.0, int(self._dmax(w)[a]), r_c,
-            max(1.0, self.steps.mean(t_start, view.t)),
-            st["per_phase"] if self.rho_variant == "themis" else (),
+            self.rho_variant, st["work_total"], 0.0, dmax, r_c,
+            max(1.0, self.steps.mean(t_start, view.t)), st["t_id_phases"],
         )  # fmt: skip
         return RunningApp(
-            float(view.t - t_start), kept[2], d_max, st["phases"] if many else (), cur, mj, ideal,
-            r_c, st["locality"], mg, int(self._dmax(w)[a]), kept[3], memo,
+            float(view.t - t_start), kept[2], kept[4], st["phases"] if many else (), cur, mj,
+            ideal, r_c, st["locality"], mg, dmax, kept[3], memo,
         )  # fmt: skip
 
     def _describe(
@@ -318,6 +332,9 @@ class Agents:
                 "locality": (1.0, float(w.l_machine[j0]), float(w.l_rack[j0])),
                 "cls": w.cls[j0],
                 "model": w.model[j0],
+                "many": len(phases) > 1,
+                "dmax": int(self._dmax(w)[a]),
+                "t_id_phases": tuple(per_phase) if self.rho_variant == "themis" else (),
             }
             out["fields"] = {  # AgentApp's defaults, then what the workload fixes (:meth:`agent`)
                 **{f.name: f.default for f in fields(AgentApp) if f.default is not MISSING},
@@ -335,7 +352,7 @@ class Agents:
         its current phase (``rows[lo:hi]``: its :func:`~fairplace.sim.themis.apps.running_jobs`), its successive-halving
         phases, T_id under ``rho_variant`` with N_avg so far."""
         st = self._static(a, w)
-        cur = rows.phase[lo]
+        cur = int(rows.phase[lo])
         run_key, left = rows.run[8 * lo : 8 * hi], rows.left[8 * lo : 8 * hi]
         jobs = self._jobs.get(a)
         # the running jobs or their progress changed: described again
@@ -344,7 +361,7 @@ class Agents:
                 run_key,
                 left,
                 self._agent_jobs(jobs, run_key, left, rows, lo, hi),
-                max(rows.demand[lo:hi]),
+                int(rows.demand[lo:hi].max()),
             )
         t_start = self._t_start(st, view)
         many = len(st["phases"]) > 1
@@ -379,12 +396,13 @@ class Agents:
         (``left``: their bytes) keeps its AgentJob: only the jobs that ran since are built again
         (an app runs a few of its many jobs)."""
         if last is None or last.run != run_key:
-            return AgentJob.many(rows.rem[lo:hi], rows.serial[lo:hi])
+            return AgentJob.many(rows.rem[lo:hi].tolist(), rows.serial[lo:hi].tolist())
         was = last.left
         moved = [k for k in range(hi - lo) if was[8 * k : 8 * k + 8] != left[8 * k : 8 * k + 8]]
         out = list(last.jobs)
         fresh = AgentJob.many(
-            [rows.rem[lo + k] for k in moved], [rows.serial[lo + k] for k in moved]
+            rows.rem[[lo + k for k in moved]].tolist(),
+            rows.serial[[lo + k for k in moved]].tolist(),
         )
         for k, job in zip(moved, fresh, strict=True):
             out[k] = job
