@@ -7,6 +7,7 @@ ARBITER): the running jobs of a decision, N_avg (:class:`StepAverage`).
 from __future__ import annotations
 
 import bisect
+from itertools import repeat
 
 import numpy as np
 
@@ -191,6 +192,7 @@ class AppScheduler:
     ):
         self.machine_of = machine_of.tolist()  # per-GPU look-ups of best_fit, without NumPy
         self.memo: dict = {}  # per app: (its GPUs and running jobs, the split they got)
+        self.owned: tuple = (None, {})  # the last owner array and its GPUs per app
         self.app_split = THEMIS_APP_SPLIT.check(app_split)
         self.move_cost = float(move_cost)
 
@@ -207,7 +209,8 @@ class AppScheduler:
             use = cap
         else:
             arrays = getattr(alloc, "arrays", alloc)
-            k = np.array([len(arrays.get(j, ())) for j in jobs.tolist()], np.int64)
+            jobs_l = jobs.tolist()
+            k = np.fromiter(map(len, map(arrays.get, jobs_l, repeat((), len(jobs_l)))), np.int64)
             work = view.remaining[jobs] * w.t_iter[jobs] * cap
             grows = work / np.maximum(k, 1) - work / cap > self.move_cost
             use = np.where((k == 0) | grows, cap, np.minimum(k, cap))
@@ -221,33 +224,37 @@ class AppScheduler:
         :func:`running_jobs`."""
         out: dict[int, np.ndarray] = {}
         by_app = running_jobs(view, w) if running is None else running
-        owned = (owner >= 0).nonzero()[0]
-        gpus_of = _groups_of(owner[owned], owned)
+        last_owner, gpus_of = self.owned
+        if last_owner is None or not np.array_equal(last_owner, owner):
+            owned = (owner >= 0).nonzero()[0]
+            gpus_of = _groups_of(owner[owned], owned)
+            self.owned = (owner.copy(), gpus_of)
+        kept = self.app_split != "even"
         memo = {}
         for a, gpus in gpus_of.items():
             run = by_app.get(a, np.zeros(0, np.int64))
             key = (gpus.tobytes(), run.tobytes())
             last = self.memo.get(a)
-            if last is not None and last[0] == key and self._kept(alloc, last[1], last[2]):
-                split, lists = last[1], last[2]
+            if last is not None and last[0] == key and self._kept(alloc, last[1]):
+                split = last[1]
             else:
-                how = self._split_app if self.app_split == "even" else self._split_kept
+                how = self._split_kept if kept else self._split_app
                 split = how(gpus, run, view, w, alloc)
-                lists = {j: tuple(g.tolist()) for j, g in split.items()}
-            memo[a] = (key, split, lists)
+            memo[a] = (key, split)
             out.update(split)
         self.memo = memo
         return out
 
     @staticmethod
-    def _kept(alloc, split: dict, lists: dict) -> bool:
-        """Whether every job of a previous ``split`` still holds what it gave (``lists``: the same
-        as tuples). The driver's holdings (``HeldGPUs``) keep the arrays the split returned, so the
-        same array object answers without a copy; otherwise the GPUs are compared."""
+    def _kept(alloc, split: dict) -> bool:
+        """Whether every job of a previous ``split`` still holds what it gave. The driver's
+        holdings (``HeldGPUs``) keep the arrays the split returned, so the same array object
+        answers without a copy; otherwise the GPUs are compared (the split's arrays are read
+        only: they still hold what it gave)."""
         held = getattr(alloc, "arrays", None)
         if held is not None and all(held.get(j) is g for j, g in split.items()):
             return True
-        return all(tuple(alloc.get(j, ())) == g for j, g in lists.items())
+        return all(tuple(alloc.get(j, ())) == tuple(g.tolist()) for j, g in split.items())
 
     def _split_app(self, gpus: np.ndarray, run: np.ndarray, view: SchedView, w, alloc) -> dict:
         """One app's even split: {job: sorted GPU indices} for its jobs that get GPUs."""
