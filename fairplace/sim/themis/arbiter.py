@@ -350,7 +350,7 @@ class Arbiter:
                     given[s.id] = take
                     pool = pool[len(take) :]
         else:  # work-conserving: greedy on the largest -log rho improvement
-            held = {s.id: cluster.indices(s.held).tolist() for s in rest}
+            held = {s.id: held_index(cluster, s).tolist() for s in rest}
             while pool:
                 best = None
                 for s in rest:
@@ -374,7 +374,7 @@ class Arbiter:
                 continue
             t = cache.get(s.id)
             n = len(given[s.id])
-            idx = np.concatenate([cluster.indices(s.held), np.asarray(given[s.id], np.int64)])
+            idx = np.concatenate([held_index(cluster, s), np.asarray(given[s.id], np.int64)])
             if t is not None and n <= t.n_max:  # Theorem 3.3: update from the cached table
                 sp_ = spread(cluster.machine_index, cluster.rack_index, idx)
                 v = float(cluster.pm_vector(s.cls)[idx].max())

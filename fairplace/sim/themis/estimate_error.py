@@ -39,6 +39,8 @@ from fairplace.core.domain import Cluster, spread
 from fairplace.core.errors import OptionError
 from fairplace.formulations.agents import ftf_model
 
+from .bids import held_index
+
 #: how the AGENTs' estimates err (module doc)
 ERROR_KINDS = ("random", "random-round", "strategic")
 
@@ -140,7 +142,7 @@ class RhoError:
                 continue
             r = rho_now(cluster, s)
             if not np.isinf(r):
-                held = cluster.indices(s.held) if s.held else np.zeros(0, np.int64)
+                held = held_index(cluster, s)
                 sp = spread(cluster.machine_index, cluster.rack_index, held) if held.size else 0
                 sp = sp if s.rho_spread is None else s.rho_spread  # the GPUs rho was priced on
                 k = self.factors(s.app.id, round_seed)[sp]
