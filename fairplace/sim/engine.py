@@ -509,9 +509,11 @@ class Driver:
 
     @cached_property
     def job_table(self) -> JobTable:
-        """The workload's ids, demands and classes as arrays (made at the first placement): each
-        round's queue carries its rows, which a PM-First / PAL round reads instead of each job."""
-        return JobTable(self.w.ids, self.w.demand, self.w.cls)
+        """The workload's ids, demands, classes, models and L across machines (the L each job's
+        object carries, :meth:`Workload.jobs`) as arrays, made at the first placement: each round's
+        queue carries its rows, which a PM-First / PAL round reads instead of each job."""
+        w = self.w
+        return JobTable(w.ids, w.demand, w.cls, w.model, w.l_machine.astype(float).tolist())
 
     def _recheck(self, order, s: RunState, record) -> None:
         """debug: a reused decision (same queue) is what the policy returns afresh now."""

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from functools import cached_property
+
 import numpy as np
 import pandas as pd
 import pytest
@@ -14,6 +16,7 @@ from fairplace.instances.traces import load_trace
 from fairplace.sim import Driver, DriverConfig, workload_from_trace
 from fairplace.sim.schedulers import make_scheduler
 from fairplace.sim.setups import setup_options
+from fairplace.solvers.placement.job_queue import JobTable
 from fairplace.solvers.placement.policies import ClusterState, make_policy
 
 #: two machines of two GPUs, one fast (1.0) and one slow (1.5) on each: a 2-GPU job runs packed at
@@ -70,3 +73,26 @@ def test_each_setup_decides_and_runs_with_one_model():
     a = fairplace.simulate(f, "fifo", "pal", **kw).jobs
     b = fairplace.simulate(f, "fifo", "pal", locality_penalty=1.0, **kw).jobs
     pd.testing.assert_series_equal(a["finish"], b["finish"])
+
+
+def _patch_job_table(monkeypatch, make):
+    prop = cached_property(make)
+    prop.__set_name__(Driver, "job_table")
+    monkeypatch.setattr(Driver, "job_table", prop)
+
+
+def test_the_drivers_job_table_carries_each_jobs_model_and_locality(monkeypatch):
+    """The driver's table gives a round each job's model and L (read once, not per job per round);
+    a run with it equals a run whose table leaves the round to read each job's object."""
+    f = load_trace("workload-4").iloc[:40].reset_index(drop=True)
+    kw = dict(setup="pal-paper", gpus=16, seed=1, progress=False)
+    made, original = [], Driver.job_table.func
+    _patch_job_table(monkeypatch, lambda self: made.append((self.w, original(self))) or made[-1][1])
+    with_table = fairplace.simulate(f, "fifo", "pal", **kw).jobs
+    w, table = made[0]
+    jobs = w.jobs()
+    own, code, models = table.locality
+    assert own.tolist() == [j.locality for j in jobs] and len(set(own.tolist())) > 1
+    assert [models[k] for k in code.tolist()] == [j.model for j in jobs]
+    _patch_job_table(monkeypatch, lambda self: JobTable(self.w.ids, self.w.demand, self.w.cls))
+    pd.testing.assert_frame_equal(fairplace.simulate(f, "fifo", "pal", **kw).jobs, with_table)
