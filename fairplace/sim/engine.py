@@ -42,79 +42,37 @@ decision was kept, or when the scheduler allocates itself; a probe or a debug re
 
 from __future__ import annotations
 
-import math
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
 from functools import cached_property
-from itertools import chain
 from time import perf_counter
 
 import numpy as np
 
-from fairplace.core.domain import Cluster, slowdown, spread
+from fairplace.core.domain import Cluster
 from fairplace.core.errors import ExtensionError, OptionError
-from fairplace.solvers.placement.allocation import Allocation
 from fairplace.solvers.placement.job_queue import JobTable
 
 from . import accounting as acc
 from .accounting import Timeline
-from .contract import MAX_STALLED, Contract
+from .contract import Contract
+
+# (GRID_ORIGINS, STAMPINGS, SimConfig: re-exported, the old import path of .driver_config's names)
+from .driver_config import GRID_ORIGINS, STAMPINGS, DriverConfig, SimConfig  # noqa: F401
+from .progress_step import ProgressStep
 from .protocols import SchedView
 from .run_state import RunState
 from .running import HeldGPUs, InvariantError, check_holdings
+from .slowdown_model import SlowdownModel
 from .workload import Workload
 
-__all__ = ["GRID_ORIGINS", "STAMPINGS", "Driver", "InvariantError", "DriverConfig", "Timeline"]
-
-#: where the decision grid starts: the first release, or t = 0 (the PAL artifact)
-GRID_ORIGINS = ("first-arrival", "zero")
-#: when a completion is stamped: its exact time, or the end of its round (the PAL artifact)
-STAMPINGS = ("exact", "round-end")
+__all__ = ["Driver", "InvariantError", "Timeline"]
 
 
-@dataclass(frozen=True)
-class DriverConfig:
-    """Driver options (seconds). ``incremental=False`` re-places every job at every decision (the
-    reference for the incremental driver; same results, slower). Every decision is checked against
-    the contract (:mod:`.contract`); ``debug`` adds the expensive checks (a reused decision is
-    what the policy returns afresh; the holdings agree with themselves). ``max_stalled``
-    consecutive decisions without progress over more than ``checkpoint + restart`` s stop the run
-    (:class:`~fairplace.core.errors.SimulationStalled`)."""
-
-    round_length: float = 300.0
-    checkpoint: float = 10.0
-    restart: float = 35.0
-    debug: bool = False
-    skip_quiet: bool = True
-    max_decisions: int = 10_000_000
-    max_stalled: int = MAX_STALLED
-    grid_origin: str = "first-arrival"
-    stamping: str = "exact"
-    incremental: bool = True
-    tick: float = 0.0  # one decision clock for every scheduler (s); 0: each its own (module doc)
-
-    def __post_init__(self):
-        for k, known in (("grid_origin", GRID_ORIGINS), ("stamping", STAMPINGS)):
-            if getattr(self, k) not in known:
-                raise OptionError(k, f"expected one of {known}, got {getattr(self, k)!r}")
-        if not 0 < self.round_length < math.inf:
-            raise OptionError("round_length", f"must be finite and > 0, got {self.round_length}")
-        if not 0 <= self.tick < math.inf:
-            raise OptionError("decision_tick", f"must be finite and >= 0, got {self.tick}")
-        for k in ("checkpoint", "restart"):
-            if not 0 <= getattr(self, k) < math.inf:
-                raise OptionError(k, f"must be >= 0, got {getattr(self, k)}")
-        if not (isinstance(self.max_stalled, int) and self.max_stalled >= 1):
-            raise OptionError("max_stalled", f"must be an integer >= 1, got {self.max_stalled!r}")
-
-
-#: the former name of :class:`DriverConfig` (next to ``SimulationConfig`` it read as the same thing)
-SimConfig = DriverConfig
-
-
-class Driver:
+class Driver(SlowdownModel, ProgressStep):
     """Runs one simulation; ``policy`` follows :class:`.protocols.PlacementPolicy`
-    (``place(ClusterState, queue) -> Decision``) and ``scheduler`` the :mod:`.schedulers` protocol."""
+    (``place(ClusterState, queue) -> Decision``) and ``scheduler`` the :mod:`.schedulers` protocol.
+    Its runtime model is :class:`.slowdown_model.SlowdownModel`, its step between two decisions
+    :class:`.progress_step.ProgressStep`."""
 
     def __init__(
         self,
@@ -155,40 +113,7 @@ class Driver:
                 "gpus", f"job {workload.ids[k]} needs {workload.demand[k]} GPUs > cluster {self.G}"
             )
 
-    # -- helpers -------------------------------------------------------------------------------
-    def slowdown(self, j: int, idx: np.ndarray) -> float:
-        """S_j(G) = L_j(spread(G)) * max_{g in G} V_raw,class(j)(g) (:func:`fairplace.core.domain.slowdown`)."""
-        w, idx = self.w, np.asarray(idx, np.int64)
-        return slowdown(
-            (1.0, w.l_machine[j], w.l_rack[j]),
-            spread(self.mi, self.ri, idx),
-            self.raw[w.cls[j]][idx],
-        )
-
-    def slowdowns(self, c: np.ndarray, gpus: list[np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
-        """(GPUs held, S_j(G)) of jobs ``c`` on their GPU arrays ``gpus`` (non-empty) at once: the
-        same numbers as :meth:`slowdown` job by job (spread from the min and max machine and rack
-        of each bundle, max V by segments)."""
-        k = np.fromiter(map(len, gpus), np.int64, len(gpus))
-        if isinstance(gpus[0], np.ndarray):
-            flat = np.concatenate(gpus).astype(np.int64, copy=False)
-        else:  # tuples of ints: one pass, not an array per job
-            flat = np.fromiter(chain.from_iterable(gpus), np.int64, int(k.sum()))
-        return k, self._slowdowns(c, k, flat)
-
-    def _slowdowns(self, c: np.ndarray, k: np.ndarray, flat: np.ndarray) -> np.ndarray:
-        """S_j(G) of jobs ``c`` holding ``k`` GPUs each, ``flat`` their GPUs job after job
-        (:meth:`slowdowns`)."""
-        if flat.size == k.size:  # single GPUs only: on one machine (L = 1), V of that GPU
-            return self.raw_rows[self.cls_row[c], flat]
-        at = np.cumsum(k) - k
-        m, r = self.mi[flat], self.ri[flat]
-        one_m = np.minimum.reduceat(m, at) == np.maximum.reduceat(m, at)
-        one_r = np.minimum.reduceat(r, at) == np.maximum.reduceat(r, at)
-        L = np.where(one_m, 1.0, np.where(one_r, self.w.l_machine[c], self.w.l_rack[c]))
-        vmax = np.maximum.reduceat(self.raw_rows[np.repeat(self.cls_row[c], k), flat], at)
-        return L * vmax
-
+    # -- helpers (the slowdowns: .slowdown_model) ---------------------------------------------
     def _groups(self):
         """The phase groups (one per app and phase): (each job's group, jobs per group, group ->
         the jobs of its app's next phase, whether a job waits for its app's previous phase), from
@@ -410,80 +335,7 @@ class Driver:
         s.place_seconds = 0.0
         r["allocation"].append(s.allocation_json(record, placed))
 
-    def _advance(self, s: RunState, t_next: float) -> None:
-        """Progress from ``s.t`` to ``t_next`` with exact completions; finished jobs leave (a
-        finished phase releases the next one), idle GPUs while jobs wait are accounted."""
-        w, cfg, tr, run, t = self.w, self.cfg, s.tr, s.run, s.t
-        j_run = run.idx
-        k_run, busy0 = run.k[j_run], run.busy
-        unmet0 = float(w.demand[s.active].sum() - busy0)  # released jobs' demand not held
-        fin, prog, stop = acc.advance(
-            j_run, k_run, t, t_next, s.rem, s.rate, s.inv_s, s.ready, s.attained, tr,
-            cfg.stamping, self.R,
-        )  # fmt: skip
-        acc.isolated(tr, w, self.G, max(s.n_apps, 1), s.app_dmax, j_run, prog)
-        self.contract.step(
-            bool(np.count_nonzero(fin) or np.count_nonzero(prog)), t, t_next, int(s.active.size)
-        )
-        if fin.any():
-            s.fixed = False
-            self._finish(s, run.finish(fin))
-        tr.idle_waiting_gpu_seconds += self._idle_waiting(
-            t, t_next, busy0, unmet0, j_run, k_run, fin, stop, s.pending
-        )
-
-    def _finish(self, s: RunState, finished: list[int]) -> None:
-        """Jobs ``finished`` leave the active set; the last job of a phase to finish releases the
-        next (in finishing order: several may finish between two decisions)."""
-        w, tr = self.w, s.tr
-        f = np.asarray(finished, np.int64)
-        if f.size > 1:  # in finishing order (time, then index)
-            f = f[np.lexsort((f, tr.finish[f]))]
-        finished = f.tolist()
-        if not s.held_own:  # (the record, or what a policy was shown: change a copy)
-            held = s.held_ids  # (a kernel's allocation: its dict, copied in one pass)
-            s.held_ids, s.held_own = dict(held.dict if type(held) is Allocation else held), True
-        held = s.held_ids
-        for i in map(w.ids.__getitem__, finished):
-            held.pop(i, None)
-        for j in finished:
-            del s.jobs[j]
-        s.head_txt[f] = None
-        s.is_active[f] = False
-        apps = w.app[f]
-        np.subtract.at(s.app_active, apps, 1)
-        gone = apps[s.app_active[apps] == 0]  # apps left without an active job (distinct: a set)
-        if gone.size:
-            s.n_apps -= len(set(gone.tolist()))
-        groups = s.gid[f]
-        np.subtract.at(s.left, groups, 1)
-        if s.nxt:  # the last job of a phase to finish releases the next phase
-            last = dict(zip(groups.tolist(), finished, strict=True))
-            for g, j in last.items():
-                if s.left[g] == 0 and g in s.nxt:
-                    for k in s.nxt[g]:
-                        s.release[k] = max(w.submit[k], tr.finish[j])
-                        s.wait[k] = min(s.waiting_since[k], s.release[k])
-                        s.pending.push(float(s.release[k]), int(k))
-        n_fin = int(s.tracked[f].sum())
-        s.n_done += n_fin
-        s.active = s.active[s.is_active[s.active]]  # (sorted, as np.flatnonzero(is_active))
-        if self.progress is not None and n_fin:
-            self.progress(n_fin)
-
     # -- pieces ---------------------------------------------------------------------------------
-    def _idle_waiting(self, t, t1, busy0, unmet0, j_run, k_run, fin, stop, pending) -> float:
-        """GPU-seconds in [t, t1] of idle GPUs while released jobs want more
-        (:func:`accounting.idle_while_waiting`); the releases before t1 are read, not removed
-        (completions inside [t, t1] may have released a next phase)."""
-        at, early = pending.before(t1)
-        dem = self.w.demand[early].astype(float)
-        kf = k_run[fin].astype(float)
-        return acc.idle_while_waiting(
-            t, t1, float(self.G - busy0), unmet0, stop[fin], kf,
-            self.w.demand[j_run[fin]] - kf, at, dem,
-        )  # fmt: skip
-
     def _place(self, order, s: RunState, last_dec):
         """Ask the policy: (its decision, new holdings as sorted tuples (by job index, twice), the
         allocation to record, its arrays), checked against the contract
