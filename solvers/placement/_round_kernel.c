@@ -368,12 +368,17 @@ static inline void take(Pool *pl, int64_t g) {
     touch(pl, m);
 }
 
+/* whether the tree of n is refreshed lazily: its leaf keys only rise as GPUs are taken (the
+ * artifact's, where fewer free GPUs at or below the level rank later; n = P's, a whole free
+ * machine or none), so a stale leaf is a lower bound and only the minimum's needs checking */
+static inline int tree_lazy(const Pool *pl, int64_t n) { return pl->art || n == pl->P; }
+
 static inline void mark_dirty(Pool *pl, Cls *c, int64_t m) {
     for (int32_t i = 0; i < c->ntn; i++) {
         int32_t n = c->tn[i];
         if (!c->dirty[n][m]) {
             c->dirty[n][m] = 1;
-            c->dlist[n][c->dcount[n]++] = (int32_t)m;
+            if (!tree_lazy(pl, n)) c->dlist[n][c->dcount[n]++] = (int32_t)m;
         }
     }
 }
@@ -621,12 +626,25 @@ static int tree_build(Pool *pl, Cls *c, int64_t n) {
         made[n] = 1;
     }
     memcpy(t, tt, sizeof(int64_t) * 2 * S);
+    int lazy = tree_lazy(pl, n);
     for (int64_t i = 0; i < pl->ntouch; i++) {
         int32_t m = pl->touch[i];
         d[m] = 1;
-        dl[c->dcount[n]++] = m;
+        if (!lazy) dl[c->dcount[n]++] = m;
     }
     return 1;
+}
+
+/* tree t's leaf of machine m set to key v, and its ancestors' minima up to the first that stays
+ * (the nodes above it hold theirs already) */
+static inline void tree_set(int64_t *t, int64_t S, int64_t m, int64_t v) {
+    int64_t p = S + m;
+    t[p] = v;
+    for (; p > 1; p >>= 1) {
+        int64_t w = t[p ^ 1], u = v < w ? v : w;
+        if (t[p >> 1] == u) break;
+        t[p >> 1] = v = u;
+    }
 }
 
 /* PAL's packed query (FreePool.best_within): the machine whose n-th lowest free score is lowest,
@@ -635,19 +653,21 @@ static int64_t best_within(Pool *pl, Cls *c, int64_t n, int32_t *wlev) {
     if (n > pl->P) return -1;
     if (!c->tree[n] && !tree_build(pl, c, n)) return -2;
     int64_t *t = c->tree[n], S = pl->S;
-    for (int64_t i = 0; i < c->dcount[n]; i++) {
-        int64_t m = c->dlist[n][i];
-        c->dirty[n][m] = 0;
-        int64_t p = S + m;
-        t[p] = leaf_key(pl, c, m, n);
-        /* up to the first node whose minimum stays: the nodes above it hold theirs already */
-        for (p >>= 1; p >= 1; p >>= 1) {
-            int64_t v = t[2 * p] < t[2 * p + 1] ? t[2 * p] : t[2 * p + 1];
-            if (t[p] == v) break;
-            t[p] = v;
+    uint8_t *dirty = c->dirty[n];
+    if (tree_lazy(pl, n)) { /* the least key is exact once its machine is clean */
+        for (int64_t m; t[1] != KEY_INF && dirty[m = t[1] & 0xFFFFFF];) {
+            dirty[m] = 0;
+            tree_set(t, S, m, leaf_key(pl, c, m, n));
         }
+    } else {
+        const int32_t *dl = c->dlist[n];
+        for (int64_t i = 0; i < c->dcount[n]; i++) {
+            int64_t m = dl[i];
+            dirty[m] = 0;
+            tree_set(t, S, m, leaf_key(pl, c, m, n));
+        }
+        c->dcount[n] = 0;
     }
-    c->dcount[n] = 0;
     if (t[1] == KEY_INF) return -1;
     *wlev = (int32_t)(t[1] >> 40);
     return t[1] & 0xFFFFFF;
@@ -1224,17 +1244,39 @@ fail:
 }
 
 static const char same_bytes_doc[] =
-    "same_bytes(a, b) -> bool\n\n"
-    "Whether two C-contiguous buffers hold the same bytes (memcmp): a kept copy of scores against"
-    " the scores of a new round, without an array of comparisons.";
+    "same_bytes(a, b) -> bool or None\n\n"
+    "Whether two buffers hold the same bytes, element by element: C-contiguous ones by memcmp, 1-D"
+    " strided ones (a column of a table) item by item; None for other shapes. A kept copy of"
+    " scores against the scores of a new round, without an array of comparisons.";
 
 static PyObject *same_bytes(PyObject *self, PyObject *args) {
+    PyObject *oa, *ob, *res = NULL;
+    if (!PyArg_ParseTuple(args, "OO", &oa, &ob)) return NULL;
     Py_buffer ba, bb;
-    if (!PyArg_ParseTuple(args, "y*y*", &ba, &bb)) return NULL;
-    int same = ba.len == bb.len && memcmp(ba.buf, bb.buf, (size_t)ba.len) == 0;
+    if (PyObject_GetBuffer(oa, &ba, PyBUF_STRIDED_RO) < 0) return NULL;
+    if (PyObject_GetBuffer(ob, &bb, PyBUF_STRIDED_RO) < 0) {
+        PyBuffer_Release(&ba);
+        return NULL;
+    }
+    if (PyBuffer_IsContiguous(&ba, 'C') && PyBuffer_IsContiguous(&bb, 'C')) {
+        res = PyBool_FromLong(ba.len == bb.len && memcmp(ba.buf, bb.buf, (size_t)ba.len) == 0);
+    } else if (ba.ndim == 1 && bb.ndim == 1 && ba.itemsize == bb.itemsize) {
+        int same = ba.shape[0] == bb.shape[0];
+        const char *pa = ba.buf, *pb = bb.buf;
+        Py_ssize_t sa = ba.strides[0], sb = bb.strides[0], w = ba.itemsize;
+        for (Py_ssize_t i = 0; same && i < ba.shape[0]; i++, pa += sa, pb += sb) {
+            uint64_t x, y; /* (8-byte items, the common case: two loads, no call) */
+            if (w == 8) memcpy(&x, pa, 8), memcpy(&y, pb, 8), same = x == y;
+            else same = memcmp(pa, pb, (size_t)w) == 0;
+        }
+        res = PyBool_FromLong(same);
+    } else {
+        res = Py_None;
+        Py_INCREF(res);
+    }
     PyBuffer_Release(&ba);
     PyBuffer_Release(&bb);
-    return PyBool_FromLong(same);
+    return res;
 }
 
 static const char differs_doc[] =

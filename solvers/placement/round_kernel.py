@@ -195,9 +195,10 @@ def differs(new: dict, old: dict) -> np.ndarray | None:
 
 
 def same_array(a: np.ndarray, b) -> bool:
-    """Whether ``b`` equals the array ``a`` (a kept copy): byte for byte in one compiled pass where
-    ``b`` is an array of ``a``'s dtype and shape and both are C-contiguous (equal bytes, equal
-    values: what a sort of them gives is the same), else :func:`numpy.array_equal`."""
+    """Whether ``b`` equals the array ``a`` (a kept C-contiguous copy): byte for byte in one
+    compiled pass where ``b`` is an array of ``a``'s dtype and shape, C-contiguous or 1-D strided
+    (a column of a table) (equal bytes, equal values: what a sort of them gives is the same), else
+    :func:`numpy.array_equal`."""
     fn = getattr(_ext, "same_bytes", None)
     if (
         fn is not None
@@ -205,9 +206,10 @@ def same_array(a: np.ndarray, b) -> bool:
         and b.dtype == a.dtype
         and b.shape == a.shape
         and a.flags.c_contiguous
-        and b.flags.c_contiguous
     ):
-        return bool(fn(a, b))
+        got = fn(a, b)
+        if got is not None:
+            return bool(got)
     return bool(np.array_equal(a, b))
 
 
