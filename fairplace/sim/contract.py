@@ -18,11 +18,7 @@ A broken rule raises :class:`~fairplace.core.errors.ExtensionError` naming the o
 over the queue and the GPUs placed, O(queue + placed GPUs) per decision (about 2% of the 10,000-job
 benchmark); ``DriverConfig.debug`` adds the expensive ones (the driver's).
 
-A simulation that makes no progress (no job started, finished or advanced) in ``max_stalled``
-consecutive decisions spanning more than ``checkpoint + restart`` seconds (the longest a job may hold
-GPUs before it progresses) raises :class:`~fairplace.core.errors.SimulationStalled` instead of
-running on: a started job progresses within ``checkpoint + restart`` s unless it is moved again, so
-only a decision loop that never lets a job run that long trips it.
+The bound on decisions without progress (``Contract.step``) is :class:`.stall.StallBound`'s.
 """
 
 from __future__ import annotations
@@ -34,12 +30,11 @@ from itertools import chain
 
 import numpy as np
 
-from fairplace.core.errors import ExtensionError, SimulationStalled
+from fairplace.core.errors import ExtensionError
 from fairplace.solvers.placement import round_kernel
 from fairplace.solvers.placement.allocation import Allocation
 
-#: decisions in a row without progress before a simulation stops (:class:`SimulationStalled`)
-MAX_STALLED = 1000
+from .stall import MAX_STALLED, StallBound  # noqa: F401 - MAX_STALLED: re-exported, the old path
 
 
 def label(obj, kind: str) -> str:
@@ -57,7 +52,7 @@ def _is_index_type(t: type) -> bool:
     return t is int or (issubclass(t, (int, np.integer)) and not issubclass(t, (bool, np.bool_)))
 
 
-class Contract:
+class Contract(StallBound):
     """The checks of one simulation: ``ids`` / ``demand`` of its jobs, ``G`` GPUs, the scheduler and
     the placement policy (unused when the scheduler ``allocates``)."""
 
@@ -384,32 +379,6 @@ class Contract:
             if a == b:
                 raise error(f"gave {self.job(a)} GPU {g} twice")
             raise error(f"gave GPU {g} to jobs {self.ids[a]} and {self.ids[b]}")
-
-    # -- progress ------------------------------------------------------------------------------
-    def step(self, progressed: bool, t: float, t_next: float, active: int) -> None:
-        """After the decision at ``t`` and the interval up to ``t_next``: stop a simulation that
-        has made no progress in :attr:`max_stalled` decisions and more than :attr:`grace` s."""
-        if progressed:
-            self.stalled = 0
-            return
-        if not self.stalled:
-            self.stall_since = t
-        self.stalled += 1
-        if self.stalled < self.max_stalled or not t_next - self.stall_since > self.grace:
-            return
-        if self.allocates:
-            who, blame, queue = self.sched, "scheduler", ""
-        else:
-            who = f"{self.sched} with {self.policy}"
-            blame = "placement" if self.queue.size else "scheduler"
-            queue = f", {self.queue.size} in the last queue"
-        raise SimulationStalled(
-            blame,
-            f"{who}: no job started, finished or advanced in {self.stalled} consecutive "
-            f"decisions (t = {self.stall_since:g} to {t_next:g} s; {active} active jobs{queue}); "
-            f"stopped (bound: DriverConfig.max_stalled decisions over more than checkpoint + "
-            f"restart = {self.grace:g} s)",
-        )
 
 
 _NONE = object()  # no such id

@@ -8,7 +8,7 @@ from dataclasses import dataclass
 
 from fairplace.core.errors import OptionError
 
-from .contract import MAX_STALLED
+from .stall import MAX_STALLED
 
 __all__ = ["GRID_ORIGINS", "STAMPINGS", "DriverConfig", "SimConfig"]
 
