@@ -39,6 +39,12 @@ static inline void bits_clr(Bits *b, int64_t i) {
     b->w[k] &= ~(1ULL << (i & 63));
     if (!b->w[k]) b->s[k >> 6] &= ~(1ULL << (k & 63));
 }
+/* the summary words of a bitset whose words were written directly (summary zero before) */
+static void bits_summarize(Bits *b) {
+    for (int64_t k = 0; k < b->nw; k++)
+        if (b->w[k]) b->s[k >> 6] |= 1ULL << (k & 63);
+}
+
 /* first set bit >= i and < hi, else -1 */
 static inline int64_t bits_next(const Bits *b, int64_t i, int64_t hi) {
     if (i >= hi) return -1;
@@ -260,13 +266,12 @@ static void cls_fill(Pool *pl, Cls *c, const uint8_t *free, const int64_t *nf) {
     int32_t L = c->nlev, C = c->ncell;
     memset(c->mem, 0, slayout(C, L, M, P).size);
     memcpy(c->nfs, nf, sizeof(int64_t) * (size_t)M);
-    /* free GPUs per cell (a pass over the score order: cells are its runs) and per level */
+    /* free GPUs per cell (a pass over the GPUs in index order: sequential reads, no branch on
+     * a cell's size) and per level */
     if (free) {
-        for (int32_t x = 0; x < C; x++) {
-            int32_t f = 0;
-            for (int32_t p = c->cstart[x]; p < c->cstart[x + 1]; p++) f += free[c->order[p]];
-            c->cf[x] = f;
-        }
+        const int32_t *cell_of = c->cell_of;
+        int32_t *cf = c->cf;
+        for (int64_t g = 0; g < pl->G; g++) cf[cell_of[g]] += free[g];
         for (int32_t l = 0; l < L; l++) {
             int64_t f = 0;
             for (int32_t x = c->lcell[l]; x < c->lcell[l + 1]; x++) f += c->cf[x];
@@ -278,15 +283,24 @@ static void cls_fill(Pool *pl, Cls *c, const uint8_t *free, const int64_t *nf) {
             c->lfree[l] = c->cstart[c->lcell[l + 1]] - c->cstart[c->lcell[l]];
     }
     for (int32_t l = 0; l < L; l++)
-        if (c->lfree[l]) bits_set(&c->LV, l);
+        if (c->lfree[l]) c->LV.w[l >> 6] |= 1ULL << (l & 63);
+    /* the cells' bits word by word (each word's summary bit once, below) */
     for (int32_t x = 0; x < C; x++) {
         int32_t f = c->cf[x];
         if (f > 0) {
-            bits_set(&c->BA, x);
-            if (f <= P) bits_set(&c->BC[f], x);
+            int64_t k = x >> 6;
+            uint64_t bit = 1ULL << (x & 63);
+            c->BA.w[k] |= bit;
+            if (f <= P) c->BC[f].w[k] |= bit;
             int64_t nfm = nf[c->cm[x]];
-            if (nfm <= P) bits_set(&c->BN[nfm], x);
+            if (nfm <= P) c->BN[nfm].w[k] |= bit;
         }
+    }
+    bits_summarize(&c->LV);
+    bits_summarize(&c->BA);
+    for (int64_t v = 1; v <= P; v++) {
+        bits_summarize(&c->BC[v]);
+        bits_summarize(&c->BN[v]);
     }
     c->lo = 0;
 }
@@ -1263,12 +1277,19 @@ static PyObject *same_bytes(PyObject *self, PyObject *args) {
     } else if (ba.ndim == 1 && bb.ndim == 1 && ba.itemsize == bb.itemsize) {
         int same = ba.shape[0] == bb.shape[0];
         const char *pa = ba.buf, *pb = bb.buf;
-        Py_ssize_t sa = ba.strides[0], sb = bb.strides[0], w = ba.itemsize;
-        for (Py_ssize_t i = 0; same && i < ba.shape[0]; i++, pa += sa, pb += sb) {
-            uint64_t x, y; /* (8-byte items, the common case: two loads, no call) */
-            if (w == 8) memcpy(&x, pa, 8), memcpy(&y, pb, 8), same = x == y;
-            else same = memcmp(pa, pb, (size_t)w) == 0;
-        }
+        Py_ssize_t sa = ba.strides[0], sb = bb.strides[0], w = ba.itemsize, n = ba.shape[0];
+        if (w == 8) /* (the common case: blocks of 64 items without a branch, then a check) */
+            for (Py_ssize_t i = 0; same && i < n;) {
+                uint64_t d = 0;
+                for (Py_ssize_t e = i + 64 < n ? i + 64 : n; i < e; i++, pa += sa, pb += sb) {
+                    uint64_t x, y;
+                    memcpy(&x, pa, 8), memcpy(&y, pb, 8), d |= x ^ y;
+                }
+                same = d == 0;
+            }
+        else
+            for (Py_ssize_t i = 0; same && i < n; i++, pa += sa, pb += sb)
+                same = memcmp(pa, pb, (size_t)w) == 0;
         res = PyBool_FromLong(same);
     } else {
         res = Py_None;
@@ -1704,9 +1725,11 @@ static PyObject *place(PyObject *self, PyObject *args) {
                     for (int64_t x = bits_next(&B[v], lo, hi); x >= 0 && got < run;
                          x = bits_next(&B[v], x + 1, hi)) {
                         int64_t t = 0, m = c->cm[x]; /* (take() on the cell's machine) */
-                        for (int32_t p = c->cstart[x]; p < c->cstart[x + 1] && got < run; p++) {
+                        int32_t p0 = c->cstart[x], p1 = c->cstart[x + 1];
+                        int full = c->cf[x] == p1 - p0; /* (then no GPU's flag to read) */
+                        for (int32_t p = p0; p < p1 && got < run; p++) {
                             int64_t g = c->order[p];
-                            if (!pl.free[g]) continue;
+                            if (!full && !pl.free[g]) continue;
                             pl.free[g] = 0;
                             pl.log[pl.nlog++] = g;
                             pk.pos[pk.np] = k + got;

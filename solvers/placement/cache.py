@@ -24,7 +24,7 @@ class PlacementCache:
     """Per cluster: its layout, its GPU tuples and each class's score order (for the scores they
     were sorted from); mutable, kept by the caller across rounds."""
 
-    __slots__ = ("_cluster", "_layout", "_tuples", "_seen", "_sorted", "_frozen")
+    __slots__ = ("_cluster", "_layout", "_tuples", "_seen", "_sorted", "_frozen", "_base")
 
     def __init__(self) -> None:
         self._cluster: Cluster | None = None
@@ -38,6 +38,9 @@ class PlacementCache:
         #: (the scores mapping, its arrays) when they were read only and owned their data: the
         #: same objects, still read only, hold the same scores (no O(G) comparison)
         self._frozen: tuple | None = None
+        #: (a copy of the one table every class's scores are columns of, their places in it)
+        #: when they were: one comparison of its bytes checks them all
+        self._base: tuple[np.ndarray, tuple] | None = None
 
     def _on(self, cluster: Cluster) -> None:
         if cluster is not self._cluster:
@@ -66,8 +69,9 @@ class PlacementCache:
     def sorted_for(self, cluster: Cluster, scores: Mapping[str, np.ndarray]) -> dict:
         """:class:`.free_pool.FreePool`'s per-class dict (score orders, cells) for ``scores``:
         the same dict while every class's scores equal those it was built from (an O(G)
-        comparison per class, of bytes where it can be: :func:`.round_kernel.same_array`; none
-        when the same read-only arrays come again), else a new one."""
+        comparison per class, of bytes where it can be: :func:`.round_kernel.same_array`; one of
+        the whole table where they are its columns, :func:`_shared_table`; none when the same
+        read-only arrays come again), else a new one."""
         self._on(cluster)
         fr = self._frozen
         if (
@@ -77,18 +81,48 @@ class PlacementCache:
             and all(map(_same_frozen, scores.values(), fr[1]))
         ):
             return self._sorted
-        seen = self._seen
-        if (
-            seen is None
-            or seen.keys() != scores.keys()
-            or not all(same_array(seen[c], v) for c, v in scores.items())
-        ):
-            self._seen = {c: np.array(v, copy=True) for c, v in scores.items()}
-            self._sorted = {}
+        shared = _shared_table(scores)
+        if shared is not None:  # columns of one table: its bytes compared once
+            kept = self._base
+            if kept is None or kept[1] != shared[1] or not same_array(kept[0], shared[0]):
+                self._base = (np.array(shared[0], copy=True), shared[1])
+                self._seen, self._sorted = None, {}
+        else:
+            seen, self._base = self._seen, None
+            if (
+                seen is None
+                or seen.keys() != scores.keys()
+                or not all(same_array(seen[c], v) for c, v in scores.items())
+            ):
+                self._seen = {c: np.array(v, copy=True) for c, v in scores.items()}
+                self._sorted = {}
         vals = list(scores.values())
         ro = all(isinstance(v, np.ndarray) and _read_only(v) for v in vals)
         self._frozen = (scores, vals) if ro else None
         return self._sorted
+
+
+def _shared_table(scores: Mapping) -> tuple[np.ndarray, tuple] | None:
+    """(t, the classes' places in it: (class, dtype, shape, strides, byte offset)) when every class's
+    scores are a 1-D view of one C-contiguous array ``t`` (``.base``, the columns of a table) lying
+    inside it and together at least a quarter of it, else None: then ``t``'s bytes unchanged and
+    the same places are the same scores."""
+    vals = list(scores.values())
+    t = vals[0].base if vals and isinstance(vals[0], np.ndarray) else None
+    if not isinstance(t, np.ndarray) or not t.flags.c_contiguous or t.dtype.hasobject:
+        return None
+    if not all(isinstance(v, np.ndarray) and v.base is t and v.ndim == 1 for v in vals):
+        return None
+    if 4 * sum(v.nbytes for v in vals) < t.nbytes:
+        return None
+    start, places = t.__array_interface__["data"][0], []
+    for c, v in scores.items():
+        off, (n,), (st,) = v.__array_interface__["data"][0] - start, v.shape, v.strides
+        lo, hi = off + min(0, (n - 1) * st), off + max(0, (n - 1) * st) + v.itemsize
+        if n and (lo < 0 or hi > t.nbytes):
+            return None
+        places.append((c, v.dtype.str, v.shape, v.strides, off))
+    return t, tuple(places)
 
 
 def _read_only(v: np.ndarray) -> bool:

@@ -49,3 +49,29 @@ def test_lazy_trees_equal_python_path(monkeypatch, ties):
         assert d.kernel == path
         got[path] = list(d.allocation.items())
     assert got["python"] == got["c"]
+
+
+def test_cache_compares_a_shared_table_of_scores():
+    """Scores that are the columns of one table are compared through the table: a change in
+    place (or another column) gives new sorted orders, the same bytes the same dict."""
+    from fairplace.core.domain import GPU, Cluster
+    from fairplace.solvers.placement.cache import PlacementCache
+
+    cl = Cluster(tuple(GPU(f"g{g}", f"m{g // 2}", pm={"A": 1.0}) for g in range(8)))
+    table = np.arange(24, dtype=float).reshape(8, 3)
+    cache = PlacementCache()
+    scores = {"A": table[:, 0], "B": table[:, 1]}
+    first = cache.sorted_for(cl, scores)
+    first["A"] = "sorted"
+    assert cache.sorted_for(cl, {"A": table[:, 0], "B": table[:, 1]}) is first  # new views
+    table[3, 2] = -1.0  # not a score column, but in the table: compared as a whole
+    assert cache.sorted_for(cl, scores) is not first
+    kept = cache.sorted_for(cl, scores)
+    table[5, 1] = 99.0
+    assert cache.sorted_for(cl, scores) is not kept
+    kept = cache.sorted_for(cl, scores)
+    assert cache.sorted_for(cl, {"A": table[:, 1], "B": table[:, 0]}) is not kept  # swapped
+    kept = cache.sorted_for(cl, {"A": table[:, 0].copy(), "B": table[:, 1].copy()})
+    assert cache.sorted_for(cl, {"A": table[:, 0].copy(), "B": table[:, 1].copy()}) is kept
+    assert cache.sorted_for(cl, scores) is not kept  # (from copies back to the table: rebuilt)
+    assert cache.sorted_for(cl, {"A": table[::2, 0], "B": table[1::2, 0]}) is not None
