@@ -370,9 +370,12 @@ def rho_of_times(
     (T_sh(V = 1) - elapsed), divided by T_id = ``ideal``."""
     lv = np.asarray(levels, float)
     # times are monotone in the spread: equal at 0 and 2 -> taken equal at 1 too
-    x[1] = np.where(x[0] == x[2], x[0], x[1])
+    np.copyto(x[1], x[0], where=x[0] == x[2])
     x = x.T
-    if lv.size and lv.min() > 0 and math.isfinite(elapsed) and math.isfinite(ideal):
-        return (elapsed + lv[None, None, :] * (x - elapsed)[:, :, None]) / ideal
+    if math.isfinite(elapsed) and math.isfinite(ideal):
+        if lv.size == 1 and lv[0] == 1.0:  # one level V = 1: 1 x (T_sh - e) = T_sh - e, bitwise
+            return ((elapsed + (x - elapsed)) / ideal)[:, :, None]
+        if lv.size and lv.min() > 0:
+            return (elapsed + lv[None, None, :] * (x - elapsed)[:, :, None]) / ideal
     with np.errstate(invalid="ignore"):  # a level 0 or an infinite elapsed or T_id: inf x 0, ...
         return (elapsed + lv[None, None, :] * (x - elapsed)[:, :, None]) / ideal

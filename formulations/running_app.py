@@ -27,7 +27,7 @@ from fairplace.core.errors import OptionError
 
 from .ftf import running_t_shared
 from .ftf_counts import _even_times3, _lpt_makespans, identical_phase_times, rho_of_times
-from .phase_times import later_times
+from .phase_times import even_phase_times, later_times
 
 
 def later_spec(phases: tuple, current: int, d_max: int) -> tuple[tuple[int, float, int], ...]:
@@ -111,7 +111,7 @@ class RunningApp(NamedTuple):
     machine_gpus: int | None
     demand_max: int  # the app's demand cap (its rho table's n_max)
     lpt: dict  # LPT makespans of the running phase by count (kept while its works do not move)
-    future: dict | None  # the app's later-phase memo (``later_times``' and the later grids)
+    future: dict | None  # the app's later-phase memo (one per app: its phases, locality fixed)
 
     def times(self, lo: int, n: int) -> np.ndarray:
         """(3, n): T_sh at V = 1 for counts lo..lo + n - 1 at spreads 0, 1, 2 (``spread_times``)."""
@@ -119,11 +119,18 @@ class RunningApp(NamedTuple):
         loc, mg = self.locality, self.machine_gpus
         run = running_rows(self.works, range(lo, lo + n), self.d_max, loc, mg, self.lpt)
         x = self.elapsed + run
-        later = later_spec(self.phases, self.current, self.d_max) if self.phases else ()
-        if later:
+        if self.phases:
             memo = self.future if self.future is not None else {}
-            key = ("grid", later, self.model_job, loc, mg)
-            grid = _grown(memo, key, hi, lambda ns: later_grid(later, self.model_job, ns, loc, mg))
+            # the app's memo: its phases and locality are fixed, so the running phase and d_max
+            # name its later phases (``later_spec``)
+            key = ("grid", self.current, self.d_max, self.model_job, mg)
+            grid = memo.get(key)
+            if grid is None or grid.shape[-1] <= hi:
+                later = later_spec(self.phases, self.current, self.d_max)
+                if not later:
+                    return x
+                mj = self.model_job
+                grid = _grown(memo, key, hi, lambda ns: later_grid(later, mj, ns, loc, mg))
             for row in grid[:, :, lo : lo + n]:  # phase by phase, in t_shared's order
                 x = x + row
         return x
@@ -133,22 +140,39 @@ class RunningApp(NamedTuple):
         app's FTF model over counts lo..lo + n - 1."""
         return rho_of_times(self.elapsed, self.times(lo, n), self.ideal, levels)
 
+    def later(self, n: int, spread_level: int, vmax: float) -> list[float]:
+        """:func:`~fairplace.formulations.phase_times.later_times` of n GPUs (spread, max V), kept
+        in the app's ``future`` memo under a key without its phases and locality (fixed per app)."""
+        memo = self.future
+        if memo is None:
+            return later_times(self.phases, self.current, self.model_job, n, self.d_max,
+                               spread_level, vmax, self.locality, self.machine_gpus)  # fmt: skip
+        key = ("later-n", self.current, self.model_job, n, self.d_max, spread_level, vmax,
+               self.machine_gpus)  # fmt: skip
+        out = memo.get(key)
+        if out is None:
+            out = memo[key] = later_times(self.phases, self.current, self.model_job, n,
+                                          self.d_max, spread_level, vmax, self.locality,
+                                          self.machine_gpus, memo)  # fmt: skip
+        return out
+
     def t_shared(self, n: int, spread_level: int = 0, vmax: float = 1.0) -> float:
-        """``FTFModel.t_shared`` (n GPUs, spread, max V): the running phase's LPT makespan of
-        0 < n < J GPUs at V = 1 read from (or kept in) ``lpt``, the table's, then summed as
-        :func:`~fairplace.formulations.ftf.running_t_shared` sums it."""
-        later: list = []
-        if self.phases:
-            later = later_times(self.phases, self.current, self.model_job, n, self.d_max,
-                                spread_level, vmax, self.locality, self.machine_gpus,
-                                self.future)  # fmt: skip
+        """``FTFModel.t_shared`` (n GPUs, spread, max V): at V = 1 the running phase's LPT makespan
+        of 0 < n < J GPUs read from (or kept in) ``lpt``, else its even split of n >= J
+        (``even_phase_times``), the numbers
+        :func:`~fairplace.formulations.ftf.running_t_shared` sums, summed as it sums them."""
+        later = self.later(n, spread_level, vmax) if self.phases else ()
         works = self.works
-        if vmax == 1.0 and 0 < n < len(works):  # one GPU per job: no spread, no locality
-            run = self.lpt.get(n)
-            if run is None:
-                run = self.lpt[n] = _lpt_makespans(works, [n]).tolist()[0]
+        if vmax == 1.0 and 0 < n and works:
+            if n < len(works):  # one GPU per job: no spread, no locality
+                run = self.lpt.get(n)
+                if run is None:
+                    run = self.lpt[n] = _lpt_makespans(works, [n]).tolist()[0]
+            else:  # works_phase_time's even split
+                run = even_phase_times(works, [n], max(1, int(self.d_max)), 1.0, spread_level,
+                                       self.locality, self.machine_gpus)[0]  # fmt: skip
             total = float(self.elapsed)
-            total += run
+            total += float(run)
             for x in later:  # phase by phase, in order
                 total += x
             return total

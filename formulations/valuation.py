@@ -25,6 +25,8 @@ continuous at T(G) = L, and worth no less than nothing.
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
 from fairplace.core.errors import OptionError
@@ -37,7 +39,7 @@ VALUATIONS = ("lease", "lease-rho", "held")
 
 
 def _check(t_id: float, lease: float, t_fair: float) -> None:
-    if not (t_id > 0 and lease > 0 and np.isfinite(t_fair) and t_fair >= 0):
+    if not (t_id > 0 and lease > 0 and math.isfinite(t_fair) and t_fair >= 0):
         raise OptionError(
             "valuation",
             f"needs T_id > 0, lease > 0, finite T_f >= 0; got {t_id}, {lease}, {t_fair}",
@@ -49,9 +51,9 @@ def lease_delay(rho, elapsed: float, t_id: float, lease: float, t_fair: float) -
     for the lease, then its fair share (module docstring; ``t_fair`` = T_f)."""
     _check(t_id, lease, t_fair)
     t = np.maximum(np.asarray(rho, dtype=float) * t_id - elapsed, 0.0)  # T(G); T_sh >= e
-    within = t <= lease
-    frac = np.divide(lease, t, out=np.ones_like(t), where=~within)  # L / T(G); L / inf = 0
-    return np.where(within, t, lease + (1.0 - frac) * t_fair)
+    # L / T(G) where T(G) > L (L / inf = 0); max(T, L) = T there, and no division by 0 elsewhere
+    frac = lease / np.maximum(t, lease)
+    return np.where(t <= lease, t, lease + (1.0 - frac) * t_fair)
 
 
 def lease_rho(rho, elapsed: float, t_id: float, lease: float, t_fair: float) -> np.ndarray:

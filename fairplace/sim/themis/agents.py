@@ -154,6 +154,7 @@ class Agents:
         self._model_job: dict = {}  # per app: (its running jobs, their model job)
         self._works: dict = {}  # per app: (its running jobs, their progress, works, LPT memo)
         self._place_lists: dict = {}  # per (cluster, class): :meth:`_places`
+        self._bundles: dict = {}  # per app: the GPUs it held just before, described (:meth:`_bundle`)
         t_id = IdealTime(variant=rho_variant)  # checked once
         if t_id.reads_work_left:  # THEMIS' variants (THEMIS_RHO_VARIANT) read W only
             raise OptionError("rho_variant", f"{rho_variant!r} is not a THEMIS T_id variant")
@@ -202,14 +203,24 @@ class Agents:
         out.__dict__["_describe"] = lambda: self._describe(a, view, w, out.held, cluster, rows,
                                                            lo, hi)  # fmt: skip
         if had is not None:
-            # bundle_rho on Python lists of the cluster (spread: 0 one machine, 1 one rack, else 2;
-            # S = L(spread) x max V with L = 1), its spread kept
-            mi, ri, pm = self._places(cluster, st["cls"])
-            had = had.tolist()
-            sp = 0 if len({mi[g] for g in had}) == 1 else 1 if len({ri[g] for g in had}) == 1 else 2
-            vmax = 1.0 * max([pm[g] for g in had])
-            out.__dict__["rho"] = pricer.rho(len(had), sp, vmax)
+            n, sp, vmax = self._bundle(a, had, cluster, st["cls"])
+            out.__dict__["rho"] = pricer.rho(n, sp, vmax)
             out.__dict__["rho_spread"] = sp
+        return out
+
+    def _bundle(self, a: int, had: np.ndarray, cluster: Cluster, cls) -> tuple[int, int, float]:
+        """(n, spread, max V) of the GPU indices ``had`` (``bundle_rho``'s: spread 0 one machine,
+        1 one rack, else 2; S = L(spread) x max V with L = 1), kept per app while its GPUs are the
+        same (an app keeps its GPUs over many decisions)."""
+        key = had.tobytes()
+        got = self._bundles.get(a)
+        if got is not None and got[0] == key and got[1] is cluster:
+            return got[2]
+        mi, ri, pm = self._places(cluster, cls)
+        idx = had.tolist()
+        sp = 0 if len({mi[g] for g in idx}) == 1 else 1 if len({ri[g] for g in idx}) == 1 else 2
+        out = (len(idx), sp, 1.0 * max([pm[g] for g in idx]))
+        self._bundles[a] = (key, cluster, out)
         return out
 
     def _pricer(self, a: int, st: dict, dec: tuple, lo: int, hi: int) -> RunningApp:
@@ -245,10 +256,12 @@ class Agents:
                 memo.clear()
             cur = st["phase_pos"][int(rows.phase[lo])]
         dmax = st["dmax"]
-        ideal = ideal_time(
-            self.rho_variant, st["work_total"], 0.0, dmax, r_c,
-            max(1.0, self.steps.mean(t_start, view.t)), st["t_id_phases"],
-        )  # fmt: skip
+        n_avg = max(1.0, self.steps.mean(t_start, view.t))
+        if st["t_id_phases"]:  # ideal_time's ``themis`` sum over phases, its terms in a list
+            share = r_c / max(n_avg, 1.0)
+            ideal = float(sum([w / (share if share <= d else d) for w, d in st["t_id_phases"]]))
+        else:
+            ideal = ideal_time(self.rho_variant, st["work_total"], 0.0, dmax, r_c, n_avg)
         return RunningApp(
             float(view.t - t_start), kept[2], kept[4], st["phases"] if many else (), cur, mj,
             ideal, r_c, st["locality"], mg, dmax, kept[3], memo,
@@ -334,7 +347,9 @@ class Agents:
                 "model": w.model[j0],
                 "many": len(phases) > 1,
                 "dmax": int(self._dmax(w)[a]),
-                "t_id_phases": tuple(per_phase) if self.rho_variant == "themis" else (),
+                "t_id_phases": [(float(w), int(d)) for w, d in per_phase]
+                if self.rho_variant == "themis"
+                else [],  # fmt: skip
             }
             out["fields"] = {  # AgentApp's defaults, then what the workload fixes (:meth:`agent`)
                 **{f.name: f.default for f in fields(AgentApp) if f.default is not MISSING},

@@ -234,13 +234,16 @@ class Arbiter:
     def _filter(self, cluster: Cluster, states: list[AppState], seed: int, n_active: int | None):
         """Steps 1-2: the ranking worst first ((app id, current rho), ...) and the ceil((1 - f) N)
         worst as participants; (ranking, participants, the others)."""
-        now = [self._rho_now(cluster, s) for s in states]
+        now = [float(s.rho) if s.rho is not None else self._rho_now(cluster, s) for s in states]
         n_all = len(states) if n_active is None else n_active
-        tied = Counter(now)  # the share tie-break matters only among equal current rho
-        share = [
-            self._rho_share(cluster, s, n_all) if tied[now[i]] > 1 else 0.0
-            for i, s in enumerate(states)
-        ]
+        if len(set(now)) < len(now):  # the share tie-break matters only among equal current rho
+            tied = Counter(now)
+            share = [
+                self._rho_share(cluster, s, n_all) if tied[now[i]] > 1 else 0.0
+                for i, s in enumerate(states)
+            ]
+        else:
+            share = [0.0] * len(states)
         keys: list[tuple[float, ...]] = [(-now[i], -share[i]) for i in range(len(states))]
         if len(set(keys)) < len(keys):  # the seeded draw decides only among equal keys
             draw = np.random.default_rng([seed, 1]).random(len(states))
@@ -248,9 +251,9 @@ class Arbiter:
         order = sorted(range(len(states)), key=keys.__getitem__)
         ranking = [(states[i].id, now[i]) for i in order]
         k = min(self.n_participants(n_all), len(states))
-        chosen = {a for a, _ in ranking[:k]}
-        part = [s for s in states if s.id in chosen]
-        rest = [s for s in states if s.id not in chosen]
+        chosen = set(order[:k])  # the states' ids are distinct: by position
+        part = [s for i, s in enumerate(states) if i in chosen]
+        rest = [s for i, s in enumerate(states) if i not in chosen]
         return ranking, part, rest
 
     def _auction(

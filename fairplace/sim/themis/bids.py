@@ -10,11 +10,12 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
+from dataclasses import replace
 
 import numpy as np
 
 from fairplace.core.domain import Cluster, spread
-from fairplace.formulations.agents import ftf_model, offer_table
+from fairplace.formulations.agents import RhoTable, ftf_model, levels_of
 from fairplace.formulations.compact import CompactApp, compact_app
 from fairplace.formulations.running_app import RunningApp
 from fairplace.formulations.valuation import fair_share_gpus, lease_table, lease_table_of
@@ -50,14 +51,33 @@ def bid(cluster: Cluster, s: AppState, offer: np.ndarray, model=None) -> Compact
         return compact_app(s.app, cluster, offer, s.room, model_of(cluster, s) if model is None
                            else model)  # fmt: skip
     held = held_index(cluster, s)
-    table = offer_table(s.id, s.cls, held, cluster, offer, p.demand_max, s.room, p.table)
-    hm = hr = -1
-    if held.size:  # the single held machine / rack (compact_app's)
+    cls, offered = s.cls, np.asarray(offer, dtype=np.int64)
+    every = cluster.pm_levels(cls)
+    if every.size == 1 and offered.size + held.size:  # levels_of: the cluster's only level
+        levels = every
+    else:
+        levels = levels_of(cluster, np.concatenate([offered, held]), cls)
+    # offer_table(s.id, cls, held, cluster, offer, p.demand_max, s.room, p.table), the held
+    # GPUs' machines and racks read once for its spread and compact_app's held machine / rack
+    n_max = int(min(offered.size, max(p.demand_max - held.size, 0)))
+    if s.room is not None:
+        n_max = min(n_max, max(int(s.room), 0))
+    rho = p.table(int(held.size), n_max + 1, levels)
+    hm = hr = h_level = -1
+    h_spread = 0
+    if held.size:
         ms = set(cluster.machine_index[held].tolist())
         rs = set(cluster.rack_index[held].tolist())
         hm = ms.pop() if len(ms) == 1 else -1
         hr = rs.pop() if len(rs) == 1 else -1
-    return CompactApp(table, s.cls, hm, hr)
+        h_spread = 0 if hm >= 0 else 1 if hr >= 0 else 2  # spread(held)
+        if every.size == 1:  # one value on the cluster: the first level
+            h_level = 0
+        else:
+            v = np.round(cluster.pm_vector(cls)[held].max(), 12)
+            h_level = int(np.searchsorted(levels, v))
+    table = RhoTable(s.id, levels, rho, int(held.size), h_spread, h_level)
+    return CompactApp(table, cls, hm, hr)
 
 
 def lease_bid(
@@ -66,8 +86,6 @@ def lease_bid(
 ) -> CompactApp:  # fmt: skip
     """``capp`` with its table under the ``kind`` lease valuation
     (:func:`~fairplace.formulations.valuation.lease_table`)."""
-    from dataclasses import replace
-
     r_c = len(cluster)
     p = pricer_of(cluster, s)
     if p is None:
