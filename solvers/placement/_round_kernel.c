@@ -387,9 +387,12 @@ static inline void take(Pool *pl, int64_t g) {
  * machine or none), so a stale leaf is a lower bound and only the minimum's needs checking */
 static inline int tree_lazy(const Pool *pl, int64_t n) { return pl->art || n == pl->P; }
 
-static inline void mark_dirty(Pool *pl, Cls *c, int64_t m) {
+/* machine m's leaves stale after a take that left it with fewer than a0 free GPUs: in the trees
+ * of n <= a0 (for n > a0 its key was and stays KEY_INF: fewer than n free) */
+static inline void mark_dirty(Pool *pl, Cls *c, int64_t m, int64_t a0) {
     for (int32_t i = 0; i < c->ntn; i++) {
         int32_t n = c->tn[i];
+        if (n > a0) continue;
         if (!c->dirty[n][m]) {
             c->dirty[n][m] = 1;
             if (!tree_lazy(pl, n)) c->dlist[n][c->dcount[n]++] = (int32_t)m;
@@ -416,7 +419,7 @@ static void apply1(Pool *pl, Cls *c, int64_t g) {
             bits_clr(&c->BN[a], y);
         }
     }
-    mark_dirty(pl, c, m);
+    mark_dirty(pl, c, m, a);
 }
 
 /* class c's state after taking ``t`` GPUs of its cell x (level l), the pool's only takes since c
@@ -436,7 +439,7 @@ static void take_cell(Pool *pl, Cls *c, int64_t x, int64_t l, int64_t t) {
         if ((y == x ? b : fy) > 0) bits_clr(&c->BN[a0], y);
         if (fy > 0) bits_set(&c->BN[a1], y);
     }
-    mark_dirty(pl, c, m);
+    mark_dirty(pl, c, m, a0);
     c->synced = pl->nlog;
 }
 
@@ -476,7 +479,7 @@ static void cls_sync(Pool *pl, Cls *c) {
             if ((cold[y] >= 0 ? cold[y] : c->cf[y]) > 0) bits_clr(&c->BN[a0], y);
             if (c->cf[y] > 0) bits_set(&c->BN[a1], y);
         }
-        mark_dirty(pl, c, m);
+        mark_dirty(pl, c, m, a0);
     }
     for (int64_t i = 0; i < nc; i++) { /* BC[v]: cells with v free; BA: with any */
         int32_t x = tc[i], b = cold[x], f = c->cf[x];
@@ -675,7 +678,8 @@ static int64_t best_within(Pool *pl, Cls *c, int64_t n, int32_t *wlev) {
         }
     } else {
         const int32_t *dl = c->dlist[n];
-        for (int64_t i = 0; i < c->dcount[n]; i++) {
+        int64_t nd = c->dcount[n];
+        for (int64_t i = 0; i < nd; i++) {
             int64_t m = dl[i];
             dirty[m] = 0;
             tree_set(t, S, m, leaf_key(pl, c, m, n));
@@ -765,6 +769,10 @@ static int64_t fewest(Pool *pl, Cls *c, int64_t n, int32_t l, int64_t *out) {
         }
     }
     for (int64_t i = 0; i < ns; i++) lowc[spec[i]] = 0;
+    for (int64_t i = 0; i < nu; i++) { /* (the machines' flags and levels, fetched together) */
+        __builtin_prefetch(pl->free + pl->mstart[used[i]]);
+        __builtin_prefetch(c->lev + pl->mstart[used[i]]);
+    }
     int64_t k = 0;
     for (int64_t i = 0; i < nu; i++) k += machine_sorted(pl, c, used[i], l, out + k);
     int64_t *tmp = pl->scratch2;
@@ -1703,6 +1711,11 @@ static PyObject *place(PyObject *self, PyObject *args) {
                 int64_t je = perm ? perm[e] : e;
                 if (jg[je] != 1 || jc[je] != code) break;
                 e++;
+            }
+            if (e < J && lc.own) { /* the next job's locality, read after the run's takes */
+                int64_t je = perm ? perm[e] : e;
+                __builtin_prefetch(lc.own + je);
+                __builtin_prefetch(lc.model + je);
             }
             Cls *c = &pl.cls[ci]; /* after class_of: pl.cls may have moved */
             int64_t run = e - k, got = 0;
