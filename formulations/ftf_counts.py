@@ -257,9 +257,10 @@ def _even_times3(
     when n mod J > 0, the slower of the two; T = w x L / n_j with L = 1 for one GPU (w x 1 = w),
     the job's own-machine locality L_0 for a share that fits a machine and is not the whole
     bundle (the same at every spread), else the spread's."""
-    J = len(works)
-    L0 = job_locality(locality, 0, sens)
-    L1, L2 = job_locality(locality, 1, sens), job_locality(locality, 2, sens)
+    J, sens = len(works), float(sens)
+    # job_locality(locality, s, sens) of the three spreads, its expression inline
+    L0 = 1.0 + sens * (float(locality[0]) - 1.0)
+    L1, L2 = 1.0 + sens * (float(locality[1]) - 1.0), 1.0 + sens * (float(locality[2]) - 1.0)
     o0: list[float] = []
     o1: list[float] = []
     o2: list[float] = []

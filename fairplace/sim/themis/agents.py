@@ -27,18 +27,16 @@ from fairplace.formulations.phase_times import keep_works
 from fairplace.formulations.running_app import RunningApp
 
 from ..protocols import SchedView
+from .agent_state import AgentState, filled_in
 from .apps import StepAverage
 from .outcome import AppState
 
 
-def _filled(kind, /, **values):
-    """``kind(**values)`` of a frozen dataclass without ``__post_init__``, given every field, filled
-    in directly: its generated ``__init__`` sets each field through ``object.__setattr__``, and the
-    agents build a state per wanting app and decision, a description, a model and its T_id per
-    app described (as ``AgentJob.many`` does for the jobs)."""
-    out = object.__new__(kind)
-    out.__dict__.update(values)
-    return out
+def phases_ideal(phases: list[tuple[float, int]], r_c: int, n_avg: float) -> float:
+    """:func:`~fairplace.formulations.ftf.ideal_time` of the ``themis`` variant with ``phases``
+    ((W_p, d_p), ...): sum_p W_p / min(R_C / N_avg, d_p), the same terms summed in order."""
+    share = r_c / max(n_avg, 1.0)
+    return float(sum([w / (share if share <= d else d) for w, d in phases]))
 
 
 class _Rows(NamedTuple):
@@ -72,74 +70,6 @@ class RunningJobs(NamedTuple):
     jobs: tuple[AgentJob, ...]  # the running jobs as AgentJobs
     d_max: int  # the most GPUs one of them asks for
     optimizer: Any = None  # the app's optimiser, built on first use (:meth:`Agents.state`)
-
-
-class _Described:
-    """A field of :class:`AgentState` built on first read (``k``: 0 its app, 1 its model): a
-    non-data descriptor, so the values its instance keeps are read before it."""
-
-    def __init__(self, k: int):
-        self.k = k
-
-    def __get__(self, obj, kind=None):
-        return self if obj is None else obj._described()[self.k]
-
-
-class _Held:
-    """:attr:`AgentState.held`: the ids of the GPUs it holds, named from their indices on first
-    read (the ranking and the bids read the indices: :meth:`AgentState.held_on`)."""
-
-    def __get__(self, obj, kind=None):
-        if obj is None:
-            return self
-        d = obj.__dict__
-        d["held"] = out = tuple(d["_cluster"].ids(d["_held_idx"]))
-        return out
-
-
-class AgentState(AppState):
-    """An :class:`AppState` whose agent description (``app``) and FTF model (``model``) are built
-    when first read (:meth:`Agents.state`), and its GPU ids (``held``) too: the ranking, the
-    leftover and the fill read an app's id, class, current rho, room and held GPUs only, so only
-    the apps that bid or tie, and leftover recipients without a cached table, are described in
-    full."""
-
-    @property
-    def id(self) -> str:
-        d = self.__dict__
-        return d["_id"] if "_id" in d else self.app.id
-
-    @property
-    def cls(self) -> str | None:
-        d = self.__dict__
-        return d["_cls"] if "_cls" in d else self.app.cls
-
-    def described_at(self, t_now: float) -> bool:
-        d = self.__dict__
-        if "_t_now" in d:  # described (when read) at the decision's time with ``held``
-            return d["_t_now"] == float(t_now)
-        return super().described_at(t_now)
-
-    def held_on(self, cluster: Cluster) -> np.ndarray | None:
-        """The indices of ``held`` on ``cluster`` when it is the decision's (else None)."""
-        d = self.__dict__
-        return d["_held_idx"] if d.get("_cluster") is cluster else None
-
-    held = _Held()
-    app = _Described(0)
-    model = _Described(1)
-
-    @property
-    def pricer(self) -> RunningApp | None:
-        """The app priced from its numbers (:meth:`Agents._pricer`)."""
-        return self.__dict__.get("_pricer")
-
-    def _described(self) -> tuple[AgentApp, FTFModel]:
-        """(app, model), built once: kept in the instance, where later reads find them first."""
-        d = self.__dict__
-        if "_describe" in d:
-            d["app"], d["model"] = d.pop("_describe")()
-        return d["app"], d["model"]
 
 
 class Agents:
@@ -195,7 +125,7 @@ class Agents:
         :func:`~fairplace.sim.themis.apps.running_jobs`) are ``rows[lo:hi]``."""
         view, w, cluster, _, _, rows = dec
         st = self._statics.get(a) or self._static(a, w)
-        out = object.__new__(AgentState)  # an AppState filled in directly (:func:`_filled`)
+        out = object.__new__(AgentState)  # an AppState filled in directly (:func:`filled_in`)
         pricer = self._pricer(a, st, dec, lo, hi)
         out.__dict__.update(room=room, rho=None, rho_spread=None, _id=w.app_ids[a],
                             _cls=st["cls"], _t_now=view.t, _held_idx=held_idx,
@@ -257,9 +187,8 @@ class Agents:
             cur = st["phase_pos"][int(rows.phase[lo])]
         dmax = st["dmax"]
         n_avg = max(1.0, self.steps.mean(t_start, view.t))
-        if st["t_id_phases"]:  # ideal_time's ``themis`` sum over phases, its terms in a list
-            share = r_c / max(n_avg, 1.0)
-            ideal = float(sum([w / (share if share <= d else d) for w, d in st["t_id_phases"]]))
+        if st["t_id_phases"]:
+            ideal = phases_ideal(st["t_id_phases"], r_c, n_avg)
         else:
             ideal = ideal_time(self.rho_variant, st["work_total"], 0.0, dmax, r_c, n_avg)
         return RunningApp(
@@ -293,11 +222,11 @@ class Agents:
 
     def _model(self, app: AgentApp, cluster: Cluster, opt) -> FTFModel:
         """:func:`~fairplace.formulations.agents.ftf_model` (``app``, ``cluster``, ``opt``), its
-        T_id and the model filled in directly (:func:`_filled`; T_id's fields from an IdealTime of
+        T_id and the model filled in directly (:func:`filled_in`; T_id's fields from an IdealTime of
         the agents' variant that its constructor checked once)."""
-        t_id = _filled(IdealTime, **self._ideal_fields)
+        t_id = filled_in(IdealTime, **self._ideal_fields)
         t_id.__dict__.update(app.t_id)
-        return _filled(
+        return filled_in(
             FTFModel,
             optimizer=opt,
             d_max=int(app.d_max),
@@ -382,7 +311,7 @@ class Agents:
         many = len(st["phases"]) > 1
         # AgentApp(**fields) filled in directly, as AgentJob.many does: the frozen __init__ sets
         # each of its fields through object.__setattr__, for every wanting app at every decision
-        return _filled(
+        return filled_in(
             AgentApp,
             **dict(  # the fields that do not move (its workload's, the defaults), then the rest
                 st["fields"],

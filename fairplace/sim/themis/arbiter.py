@@ -71,6 +71,7 @@ from fairplace.formulations.agents import RhoTable, ftf_model
 from fairplace.formulations.compact_cache import OfferCache
 from fairplace.solvers.options import SolveOptions
 
+from .agent_state import filled_in
 from .bids import bid, held_index, lease_bid, model_of, pricer_of, share_rho, state_rho
 from .estimate_error import RhoError
 from .outcome import AppState, RoundOutcome
@@ -212,7 +213,8 @@ class Arbiter:
         filled: dict[str, list[int]] = {}
         if self.fill and unallocated:
             filled, unallocated = self._fill(states, ranking, allocation, unallocated)
-        return RoundOutcome(
+        return filled_in(  # RoundOutcome(**fields), its frozen __init__'s setattr calls skipped
+            RoundOutcome,
             allocation=allocation,
             auction={a: list(g) for a, g in auction.items()},
             pf_allocation=pf,
