@@ -79,6 +79,7 @@ typedef struct {
     const int32_t *cell_of, *cstart, *cm, *clev, *lcell;
     int32_t ncell;
     const int32_t *mcell, *mcn; /* cells of each machine (<= P) */
+    const int32_t *mlev;        /* their levels (mcell's layout) */
     /* the round's state: counts and bitsets in one block (``mem``, laid out by slayout()) */
     char *mem;
     int32_t *cf;
@@ -130,7 +131,7 @@ typedef struct {
 /* offsets (bytes) of the static layout of one class in the buffer cells() makes: an int32
  * header (levels L, cells C), then each array at a place fixed by (G, M, P) */
 typedef struct {
-    size_t lval, lev, cell_of, cstart, cm, clev, lcell, mcell, mcn, order, size;
+    size_t lval, lev, cell_of, cstart, cm, clev, lcell, mcell, mcn, mlev, order, size;
 } Layout;
 
 static Layout layout_of(int64_t G, int64_t M, int64_t P) {
@@ -145,6 +146,7 @@ static Layout layout_of(int64_t G, int64_t M, int64_t P) {
     o.lcell = at, at += sizeof(int32_t) * (size_t)(G + 2);
     o.mcell = at, at += sizeof(int32_t) * (size_t)(M * P + 1);
     o.mcn = at, at += sizeof(int32_t) * (size_t)(M + 1);
+    o.mlev = at, at += sizeof(int32_t) * (size_t)(M * P + 1);
     o.order = at, at += sizeof(int32_t) * (size_t)(G + 1);
     o.size = at;
     return o;
@@ -159,6 +161,7 @@ static void cells_fill(char *buf, const Layout *o, int64_t G, int64_t M, int64_t
     int32_t *cstart = (int32_t *)(buf + o->cstart), *cm = (int32_t *)(buf + o->cm);
     int32_t *clev = (int32_t *)(buf + o->clev), *lcell = (int32_t *)(buf + o->lcell);
     int32_t *mcell = (int32_t *)(buf + o->mcell), *mcn = (int32_t *)(buf + o->mcn);
+    int32_t *mlev = (int32_t *)(buf + o->mlev);
     int32_t *ord = (int32_t *)(buf + o->order);
     memset(mcn, 0, sizeof(int32_t) * (size_t)(M + 1));
     for (int64_t p = 0; p < G; p++) ord[p] = (int32_t)order[p];
@@ -184,7 +187,7 @@ static void cells_fill(char *buf, const Layout *o, int64_t G, int64_t M, int64_t
     lcell[L] = C;
     for (int32_t x = 0; x < C; x++) {
         int32_t m = cm[x];
-        if (mcn[m] < P) mcell[m * P + mcn[m]++] = x;
+        if (mcn[m] < P) mlev[m * P + mcn[m]] = clev[x], mcell[m * P + mcn[m]++] = x;
     }
     ((int32_t *)buf)[0] = L;
     ((int32_t *)buf)[1] = C;
@@ -235,6 +238,7 @@ static int cls_alloc(Pool *pl, Cls *c, const int64_t *order, const char *blob) {
     c->lcell = (const int32_t *)(blob + o.lcell);
     c->mcell = (const int32_t *)(blob + o.mcell);
     c->mcn = (const int32_t *)(blob + o.mcn);
+    c->mlev = (const int32_t *)(blob + o.mlev);
     SLayout so = slayout(c->ncell, c->nlev, M, P);
     c->BN = calloc((size_t)P + 1, sizeof(Bits));
     c->BC = calloc((size_t)P + 1, sizeof(Bits));
@@ -585,12 +589,17 @@ static inline int64_t key_of(const Pool *pl, const Cls *c, const int32_t *cf, co
      * counts, as machine_sorted's (level, index) order gives them, without visiting the GPUs */
     int64_t e = 0, P = pl->P;
     int32_t l = -1;
-    for (int32_t i = 0; i < c->mcn[m]; i++) {
-        int32_t y = c->mcell[m * P + i];
-        e += cf[y];
-        if (e >= n) {
-            l = c->clev[y];
-            break;
+    if (n == P) { /* all P free: the highest cell's level (no count to read) */
+        e = P;
+        l = c->mlev[m * P + c->mcn[m] - 1];
+    } else {
+        const int32_t *ys = c->mcell + m * P;
+        for (int32_t i = 0; i < c->mcn[m]; i++) {
+            e += cf[ys[i]];
+            if (e >= n) {
+                l = c->mlev[m * P + i];
+                break;
+            }
         }
     }
     if (l < 0) return KEY_INF; /* (cannot happen: the cells hold the machine's nf[m] >= n) */
