@@ -93,10 +93,9 @@ typedef struct {
     uint8_t **dirty;
     int32_t **dlist;
     int64_t *dcount;
-    /* the takes of the round applied to this state: the first ``synced`` of the pool's log, and
-     * each machine's free GPUs as they left it (cls_sync()) */
+    /* the takes of the round applied to this state: the first ``synced`` of the pool's log (a
+     * machine's free GPUs as they left it: the pool's now plus its takes in the log since) */
     int64_t synced;
-    int64_t *nfs;
     /* the class's template (template()): its all-free state and trees, or NULL */
     char *tmpl;
 } Cls;
@@ -118,12 +117,7 @@ typedef struct {
      * old free counts of touched cells (-1: untouched), the touched cells and machines, a flag
      * per machine */
     int64_t *log, nlog;
-    int32_t *cold, *tcell, *tmach;
-    uint8_t *mflag;
-    /* the machines with a taken GPU (each once: tflag), for trees copied from a template */
-    int32_t *touch;
-    int64_t ntouch;
-    uint8_t *tflag;
+    int32_t *cold, *tcell, *tmach, *mcnt;
 } Pool;
 
 #define KEY_INF INT64_MAX
@@ -194,9 +188,9 @@ static void cells_fill(char *buf, const Layout *o, int64_t G, int64_t M, int64_t
 }
 
 /* offsets (bytes) of a class's round state in its block: free counts per cell (cf), per level
- * (lfree) and per machine (nfs), then the words of the bitsets LV, BA, BN[1..P], BC[1..P] */
+ * (lfree), then the words of the bitsets LV, BA, BN[1..P], BC[1..P] */
 typedef struct {
-    size_t cf, lfree, nfs, bits, size;
+    size_t cf, lfree, bits, size;
     int64_t nwc, nsc, nwl, nsl;
 } SLayout;
 
@@ -207,7 +201,6 @@ static SLayout slayout(int64_t C, int64_t L, int64_t M, int64_t P) {
     size_t at = 0;
     o.cf = at, at += (sizeof(int32_t) * (size_t)(C + 1) + 7) & ~(size_t)7;
     o.lfree = at, at += sizeof(int64_t) * (size_t)(L + 1);
-    o.nfs = at, at += sizeof(int64_t) * (size_t)(M + 1);
     o.bits = at;
     at += sizeof(uint64_t) * (size_t)(o.nwl + o.nsl + (1 + 2 * P) * (o.nwc + o.nsc));
     o.size = at;
@@ -252,7 +245,6 @@ static int cls_alloc(Pool *pl, Cls *c, const int64_t *order, const char *blob) {
         return 0;
     c->cf = (int32_t *)(c->mem + so.cf);
     c->lfree = (int64_t *)(c->mem + so.lfree);
-    c->nfs = (int64_t *)(c->mem + so.nfs);
     uint64_t *at = (uint64_t *)(c->mem + so.bits);
     bits_view(&c->LV, &at, so.nwl, so.nsl);
     bits_view(&c->BA, &at, so.nwc, so.nsc);
@@ -269,7 +261,6 @@ static void cls_fill(Pool *pl, Cls *c, const uint8_t *free, const int64_t *nf) {
     int64_t P = pl->P, M = pl->M;
     int32_t L = c->nlev, C = c->ncell;
     memset(c->mem, 0, slayout(C, L, M, P).size);
-    memcpy(c->nfs, nf, sizeof(int64_t) * (size_t)M);
     /* free GPUs per cell (a pass over the GPUs in index order: sequential reads, no branch on
      * a cell's size) and per level */
     if (free) {
@@ -370,20 +361,12 @@ static void cls_free(Cls *c, int64_t P) {
 }
 /* ---- taking a GPU -------------------------------------------------------------------------- */
 /* the pool's counts and the log; each class's state catches up when it is next asked (cls_sync) */
-static inline void touch(Pool *pl, int64_t m) {
-    if (!pl->tflag[m]) {
-        pl->tflag[m] = 1;
-        pl->touch[pl->ntouch++] = (int32_t)m;
-    }
-}
-
 static inline void take(Pool *pl, int64_t g) {
     int64_t m = pl->mi[g];
     pl->free[g] = 0;
     pl->nf[m]--;
     pl->n_free--;
     pl->log[pl->nlog++] = g;
-    touch(pl, m);
 }
 
 /* whether the tree of n is refreshed lazily: its leaf keys only rise as GPUs are taken (the
@@ -404,10 +387,9 @@ static inline void mark_dirty(Pool *pl, Cls *c, int64_t m, int64_t a0) {
     }
 }
 
-/* class c's state after taking GPU g */
-static void apply1(Pool *pl, Cls *c, int64_t g) {
-    int64_t m = pl->mi[g], a = c->nfs[m], P = pl->P;
-    c->nfs[m] = a - 1;
+/* class c's state after taking GPU g from machine m, which had a free GPUs */
+static void apply1(Pool *pl, Cls *c, int64_t g, int64_t m, int64_t a) {
+    int64_t P = pl->P;
     int32_t x = c->cell_of[g], b = c->cf[x];
     c->cf[x] = b - 1;
     if (--c->lfree[c->lev[g]] == 0) bits_clr(&c->LV, c->lev[g]);
@@ -427,12 +409,12 @@ static void apply1(Pool *pl, Cls *c, int64_t g) {
 }
 
 /* class c's state after taking ``t`` GPUs of its cell x (level l), the pool's only takes since c
- * was synced: cls_sync()'s result for them, with what they share counted once */
+ * was synced (counted in the pool already): cls_sync()'s result for them, with what they share
+ * counted once */
 static void take_cell(Pool *pl, Cls *c, int64_t x, int64_t l, int64_t t) {
-    int64_t m = c->cm[x], a0 = c->nfs[m], a1 = a0 - t, P = pl->P;
+    int64_t m = c->cm[x], a1 = pl->nf[m], a0 = a1 + t, P = pl->P;
     int32_t b = c->cf[x], f = b - (int32_t)t;
     c->cf[x] = f;
-    c->nfs[m] = a1;
     if ((c->lfree[l] -= t) == 0) bits_clr(&c->LV, l);
     bits_clr(&c->BC[b], x);
     if (f > 0) bits_set(&c->BC[f], x);
@@ -449,16 +431,21 @@ static void take_cell(Pool *pl, Cls *c, int64_t x, int64_t l, int64_t t) {
 
 /* class c's state after the takes of the log it has not seen: one by one when they are few, else
  * the counts first, then each touched machine's and cell's bits once (the same state: the bits
- * are functions of the counts, cf = free GPUs of a cell, nfs = of a machine) */
+ * are functions of the counts, cf = free GPUs of a cell, of a machine the pool's nf plus its
+ * takes not yet seen) */
 static void cls_sync(Pool *pl, Cls *c) {
     int64_t lo = c->synced, hi = pl->nlog, P = pl->P;
     if (hi - lo <= 2) {
-        for (int64_t i = lo; i < hi; i++) apply1(pl, c, pl->log[i]);
+        for (int64_t i = lo; i < hi; i++) {
+            int64_t g = pl->log[i], m = pl->mi[g];
+            int64_t later = i + 1 < hi && pl->mi[pl->log[i + 1]] == m;
+            apply1(pl, c, g, m, pl->nf[m] + 1 + later);
+        }
         c->synced = hi;
         return;
     }
     int32_t *cold = pl->cold, *tc = pl->tcell, *tm = pl->tmach;
-    uint8_t *mf = pl->mflag;
+    int32_t *mf = pl->mcnt;
     int64_t nc = 0, nm = 0;
     for (int64_t i = lo; i < hi; i++) {
         int64_t g = pl->log[i], m = pl->mi[g];
@@ -469,15 +456,11 @@ static void cls_sync(Pool *pl, Cls *c) {
         }
         c->cf[x]--;
         if (--c->lfree[l] == 0) bits_clr(&c->LV, l);
-        if (!mf[m]) {
-            mf[m] = 1;
-            tm[nm++] = (int32_t)m;
-        }
+        if (!mf[m]++) tm[nm++] = (int32_t)m;
     }
     for (int64_t i = 0; i < nm; i++) { /* BN[v]: cells with a free GPU on machines with v free */
-        int64_t m = tm[i], a0 = c->nfs[m], a1 = pl->nf[m];
+        int64_t m = tm[i], a1 = pl->nf[m], a0 = a1 + mf[m];
         mf[m] = 0;
-        c->nfs[m] = a1;
         for (int32_t k = 0; k < c->mcn[m]; k++) {
             int32_t y = c->mcell[m * P + k];
             if ((cold[y] >= 0 ? cold[y] : c->cf[y]) > 0) bits_clr(&c->BN[a0], y);
@@ -639,7 +622,9 @@ static int tree_build(Pool *pl, Cls *c, int64_t n) {
     c->tn[c->ntn++] = (int32_t)n;
     /* afresh without a template's all-free state, or when many machines have a GPU taken */
     const int64_t *h = (const int64_t *)c->tmpl;
-    if (!h || !h[0] || (pl->ntouch > pl->M / 4 && !h[7])) {
+    int64_t ntouch = 0;
+    for (int64_t m = 0; h && h[0] && m < pl->M; m++) ntouch += pl->nf[m] != pl->msize[m];
+    if (!h || !h[0] || (ntouch > pl->M / 4 && !h[7])) {
         tree_fill(pl, c, c->cf, pl->nf, n, t);
         return 1;
     }
@@ -653,11 +638,11 @@ static int tree_build(Pool *pl, Cls *c, int64_t n) {
     }
     memcpy(t, tt, sizeof(int64_t) * 2 * S);
     int lazy = tree_lazy(pl, n);
-    for (int64_t i = 0; i < pl->ntouch; i++) {
-        int32_t m = pl->touch[i];
-        d[m] = 1;
-        if (!lazy) dl[c->dcount[n]++] = m;
-    }
+    for (int32_t m = 0; m < pl->M; m++) /* the machines with a GPU taken: stale */
+        if (pl->nf[m] != pl->msize[m]) {
+            d[m] = 1;
+            if (!lazy) dl[c->dcount[n]++] = m;
+        }
     return 1;
 }
 
@@ -1664,13 +1649,11 @@ static PyObject *place(PyObject *self, PyObject *args) {
     pl.cold = malloc(sizeof(int32_t) * (G + 1));
     pl.tcell = malloc(sizeof(int32_t) * (G + 1));
     pl.tmach = malloc(sizeof(int32_t) * (M + 1));
-    pl.mflag = calloc((size_t)M + 1, 1);
+    pl.mcnt = calloc((size_t)M + 1, sizeof(int32_t));
     pl.msize = malloc(sizeof(int64_t) * (M + 1));
-    pl.touch = malloc(sizeof(int32_t) * (M + 1));
-    pl.tflag = calloc((size_t)M + 1, 1);
     out = malloc(sizeof(int64_t) * (G + 1));
     if (!pl.mstart || !pl.nf || !pl.lowc || !pl.scratch || !pl.scratch2 || !pl.log || !pl.cold ||
-        !pl.tcell || !pl.tmach || !pl.mflag || !pl.msize || !pl.touch || !pl.tflag || !out) {
+        !pl.tcell || !pl.tmach || !pl.mcnt || !pl.msize || !out) {
         PyErr_NoMemory();
         goto done;
     }
@@ -1686,7 +1669,6 @@ static PyObject *place(PyObject *self, PyObject *args) {
             pl.n_free++;
         } else { /* taken when the round began: the head of the log */
             pl.log[pl.nlog++] = g;
-            touch(&pl, m);
         }
     }
     for (int64_t m = 0; m < M; m++) {
@@ -1762,7 +1744,6 @@ static PyObject *place(PyObject *self, PyObject *args) {
                         }
                         pl.nf[m] -= t;
                         pl.n_free -= t;
-                        if (t) touch(&pl, m);
                         /* (x leaves B[v], or the run ends: the scan reads no bit this changes) */
                         if (t) take_cell(&pl, c, x, l, t);
                     }
@@ -1807,8 +1788,8 @@ done:
     Py_XDECREF(cs.last);
     free(cs.ob); free(cs.sb); free(cs.tb); free(pl.cls);
     free(pl.mstart); free(pl.nf); free(pl.lowc); free(pl.scratch); free(pl.scratch2); free(out);
-    free(pl.log); free(pl.cold); free(pl.tcell); free(pl.tmach); free(pl.mflag);
-    free(pl.msize); free(pl.touch); free(pl.tflag);
+    free(pl.log); free(pl.cold); free(pl.tcell); free(pl.tmach); free(pl.mcnt);
+    free(pl.msize);
     free(cmap);
     PyBuffer_Release(&bmi);
     PyBuffer_Release(&bfree);
