@@ -50,7 +50,9 @@ class Renewal:
         self.n_m, self.n_l = int(self.machine.max()) + 1, int(self.label.max()) + 1
         self.rack_of = np.zeros(self.n_m, np.int64)
         self.rack_of[self.machine] = rack  # per machine its rack
-        self.arange_m = np.arange(self.n_m)
+        self.cell = self.machine * self.n_l + self.label  # per GPU its (machine, label) cell
+        self.same_rack = self.rack_of[:, None] == self.rack_of  # per machine pair
+        self.stay = 1e-3 * np.eye(self.n_m)  # the gain of staying put, per machine pair
         self.mach_l, self.label_l = self.machine.tolist(), self.label.tolist()
         self.rack_l = self.rack_of.tolist()
         self.on_machine: dict[int, list[int]] = {}  # machine -> its GPUs (in order)
@@ -58,35 +60,51 @@ class Renewal:
             self.on_machine.setdefault(m, []).append(g)
 
     def __call__(self, won: dict, pool, before: np.ndarray, takers=None, passes: int = 3) -> dict:
-        """:func:`back_to_held` (``won``, ``pool``, ``before``, ``takers``, ``passes``)."""
-        free = np.zeros(before.size, bool)
-        free[np.asarray(pool, np.int64)] = True
-        takers = set(won) | set(takers or ())
+        """:func:`back_to_held` (``won``, ``pool``, ``before``, ``takers``, ``passes``).
+
+        A winner's remap depends on its GPUs and the free ones only, and gives back the GPUs it
+        is given (its blocks stay: the +1e-3 of staying breaks the tie with the assignment that
+        put them there), so it is not redone while no GPU has moved since; nor are the swaps
+        after a pass of them that found none."""
         out = {a: np.sort(np.asarray(g, np.int64)) for a, g in won.items()}
         if not out:
             return out
+        free = np.zeros(before.size, bool)
+        free[np.asarray(pool, np.int64)] = True
+        takers = set(won) | set(takers or ())
         offer = np.concatenate([np.flatnonzero(free), *out.values()])
-        base = _takers_lut(before, takers)[before + 1]  # 1 nobody's, 2 a recipient's
-        cats, in_offer = {}, {}  # per winner: per GPU its category; GPUs of the offer it held
-        for a in out:
-            cats[a] = c = base.copy()
-            c[before == a] = 0
-            in_offer[a] = int(np.count_nonzero(c[offer] == 0))
+        held = np.bincount(before[offer] + 1, minlength=max(out) + 2)  # offer GPUs per app + 1
+        in_offer = {a: int(held[a + 1]) for a in out}  # GPUs of the offer each winner held
+        cats: dict = {}  # per winner, per GPU: 0 it held it, 1 nobody's, 2 another recipient's
+        version = 0  # GPU moves so far
+        stamp: dict = {}  # per winner (-1: the swaps): the moves it last saw
         for _ in range(passes):
             changed = False
-            best = [a for a in out if _at_best(cats[a][out[a]], in_offer[a])]
+            best = [a for a in out if _at_best(before[out[a]].tolist(), a, takers, in_offer[a])]
             if len(best) == len(out):  # every winner has all it held of the offer, none of others'
                 break
+            if not cats:
+                base = _takers_lut(before, takers)[before + 1]  # 1 nobody's, 2 a recipient's
+                for a in out:
+                    cats[a] = c = base.copy()
+                    c[before == a] = 0
             for a in sorted(set(out) - set(best)):
+                if stamp.get(a) == version:  # nothing moved since its remap: the same again
+                    continue
                 own = out[a]
                 free[own] = True
                 f = np.flatnonzero(free)
                 mine_now = self._remap(own, f, cats[a][f])
-                changed |= not np.array_equal(mine_now, own)
+                if not np.array_equal(mine_now, own):
+                    changed, version = True, version + 1
                 out[a] = mine_now
                 free[mine_now] = False
-            if len(out) > 1:  # pairwise swaps need two winners
-                changed |= self._swap_pairs(out, free, cats, offer)
+                stamp[a] = version
+            if len(out) > 1 and stamp.get(-1) != version:  # pairwise swaps need two winners
+                if self._swap_pairs(out, free, cats, offer):
+                    changed, version = True, version + 1
+                else:  # none found: none again until a GPU moves
+                    stamp[-1] = version
             if not changed:
                 break
         return out
@@ -98,23 +116,22 @@ class Renewal:
         1 nobody's of this round, 2 another recipient's), + 1e-3 to stay put (one assignment
         problem); the GPUs picked per label best ``cf`` first, then lowest index."""
         n_m, n_l = self.n_m, self.n_l
-        mf, lf = self.machine[f], self.label[f]
-        ml = mf * n_l + lf  # per free GPU its (machine, label) cell
-        cnt = np.bincount(ml * 3 + cf, minlength=n_m * n_l * 3).reshape(n_m, n_l, 3)
-        per = np.bincount(self.machine[own] * n_l + self.label[own], minlength=n_m * n_l)
-        per = per.reshape(n_m, n_l)
+        ml = self.cell[f]  # per free GPU its (machine, label) cell
+        key = ml * 3 + cf
+        cnt = np.bincount(key, minlength=n_m * n_l * 3).reshape(n_m, n_l, 3)
+        per = np.bincount(self.cell[own], minlength=n_m * n_l).reshape(n_m, n_l)
         at = np.flatnonzero(per.any(1))  # the blocks: own's machines, ascending
         need = per[at][:, None, :]  # (block, 1, label)
         mine = np.minimum(need, cnt[:, :, 0])  # (block, machine, label)
         oth = np.maximum(need - mine - cnt[:, :, 1], 0)
-        ok = (oth <= cnt[:, :, 2]).all(2) & (self.rack_of == self.rack_of[at][:, None])
-        g = mine.sum(2) - oth.sum(2) + 1e-3 * (self.arange_m == at[:, None])
+        ok = (oth <= cnt[:, :, 2]).all(2) & self.same_rack[at]
+        g = mine.sum(2) - oth.sum(2) + self.stay[at]
         rows, cols = linear_sum_assignment(np.where(ok, g, -1e9), maximize=True)
         want = np.zeros(n_m * n_l, np.int64)  # per (machine, label): GPUs the block there takes
         want.reshape(n_m, n_l)[cols] = per[at[rows]]
         # per (machine, label) cell, its free GPUs best cf first, then lowest index (f sorted):
         # the first ``want`` of each cell
-        order = np.lexsort((cf, ml))
+        order = key.argsort(kind="stable")
         cell = ml[order]
         rank = np.arange(cell.size) - np.searchsorted(cell, cell)
         return np.sort(f[order[rank < want[cell]]])
@@ -225,10 +242,10 @@ class Renewal:
         return changed
 
 
-def _at_best(cat_own: np.ndarray, in_offer: int) -> bool:
-    """A winner's GPUs (``cat_own``: their categories for it) hold every GPU of the offer it held
-    (``in_offer``: how many) and none another recipient held."""
-    return not (cat_own == 2).any() and int(np.count_nonzero(cat_own == 0)) == in_offer
+def _at_best(held_by: list, a: int, takers: set, in_offer: int) -> bool:
+    """Winner ``a``'s GPUs (``held_by``: the app that held each, -1 none) hold every GPU of the
+    offer it held (``in_offer``: how many) and none another recipient (of ``takers``) held."""
+    return held_by.count(a) == in_offer and not any(b != a and b in takers for b in held_by)
 
 
 def _takers_lut(before: np.ndarray, takers: set) -> np.ndarray:
