@@ -56,6 +56,9 @@ def running_rows(
     J, lo = len(works), counts.start
     a = min(max(1 - lo, 0), size)  # counts[:a] <= 0
     b = min(max(J - lo, a), size)  # counts[a:b] in 1..J - 1, counts[b:] >= J
+    cap = max(1, int(d_max))
+    if not b:  # every count >= J (a bidder holding a GPU per job): the even split alone
+        return np.array(_even_times3(works, counts, cap, 1.0, locality, machine_gpus))
     out[:, :a] = math.inf
     if b > a:
         lpt = {} if lpt is None else lpt
@@ -65,7 +68,6 @@ def running_rows(
             lpt.update(zip(miss, _lpt_makespans(works, miss).tolist(), strict=True))
         out[:, a:b] = [lpt[n] for n in few]
     if size > b:
-        cap = max(1, int(d_max))
         out[:, b:] = _even_times3(works, range(lo + b, lo + size), cap, 1.0, locality, machine_gpus)
     return out
 
@@ -132,7 +134,7 @@ class RunningApp(NamedTuple):
                 mj = self.model_job
                 grid = _grown(memo, key, hi, lambda ns: later_grid(later, mj, ns, loc, mg))
             for row in grid[:, :, lo : lo + n]:  # phase by phase, in t_shared's order
-                x = x + row
+                x += row
         return x
 
     def table(self, lo: int, n: int, levels: np.ndarray) -> np.ndarray:

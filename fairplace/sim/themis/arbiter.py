@@ -61,6 +61,7 @@ import time
 from collections import Counter
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
+from typing import Any, ClassVar
 
 import numpy as np
 
@@ -126,6 +127,10 @@ class Arbiter:
     #: what the auctions' programs on the same offer share, kept for this arbiter's run (a memo:
     #: no outcome depends on it)
     offers: OfferCache = field(default_factory=OfferCache, compare=False, repr=False)
+
+    _config: ClassVar[Any] = (
+        None  # the auctions' CompactAuctionOptions but their seed, built once (_auction)
+    )
 
     @property
     def tick(self) -> float:
@@ -291,9 +296,14 @@ class Arbiter:
                 lease_bid(cluster, s, a, self.lease, n, kind, m)
                 for s, a, m in zip(part, capps, models, strict=True)
             )
-        config = compact.CompactAuctionOptions(
-            self.rounding, seed, self.payments, exact_payments=self.exact_payments
-        )
+        base = self._config
+        if base is None or type(base) is not compact.CompactAuctionOptions:
+            base = compact.CompactAuctionOptions(
+                self.rounding, 0, self.payments, exact_payments=self.exact_payments
+            )  # checked once per arbiter (a cached field, out of its comparisons)
+            self.__dict__["_config"] = base
+        # the round's: the same fields, its seed (a uint32 word: SeedSequence's, as checked)
+        config = filled_in(type(base), **{**base.__dict__, "seed": seed})
         res = compact.auction_on_offer(
             cluster, offer, capps, self.options, config, cache=self.offers
         )
