@@ -429,6 +429,44 @@ static void take_cell(Pool *pl, Cls *c, int64_t x, int64_t l, int64_t t) {
     c->synced = pl->nlog;
 }
 
+/* the end of the run of the log's takes from i on (before hi) on one machine */
+static inline int64_t run_end(const Pool *pl, int64_t i, int64_t hi) {
+    int64_t m = pl->mi[pl->log[i]], e = i + 1;
+    while (e < hi && pl->mi[pl->log[e]] == m) e++;
+    return e;
+}
+
+/* class c's state after the takes log[i:e) (one machine's, P <= 16), its state having seen
+ * those before i, of a batch ending at hi: the machine's bits once, its cells' old counts in a
+ * small array (cls_sync()'s result for them) */
+static void sync_run(Pool *pl, Cls *c, int64_t i, int64_t e, int64_t hi) {
+    int64_t P = pl->P, m = pl->mi[pl->log[i]], later = 0;
+    int32_t xs[16], old[16], nx = 0;
+    for (int64_t j = e; j < hi; j++) later += pl->mi[pl->log[j]] == m;
+    int64_t a1 = pl->nf[m] + later, a0 = a1 + (e - i);
+    for (int64_t j = i; j < e; j++) {
+        int64_t g = pl->log[j];
+        int32_t x = c->cell_of[g], l = c->lev[g], q = 0;
+        while (q < nx && xs[q] != x) q++;
+        if (q == nx) xs[nx] = x, old[nx++] = c->cf[x];
+        c->cf[x]--;
+        if (--c->lfree[l] == 0) bits_clr(&c->LV, l);
+    }
+    for (int32_t k = 0; k < c->mcn[m]; k++) { /* BN[v]: cells with a free GPU on machines with v */
+        int32_t y = c->mcell[m * P + k], q = 0;
+        while (q < nx && xs[q] != y) q++;
+        if ((q < nx ? old[q] : c->cf[y]) > 0) bits_clr(&c->BN[a0], y);
+        if (c->cf[y] > 0) bits_set(&c->BN[a1], y);
+    }
+    mark_dirty(pl, c, m, a0);
+    for (int32_t q = 0; q < nx; q++) { /* BC[v]: cells with v free; BA: with any */
+        int32_t x = xs[q], f = c->cf[x];
+        bits_clr(&c->BC[old[q]], x);
+        if (f > 0) bits_set(&c->BC[f], x);
+        else bits_clr(&c->BA, x);
+    }
+}
+
 /* class c's state after the takes of the log it has not seen: one by one when they are few, else
  * the counts first, then each touched machine's and cell's bits once (the same state: the bits
  * are functions of the counts, cf = free GPUs of a cell, of a machine the pool's nf plus its
@@ -441,6 +479,11 @@ static void cls_sync(Pool *pl, Cls *c) {
             int64_t later = i + 1 < hi && pl->mi[pl->log[i + 1]] == m;
             apply1(pl, c, g, m, pl->nf[m] + 1 + later);
         }
+        c->synced = hi;
+        return;
+    }
+    if (hi - lo <= 32 && P <= 16) { /* a pick's takes: machine by machine, no scratch arrays */
+        for (int64_t i = lo, e; i < hi; i = e) sync_run(pl, c, i, e = run_end(pl, i, hi), hi);
         c->synced = hi;
         return;
     }
