@@ -11,8 +11,9 @@
  * cell (cf) and per level, and two-level bitsets over the cells: BA (cf > 0), BN[v] (cf > 0 and v
  * free GPUs on the machine), BC[v] (cf == v). PAL's packed query keeps, per (class, n), a min
  * segment tree over machines keyed by (n-th lowest free level, free GPUs, machine), refreshed
- * lazily for the machines touched since its last query. Every pick is O(P^2 + log G) word
- * operations, a round near-linear in G plus the jobs.
+ * at its next query for the machines touched since (or, where keys only rise: n = P, the
+ * artifact's ties, only the minimum's until it is current: tree_lazy()). Every pick is
+ * O(P^2 + log G) word operations, a round near-linear in G plus the jobs.
  *
  * Only the C API and the buffer protocol: no numpy headers.
  */
