@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import bisect
 from itertools import repeat
+from operator import is_
 
 import numpy as np
 
@@ -30,8 +31,17 @@ class _MachinePool:
 
     def __init__(self, pool: set, machine_of):
         self.by: dict[int, list[int]] = {}
+        by = self.by
+        if isinstance(machine_of, list):  # Python ints already (the app scheduler's)
+            for g in sorted(pool):
+                m = machine_of[g]
+                if m in by:
+                    by[m].append(g)
+                else:
+                    by[m] = [g]
+            return
         for g in sorted(pool):
-            self.by.setdefault(int(machine_of[g]), []).append(g)
+            by.setdefault(int(machine_of[g]), []).append(g)
 
     def take(self, need: int) -> list[int]:
         by = self.by
@@ -191,10 +201,39 @@ class AppScheduler:
         self, machine_of: np.ndarray, app_split: str = "restart-aware", move_cost: float = 45.0
     ):
         self.machine_of = machine_of.tolist()  # per-GPU look-ups of best_fit, without NumPy
-        self.memo: dict = {}  # per app: (its GPUs and running jobs, the split they got)
+        #: per app: (its GPUs, their bytes, its running jobs, their bytes, the split they got)
+        self.memo: dict = {}
         self.owned: tuple = (None, {})  # the last owner array and its GPUs per app
+        self.last: tuple = (None, None, {})  # the last split's GPUs per app, running jobs, output
+        self.kept_running: tuple = (None, b"", {})  # (workload, active jobs' bytes, running_jobs)
+        #: (running dict, workload, its jobs: array, list, their apps, N_j, t_iter)
+        self.kept_jobs: tuple = (None, None)
         self.app_split = THEMIS_APP_SPLIT.check(app_split)
         self.move_cost = float(move_cost)
+
+    def running(self, view: SchedView, w) -> dict:
+        """:func:`running_jobs` of the decision, the same dict (read only) while the active jobs
+        are those of the previous decision (the running jobs depend on them alone)."""
+        key = view.active.tobytes()
+        last_w, last_key, last = self.kept_running
+        if last_w is w and last_key == key:
+            return last
+        by_app = running_jobs(view, w)
+        for jobs in by_app.values():
+            jobs.flags.writeable = False
+        self.kept_running = (w, key, by_app)
+        return by_app
+
+    def _jobs(self, running: dict, w) -> tuple:
+        """The jobs of ``running`` in one array (app after app), as a list, their apps, N_j and
+        t_iter: kept while ``running`` is the same dict (:meth:`running`)."""
+        kept = self.kept_jobs
+        if kept[0] is running and kept[1] is w:
+            return kept[2:]
+        jobs = np.concatenate(list(running.values()))
+        kept = (running, w, jobs, jobs.tolist(), w.app[jobs], w.demand[jobs], w.t_iter[jobs])
+        self.kept_jobs = kept
+        return kept[2:]
 
     def usable(self, running: dict, view: SchedView, w, alloc) -> np.ndarray:
         """GPUs each app (by index) can use now: the demand of its running phase's jobs (even), or
@@ -203,18 +242,17 @@ class AppScheduler:
         out = np.zeros(len(w.app_ids), np.int64)
         if not running:
             return out
-        jobs = np.concatenate(list(running.values()))
-        cap = w.demand[jobs]
+        jobs, jobs_l, app, cap, t_iter = self._jobs(running, w)
         if self.app_split == "even":
             use = cap
         else:
             arrays = getattr(alloc, "arrays", alloc)
-            jobs_l = jobs.tolist()
-            k = np.fromiter(map(len, map(arrays.get, jobs_l, repeat((), len(jobs_l)))), np.int64)
-            work = view.remaining[jobs] * w.t_iter[jobs] * cap
+            n = len(jobs_l)
+            k = np.fromiter(map(len, map(arrays.get, jobs_l, repeat((), n))), np.int64, n)
+            work = view.remaining[jobs] * t_iter * cap
             grows = work / np.maximum(k, 1) - work / cap > self.move_cost
             use = np.where((k == 0) | grows, cap, np.minimum(k, cap))
-        return np.bincount(w.app[jobs], use, out.size).astype(np.int64)  # sums of small ints
+        return np.bincount(app, use, out.size).astype(np.int64)  # sums of small ints
 
     def split(self, owner: np.ndarray, view: SchedView, w, alloc, running=None) -> dict:
         """Each app's GPUs split among its running jobs (``app_split``: class doc). An app whose
@@ -223,38 +261,37 @@ class AppScheduler:
         where it is), so only apps that changed are split again. ``running``: the decision's
         :func:`running_jobs`."""
         out: dict[int, np.ndarray] = {}
-        by_app = running_jobs(view, w) if running is None else running
+        by_app = self.running(view, w) if running is None else running
         last_owner, gpus_of = self.owned
         if last_owner is None or not np.array_equal(last_owner, owner):
             owned = (owner >= 0).nonzero()[0]
             gpus_of = _groups_of(owner[owned], owned)
             self.owned = (owner.copy(), gpus_of)
-        kept = self.app_split != "even"
-        memo = {}
-        for a, gpus in gpus_of.items():
-            run = by_app.get(a, np.zeros(0, np.int64))
-            key = (gpus.tobytes(), run.tobytes())
-            last = self.memo.get(a)
-            if last is not None and last[0] == key and self._kept(alloc, last[1]):
-                split = last[1]
-            else:
-                how = self._split_kept if kept else self._split_app
-                split = how(gpus, run, view, w, alloc)
-            memo[a] = (key, split)
-            out.update(split)
-        self.memo = memo
-        return out
-
-    @staticmethod
-    def _kept(alloc, split: dict) -> bool:
-        """Whether every job of a previous ``split`` still holds what it gave. The driver's
-        holdings (``HeldGPUs``) keep the arrays the split returned, so the same array object
-        answers without a copy; otherwise the GPUs are compared (the split's arrays are read
-        only: they still hold what it gave)."""
         held = getattr(alloc, "arrays", None)
-        if held is not None and all(held.get(j) is g for j, g in split.items()):
-            return True
-        return all(tuple(alloc.get(j, ())) == tuple(g.tolist()) for j, g in split.items())
+        last_gpus, last_run, last_out = self.last
+        if last_gpus is gpus_of and last_run is by_app and held is not None:
+            if all(map(is_, map(held.get, last_out), last_out.values())):
+                return dict(last_out)  # no app's GPUs, jobs or holdings changed: every split kept
+        how = self._split_kept if self.app_split != "even" else self._split_app
+        memo, before = {}, self.memo
+        for a, gpus in gpus_of.items():
+            run = by_app.get(a)
+            if run is None:
+                run = np.zeros(0, np.int64)
+            last = before.get(a)
+            if last is None:
+                gb, rb = gpus.tobytes(), run.tobytes()
+            else:  # the same arrays (kept GPUs per app, kept running jobs): the same bytes
+                gb = last[1] if last[0] is gpus else gpus.tobytes()
+                rb = last[3] if last[2] is run else run.tobytes()
+            if last and last[1] == gb and last[3] == rb and _kept(held, alloc, last[4]):
+                split = last[4]
+            else:
+                split = how(gpus, run, view, w, alloc)
+            memo[a] = (gpus, gb, run, rb, split)
+            out.update(split)
+        self.memo, self.last = memo, (gpus_of, by_app, out)
+        return dict(out)
 
     def _split_app(self, gpus: np.ndarray, run: np.ndarray, view: SchedView, w, alloc) -> dict:
         """One app's even split: {job: sorted GPU indices} for its jobs that get GPUs."""
@@ -286,8 +323,8 @@ class AppScheduler:
         """One app's restart-aware split (rules 1-4 of the class doc): {job: sorted GPU indices}."""
         mine = set(gpus.tolist())
         run_l, cap = run.tolist(), w.demand[run].tolist()
-        had = [alloc.get(j, []) for j in run_l]
-        width = [min(len(h), c) for h, c in zip(had, cap, strict=True)]
+        had = _held_lists(alloc, run_l)
+        width = list(map(min, map(len, had), cap))
         out: list[list[int]] = [[] for _ in run_l]
         pool, hit, waiting, moved = set(mine), [], [], set()
         for k, h in enumerate(had):  # rule 1: a job the app still holds all the GPUs of stays
@@ -298,27 +335,41 @@ class AppScheduler:
                 pool.difference_update(h)
             else:
                 hit.append(k)
-        left, att = len(pool), view.attained[run].tolist()
-        for k in sorted(hit, key=lambda k: (-att[k], run_l[k])):  # rule 4: whole, most attained
-            if width[k] <= left:
-                out[k] = [g for g in had[k] if g in pool][: width[k]]
-                pool.difference_update(out[k])
-                left -= width[k]
-                moved.add(k)
-            else:
-                waiting.append(k)  # shed: it waits (rule 2 may give it what no whole job takes)
+        left = len(pool)
+        if hit:
+            att = view.attained[run].tolist()
+            for k in sorted(hit, key=lambda k: (-att[k], run_l[k])):  # rule 4: whole, most attained
+                if width[k] <= left:
+                    out[k] = [g for g in had[k] if g in pool][: width[k]]
+                    pool.difference_update(out[k])
+                    left -= width[k]
+                    moved.add(k)
+                else:
+                    waiting.append(k)  # shed: it waits (rule 2 may give it what no whole job takes)
+        if not pool:  # every GPU on a job (restored jobs hold their width): rules 2, 3 give none
+            return _arrays(run_l, out, had, alloc)
         free = _MachinePool(pool, self.machine_of)
         for k in sorted(moved):  # restored jobs back to their width
             if len(out[k]) < width[k]:
                 out[k] += free.take_near(width[k] - len(out[k]), self._machines(out[k]))
+        if left:  # rules 2 and 3 place what is left
+            self._place_left(left, out, waiting, moved, free, run, run_l, cap, view, w)
+        return _arrays(run_l, out, had, alloc)
+
+    def _place_left(self, left, out, waiting, moved, free, run, run_l, cap, view, w) -> None:
+        """Rules 2 (the waiting jobs, water-filled) and 3 (growing running jobs) on the ``left``
+        GPUs of ``free`` (``out``, ``moved``: changed in place)."""
         work = (view.remaining[run] * w.t_iter[run]).tolist()
-        wl = sorted(waiting, key=lambda k: (-work[k], run_l[k]))  # rule 2: water-filled
-        share = even_split(left, np.array([cap[k] for k in wl], np.int64), np.arange(len(wl)))
-        for k, n in zip(wl, share.tolist(), strict=True):
-            if n:
-                out[k] = free.take(n)
-                left -= n
-                moved.add(k)
+        if waiting:
+            wl = sorted(waiting, key=lambda k: (-work[k], run_l[k]))  # rule 2: water-filled
+            share = even_split(left, np.array([cap[k] for k in wl], np.int64), np.arange(len(wl)))
+            for k, n in zip(wl, share.tolist(), strict=True):
+                if n:
+                    out[k] = free.take(n)
+                    left -= n
+                    moved.add(k)
+        if not left:
+            return
         serial = [x * c for x, c in zip(work, cap, strict=True)]  # W: iters left x t_iter x N_j
         grow = [k for k in range(len(run_l)) if 0 < len(out[k]) < cap[k]]
         for k in sorted(grow, key=lambda k: (-serial[k], run_l[k])):  # rule 3
@@ -329,7 +380,6 @@ class AppScheduler:
             if serial[k] / n0 - serial[k] / n1 > (0.0 if k in moved else self.move_cost):
                 out[k] += free.take_near(n1 - n0, self._machines(out[k]))
                 left -= n1 - n0
-        return _arrays(run_l, out, had, alloc)
 
     def _machines(self, gs: list) -> set:
         return {self.machine_of[g] for g in gs}
@@ -350,3 +400,23 @@ def _arrays(run_l: list, out: list, had: list, alloc) -> dict:
             a.flags.writeable = False  # read-only: the driver's contract converts it once
         split[j] = a
     return split
+
+
+def _kept(held, alloc, split: dict) -> bool:
+    """Whether every job of a previous ``split`` still holds what it gave. The driver's holdings
+    (``HeldGPUs``; ``held``: its arrays) keep the arrays the split returned, so the same array
+    object answers without a copy; otherwise the GPUs are compared (the split's arrays are read
+    only: they still hold what it gave)."""
+    if held is not None and all(map(is_, map(held.get, split), split.values())):
+        return True
+    return all(tuple(alloc.get(j, ())) == tuple(g.tolist()) for j, g in split.items())
+
+
+def _held_lists(alloc, jobs: list) -> list:
+    """[GPUs job j holds, as a list (empty: none) for j in ``jobs``], from the driver's arrays
+    where it has them."""
+    arrays = getattr(alloc, "arrays", None)
+    if arrays is None:
+        return [alloc.get(j, []) for j in jobs]
+    get = arrays.get
+    return [[] if (a := get(j)) is None else a.tolist() for j in jobs]

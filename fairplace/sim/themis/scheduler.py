@@ -60,7 +60,7 @@ from fairplace.core.domain import GPU, Cluster
 
 from ..protocols import SchedView
 from .agents import Agents
-from .apps import AppScheduler, StepAverage, running_jobs
+from .apps import AppScheduler, StepAverage
 from .arbiter import Arbiter
 from .estimate_error import RhoError
 from .params import (
@@ -167,8 +167,8 @@ class Themis:
         alive[apps] = True
         finished_app = ~alive[self.owner]
         self.owner[finished_app | (self.expiry <= t + 1e-9)] = -1
-        running = running_jobs(view, w)
         splitter = self._splitter()
+        running = splitter.running(view, w)  # the same dict while the active jobs are the same
         usable = splitter.usable(running, view, w, alloc)
         self._reclaim(self.owner, usable, alloc)
         self.expiry[self.owner < 0] = -np.inf
