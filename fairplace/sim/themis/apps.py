@@ -32,16 +32,13 @@ class _MachinePool:
     def __init__(self, pool: set, machine_of):
         self.by: dict[int, list[int]] = {}
         by = self.by
-        if isinstance(machine_of, list):  # Python ints already (the app scheduler's)
-            for g in sorted(pool):
-                m = machine_of[g]
-                if m in by:
-                    by[m].append(g)
-                else:
-                    by[m] = [g]
-            return
+        ints = isinstance(machine_of, list)  # Python ints already (the app scheduler's)
         for g in sorted(pool):
-            by.setdefault(int(machine_of[g]), []).append(g)
+            m = machine_of[g] if ints else int(machine_of[g])
+            if m in by:
+                by[m].append(g)
+            else:
+                by[m] = [g]
 
     def take(self, need: int) -> list[int]:
         by = self.by
