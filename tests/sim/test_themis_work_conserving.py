@@ -13,7 +13,8 @@ from hypothesis import strategies as st
 import fairplace
 from fairplace.instances.workloads import themis_workload
 from fairplace.sim import accounting
-from fairplace.sim.themis.apps import _MachinePool, best_fit, even_split
+from fairplace.sim.themis.apps import even_split
+from fairplace.sim.themis.machine_pool import MachinePool, best_fit
 
 
 def _frame(jobs, gpus, locality=1.1, apps=None):
@@ -126,10 +127,10 @@ def test_even_split_water_fills(n, caps, rnd):
     st.lists(st.integers(1, 9), max_size=10),
 )
 def test_the_app_schedulers_machine_pool_takes_what_best_fit_would(pool, needs):
-    """The even split places its jobs from one pool sorted once (``_MachinePool``): each job gets
+    """The even split places its jobs from one pool sorted once (``MachinePool``): each job gets
     what ``best_fit`` on the pool left by the jobs before it would give (6 machines x 8 GPUs)."""
     machine_of = [g // 8 for g in range(48)]
-    left, free = set(pool), _MachinePool(pool, machine_of)
+    left, free = set(pool), MachinePool(pool, machine_of)
     for need in needs:
         want = _best_fit_literal(left, need, machine_of)
         assert best_fit(left, need, machine_of) == want

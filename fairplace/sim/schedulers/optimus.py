@@ -26,7 +26,7 @@ import numpy as np
 from fairplace.core.domain import Cluster
 
 from ..protocols import SchedView
-from ..themis.apps import best_fit
+from ..themis.machine_pool import best_fit
 
 
 class Optimus:

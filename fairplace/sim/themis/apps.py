@@ -13,61 +13,10 @@ from operator import is_
 import numpy as np
 
 from ..protocols import SchedView
+from .machine_pool import MachinePool, best_fit
 from .params import THEMIS_APP_SPLIT
 
-
-def best_fit(pool: set, need: int, machine_of) -> list:
-    """``need`` GPUs of ``pool``: all on the machine with the fewest pool GPUs that still has ``need``
-    of them; otherwise from the machines with most pool GPUs first (``machine_of[g]``: g's machine,
-    an array or a list).
-    The app-level job placement of THEMIS' agents and of Optimus."""
-    return _MachinePool(pool, machine_of).take(need)
-
-
-class _MachinePool:
-    """A pool of GPUs by machine (each machine's GPUs sorted once), from which jobs take GPUs one
-    after another by :func:`best_fit`'s rule: the same GPUs as repeated :func:`best_fit` calls on
-    the shrinking pool."""
-
-    def __init__(self, pool: set, machine_of):
-        self.by: dict[int, list[int]] = {}
-        by = self.by
-        ints = isinstance(machine_of, list)  # Python ints already (the app scheduler's)
-        for g in sorted(pool):
-            m = machine_of[g] if ints else int(machine_of[g])
-            if m in by:
-                by[m].append(g)
-            else:
-                by[m] = [g]
-
-    def take(self, need: int) -> list[int]:
-        by = self.by
-        best, size = None, 0  # the best fit: fewest pool GPUs that hold ``need``, lowest machine
-        for m, gs in by.items():
-            k = len(gs)
-            if k >= need and (best is None or k < size or (k == size and m < best)):
-                best, size = m, k
-        if best is not None:
-            out = by[best][:need]
-            del by[best][:need]
-            return out
-        out = []
-        for m in sorted(by, key=lambda m: (-len(by[m]), m)):
-            k = need - len(out)
-            out += by[m][:k]
-            del by[m][:k]
-        return out
-
-    def take_near(self, need: int, near: set) -> list[int]:
-        """``need`` GPUs for a job growing on machines ``near``: first from those machines (most
-        pool GPUs first), the rest by :meth:`take`'s rule."""
-        out: list[int] = []
-        for m in sorted(near, key=lambda m: (-len(self.by.get(m, ())), m)):
-            gs = self.by.get(m, [])
-            k = need - len(out)
-            out += gs[:k]
-            del gs[:k]
-        return out + (self.take(need - len(out)) if len(out) < need else [])
+__all__ = ["AppScheduler", "StepAverage", "best_fit", "even_split", "running_jobs"]
 
 
 def _groups_of(keys: np.ndarray, values: np.ndarray) -> dict[int, np.ndarray]:
@@ -176,7 +125,7 @@ class AppScheduler:
       2. the app's other GPUs go first to its running jobs that lost GPUs with a lease (they restart
          anyway), each back to its width, then to its waiting jobs, water-filled as the even split
          does (:func:`even_split`: the same count each up to its demand N_j, the remainder to the
-         jobs with most work left; best-fit by machine as :class:`_MachinePool`), so that a
+         jobs with most work left; best-fit by machine as :class:`~.machine_pool.MachinePool`), so that a
          phase's jobs start together rather than in waves of whole jobs;
       3. a running job below N_j grows k -> k' only when the time it saves over its remaining
          serial work W (iterations left x t_iter x N_j), W / k - W / k', exceeds the move cost
@@ -308,7 +257,7 @@ class AppScheduler:
             keep = [g for g in had[k] if g in pool][: want[k]]
             out[j] = keep
             pool.difference_update(keep)
-        free = _MachinePool(pool, self.machine_of)  # best_fit on what the jobs kept left
+        free = MachinePool(pool, self.machine_of)  # best_fit on what the jobs kept left
         for k in np.argsort(-(target - [len(out[j]) for j in run_l]), kind="stable").tolist():
             j = run_l[k]
             need = want[k] - len(out[j])
@@ -345,7 +294,7 @@ class AppScheduler:
                     waiting.append(k)  # shed: it waits (rule 2 may give it what no whole job takes)
         if not pool:  # every GPU on a job (restored jobs hold their width): rules 2, 3 give none
             return _arrays(run_l, out, had, alloc)
-        free = _MachinePool(pool, self.machine_of)
+        free = MachinePool(pool, self.machine_of)
         for k in sorted(moved):  # restored jobs back to their width
             if len(out[k]) < width[k]:
                 out[k] += free.take_near(width[k] - len(out[k]), self._machines(out[k]))
