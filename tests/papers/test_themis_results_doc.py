@@ -73,3 +73,28 @@ def test_rack_control_puts_both_set_ups_side_by_side():
     rows = [[c.strip() for c in line.split("|")[1:-1]] for line in md.splitlines()[2:]]
     # only the rows the control has (fraction 1, seed 0); best baseline per set-up and the ratio
     assert rows == [["1", "0", "2", "srtf 2.5", "1.25", "2", "las 4.0", "2"]]
+
+
+def test_stored_figures_draw_fig19_and_the_testbed_from_the_stored_rows(tmp_path):
+    """--stored --figdir draws Fig. 19 (f, lease) and Figs. 9-10 over load from the stored rows;
+    an experiment with no stored rows, or one value of its parameter, draws nothing."""
+    import pandas as pd
+
+    _load()  # puts the script's folder on sys.path
+    from themis_figures import stored_figures
+
+    sens = pd.DataFrame({
+        "scheduler": "themis", "seed": [0, 1, 0, 0], "max_rho": [1.4, 1.3, 1.7, 1.5],
+        "scheduler_options.f": [0.8, 0.8, 0.95, 0.8], "round_length": [600.0, 600.0, 600.0, 300.0],
+    })  # fmt: skip
+    tb = pd.DataFrame({
+        "scheduler": ["themis", "srtf"] * 2, "seed": 0, "trace": "themis-2", "base_gpus": 64,
+        "load": [0.5, 0.5, 1.0, 1.0], "max_rho": [1.3, 1.8, 1.4, 2.9],
+    })  # fmt: skip
+    stored_figures({"sensitivity": {"summary": sens}, "testbed": {"summary": tb}}, tmp_path)
+    assert sorted(p.name for p in tmp_path.iterdir()) == [
+        "themis-fig19-f.png", "themis-fig19-lease.png", "themis-testbed-ratio-vs-load.png",
+    ]  # fmt: skip
+    one = tmp_path / "one"
+    stored_figures({"sensitivity": {"summary": sens[sens["round_length"] == 600.0]}}, one)
+    assert sorted(p.name for p in one.iterdir()) == ["themis-fig19-f.png"]

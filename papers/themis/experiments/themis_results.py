@@ -36,6 +36,7 @@ from fairplace.runs.sweep import journaled, results_paths
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import themis_stored  # noqa: E402 - papers/themis/experiments/themis_stored.py, beside this script
+from themis_figures import figures, other_figures, stored_figures  # noqa: E402 - beside it too
 
 
 def journal(out: Path, key: str) -> tuple[pd.DataFrame, pd.DataFrame]:
@@ -232,60 +233,6 @@ def cell_hours(runs: dict[str, pd.DataFrame]) -> str:
     return t.round(2).to_markdown(index=False)
 
 
-def figures(c: pd.DataFrame, apps: pd.DataFrame, figdir: Path) -> None:
-    """The report's THEMIS figures from the journals (or the stored rows), as PNGs in ``figdir``;
-    a figure whose rows are not there yet (a partial grid) is left as it is."""
-
-    from fairplace.analysis import plots
-
-    w2 = c[c["trace"] == "themis-2"]
-    cdf = apps[(apps["trace"] == "themis-2") & (apps["contention"] == 1)] if len(apps) else apps
-    draw = {}
-    if w2["scheduler"].nunique() > 1:
-        draw["themis-max-rho-vs-contention"] = lambda ax: plots.max_rho_vs_contention(w2, ax=ax)
-    if "mean_bidders" in c and c["scheduler"].eq("themis").any():
-        draw["themis-bidders-per-round"] = lambda ax: plots.bidders_per_round(c, ax=ax)
-    if len(cdf):
-        rho = themis_stored.rho_column(c, apps)
-        draw["themis-rho-cdf-w2-x1"] = lambda ax: plots.rho_cdf(cdf, rho=rho, ax=ax)
-    _save(draw, figdir)
-
-
-def _save(draw: dict, figdir: Path) -> None:
-    import matplotlib.pyplot as plt  # heavy: imported on use
-
-    figdir.mkdir(parents=True, exist_ok=True)
-    for name, fn in draw.items():
-        fig, ax = plt.subplots(figsize=(7, 4))
-        fn(ax)
-        if name.endswith("cdf-w2-x1"):
-            ax.set_xscale("log")
-        elif name.endswith(("contention", "network-fraction")):  # baselines span 2 decades
-            ax.set_yscale("log")
-        fig.savefig(figdir / f"{name}.png", dpi=110, bbox_inches="tight")
-        plt.close(fig)
-
-
-def other_figures(n: pd.DataFrame, s: pd.DataFrame, figdir: Path) -> None:
-    """Figs. 15 and 19 from the network and sensitivity journals (points: mean, bars: spread)."""
-    from fairplace.analysis import plots
-
-    f, lease = "scheduler_options.f", "round_length"
-    draw = {}
-    if len(n) and n["network_fraction"].nunique() > 1:
-        draw["themis-network-fraction"] = lambda ax: plots.sensitivity(
-            n, param="network_fraction", metric="max_rho", ax=ax
-        )
-    if len(s):
-        draw["themis-sensitivity-f"] = lambda ax: plots.sensitivity(
-            s, param=f, metric="max_rho", ax=ax
-        )
-        draw["themis-sensitivity-f-gpu-time"] = lambda ax: plots.sensitivity(
-            s[s[lease] == 600.0], param=f, metric="gpu_time", ax=ax
-        )
-    _save(draw, figdir)
-
-
 def claims(frames: dict[str, dict[str, pd.DataFrame]]) -> str:
     """The THEMIS claims of papers/themis/claims.toml judged on the journals (as the report does:
     ``fairplace.analysis.claims.evaluate``), for the experiments that have rows."""
@@ -401,15 +348,14 @@ def main(out: str, figdir: str | None = None) -> None:
 
 def stored(write: str | None = None, figdir: str | None = None) -> str:
     """The generated blocks from papers/themis/results/: into the page ``write`` (its blocks
-    replaced), else returned as Markdown; with ``figdir`` the contention figures from them."""
+    replaced), else returned as Markdown; with ``figdir`` the page's figures from them."""
     got = full_size.load_results(themis_stored.RESULTS)
     if got is None:
         raise DataError(str(themis_stored.RESULTS), "no stored results (run --store first)")
     frames, meta = got
     made = themis_stored.blocks(frames, meta)
-    if figdir and "contention" in frames:
-        c = frames["contention"]
-        figures(c["summary"], c.get("apps", pd.DataFrame()), Path(figdir))
+    if figdir:
+        stored_figures(frames, Path(figdir))
     if write is None:
         return "\n\n".join(
             f"<!-- generated:{k} -->\n{v}\n<!-- /generated -->" for k, v in made.items()
