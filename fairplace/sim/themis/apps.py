@@ -13,10 +13,8 @@ from operator import is_
 import numpy as np
 
 from ..protocols import SchedView
-from .machine_pool import MachinePool, best_fit
+from .machine_pool import MachinePool
 from .params import THEMIS_APP_SPLIT
-
-__all__ = ["AppScheduler", "StepAverage", "best_fit", "even_split", "running_jobs"]
 
 
 def _groups_of(keys: np.ndarray, values: np.ndarray) -> dict[int, np.ndarray]:
