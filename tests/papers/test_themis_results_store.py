@@ -118,3 +118,30 @@ def test_store_keeps_other_experiments_and_rejects_bad_meta(tmp_path):
     (tmp_path / "meta.json").write_text('{"a": {}}')
     with pytest.raises(DataError, match="name no 'frames'"):
         full_size.load_results(tmp_path)
+
+
+def test_store_merge_keeps_the_stored_cells_a_later_piece_lacks(tmp_path):
+    """A grid stored piece by piece: with ``merge`` the stored cells the new journals do not hold
+    stay (their apps too), a cell in both takes the new rows; without it the new piece replaces."""
+    mod = _stored()
+    spec = load_spec(SPEC)
+    _journal(tmp_path / "one", spec)
+    folder = tmp_path / "results"
+    mod.store(tmp_path / "one", "a", ["contention"], folder=folder, specs={"contention": spec})
+    later = load_spec({**SPEC, "seeds": [1]})  # seed 1 again, THEMIS x2 now run too
+    paths = results_paths(tmp_path / "two" / "data" / "themis-contention")
+    paths["jsonl"].parent.mkdir(parents=True)
+    with paths["jsonl"].open("a") as rows, paths["apps.jsonl"].open("a") as apps:
+        for c in later.cells():
+            append_row(apps, {"cell_id": cell_id(c), "rows": [{"app_id": 0, "rho_solo": 9.0, **c}]})
+            append_row(rows, {**c, "cell_id": cell_id(c), "fixed_key": fixed_key(spec.fixed),
+                              "status": "ok", "message": "", "max_rho": 9.0})  # fmt: skip
+    mod.store(tmp_path / "two", "a, b", ["contention"], folder=folder, specs={"contention": spec},
+              merge=True)  # fmt: skip
+    frames, meta = full_size.load_results(folder)
+    s, a = frames["contention"]["summary"], frames["contention"]["apps"]
+    assert meta["contention"]["cells"] == len(s) == 7  # seed 0: 3 of 4 kept; seed 1: all 4 new
+    assert (s[s["seed"] == 1]["max_rho"] == 9.0).all() and (s[s["seed"] == 0]["max_rho"] < 9).all()
+    assert len(a) == 3 * 3 + 4 and (a[a["seed"] == 1]["rho_solo"] == 9.0).all()
+    mod.store(tmp_path / "two", "b", ["contention"], folder=folder, specs={"contention": spec})
+    assert set(full_size.load_results(folder)[0]["contention"]["summary"]["seed"]) == {1}

@@ -2,12 +2,13 @@
 
     fairplace reproduce themis --workers 2 --out OUT        # hours on 2 cores; --resume after a stop
     python papers/themis/experiments/themis_results.py OUT [FIGDIR]              # Markdown from the journals on stdout
-    python papers/themis/experiments/themis_results.py OUT --store --commit C    # store them in papers/themis/results/
+    python papers/themis/experiments/themis_results.py OUT --store --commit C [--merge]  # store them in papers/themis/results/
     python papers/themis/experiments/themis_results.py --stored --write docs/themis-results.md [--figdir docs/img]
 
 ``--store`` keeps the cells of each experiment's full grid that OUT's journals hold (zstd Parquet:
 the summary rows and the per-app rows, with ``meta.json`` naming commit C, the date and the cells
-held) and rewrites papers/themis/full-size.csv from them; ``--stored`` rebuilds the page's
+held; with ``--merge`` the stored cells OUT lacks stay beside them) and rewrites
+papers/themis/full-size.csv from them; ``--stored`` rebuilds the page's
 generated blocks (between ``<!-- generated:NAME -->`` and ``<!-- /generated -->``) from the stored
 rows without re-running anything (stdout without ``--write``). Journal mode:
 
@@ -373,6 +374,11 @@ if __name__ == "__main__":
     ap.add_argument("figdir", nargs="?", help="journal mode: draw the figures here")
     ap.add_argument("--store", action="store_true", help="store OUT in papers/themis/results/")
     ap.add_argument("--commit", help="with --store: the commit the journals were made at")
+    ap.add_argument(
+        "--merge",
+        action="store_true",
+        help="with --store: keep the stored cells OUT does not hold (a grid run in pieces)",
+    )
     ap.add_argument("--stored", action="store_true", help="the blocks from the stored results")
     ap.add_argument("--write", help="with --stored: the page whose generated blocks to replace")
     ap.add_argument("--figdir", dest="figs", help="with --stored: draw the figures here")
@@ -385,7 +391,7 @@ if __name__ == "__main__":
         elif a.store:
             if not a.commit:
                 ap.error("--store needs --commit C: the commit the journals were made at")
-            for p in themis_stored.store(a.out, a.commit, JOURNALS):
+            for p in themis_stored.store(a.out, a.commit, JOURNALS, merge=a.merge):
                 print(f"stored {p}", file=sys.stderr)
         else:
             main(a.out, a.figdir)

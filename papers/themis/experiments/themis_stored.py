@@ -89,16 +89,22 @@ def store(
     folder: Path = RESULTS,
     date: str | None = None,
     specs: dict | None = None,
+    merge: bool = False,
 ) -> list[Path]:
     """Store the experiments ``keys`` that ``OUT/data`` has journals of (and the non-sweep tables)
     in ``folder``, then rewrite papers/themis/full-size.csv beside it from everything stored
     there (``specs``: {key: SweepSpec} of the full grids, default the reproduction's); returns the
-    files written."""
+    files written. ``merge``: an experiment's stored cells that OUT does not hold are kept beside
+    OUT's (a grid run piece by piece; ``commit`` then names every piece), else they are replaced."""
     out, date = Path(out), date or time.strftime("%Y-%m-%d", time.gmtime())
     specs = _sweep_specs() if specs is None else specs
+    stored = full_size.load_results(folder) if merge else None
     frames, meta = {}, {}
     for key in keys:
         df, apps, info = read_sweep(out, key, specs.get(key))
+        if len(df) and stored is not None and key in stored[0]:
+            df, apps = _merged(stored[0][key], df, apps, info)
+            info["cells"] = len(df)
         if len(df):
             frames[key] = {"summary": df, **({"apps": apps} if len(apps) else {})}
             meta[key] = {"commit": commit, "date": date, **info}
@@ -110,6 +116,22 @@ def store(
         raise DataError(str(out / "data"), "no THEMIS journals or tables to store")
     written = full_size.store_results(frames, folder, meta)
     return [*written, write_full_size(folder, folder.parent / full_size.FILE)]
+
+
+def _merged(old: dict, df: pd.DataFrame, apps: pd.DataFrame, info: dict):
+    """``df`` / ``apps`` with the stored rows (``old``: {frame: rows}) of the cells ``df`` does not
+    hold (cells: scheduler, placement, trace, seed and the grid's parameters)."""
+    s = old["summary"]
+    keys = [k for k in (*CELL, *info.get("grid", {}).get("params", {})) if k in s and k in df]
+    new = df[keys].drop_duplicates().assign(_new=True)
+    kept = s.merge(new, on=keys, how="left")
+    kept = kept[kept["_new"].isna()].drop(columns="_new")
+    out = pd.concat([kept, df], ignore_index=True)
+    a = old.get("apps", pd.DataFrame())
+    if len(a):
+        a = a.merge(kept[keys], on=keys, how="inner")
+        apps = pd.concat([a, apps], ignore_index=True) if len(apps) else a
+    return out, apps
 
 
 def write_full_size(folder: Path, path: Path) -> Path:
